@@ -1,0 +1,3 @@
+"""breadth: post-training research on diversity."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,302 @@
+"""One set of typed configs for every stage, YAML presets validated by them, and `--set` overrides.
+
+Every field carries a description: the Prefect UI shows it as help text in the run form, and
+`breadth run --help-config` prints it. Validation happens here, before any compute, and errors
+name the config key, what was wrong and the allowed values.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from importlib import resources
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+
+class _Section(BaseModel):
+    # extra="forbid": a misspelt key in a preset or `--set` must fail loudly, not be ignored.
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class DataConfig(_Section):
+    source: str = Field(
+        "synthetic:arithmetic",
+        description="Problem source: synthetic:arithmetic | synthetic:countdown | jsonl:PATH | "
+        "parquet:PATH | hf:NAME[:CONFIG].",
+    )
+    format: Literal["free_form", "mcq"] = Field(
+        "free_form", description="How problems are shown to the model: free_form or mcq."
+    )
+    schema_name: Literal["auto", "gsm8k", "aqua", "generic"] = Field(
+        "auto", description="Column layout of file and hub sources (auto-detected by default)."
+    )
+    num_train: int = Field(1500, ge=1, description="Training problems (synthetic sources).")
+    num_eval: int = Field(64, ge=1, description="Evaluation problems (synthetic sources).")
+    difficulty: int = Field(1, ge=1, le=3, description="Synthetic difficulty, 1 (easy) to 3.")
+    reasoning: bool = Field(
+        False, description="Include a reasoning trace in SFT targets (longer sequences)."
+    )
+    on_bad_rows: Literal["fail", "skip"] = Field(
+        "fail", description="fail: stop with a report of bad rows; skip: drop and record them."
+    )
+
+
+class ModelConfig(_Section):
+    name_or_path: str | None = Field(
+        None,
+        description="Hub name or local path of a causal LM; empty = create the tiny "
+        "character-level Qwen2-style model from scratch.",
+    )
+    hidden_size: int = Field(64, ge=32, description="Tiny model: hidden size.")
+    num_layers: int = Field(2, ge=1, description="Tiny model: transformer layers.")
+    num_heads: int = Field(
+        2, ge=1, description="Tiny model: attention heads (head dim = hidden/heads, >= 32)."
+    )
+    intermediate_size: int = Field(256, ge=8, description="Tiny model: MLP width.")
+    max_length: int = Field(96, ge=16, description="Tiny model: maximum sequence length.")
+
+    @model_validator(mode="after")
+    def _head_dim_at_least_32(self) -> ModelConfig:
+        # vLLM's attention backends refuse head dimensions below 32 (VERSIONS.md).
+        if self.name_or_path is None:
+            if self.hidden_size % self.num_heads:
+                raise ValueError(
+                    f"model.hidden_size={self.hidden_size} must be divisible by "
+                    f"model.num_heads={self.num_heads}"
+                )
+            if self.hidden_size // self.num_heads < 32:
+                raise ValueError(
+                    f"head dim model.hidden_size/model.num_heads = "
+                    f"{self.hidden_size // self.num_heads} is below 32, which vLLM refuses; "
+                    "raise hidden_size or lower num_heads"
+                )
+        return self
+
+
+class SFTConfig(_Section):
+    enabled: bool = Field(True, description="Warm-start the policy by SFT on the rendered targets.")
+    epochs: float = Field(4.0, gt=0, description="SFT passes over the training set.")
+    learning_rate: float = Field(3e-3, gt=0, description="SFT learning rate.")
+    batch_size: int = Field(64, ge=1, description="SFT batch size per device.")
+
+
+class RewardConfig(_Section):
+    spec: str = Field(
+        "correctness",
+        description="Reward terms joined by '+', each NAME[:key=val][*weight]: correctness, "
+        "format, ucb, batch, darling, passk, vector, unlikeliness. E.g. 'correctness+ucb*0.5'.",
+    )
+    ucb_coef: float = Field(0.5, ge=0, description="Outcome-count UCB bonus coefficient c.")
+    ucb_variant: Literal["ucb", "ucb_mean"] = Field(
+        "ucb", description="ucb: raw bonus; ucb_mean: bonus minus its group mean."
+    )
+    ucb_apply_to: Literal["all", "correct"] = Field(
+        "all", description="Give the UCB bonus to all completions or only correct ones."
+    )
+    batch_coef: float = Field(0.5, ge=0, description="Within-group repetition penalty coefficient.")
+    passk_k: int = Field(4, ge=1, description="Target k of the pass@k advantage.")
+    vector_draws: int = Field(64, ge=1, description="Dirichlet draws of the set-level reward.")
+    vector_alpha: float = Field(1.0, gt=0, description="Dirichlet concentration of the draws.")
+    unlikeliness_beta: float = Field(0.25, ge=0, le=1, description="Unlikeliness reward beta.")
+    seed: int = Field(0, description="Seed of randomised rewards (vector draws).")
+
+
+class RLConfig(_Section):
+    enabled: bool = Field(True, description="Run GRPO after SFT.")
+    max_steps: int = Field(30, ge=1, description="GRPO optimisation steps.")
+    learning_rate: float = Field(5e-4, gt=0, description="GRPO learning rate.")
+    num_generations: int = Field(8, ge=2, description="Completions per prompt (the group size G).")
+    prompts_per_step: int = Field(4, ge=1, description="Distinct prompts per optimisation step.")
+    max_completion_length: int = Field(8, ge=1, description="Max new tokens per completion.")
+    temperature: float = Field(1.0, gt=0, description="Sampling temperature during training.")
+    beta: float = Field(0.0, ge=0, description="KL coefficient against the reference policy.")
+    loss_type: Literal["grpo", "dapo", "dr_grpo", "bnpo", "cispo", "sapo"] = Field(
+        "dapo", description="TRL loss aggregation."
+    )
+    scale_rewards: Literal["group", "batch", "none"] = Field(
+        "group", description="Advantage scaling; rewards that need 'none' set it themselves."
+    )
+    epsilon: float = Field(0.2, gt=0, description="Lower PPO clip range.")
+    epsilon_high: float | None = Field(
+        None, description="Upper clip range (clip-higher; DAPO suggests 0.28). Empty = epsilon."
+    )
+    top_entropy_quantile: float = Field(
+        1.0, gt=0, le=1, description="Update only the top rho highest-entropy tokens (0.2 = 80/20)."
+    )
+    entropy_coef: float = Field(
+        0.0, ge=0, description="Entropy bonus coefficient added to the loss (0 = off)."
+    )
+    adaptive_entropy: bool = Field(
+        False, description="Adapt entropy_coef towards entropy_target (Skywork-OR1 style)."
+    )
+    entropy_target: float = Field(
+        0.2, ge=0, description="Target mean token entropy (nats) for adaptive entropy control."
+    )
+    save_steps: int = Field(10, ge=1, description="Checkpoint every N steps (to S3 under the run).")
+    reward: RewardConfig = Field(default_factory=RewardConfig)
+
+
+class RolloutConfig(_Section):
+    backend: Literal["transformers", "vllm"] = Field(
+        "transformers", description="Generation backend (vllm = OpenAI-compatible server)."
+    )
+    vllm_url: str | None = Field(
+        None, description="Existing vLLM server URL; empty = start one per model (vllm backend)."
+    )
+    num_samples: int = Field(16, ge=1, description="Samples per evaluation problem (n).")
+    temperature: float = Field(1.0, gt=0, description="Sampling temperature.")
+    top_p: float = Field(1.0, gt=0, le=1, description="Nucleus sampling top-p.")
+    max_new_tokens: int = Field(8, ge=1, description="Max new tokens per sample.")
+    batch_size: int = Field(256, ge=1, description="Sequences per generate() call.")
+
+
+class EvaluationConfig(_Section):
+    bootstrap_samples: int = Field(500, ge=10, description="Bootstrap resamples for CIs.")
+    maj_resamples: int = Field(32, ge=1, description="Resamples for maj@k.")
+    search_budget: int = Field(
+        0, ge=0, description="Samples per problem for evolutionary search (0 = skip search)."
+    )
+
+
+class TrackingConfig(_Section):
+    experiment: str | None = Field(
+        None, description="MLflow experiment; empty = the preset name."
+    )
+    bucket: str = Field("breadth", description="S3 bucket for datasets, checkpoints, rollouts.")
+    log_models: bool = Field(
+        True, description="Log SFT and RL policies as MLflow models (mlflow.transformers)."
+    )
+
+
+class PipelineConfig(_Section):
+    """The whole pipeline. This is the Prefect flow's one parameter: the UI renders it as a form."""
+
+    preset: str = Field("default", description="Name of the preset these values started from.")
+    seed: int = Field(0, description="Seed for data, model init, training and sampling.")
+    data: DataConfig = Field(default_factory=DataConfig)
+    model: ModelConfig = Field(default_factory=ModelConfig)
+    sft: SFTConfig = Field(default_factory=SFTConfig)
+    rl: RLConfig = Field(default_factory=RLConfig)
+    rollout: RolloutConfig = Field(default_factory=RolloutConfig)
+    evaluation: EvaluationConfig = Field(default_factory=EvaluationConfig)
+    tracking: TrackingConfig = Field(default_factory=TrackingConfig)
+
+    def content_hash(self, *sections: str) -> str:
+        """sha256 of the config (or of the named sections): a cache key and an MLflow tag."""
+        dumped = self.model_dump(mode="json")
+        payload = {name: dumped[name] for name in sections} if sections else dumped
+        return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
+
+    def flat(self) -> dict[str, Any]:
+        """Dotted key -> value, for MLflow params."""
+        return _flatten(self.model_dump(mode="json"))
+
+
+class ConfigError(ValueError):
+    """A config that cannot be used; the message names the key and the fix."""
+
+
+def _flatten(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    flat: dict[str, Any] = {}
+    for key, value in tree.items():
+        if isinstance(value, dict):
+            flat.update(_flatten(value, f"{prefix}{key}."))
+        else:
+            flat[f"{prefix}{key}"] = value
+    return flat
+
+
+def available_presets() -> list[str]:
+    folder = resources.files("breadth") / "presets"
+    return sorted(p.name.removesuffix(".yaml") for p in folder.iterdir() if p.name.endswith(".yaml"))
+
+
+def _preset_values(name: str) -> dict[str, Any]:
+    path = Path(name)
+    if path.suffix in {".yaml", ".yml"} and path.exists():
+        text = path.read_text()
+    else:
+        if name not in available_presets():
+            raise ConfigError(
+                f"unknown preset {name!r}. Available presets: {', '.join(available_presets())}. "
+                "Pass one of these with --preset, or a path to a YAML file."
+            )
+        text = (resources.files("breadth") / "presets" / f"{name}.yaml").read_text()
+    values = yaml.safe_load(text) or {}
+    if not isinstance(values, dict):
+        raise ConfigError(f"preset {name!r} must be a YAML mapping, got {type(values).__name__}")
+    return values
+
+
+def _set_dotted(tree: dict[str, Any], dotted: str, value: Any) -> None:
+    node = tree
+    *parents, leaf = dotted.split(".")
+    for part in parents:
+        child = node.setdefault(part, {})
+        if not isinstance(child, dict):
+            raise ConfigError(f"config key {dotted!r}: {part!r} is a value, not a section")
+        node = child
+    node[leaf] = value
+
+
+def _known_keys(model: type[BaseModel], prefix: str = "") -> list[str]:
+    keys = []
+    for name, field in model.model_fields.items():
+        annotation = field.annotation
+        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+            keys.extend(_known_keys(annotation, f"{prefix}{name}."))
+        else:
+            keys.append(f"{prefix}{name}")
+    return keys
+
+
+def parse_override(text: str) -> tuple[str, Any]:
+    """`key=value` -> (key, YAML-typed value): `rl.max_steps=4` gives ("rl.max_steps", 4)."""
+    if "=" not in text:
+        raise ConfigError(f"--set {text!r} is not key=value (e.g. --set rl.max_steps=4)")
+    key, raw = text.split("=", 1)
+    key = key.strip()
+    if key not in _known_keys(PipelineConfig):
+        close = [k for k in _known_keys(PipelineConfig) if k.split(".")[-1] == key.split(".")[-1]]
+        hint = f" Did you mean {', '.join(close)}?" if close else ""
+        raise ConfigError(
+            f"unknown config key {key!r} in --set.{hint} Run `breadth config --keys` for the list."
+        )
+    try:
+        value = yaml.safe_load(raw) if raw.strip() else None
+    except yaml.YAMLError:
+        value = raw
+    return key, value
+
+
+def _describe(error: ValidationError) -> str:
+    lines = []
+    for item in error.errors():
+        key = ".".join(str(p) for p in item["loc"]) or "(top level)"
+        got = item.get("input")
+        got_text = "" if isinstance(got, dict) else f" (got {got!r})"
+        lines.append(f"config key {key}: {item['msg']}{got_text}")
+    return "invalid configuration:\n  " + "\n  ".join(lines) + (
+        "\nFix the preset or the --set value; `breadth config --keys` lists every key."
+    )
+
+
+def load_config(preset: str = "default", overrides: list[str] | None = None) -> PipelineConfig:
+    """Preset YAML + `key=value` overrides -> a validated PipelineConfig.
+
+    >>> load_config("default", ["rl.max_steps=2"]).rl.max_steps
+    2
+    """
+    values = _preset_values(preset)
+    values.setdefault("preset", Path(preset).stem)
+    for text in overrides or []:
+        key, value = parse_override(text)
+        _set_dotted(values, key, value)
+    try:
+        return PipelineConfig.model_validate(values)
+    except ValidationError as error:
+        raise ConfigError(_describe(error)) from None
