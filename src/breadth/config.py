@@ -243,15 +243,20 @@ def _set_dotted(tree: dict[str, Any], dotted: str, value: Any) -> None:
     node[leaf] = value
 
 
-def _known_keys(model: type[BaseModel], prefix: str = "") -> list[str]:
-    keys = []
+def _known_keys() -> list[str]:
+    return [key for key, _ in describe_keys()]
+
+
+def describe_keys(model: type[BaseModel] = PipelineConfig, prefix: str = "") -> list[tuple[str, str]]:
+    """(dotted key, description) for every leaf field: the help behind `breadth config --keys`."""
+    rows = []
     for name, field in model.model_fields.items():
         annotation = field.annotation
         if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-            keys.extend(_known_keys(annotation, f"{prefix}{name}."))
+            rows.extend(describe_keys(annotation, f"{prefix}{name}."))
         else:
-            keys.append(f"{prefix}{name}")
-    return keys
+            rows.append((f"{prefix}{name}", field.description or ""))
+    return rows
 
 
 def parse_override(text: str) -> tuple[str, Any]:
@@ -260,8 +265,8 @@ def parse_override(text: str) -> tuple[str, Any]:
         raise ConfigError(f"--set {text!r} is not key=value (e.g. --set rl.max_steps=4)")
     key, raw = text.split("=", 1)
     key = key.strip()
-    if key not in _known_keys(PipelineConfig):
-        close = [k for k in _known_keys(PipelineConfig) if k.split(".")[-1] == key.split(".")[-1]]
+    if key not in _known_keys():
+        close = [k for k in _known_keys() if k.split(".")[-1] == key.split(".")[-1]]
         hint = f" Did you mean {', '.join(close)}?" if close else ""
         raise ConfigError(
             f"unknown config key {key!r} in --set.{hint} Run `breadth config --keys` for the list."

@@ -1,0 +1,33 @@
+# Thin targets: each one command. `make demo` and `make test` are the README's quickstart.
+PYTHON ?= python3
+VENV ?= .venv
+BIN = $(VENV)/bin
+
+.PHONY: install demo test test-unit lint stack-up stack-down benchmark
+
+install: $(VENV)/.installed
+
+# Re-installs when pyproject.toml changes. torch==2.13.0 is the CPU wheel (see VERSIONS.md).
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV) && $(BIN)/pip install -q -e ".[dev]" && touch $@
+
+demo: install
+	$(BIN)/breadth run
+
+test: install
+	$(BIN)/pytest -q
+
+test-unit: install
+	$(BIN)/pytest -q -m "not integration"
+
+lint: install
+	$(BIN)/ruff check src tasks flows tests benchmarks
+
+stack-up: install
+	$(BIN)/breadth stack up
+
+stack-down: install
+	$(BIN)/breadth stack down
+
+benchmark: install
+	$(BIN)/python benchmarks/bench_orchestration.py

@@ -1,0 +1,76 @@
+"""The pipeline flow: prepare -> SFT -> GRPO -> rollouts (SFT and RL) -> evaluation -> report.
+
+Each stage is a cached Prefect task keyed on content (its config slice and its inputs' keys),
+so a re-run with nothing changed is served from the cache; each is a child MLflow run of one
+parent run per flow run.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from prefect import flow
+
+from breadth.config import PipelineConfig
+from tasks.common import content_key
+from tasks.evaluate import evaluate, publish_report
+from tasks.prepare import prepare
+from tasks.rollout import rollout
+from tasks.tracking import open_parent_run
+from tasks.train import init_model, rl, sft
+
+
+@flow(name="breadth-pipeline", log_prints=True, validate_parameters=True)
+def pipeline(config: PipelineConfig = PipelineConfig()) -> dict[str, Any]:
+    """Run the whole pipeline for one config (the Prefect UI renders it as a form)."""
+    return run_pipeline(config)
+
+
+def run_pipeline(config: PipelineConfig, extra_tags: dict[str, str] | None = None) -> dict[str, Any]:
+    parent = open_parent_run(config, extra_tags)
+    try:
+        data_key = content_key("prepare", config.content_hash("data"), str(config.seed))
+        dataset = prepare(config, data_key, parent)
+        parent.set_tags({"dataset.hash": dataset.info["content_hash"]})
+
+        base_key = content_key("init", config.content_hash("model"), str(config.seed))
+        policy = base = init_model(config, base_key)
+        models = {}
+        if config.sft.enabled:
+            sft_key = content_key("sft", base_key, data_key, config.content_hash("sft"))
+            policy = sft(config, sft_key, parent, dataset, base)
+            models["sft"] = policy
+        else:
+            models["base"] = base
+        base_name = next(iter(models))
+        if config.rl.enabled:
+            rl_key = content_key("rl", policy.key, data_key, config.content_hash("rl"))
+            models["rl"] = rl(config, rl_key, parent, dataset, policy)
+
+        rollout_hash = config.content_hash("rollout")
+        rollouts = {
+            name: rollout(config, content_key("rollout", model.key, data_key, rollout_hash,
+                                              str(config.seed)),
+                          parent, dataset, model, name)
+            for name, model in models.items()
+        }  # fmt: skip
+        eval_hash = config.content_hash("evaluation")
+        evaluations = {
+            name: evaluate(config, content_key("evaluate", result.key, rollouts[base_name].key,
+                                               eval_hash, str(config.seed)),
+                           parent, result, rollouts[base_name], name)
+            for name, result in rollouts.items()
+        }  # fmt: skip
+        report = publish_report(config, parent, rollouts, evaluations, base_name)
+        parent.set_tags({f"cache.{r.stage}": r.mlflow_run_id for r in [dataset, *models.values(),
+                                                                       *rollouts.values()]})
+        parent.finish()
+    except BaseException:
+        parent.finish("FAILED")
+        raise
+    return {
+        "mlflow_run_id": parent.run_id,
+        "mlflow_run_url": parent.url(),
+        "report": report,
+        "metrics": {name: result.info["metrics"] for name, result in evaluations.items()},
+    }

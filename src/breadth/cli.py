@@ -1,0 +1,212 @@
+"""The `breadth` command. Reaches into flows/ lazily (run, deploy) so `--help` stays instant."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from breadth.config import ConfigError, PipelineConfig, load_config
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    help="breadth: data in two formats, diversity-aware GRPO, rollouts and search-style "
+    "evaluation, tracked in MLflow and S3, orchestrated by Prefect.",
+)
+stack_app = typer.Typer(no_args_is_help=True, help="The local stack: S3, MLflow and Prefect.")
+app.add_typer(stack_app, name="stack")
+console = Console()
+PROJECT_DIR = Path(__file__).resolve().parents[2]
+
+
+def _fail(message: str) -> None:
+    console.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    raise typer.Exit(2)
+
+
+def _stack():
+    from breadth.stack import LocalStack, StackSettings
+
+    return LocalStack(StackSettings())
+
+
+def _bring_up_stack() -> dict[str, str]:
+    """Start what is not running (or check what is external); export the client environment."""
+    from breadth.stack import StackError
+
+    stack = _stack()
+    try:
+        stack.up()
+    except StackError as error:
+        _fail(str(error))
+    env = stack.settings.client_env()
+    os.environ.update(env)
+    return env
+
+
+@stack_app.command("up")
+def stack_up() -> None:
+    """Start S3, MLflow and Prefect on 127.0.0.1 (reuses what already runs)."""
+    env = _bring_up_stack()
+    stack_status()
+    console.print("\nClient environment (export these to use the stack from another shell):")
+    for key in ("PREFECT_API_URL", "MLFLOW_TRACKING_URI", "BREADTH_S3_ENDPOINT",
+                "BREADTH_S3_BUCKET", "AWS_ACCESS_KEY_ID"):  # fmt: skip
+        console.print(f"  export {key}={env[key]}", highlight=False)
+    console.print("  export AWS_SECRET_ACCESS_KEY=... (in .breadth/credentials.json)")
+
+
+@stack_app.command("down")
+def stack_down() -> None:
+    """Stop the services this stack started (external ones are left alone)."""
+    _stack().down()
+    stack_status()
+
+
+@stack_app.command("status")
+def stack_status() -> None:
+    """Show each service's address and state."""
+    table = Table("service", "url", "state")
+    for row in _stack().status():
+        table.add_row(row["service"], row["url"], row["state"])
+    console.print(table)
+
+
+def _load(preset: str, overrides: list[str] | None) -> PipelineConfig:
+    try:
+        return load_config(preset, overrides or [])
+    except ConfigError as error:
+        _fail(str(error))
+        raise  # unreachable: keeps type checkers happy
+
+
+@app.command()
+def config(
+    preset: Annotated[str, typer.Option(help="Preset name or YAML path.")] = "default",
+    set_: Annotated[list[str] | None, typer.Option("--set", help="key=value override.")] = None,
+    keys: Annotated[bool, typer.Option(help="List every config key with its help.")] = False,
+) -> None:
+    """Print the resolved config (validated), or every key with its description."""
+    if keys:
+        from breadth.config import describe_keys
+
+        for key, description in describe_keys():
+            console.print(f"[bold]{key}[/]  {description}", highlight=False)
+        return
+    import yaml
+
+    console.print(yaml.safe_dump(_load(preset, set_).model_dump(mode="json"), sort_keys=False))
+
+
+@app.command()
+def run(
+    preset: Annotated[str, typer.Option(help="Preset name or YAML path.")] = "default",
+    set_: Annotated[
+        list[str] | None, typer.Option("--set", help="key=value override, e.g. rl.max_steps=4.")
+    ] = None,
+) -> None:
+    """Run the whole pipeline locally (brings the stack up first when it is not running)."""
+    config = _load(preset, set_)  # validated before any service starts or compute happens
+    env = _bring_up_stack()
+    from flows.pipeline import pipeline  # after the environment points Prefect at the stack
+
+    started = time.monotonic()
+    result = pipeline(config=config)
+    elapsed = time.monotonic() - started
+    console.print(f"\n[bold green]pipeline finished[/] in {elapsed:.1f}s", highlight=False)
+    console.print(f"  MLflow run:  {result['mlflow_run_url']}", highlight=False)
+    console.print(f"  Prefect UI:  {env['PREFECT_UI_URL']}/runs", highlight=False)
+    console.print(
+        f"  S3 prefix:   s3://{env['BREADTH_S3_BUCKET']}/runs/{result['mlflow_run_id']}/ "
+        f"(endpoint {env['BREADTH_S3_ENDPOINT']})", highlight=False,
+    )  # fmt: skip
+    console.print(f"  Report:      {result['report']}", highlight=False)
+
+
+@app.command()
+def prepare(
+    source: Annotated[str, typer.Option(help="synthetic:arithmetic, jsonl:PATH, hf:NAME, ...")],
+    format: Annotated[str, typer.Option(help="mcq or free_form.")],
+    out: Annotated[Path, typer.Option(help="Output folder.")],
+    schema: Annotated[str, typer.Option(help="auto, gsm8k, aqua or generic.")] = "auto",
+    on_bad_rows: Annotated[str, typer.Option(help="fail or skip.")] = "fail",
+    num_train: Annotated[int, typer.Option(help="Synthetic: training problems.")] = 1000,
+    num_eval: Annotated[int, typer.Option(help="Synthetic: evaluation problems.")] = 100,
+    difficulty: Annotated[int, typer.Option(help="Synthetic difficulty 1-3.")] = 1,
+    reasoning: Annotated[bool, typer.Option(help="Reasoning traces in targets.")] = False,
+    seed: int = 0,
+) -> None:
+    """Write train.parquet, eval.parquet and manifest.json for one source and format."""
+    overrides = [f"data.source={source}", f"data.format={format}", f"data.schema_name={schema}",
+                 f"data.on_bad_rows={on_bad_rows}", f"data.num_train={num_train}",
+                 f"data.num_eval={num_eval}", f"data.difficulty={difficulty}",
+                 f"data.reasoning={reasoning}", f"seed={seed}"]  # fmt: skip
+    config = _load("default", overrides)
+    from breadth.stages import prepare_stage
+
+    try:
+        manifest = prepare_stage(config, out)
+    except (ValueError, FileNotFoundError) as error:
+        _fail(str(error))
+    console.print(f"wrote {out} (content hash {manifest.content_hash})", highlight=False)
+
+
+@app.command()
+def evaluate(
+    rollouts: Annotated[Path, typer.Option(help="Rollouts parquet of the model to judge.")],
+    out: Annotated[Path, typer.Option(help="Output folder for the report.")],
+    base: Annotated[Path | None, typer.Option(help="Rollouts parquet of the base model.")] = None,
+    seed: int = 0,
+) -> None:
+    """Metrics, transfer analysis and the report from rollout files, offline."""
+    from breadth.stages import evaluate_files
+
+    for path in [rollouts, base]:
+        if path is not None and not path.exists():
+            _fail(f"rollouts file {path} does not exist")
+    written = evaluate_files(rollouts, out, base=base, seed=seed)
+    for path in written:
+        console.print(f"wrote {path}", highlight=False)
+
+
+@app.command()
+def deploy(
+    work_pool: Annotated[str, typer.Option(help="Process work pool to create/use.")] = (
+        "breadth-cpu"
+    ),
+) -> None:
+    """Register the deployments in prefect.yaml (nightly, adhoc) and their work pool."""
+    env = _bring_up_stack()
+    prefect = str(Path(sys.executable).parent / "prefect")
+    full_env = {**os.environ, **env}
+    inspect = subprocess.run([prefect, "work-pool", "inspect", work_pool], env=full_env,
+                             capture_output=True, text=True)  # fmt: skip
+    if inspect.returncode != 0:
+        subprocess.run([prefect, "work-pool", "create", work_pool, "--type", "process"],
+                       env=full_env, check=True)  # fmt: skip
+    deployed = subprocess.run([prefect, "--no-prompt", "deploy", "--all"], cwd=PROJECT_DIR,
+                              env=full_env, capture_output=True, text=True)  # fmt: skip
+    if deployed.returncode != 0:
+        _fail(f"prefect deploy failed:\n{deployed.stdout[-3000:]}\n{deployed.stderr[-3000:]}")
+    console.print(deployed.stdout[-2000:], highlight=False)
+    console.print(
+        f"Start a worker with: prefect worker start --pool {work_pool}  "
+        f"(PREFECT_API_URL={env['PREFECT_API_URL']})", highlight=False,
+    )  # fmt: skip
+
+
+def main() -> None:  # pragma: no cover - console entry
+    app()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    app()
+

@@ -1,0 +1,231 @@
+"""Plausible wrong options for multiple choice when the source has none.
+
+Distractors are the mistakes a solver makes, not random noise: off by one or ten, swapped
+digits, a forgotten carry, precedence ignored, one operator misread. Which of the plausible
+candidates appear is drawn with the caller's seeded `random.Random`.
+"""
+
+from __future__ import annotations
+
+import random
+from decimal import Decimal, InvalidOperation
+from fractions import Fraction
+
+from breadth.data.expressions import (
+    BinOp,
+    ExpressionError,
+    Neg,
+    Node,
+    Num,
+    apply_operator,
+    evaluate,
+    render,
+)
+
+_OPERATOR_SWAPS = {"+": ("-", "*"), "-": ("+",), "*": ("+", "-"), "/": ("*", "-")}
+
+
+def numeric_distractors(
+    answer: str, count: int, rng: random.Random, *, expression: Node | None = None
+) -> list[str]:
+    """`count` distinct wrong numbers near `answer`, as strings.
+
+    >>> from breadth.data.expressions import parse_expression
+    >>> options = numeric_distractors("33", 3, random.Random(0),
+    ...                               expression=parse_expression("12+7*3"))
+    >>> len(options), "33" in options, all(o.isdigit() for o in options)
+    (3, False, True)
+    """
+    try:
+        gold = Decimal(answer)
+    except InvalidOperation:
+        raise ValueError(f"answer {answer!r} is not a number") from None
+    if gold == gold.to_integral_value():
+        candidates = _integer_candidates(int(gold), expression)
+        fill = [int(gold) + step for step in (3, -3, 4, -4, 5, -5, 6, 7, 8, 9, 11, 12)]
+        allowed = (lambda v: v >= 0) if gold >= 0 else (lambda v: True)
+        pool = _unique(str(v) for v in candidates if v != gold and allowed(v))
+        extra = _unique(str(v) for v in fill if v != gold and allowed(v))
+    else:
+        unit = Decimal(1).scaleb(gold.as_tuple().exponent)
+        steps = (unit, -unit, 10 * unit, -10 * unit, Decimal(1), Decimal(-1))
+        candidates = [gold + step for step in steps] + [gold * 10, gold / 10]
+        pool = _unique(_decimal_text(v) for v in candidates if v != gold)
+        extra = _unique(_decimal_text(gold + k * unit) for k in range(2, 12))
+    return _draw(pool, extra, count, rng, exclude={answer})
+
+
+def _integer_candidates(gold: int, expression: Node | None) -> list[int]:
+    mistakes: list[int] = []
+    if expression is not None:
+        mistakes += _whole_values([_left_to_right(expression)])
+        mistakes += _whole_values(_safe_value(v) for v in _one_operator_changed(expression))
+        mistakes += _digit_mistakes(expression)
+    near = [gold + 1, gold - 1, gold + 10, gold - 10]
+    near += _digit_swaps(gold)
+    near += [gold + 2, gold - 2, gold + 100 if abs(gold) >= 100 else gold + 11]
+    # Interleave so both kinds of mistake reach the small plausible pool.
+    out: list[int] = []
+    for index in range(max(len(mistakes), len(near))):
+        out += mistakes[index:index + 1] + near[index:index + 1]
+    return out
+
+
+def _draw(pool: list[str], extra: list[str], count: int, rng: random.Random,
+          exclude: set[str]) -> list[str]:
+    pool = [p for p in pool if p not in exclude]
+    plausible = pool[: max(count + 2, 2 * count)]
+    if len(plausible) >= count:
+        return rng.sample(plausible, count)
+    chosen = list(plausible)
+    for candidate in extra:
+        if len(chosen) == count:
+            break
+        if candidate not in chosen and candidate not in exclude:
+            chosen.append(candidate)
+    if len(chosen) < count:
+        raise ValueError(f"could not find {count} distinct distractors")
+    return chosen
+
+
+def _unique(values: object) -> list[str]:
+    seen: dict[str, None] = {}
+    for value in values:  # type: ignore[attr-defined]
+        seen.setdefault(value, None)
+    return list(seen)
+
+
+def _decimal_text(value: Decimal) -> str:
+    text = format(value.normalize(), "f")
+    return "0" if text in ("-0", "") else text
+
+
+def _whole_values(values: object) -> list[int]:
+    return [int(v) for v in values if v is not None and v.denominator == 1]  # type: ignore
+
+
+def _safe_value(node: Node) -> Fraction | None:
+    try:
+        return evaluate(node)
+    except ExpressionError:
+        return None
+
+
+def _one_operator_changed(node: Node) -> list[Node]:
+    """Every tree that differs from `node` in exactly one operator."""
+    if not isinstance(node, BinOp):
+        return []
+    out: list[Node] = [BinOp(op, node.left, node.right) for op in _OPERATOR_SWAPS[node.op]]
+    out += [BinOp(node.op, left, node.right) for left in _one_operator_changed(node.left)]
+    out += [BinOp(node.op, node.left, right) for right in _one_operator_changed(node.right)]
+    return out
+
+
+def _tokens(node: Node) -> list[int | str]:
+    if isinstance(node, Num):
+        return [node.value]
+    if isinstance(node, Neg):
+        return ["-", *_tokens(node.operand)]
+    return [*_tokens(node.left), node.op, *_tokens(node.right)]
+
+
+def _left_to_right(node: Node) -> Fraction | None:
+    """The value when precedence is ignored: 12+7*3 read as (12+7)*3."""
+    tokens = _tokens(node)
+    if not isinstance(tokens[0], int):
+        return None
+    value = Fraction(tokens[0])
+    for op, operand in zip(tokens[1::2], tokens[2::2], strict=False):
+        if not isinstance(op, str) or not isinstance(operand, int):
+            return None
+        try:
+            value = apply_operator(op, value, Fraction(operand))
+        except ExpressionError:
+            return None
+    return value
+
+
+def _digit_mistakes(node: Node) -> list[int]:
+    """Column arithmetic slips on two-operand sums and differences: a forgotten carry or borrow."""
+    if not (isinstance(node, BinOp) and isinstance(node.left, Num) and isinstance(node.right, Num)):
+        return []
+    a, b = node.left.value, node.right.value
+    if node.op == "+":
+        return [_columnwise(a, b, lambda x, y: (x + y) % 10)]
+    if node.op == "-" and a >= b:
+        return [_columnwise(a, b, lambda x, y: abs(x - y))]
+    return []
+
+
+def _columnwise(a: int, b: int, digit_op: object) -> int:
+    width = max(len(str(a)), len(str(b)))
+    left, right = str(a).zfill(width), str(b).zfill(width)
+    return int("".join(str(digit_op(int(x), int(y))) for x, y in zip(left, right)))  # type: ignore
+
+
+def _digit_swaps(value: int) -> list[int]:
+    digits = str(abs(value))
+    sign = -1 if value < 0 else 1
+    out = []
+    for i in range(len(digits) - 1):
+        swapped = digits[:i] + digits[i + 1] + digits[i] + digits[i + 2:]
+        if swapped != digits and not swapped.startswith("0"):
+            out.append(sign * int(swapped))
+    return out
+
+
+def expression_distractors(
+    solution: Node, numbers: list[int], target: int, count: int, rng: random.Random
+) -> list[str]:
+    """`count` distinct countdown expressions over the given numbers that miss the target.
+
+    >>> from breadth.data.expressions import parse_expression
+    >>> wrong = expression_distractors(parse_expression("3*5+7"), [3, 5, 7], 22, 3,
+    ...                                random.Random(0))
+    >>> len(wrong), "3*5+7" in wrong
+    (3, False)
+    """
+    gold_text = render(solution)
+    candidates = _one_operator_changed(solution) + _one_number_changed(solution, numbers)
+    pool = _unique(render(c) for c in candidates if _misses(c, target))
+    extra = _unique(_random_expressions(numbers, target, rng, 4 * count))
+    return _draw(pool, extra, count, rng, exclude={gold_text})
+
+
+def _misses(node: Node, target: int) -> bool:
+    value = _safe_value(node)
+    return value is not None and value != target
+
+
+def _one_number_changed(node: Node, numbers: list[int]) -> list[Node]:
+    used = _tokens(node)
+    unused = list(numbers)
+    for token in used:
+        if isinstance(token, int) and token in unused:
+            unused.remove(token)
+    return [_replace_first(node, old, new) for old in sorted({t for t in used if isinstance(t, int)})
+            for new in sorted(set(unused)) if new != old]
+
+
+def _replace_first(node: Node, old: int, new: int) -> Node:
+    def walk(n: Node, done: list[bool]) -> Node:
+        if isinstance(n, Num):
+            if not done[0] and n.value == old:
+                done[0] = True
+                return Num(new)
+            return n
+        if isinstance(n, Neg):
+            return Neg(walk(n.operand, done))
+        return BinOp(n.op, walk(n.left, done), walk(n.right, done))
+
+    return walk(node, [False])
+
+
+def _random_expressions(numbers: list[int], target: int, rng: random.Random, tries: int) -> list[str]:
+    out = []
+    for _ in range(tries):
+        a, b = rng.sample(numbers, 2) if len(numbers) >= 2 else (numbers[0], numbers[0])
+        node = BinOp(rng.choice("+-*"), Num(a), Num(b))
+        if _misses(node, target):
+            out.append(render(node))
+    return out

@@ -1,0 +1,256 @@
+"""Pull the final answer out of model text: a letter, a number or an expression.
+
+Every function here first cuts the text to a bounded window (the last `MAX_TAIL_CHARS`
+characters, then at most `MAX_SEGMENT_CHARS` after the answer marker), so the work done on any
+input, a megabyte of digits included, is bounded. None of them raises on model text.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import unicodedata
+from collections.abc import Sequence
+from decimal import Decimal, InvalidOperation
+
+MAX_TAIL_CHARS = 2000
+"""Only the end of a completion is searched: the final answer is there."""
+MAX_SEGMENT_CHARS = 512
+"""Only this much text after the answer marker is read."""
+MAX_NUMBER_CHARS = 64
+"""A longer digit run is not a plausible answer (and would be slow to convert)."""
+
+LETTERS = "ABCDEFGHIJ"
+
+_MARKER = re.compile(r"answer\s*(?:is\s*:?|:)|####", re.IGNORECASE)
+_BOXED = "\\boxed{"
+_NUMBER = re.compile(
+    r"(?:(?<![\w)\]])-)?"  # a minus sign counts only where it cannot be subtraction
+    r"(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?"
+    r"(?:[eE][-+]?\d+|/\d+)?"
+)
+_PLAIN_NUMBER = re.compile(r"\s*\$?\s*(" + _NUMBER.pattern + r")\s*\.?\s*")
+_LEADING_LETTER = re.compile(r"\s*[(\[]?([A-Z])(?:[)\]]|(?=[\s.,;:!?]|$))")
+_LETTER_MENTION = re.compile(r"\(([A-Z])\)|(?<![\w])([A-Z])\)")
+_TRAILING_LETTER = re.compile(r"(?<![\w])([A-Z])[\s.!]*$")
+_EXPRESSION_RUN = re.compile(r"[0-9+\-*/() ]+")
+_SYMBOLS = {"\u00d7": "*", "\u00f7": "/", "\u2212": "-", "\u2013": "-", "\u22c5": "*"}
+_LATEX_SYMBOLS = (("\\times", "*"), ("\\cdot", "*"), ("\\div", "/"), ("\\left", ""),
+                  ("\\right", ""), ("$", ""))
+
+
+def normalize_text(text: str) -> str:
+    """NFKC (fullwidth digits become ASCII) plus other scripts' decimal digits mapped to ASCII.
+
+    >>> normalize_text("\\uff13\\uff13 and \\u0663\\u0663")
+    '33 and 33'
+    """
+    text = unicodedata.normalize("NFKC", text)
+    if text.isascii():
+        return text
+    return "".join(
+        str(unicodedata.decimal(char)) if not char.isascii() and char.isdecimal() else char
+        for char in text
+    )
+
+
+def answer_segment(text: object) -> tuple[str, bool]:
+    """The bounded part of a completion holding the final answer, and whether a marker was seen.
+
+    Priority: the last \\boxed{...}; else the text after the last "Answer:" / "answer is" /
+    "####"; else the end of the text.
+
+    >>> answer_segment("7*3=21, 12+21=33. Answer: 33")
+    ('33', True)
+    >>> answer_segment("33")
+    ('33', False)
+    """
+    if not isinstance(text, str) or not text:
+        return "", False
+    tail = normalize_text(text[-MAX_TAIL_CHARS:])
+    boxed_at = tail.rfind(_BOXED)
+    if boxed_at >= 0:
+        return _boxed_content(tail, boxed_at + len(_BOXED)), True
+    last = None
+    for last in _MARKER.finditer(tail):
+        pass
+    if last is not None:
+        return tail[last.end():last.end() + MAX_SEGMENT_CHARS].strip(), True
+    return tail[-MAX_SEGMENT_CHARS:].strip(), False
+
+
+def _boxed_content(text: str, start: int) -> str:
+    depth = 1
+    end = min(len(text), start + MAX_SEGMENT_CHARS)
+    for index in range(start, end):
+        if text[index] == "{":
+            depth += 1
+        elif text[index] == "}":
+            depth -= 1
+            if depth == 0:
+                return text[start:index].strip()
+    return text[start:end].strip()
+
+
+def parse_number(text: str) -> float | None:
+    """The value of one number token ("1,000", "-3.5", "2e3", "3/4"); None if not finite.
+
+    >>> parse_number("1,000"), parse_number("3/4"), parse_number("1e999999")
+    (1000.0, 0.75, None)
+    """
+    if len(text) > MAX_NUMBER_CHARS:
+        return None
+    try:
+        if "/" in text:
+            numerator, denominator = text.replace(",", "").split("/")
+            value = float(numerator) / float(denominator) if float(denominator) else math.inf
+        else:
+            value = float(text.replace(",", ""))
+    except ValueError:
+        return None
+    return value if math.isfinite(value) else None
+
+
+def plain_number(text: str) -> str | None:
+    """The number token when `text` is nothing but one number (with an optional $ or period).
+
+    >>> plain_number(" $1,000. "), plain_number("x+1")
+    ('1,000', None)
+    """
+    if len(text) > MAX_SEGMENT_CHARS:
+        return None
+    match = _PLAIN_NUMBER.fullmatch(normalize_text(text))
+    return match.group(1) if match else None
+
+
+def canonical_number(text: str) -> str | None:
+    """A gold number in one spelling: "1,000" -> "1000", "3.50" -> "3.5"; None if not a number.
+
+    >>> canonical_number("1,000"), canonical_number("3.50"), canonical_number("abc")
+    ('1000', '3.5', None)
+    """
+    token = plain_number(text)
+    if token is None or "/" in token or parse_number(token) is None:
+        return None
+    try:
+        value = Decimal(token.replace(",", ""))
+    except InvalidOperation:
+        return None
+    if value == value.to_integral_value():
+        return str(int(value))
+    return format(value.normalize(), "f")
+
+
+def format_number(value: float) -> str:
+    """The outcome spelling of a number: whole values without a decimal point.
+
+    >>> format_number(33.0), format_number(0.5)
+    ('33', '0.5')
+    """
+    if value == int(value) and abs(value) < 1e15:
+        return str(int(value))
+    return f"{value:.7g}"
+
+
+def extract_number(text: object) -> str | None:
+    """The final numeric answer token: the first number after a marker, else the last number.
+
+    >>> extract_number("7*3=21, 12+21=33. Answer: 33 apples")
+    '33'
+    >>> extract_number("she has 72 left")
+    '72'
+    >>> extract_number("no digits") is None
+    True
+    """
+    segment, marked = answer_segment(text)
+    if marked:
+        match = _NUMBER.search(segment)
+        return match.group(0) if match else None
+    last = None
+    for last in _NUMBER.finditer(segment):
+        pass
+    return last.group(0) if last else None
+
+
+def normalize_option(text: str) -> str:
+    """How option texts are compared and counted: case, spacing and end punctuation ignored.
+
+    >>> normalize_option("  Rs. 150. ")
+    'rs. 150'
+    """
+    return " ".join(normalize_text(text).casefold().split()).rstrip(".!")
+
+
+def extract_choice(text: object, options: Sequence[str]) -> tuple[str | None, str | None]:
+    """The chosen letter (or None) and what was read as the choice (or None).
+
+    A letter at the start of the answer segment ("B", "(B)", "B) 33"), else the exact text of
+    one option, else (without an answer marker) a single letter mentioned as "(B)" or "B)".
+    A letter outside the options comes back as (None, "E").
+
+    >>> extract_choice("7*3=21. Answer: B", ["31", "33", "36", "30"])
+    ('B', 'B')
+    >>> extract_choice("33", ["31", "33", "36", "30"])
+    ('B', '33')
+    """
+    segment, marked = answer_segment(text)
+    if not segment:
+        return None, None
+    valid = LETTERS[: len(options)]
+    leading = _LEADING_LETTER.match(segment)
+    if leading and leading.group(1) in valid:
+        return leading.group(1), leading.group(1)
+    by_text = _match_option_text(segment, options)
+    if by_text is not None:
+        return by_text
+    if leading and marked:
+        return None, leading.group(1)
+    if not marked:
+        mentioned = {a or b for a, b in _LETTER_MENTION.findall(segment)} & set(valid)
+        if len(mentioned) == 1:
+            letter = mentioned.pop()
+            return letter, letter
+    trailing = _TRAILING_LETTER.search(segment)
+    if trailing and trailing.group(1) in valid:
+        return trailing.group(1), trailing.group(1)
+    return None, None
+
+
+def _match_option_text(segment: str, options: Sequence[str]) -> tuple[str, str] | None:
+    first_line = segment.split("\n", 1)[0]
+    candidates = {normalize_option(segment), normalize_option(first_line)}
+    for index, option in enumerate(options):
+        if normalize_option(option) in candidates:
+            return LETTERS[index], option
+    return None
+
+
+def extract_expression(text: object) -> str | None:
+    """The candidate countdown expression: the answer line, cut at "=" and to allowed characters.
+
+    >>> extract_expression("3*5=15, 15+7=22. Answer: 3*5+7")
+    '3*5+7'
+    >>> extract_expression("3 * 5 + 7 = 22")
+    '3 * 5 + 7'
+    >>> extract_expression("I would use (3+5)*2 here.")
+    '(3+5)*2'
+    """
+    segment, marked = answer_segment(text)
+    if not marked:
+        lines = [line for line in segment.split("\n") if line.strip()]
+        segment = lines[-1] if lines else ""
+    line = segment.split("\n", 1)[0]
+    for symbol, replacement in _SYMBOLS.items():
+        line = line.replace(symbol, replacement)
+    for symbol, replacement in _LATEX_SYMBOLS:
+        line = line.replace(symbol, replacement)
+    line = line.split("=", 1)[0].strip().rstrip(".!")
+    if not line:
+        return None
+    runs = [run.strip() for run in _EXPRESSION_RUN.findall(line)]
+    runs = [run for run in runs if any(char.isdigit() for char in run)]
+    if not runs:
+        return None
+    if runs[0] == line:
+        return line
+    return max(runs, key=len)

@@ -1,0 +1,140 @@
+"""The canonical record (one problem) and the bad-row report shared by every source.
+
+A `Record` is what every source turns its rows into and what every renderer reads: one shape
+for synthetic problems, GSM8K-style and AQuA-style files and hub data sets alike.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+TASKS = ("arithmetic", "countdown", "generic")
+SPLITS = ("train", "eval")
+OnBadRows = Literal["fail", "skip"]
+ON_BAD_ROWS = ("fail", "skip")
+
+# How many bad rows an error message lists before it says "and N more".
+MAX_BAD_ROWS_IN_MESSAGE = 20
+
+
+def make_record_id(source: str, question: str, answer: str) -> str:
+    """Stable record id: the first 16 hex digits of sha256 over source, question and answer.
+
+    The parts are joined with a unit separator so ("ab", "c") and ("a", "bc") differ.
+
+    >>> make_record_id("synthetic:arithmetic", "3+4", "7") == make_record_id(
+    ...     "synthetic:arithmetic", "3+4", "7")
+    True
+    >>> len(make_record_id("s", "q", "a"))
+    16
+    """
+    payload = "\x1f".join((source, question, answer)).encode("utf-8")
+    return hashlib.sha256(payload).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class Record:
+    """One problem, independent of how it is shown to a model.
+
+    >>> r = Record.create(source="synthetic:arithmetic", split="train", question="3+4",
+    ...                   answer="7", task="arithmetic")
+    >>> r.id == make_record_id("synthetic:arithmetic", "3+4", "7")
+    True
+    """
+
+    id: str
+    """Stable id: `make_record_id(source, question, answer)`."""
+    source: str
+    """The source spec the record came from, e.g. "synthetic:arithmetic", "jsonl:/data/x.jsonl"."""
+    split: str
+    """"train" or "eval"."""
+    question: str
+    """The problem text (for synthetic tasks the bare problem, e.g. "12+7*3")."""
+    answer: str
+    """Canonical gold: a number as a string, an option's text, or the countdown target value."""
+    choices: tuple[str, ...] = ()
+    """Option texts given by the source (multiple-choice sources), else ()."""
+    solution: str | None = None
+    """Reference reasoning; for countdown one valid expression."""
+    difficulty: int | None = None
+    """1 (easy) .. 3 (hard) for synthetic problems; None when unknown."""
+    task: str = "generic"
+    """Which verifier applies: "arithmetic" | "countdown" | "generic"."""
+    meta: dict[str, Any] = field(default_factory=dict, hash=False)
+    """Task details; countdown: {"numbers": [...], "target": int}."""
+
+    @classmethod
+    def create(
+        cls,
+        *,
+        source: str,
+        split: str,
+        question: str,
+        answer: str,
+        choices: tuple[str, ...] = (),
+        solution: str | None = None,
+        difficulty: int | None = None,
+        task: str = "generic",
+        meta: dict[str, Any] | None = None,
+    ) -> Record:
+        """Build a record, deriving its id from source, question and answer."""
+        return cls(
+            id=make_record_id(source, question, answer),
+            source=source,
+            split=split,
+            question=question,
+            answer=answer,
+            choices=tuple(choices),
+            solution=solution,
+            difficulty=difficulty,
+            task=task,
+            meta=dict(meta or {}),
+        )
+
+
+@dataclass(frozen=True)
+class BadRow:
+    """A source row that could not become a record: where it is, which field, and why.
+
+    >>> str(BadRow(3, "answer", "no '#### N' final answer"))
+    "line 3, field 'answer': no '#### N' final answer"
+    """
+
+    line: int
+    """1-based line number for jsonl files; the row index for parquet and hub data sets."""
+    field: str
+    """The field at fault."""
+    reason: str
+    """What is wrong with it."""
+    unit: str = "line"
+    """What `line` counts: "line" (jsonl), "row" (parquet), "<split> row" (hub), "record"."""
+
+    def __str__(self) -> str:
+        return f"{self.unit} {self.line}, field {self.field!r}: {self.reason}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"unit": self.unit, "line": self.line, "field": self.field, "reason": self.reason}
+
+
+class BadRowsError(ValueError):
+    """Raised (with on_bad_rows="fail") when a source has rows that cannot become records."""
+
+    def __init__(self, bad_rows: list[BadRow], source: str) -> None:
+        self.bad_rows = list(bad_rows)
+        self.source = source
+        listed = "\n".join(f"  {row}" for row in self.bad_rows[:MAX_BAD_ROWS_IN_MESSAGE])
+        more = len(self.bad_rows) - MAX_BAD_ROWS_IN_MESSAGE
+        if more > 0:
+            listed += f"\n  ... and {more} more"
+        super().__init__(
+            f"{len(self.bad_rows)} bad row(s) in {source}:\n{listed}\n"
+            "pass --on-bad-rows skip to drop them (they are then recorded in the manifest)"
+        )
+
+
+def check_on_bad_rows(on_bad_rows: str) -> None:
+    """Reject an unknown on_bad_rows value with the allowed ones."""
+    if on_bad_rows not in ON_BAD_ROWS:
+        raise ValueError(f"on_bad_rows must be one of {ON_BAD_ROWS}, got {on_bad_rows!r}")

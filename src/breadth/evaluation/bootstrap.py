@@ -1,0 +1,112 @@
+"""Seeded bootstrap over problems: confidence intervals for means of per-problem values.
+
+Problems, not samples, are the unit of resampling: the samples of one problem are correlated,
+and a headline metric is a mean over problems. Resampling is done with multinomial count
+weights (B x P) so that many metrics, or two paired models, share the same resamples and
+cost one matrix product.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+__all__ = [
+    "ConfidenceInterval",
+    "bootstrap_ci",
+    "bootstrap_means",
+    "bootstrap_weights",
+    "percentile_interval",
+]
+
+DEFAULT_RESAMPLES = 500  # matches EvaluationConfig.bootstrap_samples
+DEFAULT_CONFIDENCE = 0.95
+
+
+@dataclass(frozen=True)
+class ConfidenceInterval:
+    """A point estimate with a percentile bootstrap interval."""
+
+    estimate: float
+    """Mean over problems of the full sample."""
+    low: float
+    """Lower percentile bound ((1 - confidence) / 2)."""
+    high: float
+    """Upper percentile bound."""
+
+    def to_dict(self) -> dict[str, float]:
+        return asdict(self)
+
+
+def bootstrap_weights(
+    num_problems: int, num_resamples: int = DEFAULT_RESAMPLES, seed: int = 0
+) -> np.ndarray:
+    """(B, P) resample counts: row b says how often each problem is drawn in resample b.
+
+    >>> w = bootstrap_weights(5, 3, seed=0)
+    >>> w.shape, w.sum(axis=1).tolist()
+    ((3, 5), [5.0, 5.0, 5.0])
+    """
+    if num_problems < 1:
+        raise ValueError("bootstrap needs at least one problem")
+    if num_resamples < 1:
+        raise ValueError(f"num_resamples must be >= 1, got {num_resamples}")
+    rng = np.random.default_rng(seed)
+    draws = rng.integers(0, num_problems, size=(num_resamples, num_problems))
+    offsets = (np.arange(num_resamples) * num_problems)[:, None]
+    counts = np.bincount((draws + offsets).ravel(), minlength=num_resamples * num_problems)
+    return counts.reshape(num_resamples, num_problems).astype(np.float64)
+
+
+def bootstrap_means(values, weights: np.ndarray) -> np.ndarray:
+    """Resampled means: (P,) or (P, M) per-problem values -> (B,) or (B, M).
+
+    NaN values (a metric undefined on a problem) are left out of each resampled mean.
+
+    >>> bootstrap_means([1.0, 3.0], np.array([[2.0, 0.0], [1.0, 1.0]])).tolist()
+    [1.0, 2.0]
+    """
+    v = np.asarray(values, dtype=np.float64)
+    if v.shape[0] != weights.shape[1]:
+        raise ValueError(f"values have {v.shape[0]} problems but the weights {weights.shape[1]}")
+    valid = ~np.isnan(v)
+    num = weights @ np.where(valid, v, 0.0)
+    den = weights @ valid.astype(np.float64)
+    return np.divide(num, den, out=np.full(num.shape, np.nan), where=den > 0)
+
+
+def bootstrap_ci(
+    values,
+    *,
+    num_resamples: int = DEFAULT_RESAMPLES,
+    confidence: float = DEFAULT_CONFIDENCE,
+    seed: int = 0,
+    weights: np.ndarray | None = None,
+) -> ConfidenceInterval:
+    """Mean of per-problem `values` with a seeded percentile bootstrap interval.
+
+    Pass `weights` (from `bootstrap_weights`) to share resamples between metrics or models.
+
+    >>> ci = bootstrap_ci([0.0, 1.0] * 50, num_resamples=200, seed=1)
+    >>> ci.estimate, ci.low < 0.5 < ci.high
+    (0.5, True)
+    """
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+    v = np.asarray(values, dtype=np.float64).ravel()
+    if np.all(np.isnan(v)):
+        nan = float("nan")
+        return ConfidenceInterval(nan, nan, nan)
+    w = bootstrap_weights(v.size, num_resamples, seed) if weights is None else weights
+    means = bootstrap_means(v, w)
+    low, high = percentile_interval(means, confidence)
+    return ConfidenceInterval(float(np.nanmean(v)), float(low), float(high))
+
+
+def percentile_interval(samples: np.ndarray, confidence: float = DEFAULT_CONFIDENCE, axis: int = 0):
+    """(low, high) percentiles of bootstrap samples along `axis`, ignoring NaN."""
+    alpha = (1.0 - confidence) / 2.0
+    return np.nanquantile(samples, alpha, axis=axis), np.nanquantile(
+        samples, 1.0 - alpha, axis=axis
+    )

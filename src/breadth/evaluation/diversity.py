@@ -1,0 +1,261 @@
+"""Diversity of the n samples of each problem: outcomes, solution classes, text, tokens.
+
+Outcome metrics take a (P, n) matrix (or one problem as (n,)) of outcomes or integer codes
+(see `breadth.evaluation.metrics.outcome_codes`) and are vectorised over problems: one row
+sort serves distinct count and entropy. Text, class and token metrics take the samples of one
+problem and return a float; `breadth.evaluation.summary` applies them per problem.
+
+Samples with no outcome (None / negative code: nothing extracted) are not an answer: they
+add nothing to the distinct count or the entropy, but still count in n for the fraction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from breadth.evaluation.metrics import _run_starts, outcome_codes
+
+__all__ = [
+    "OutcomeDiversity",
+    "distinct_classes",
+    "distinct_k",
+    "distinct_n",
+    "distinct_outcome_fraction",
+    "distinct_outcomes",
+    "embedding_diversity",
+    "entropy_threshold",
+    "forking_token_share",
+    "mean_token_entropy",
+    "outcome_diversity",
+    "outcome_entropy",
+    "utility_k",
+]
+
+DEFAULT_PATIENCE = 0.8  # NoveltyBench's user patience: weight p^(i-1) on the i-th generation
+
+
+@dataclass(frozen=True)
+class OutcomeDiversity:
+    """Outcome diversity per problem; arrays of shape (P,) (0-d for one problem)."""
+
+    distinct: np.ndarray
+    """Number of distinct extracted outcomes among the n samples."""
+    fraction: np.ndarray
+    """distinct / n (n counts every sample, extracted or not)."""
+    entropy: np.ndarray
+    """Shannon entropy (nats) of the empirical distribution of extracted outcomes; 0 if none."""
+
+
+def outcome_diversity(outcomes) -> OutcomeDiversity:
+    """Distinct outcome count, fraction and entropy per problem from one row-wise sort.
+
+    >>> d = outcome_diversity([["a", "a", "b", None]])
+    >>> d.distinct.tolist(), d.fraction.tolist(), round(float(d.entropy[0]), 4)
+    ([2], [0.5], 0.6365)
+    """
+    codes = outcome_codes(outcomes)
+    one_problem = codes.ndim == 1
+    if one_problem:
+        codes = codes[None, :]
+    if codes.ndim != 2 or codes.shape[1] == 0:
+        raise ValueError(
+            f"outcomes must be (problems, samples) or (samples,), got shape {codes.shape}"
+        )
+    num_rows, n = codes.shape
+    # int32 sorts about twice as fast as int64; codes are < number of distinct outcomes.
+    small = codes.astype(np.int32) if codes.size and codes.max() < 2**31 else codes
+    flat = np.sort(small, axis=1).ravel()
+    starts = _run_starts(flat, n)
+    lengths = np.diff(np.append(starts, flat.size)).astype(np.float64)
+    rows = starts // n
+    answered = flat[starts] >= 0
+    lengths[~answered] = 0.0
+    distinct = np.bincount(rows, weights=answered, minlength=num_rows)
+    total = np.bincount(rows, weights=lengths, minlength=num_rows)
+    p = lengths / np.maximum(total[rows], 1.0)
+    plogp = np.where(lengths > 0, p * np.log(np.where(lengths > 0, p, 1.0)), 0.0)
+    entropy = np.maximum(-np.bincount(rows, weights=plogp, minlength=num_rows), 0.0)
+    result = OutcomeDiversity(distinct.astype(np.int64), distinct / n, entropy)
+    if one_problem:
+        return OutcomeDiversity(result.distinct[0], result.fraction[0], result.entropy[0])
+    return result
+
+
+def distinct_outcomes(outcomes) -> np.ndarray:
+    """Number of distinct extracted outcomes per problem (None does not count).
+
+    >>> distinct_outcomes([["4", "4", "5"], [None, None, "1"]]).tolist()
+    [2, 1]
+    """
+    return outcome_diversity(outcomes).distinct
+
+
+def distinct_outcome_fraction(outcomes) -> np.ndarray:
+    """Distinct extracted outcomes / n per problem.
+
+    >>> distinct_outcome_fraction([["4", "4", "5", "6"]]).tolist()
+    [0.75]
+    """
+    return outcome_diversity(outcomes).fraction
+
+
+def outcome_entropy(outcomes) -> np.ndarray:
+    """Shannon entropy (nats) of the extracted outcomes per problem (None samples left out).
+
+    >>> round(float(outcome_entropy(["a", "b"])), 6)  # log 2
+    0.693147
+    """
+    return outcome_diversity(outcomes).entropy
+
+
+def distinct_classes(class_ids) -> np.ndarray:
+    """Number of distinct solution classes per problem from an equivalence partition.
+
+    `class_ids` is (P, n) or (n,) integer labels, e.g. from
+    `breadth.rewards.equivalence_classes(items, judge)` (the DARLING partition). Labels are
+    compared within a row only; negative labels are invalid here (every sample is in a class).
+
+    >>> distinct_classes([[0, 0, 1, 2], [5, 5, 5, 5]]).tolist()
+    [3, 1]
+    """
+    ids = np.asarray(class_ids)
+    if ids.dtype.kind not in "iu":
+        raise ValueError(f"class_ids must be integer labels, got dtype {ids.dtype}")
+    if ids.size and ids.min() < 0:
+        raise ValueError("class_ids must be >= 0: every sample belongs to a class")
+    return outcome_diversity(ids).distinct
+
+
+def distinct_n(
+    texts: Sequence[str] | Sequence[Sequence],
+    n: int,
+    *,
+    tokenize: Callable[[str], Sequence] = str.split,
+    max_tokens_per_text: int = 20_000,
+) -> float:
+    """Distinct-n: unique n-grams / total n-grams over one problem's samples (0.0 if none).
+
+    Strings are split by `tokenize` (whitespace words by default; pass `list` for
+    characters); sequences such as token-id lists are used as they are. Each text is cut to
+    `max_tokens_per_text` tokens so one runaway sample cannot stall the report.
+
+    >>> distinct_n(["a b a b", "a b"], 1), distinct_n(["a b a b", "a b"], 2)
+    (0.3333333333333333, 0.5)
+    """
+    if n < 1:
+        raise ValueError(f"n must be >= 1 for distinct-n, got {n}")
+    seen: set[tuple] = set()
+    total = 0
+    for text in texts:
+        tokens = tokenize(text) if isinstance(text, str) else list(text)
+        tokens = tuple(tokens[:max_tokens_per_text])
+        grams = [tokens[i : i + n] for i in range(len(tokens) - n + 1)]
+        total += len(grams)
+        seen.update(grams)
+    return len(seen) / total if total else 0.0
+
+
+def distinct_k(class_ids: Sequence[int], k: int) -> int:
+    """NoveltyBench distinct_k: number of distinct classes among the first k generations.
+
+    >>> distinct_k([0, 0, 1, 0, 2], k=3)
+    2
+    """
+    ids = _first_k(class_ids, k)
+    return len(set(ids.tolist()))
+
+
+def utility_k(
+    class_ids: Sequence[int], utilities: Sequence[float], k: int, patience: float = DEFAULT_PATIENCE
+) -> float:
+    """NoveltyBench utility_k: patience-weighted utility of the novel generations.
+
+    ``sum_i p^(i-1) u_i 1[i is the first of its class] / sum_i p^(i-1)`` over i = 1..k, in
+    generation order (a user reads them in turn and gains only from something new).
+
+    >>> utility_k([0, 0, 1], [1.0, 1.0, 1.0], k=3, patience=0.5)  # (1 + 0 + 0.25) / 1.75
+    0.7142857142857143
+    """
+    if not 0.0 < patience <= 1.0:
+        raise ValueError(f"patience must be in (0, 1], got {patience}")
+    ids = _first_k(class_ids, k)
+    u = np.asarray(utilities, dtype=np.float64)[: len(ids)]
+    if len(u) != len(ids):
+        raise ValueError(
+            f"utilities has {len(u)} values for {len(ids)} generations; pass one per generation"
+        )
+    _, first = np.unique(ids, return_index=True)
+    novel = np.zeros(len(ids), dtype=bool)
+    novel[first] = True
+    weights = patience ** np.arange(len(ids), dtype=np.float64)
+    return float(np.sum(weights * u * novel) / np.sum(weights))
+
+
+def _first_k(class_ids: Sequence[int], k: int) -> np.ndarray:
+    ids = np.asarray(class_ids)
+    if k < 1 or k > len(ids):
+        raise ValueError(f"k must be in [1, {len(ids)}] (the number of generations), got {k}")
+    return ids[:k]
+
+
+def mean_token_entropy(entropies: Sequence[Sequence[float]]) -> float:
+    """Mean per-token entropy pooled over all tokens of the given completions (NaN if none).
+
+    >>> mean_token_entropy([[0.0, 1.0], [2.0]])
+    1.0
+    """
+    flat = _flatten(entropies)
+    return float(flat.mean()) if flat.size else float("nan")
+
+
+def entropy_threshold(entropies: Sequence[Sequence[float]], quantile: float = 0.8) -> float:
+    """The `quantile` of pooled token entropies: the "forking token" cut-off (Wang et al. 2025).
+
+    Compute it on the base model and reuse it for every model, so shares are comparable.
+
+    >>> entropy_threshold([[0.0, 1.0, 2.0, 3.0, 4.0]], 0.5)
+    2.0
+    """
+    flat = _flatten(entropies)
+    if not flat.size:
+        raise ValueError("no token entropies given: the rollouts have an empty `entropy` column")
+    return float(np.quantile(flat, quantile))
+
+
+def forking_token_share(entropies: Sequence[Sequence[float]], threshold: float) -> float:
+    """Share of tokens whose entropy is above `threshold` (NaN if there are no tokens).
+
+    >>> forking_token_share([[0.1, 0.9], [0.5, 2.0]], threshold=0.8)
+    0.5
+    """
+    flat = _flatten(entropies)
+    return float(np.mean(flat > threshold)) if flat.size else float("nan")
+
+
+def _flatten(entropies: Sequence[Sequence[float]]) -> np.ndarray:
+    parts = [np.asarray(e, dtype=np.float64).ravel() for e in entropies if e is not None and len(e)]
+    return np.concatenate(parts) if parts else np.empty(0)
+
+
+def embedding_diversity(embeddings) -> float:
+    """1 - mean pairwise cosine similarity over distinct pairs of one problem's samples.
+
+    `embeddings` is (n, d); zero vectors are treated as orthogonal to everything. 0.0 for n < 2.
+
+    >>> embedding_diversity([[1.0, 0.0], [0.0, 1.0]]), embedding_diversity([[1.0, 0.0], [2.0, 0.0]])
+    (1.0, 0.0)
+    """
+    x = np.asarray(embeddings, dtype=np.float64)
+    if x.ndim != 2:
+        raise ValueError(f"embeddings must be (samples, dims), got shape {x.shape}")
+    n = x.shape[0]
+    if n < 2:
+        return 0.0
+    norms = np.linalg.norm(x, axis=1, keepdims=True)
+    unit = np.divide(x, norms, out=np.zeros_like(x), where=norms > 0)
+    sims = unit @ unit.T
+    mean_offdiag = (sims.sum() - np.trace(sims)) / (n * (n - 1))
+    return float(1.0 - mean_offdiag)

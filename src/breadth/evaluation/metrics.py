@@ -1,0 +1,333 @@
+"""Selection metrics over n samples per problem: pass@k, best-of-k, maj@k, chance levels.
+
+Every function is pure numpy, vectorised over problems, and seeded where it samples. Inputs
+are per-problem arrays: counts of shape (P,), or (P, n) matrices with one row per problem
+(a 1-D array of n samples is one problem and gives a 0-d result).
+
+Outcomes may be given as objects (strings, with None for "nothing extracted") or as integer
+codes (negative = nothing extracted); `outcome_codes` turns the first into the second.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+import pandas as pd
+
+__all__ = [
+    "best_of_k",
+    "best_of_k_curve",
+    "chance_corrected_pass_at_k",
+    "chance_pass_at_k",
+    "default_ks",
+    "maj_at_k",
+    "outcome_codes",
+    "pass_at_k",
+    "pass_at_k_curve",
+]
+
+
+def pass_at_k(num_samples, num_correct, k) -> np.ndarray:
+    """Unbiased pass@k per problem (Chen et al. 2021): 1 - C(n-c, k) / C(n, k).
+
+    Computed as ``1 - prod_{i=n-c+1..n} (1 - k/i)`` (the Codex paper's numpy form), exactly 1.0
+    when n - c < k. Vectorised: n, c and k broadcast against each other; problems sharing
+    (n, k) share one cumulative product, so a (10,000 problems, one n) batch costs one table.
+
+    Raises ValueError when k > n, k < 1, or c is outside [0, n], naming the first bad problem.
+
+    >>> pass_at_k([4, 4, 4], [0, 1, 4], 2).tolist()
+    [0.0, 0.5, 1.0]
+    """
+    n, c, kk = np.broadcast_arrays(
+        *(
+            _as_int_array(x, name)
+            for x, name in ((num_samples, "num_samples"), (num_correct, "num_correct"), (k, "k"))
+        )
+    )
+    _check_counts(n, c, kk)
+    out = np.ones(n.shape, dtype=np.float64)
+    # Where n - c < k every k-subset holds a correct sample: pass@k is exactly 1.
+    todo = (n - c) >= kk
+    if not todo.any():
+        return out
+    n_t, c_t, k_t = n[todo], c[todo], kk[todo]
+    fail = np.empty(n_t.shape, dtype=np.float64)
+    for (nn, k1), members in _group_indices(n_t, k_t):
+        # terms[j] = 1 - k/(nn - j) for i = nn, nn-1, ..., k+1: multiplying from the top keeps
+        # the rounding error of the c-term product below c ulps (no log/exp round trip).
+        terms = 1.0 - k1 / np.arange(nn, k1, -1, dtype=np.float64)
+        table = np.concatenate(([1.0], np.cumprod(terms)))
+        fail[members] = table[c_t[members]]
+    out[todo] = 1.0 - fail
+    return out
+
+
+def default_ks(num_samples: int) -> list[int]:
+    """k = 1, 2, 4, ... up to n, with n itself appended when it is not a power of two.
+
+    >>> default_ks(16), default_ks(10)
+    ([1, 2, 4, 8, 16], [1, 2, 4, 8, 10])
+    """
+    n = int(num_samples)
+    if n < 1:
+        raise ValueError(f"num_samples must be >= 1 to build a pass@k curve, got {n}")
+    ks = [1 << i for i in range(n.bit_length()) if (1 << i) <= n]
+    if ks[-1] != n:
+        ks.append(n)
+    return ks
+
+
+def pass_at_k_curve(
+    num_samples, num_correct, ks: Iterable[int] | None = None
+) -> dict[int, np.ndarray]:
+    """Per-problem pass@k at each k (default 1, 2, 4, ..., n with n the smallest sample count).
+
+    >>> curve = pass_at_k_curve([4, 4], [1, 0])
+    >>> {k: float(v.mean()) for k, v in curve.items()}
+    {1: 0.125, 2: 0.25, 4: 0.5}
+    """
+    n = np.asarray(num_samples)
+    if ks is None:
+        ks = default_ks(int(n.min()) if n.size else 0)
+    return {int(k): pass_at_k(num_samples, num_correct, int(k)) for k in ks}
+
+
+def best_of_k(scores, k: int) -> np.ndarray:
+    """Expected maximum score of a uniformly random k-subset of the n samples, exactly.
+
+    With scores sorted ascending s_(1..n): ``E = sum_i s_(i) * C(i-1, k-1) / C(n, k)``. The
+    weights come from the ratio w_(i-1)/w_i = (i-k)/(i-1) with w_n = k/n, multiplied from the
+    top, so no factorial is ever formed. `scores` is (P, n) or (n,); NaN is rejected.
+
+    >>> float(best_of_k([0.0, 0.5, 1.0], 2))  # subsets {0,.5} {0,1} {.5,1}: (0.5 + 1 + 1) / 3
+    0.8333333333333333
+    """
+    s = _check_scores(scores)
+    n = s.shape[-1]
+    k = _check_k(k, n)
+    return np.sort(s, axis=-1) @ _best_of_k_weights(n, k)
+
+
+def best_of_k_curve(scores, ks: Iterable[int] | None = None) -> dict[int, np.ndarray]:
+    """best_of_k at several k with one sort (default k = 1, 2, 4, ..., n).
+
+    >>> {k: v.tolist() for k, v in best_of_k_curve([[0.0, 1.0]]).items()}
+    {1: [0.5], 2: [1.0]}
+    """
+    s = _check_scores(scores)
+    n = s.shape[-1]
+    ks = default_ks(n) if ks is None else [_check_k(k, n) for k in ks]
+    ordered = np.sort(s, axis=-1)
+    weights = np.stack([_best_of_k_weights(n, int(k)) for k in ks], axis=1)  # (n, K)
+    values = ordered @ weights
+    return {int(k): values[..., j] for j, k in enumerate(ks)}
+
+
+def _check_scores(scores) -> np.ndarray:
+    s = np.asarray(scores, dtype=np.float64)
+    if s.ndim == 0 or s.shape[-1] == 0:
+        raise ValueError(f"scores must have at least one sample on the last axis, got {s.shape}")
+    if np.isnan(s).any():
+        where = np.argwhere(np.isnan(s))[0].tolist()
+        raise ValueError(f"scores contain NaN at index {where}; fill missing scores first")
+    return s
+
+
+def _best_of_k_weights(n: int, k: int) -> np.ndarray:
+    # w_i = C(i-1, k-1) / C(n, k) for i = 1..n (0 for i < k); they sum to 1.
+    w = np.zeros(n, dtype=np.float64)
+    i = np.arange(n, k, -1, dtype=np.float64)  # i = n, n-1, ..., k+1
+    ratios = (i - k) / (i - 1.0)  # w_(i-1) / w_i
+    w[k - 1 :] = (k / n) * np.concatenate(([1.0], np.cumprod(ratios)))[::-1]
+    return w
+
+
+def outcome_codes(outcomes) -> np.ndarray:
+    """Integer codes for outcomes: equal outcomes get equal codes, None/NaN gets -1.
+
+    Integer input is returned as int64 unchanged (negative values already mean "none").
+    Codes are global (not per problem); every metric only compares codes within a row.
+
+    >>> outcome_codes([["a", None, "a"], ["b", "a", None]]).tolist()
+    [[0, -1, 0], [1, 0, -1]]
+    """
+    arr = np.asarray(outcomes)
+    if arr.dtype.kind in "iu":
+        return arr.astype(np.int64, copy=False)
+    if arr.dtype.kind == "b":
+        raise ValueError(
+            "outcomes must be strings or integer codes, not booleans (did you pass `correct`?)"
+        )
+    flat = np.asarray(arr, dtype=object).ravel()
+    codes, _ = pd.factorize(flat, use_na_sentinel=True)
+    return codes.astype(np.int64).reshape(arr.shape)
+
+
+def maj_at_k(outcomes, correct, k: int, num_resamples: int = 32, seed: int = 0) -> np.ndarray:
+    """Majority-vote accuracy over k samples drawn without replacement, per problem.
+
+    Each of `num_resamples` seeded draws picks k of the n samples of every problem; the
+    plurality outcome among them is the answer. A tie between t outcomes counts as the
+    expected value of a uniform random tie-break: the fraction of the tied outcomes that are
+    correct (never "first sample wins"). A sample whose outcome is None (or a negative code:
+    nothing extracted) never wins a vote; a draw with only such samples scores 0. An outcome's
+    correctness is the mean `correct` of its drawn samples (they agree when the verifier is
+    deterministic). With k == n the vote is deterministic and computed once.
+
+    `outcomes` and `correct` are (P, n) or (n,).
+
+    >>> float(maj_at_k(["7", "7", "3", "3"], [True, True, False, False], k=4))  # 2-2 tie
+    0.5
+    """
+    codes = outcome_codes(outcomes)
+    corr = np.asarray(correct)
+    if corr.shape != codes.shape:
+        raise ValueError(
+            f"correct has shape {corr.shape} but outcomes has {codes.shape}; pass one flag per sample"
+        )
+    corr = corr.astype(bool)
+    one_problem = codes.ndim == 1
+    if one_problem:
+        codes, corr = codes[None, :], corr[None, :]
+    if codes.ndim != 2 or codes.shape[1] == 0:
+        raise ValueError(
+            f"outcomes must be (problems, samples) or (samples,), got shape {codes.shape}"
+        )
+    num_problems, n = codes.shape
+    k = _check_k(k, n)
+    if num_resamples < 1:
+        raise ValueError(f"num_resamples must be >= 1, got {num_resamples}")
+    # One sortable key per sample: code in the high bits, correctness in the lowest bit.
+    keys = codes * 2 + corr
+    if k == n:
+        result = _plurality_accuracy(keys)
+    else:
+        rng = np.random.default_rng(seed)
+        rows = np.arange(num_problems)[:, None]
+        result = np.zeros(num_problems, dtype=np.float64)
+        for drawn in _draws_without_replacement(num_problems, n, k, num_resamples, rng):
+            result += _plurality_accuracy(keys[rows, drawn])
+        result /= num_resamples
+    return result[0] if one_problem else result
+
+
+def _draws_without_replacement(num_problems: int, n: int, k: int, num_draws: int, rng):
+    """Yield `num_draws` index matrices (P, k), each row a uniform k-subset of range(n).
+
+    A partial Fisher-Yates shuffle, vectorised across problems, costs O(P * min(k, n-k)) per
+    draw instead of O(P * n) for a full permutation; the permutation is reused between draws
+    (a partial shuffle of any permutation still yields a uniform subset).
+    """
+    perm = np.tile(np.arange(n, dtype=np.int64), (num_problems, 1))
+    rows = np.arange(num_problems)
+    steps = min(k, n - k)  # shuffle the smaller side; its complement is uniform too
+    for _ in range(num_draws):
+        for j in range(steps):
+            pick = j + (rng.random(num_problems) * (n - j)).astype(np.int64)
+            held = perm[:, j].copy()
+            perm[:, j] = perm[rows, pick]
+            perm[rows, pick] = held
+        yield perm[:, :k] if steps == k else perm[:, steps:]
+
+
+def _plurality_accuracy(keys: np.ndarray) -> np.ndarray:
+    """Tie-aware plurality accuracy per row of (P, m) keys = code * 2 + correct."""
+    num_rows, m = keys.shape
+    flat = np.sort(keys, axis=1).ravel()
+    codes = flat >> 1  # arithmetic shift: code -1 (none) stays negative
+    starts = _run_starts(codes, m)
+    lengths = np.diff(np.append(starts, codes.size))
+    run_rows = starts // m
+    run_correct = np.add.reduceat(flat & 1, starts) / lengths
+    lengths = np.where(codes[starts] < 0, 0, lengths)  # "nothing extracted" never wins
+    first_run = np.searchsorted(run_rows, np.arange(num_rows))
+    top = np.maximum.reduceat(lengths, first_run)
+    winner = (lengths == top[run_rows]) & (lengths > 0)
+    num = np.bincount(run_rows, weights=winner * run_correct, minlength=num_rows)
+    den = np.bincount(run_rows, weights=winner, minlength=num_rows)
+    return np.divide(num, den, out=np.zeros(num_rows), where=den > 0)
+
+
+def _run_starts(sorted_flat: np.ndarray, row_length: int) -> np.ndarray:
+    """Start index of every run of equal values in row-wise sorted data, runs split at rows."""
+    new = np.empty(sorted_flat.size, dtype=bool)
+    new[0] = True
+    np.not_equal(sorted_flat[1:], sorted_flat[:-1], out=new[1:])
+    new[::row_length] = True
+    return np.flatnonzero(new)
+
+
+def chance_pass_at_k(num_options, k) -> np.ndarray:
+    """pass@k of uniform random guessing among m options: 1 - (1 - 1/m)^k.
+
+    >>> chance_pass_at_k(4, [1, 2]).tolist()
+    [0.25, 0.4375]
+    """
+    m = np.asarray(num_options, dtype=np.float64)
+    if np.any(m < 1):
+        raise ValueError(f"num_options must be >= 1, got {num_options}")
+    return 1.0 - (1.0 - 1.0 / m) ** np.asarray(k, dtype=np.float64)
+
+
+def chance_corrected_pass_at_k(pass_at_k_value, num_options, k) -> np.ndarray:
+    """(p - chance) / (1 - chance): 0 at random guessing, 1 at perfect; negative below chance.
+
+    NaN where chance is 1 (a single option, or k large enough that guessing always passes
+    in floating point): the value is undefined there, not 0.
+
+    >>> chance_corrected_pass_at_k(0.625, 4, 1).item()
+    0.5
+    """
+    chance = chance_pass_at_k(num_options, k)
+    p = np.asarray(pass_at_k_value, dtype=np.float64)
+    headroom = 1.0 - chance
+    return np.divide(
+        p - chance,
+        headroom,
+        out=np.full(np.broadcast(p, headroom).shape, np.nan),
+        where=headroom > 0,
+    )
+
+
+def _as_int_array(x, name: str) -> np.ndarray:
+    arr = np.asarray(x)
+    if arr.dtype.kind == "f":
+        if not np.all(np.isfinite(arr)) or np.any(arr != np.round(arr)):
+            raise ValueError(f"{name} must hold whole numbers, got {x!r}")
+    elif arr.dtype.kind not in "iub":
+        raise ValueError(f"{name} must be integers, got dtype {arr.dtype}")
+    return arr.astype(np.int64)
+
+
+def _check_counts(n: np.ndarray, c: np.ndarray, k: np.ndarray) -> None:
+    for bad, what in (
+        (k < 1, "k must be >= 1"),
+        (k > n, "k must be <= num_samples (pass@k needs at least k samples)"),
+        (c < 0, "num_correct must be >= 0"),
+        (c > n, "num_correct must be <= num_samples"),
+    ):
+        if bad.any():
+            i = tuple(int(j) for j in np.argwhere(bad)[0])
+            raise ValueError(
+                f"{what}: problem {i if len(i) != 1 else i[0]} has n={n[i]}, c={c[i]}, k={k[i]}"
+            )
+
+
+def _check_k(k, n: int) -> int:
+    if int(k) != k or not 1 <= k <= n:
+        raise ValueError(f"k must be an integer in [1, n={n}], got {k}")
+    return int(k)
+
+
+def _group_indices(*keys: np.ndarray) -> Sequence[tuple[tuple[int, ...], np.ndarray]]:
+    """[(key tuple, indices)] for every distinct combination of the 1-D key arrays."""
+    stacked = np.stack(keys, axis=1)
+    uniq, inverse = np.unique(stacked, axis=0, return_inverse=True)
+    inverse = inverse.ravel()
+    order = np.argsort(inverse, kind="stable")
+    bounds = np.searchsorted(inverse[order], np.arange(len(uniq) + 1))
+    return [
+        (tuple(int(v) for v in uniq[g]), order[bounds[g] : bounds[g + 1]]) for g in range(len(uniq))
+    ]

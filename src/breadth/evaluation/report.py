@@ -1,0 +1,252 @@
+"""Report files for one or more evaluated models: plots, a markdown summary and metrics JSON.
+
+matplotlib is imported inside the plotting functions (Agg backend, no display) so importing
+breadth.evaluation stays light.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from pathlib import Path
+
+from breadth.evaluation.summary import EvaluationResult
+from breadth.evaluation.transfer import SPLITS
+
+__all__ = [
+    "REPORT_DIVERSITY_METRICS",
+    "markdown_report",
+    "plot_diversity",
+    "plot_pass_at_k",
+    "write_report",
+]
+
+# The bars of diversity.png: the outcome metrics that answer "does diversity fall on the
+# unsolved split too?".
+REPORT_DIVERSITY_METRICS = ("distinct_outcomes", "distinct_outcome_fraction", "outcome_entropy")
+
+
+def write_report(results: Mapping[str, EvaluationResult], out_dir: str | Path) -> list[Path]:
+    """Write pass_at_k.png, diversity.png, report.md and metrics.json; return their paths.
+
+    `results` maps a display name (e.g. "base", "sft", "rl") to its EvaluationResult.
+    """
+    if not results:
+        raise ValueError("write_report needs at least one EvaluationResult")
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = [
+        plot_pass_at_k(results, out / "pass_at_k.png"),
+        plot_diversity(results, out / "diversity.png"),
+    ]
+    md = out / "report.md"
+    md.write_text(markdown_report(results), encoding="utf-8")
+    js = out / "metrics.json"
+    js.write_text(
+        json.dumps({name: r.to_dict() for name, r in results.items()}, indent=2, allow_nan=False),
+        encoding="utf-8",
+    )
+    return [*paths, md, js]
+
+
+def _pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def plot_pass_at_k(results: Mapping[str, EvaluationResult], path: str | Path) -> Path:
+    """pass@k of every model on one plot, log2 k axis, bootstrap CIs shaded."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    try:
+        for name, r in results.items():
+            ks = [p.k for p in r.pass_at_k]
+            line = ax.plot(ks, [p.estimate for p in r.pass_at_k], marker="o", label=name)[0]
+            ax.fill_between(
+                ks,
+                [p.low for p in r.pass_at_k],
+                [p.high for p in r.pass_at_k],
+                color=line.get_color(),
+                alpha=0.2,
+                linewidth=0,
+            )
+            if r.chance:
+                ax.plot(
+                    [c.k for c in r.chance],
+                    [c.chance for c in r.chance],
+                    linestyle=":",
+                    color=line.get_color(),
+                    label=f"{name}: chance",
+                )
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("k (samples)")
+        ax.set_ylabel("pass@k")
+        ax.set_ylim(-0.02, 1.02)
+        ax.grid(True, alpha=0.3)
+        ax.legend()
+        fig.tight_layout()
+        fig.savefig(path, dpi=120)
+    finally:
+        plt.close(fig)
+    return Path(path)
+
+
+def diversity_by_split(
+    results: Mapping[str, EvaluationResult], metric: str
+) -> dict[str, dict[str, float]]:
+    """{split: {model: value}} for one metric; splits solved/unsolved where a transfer exists
+    (a base model's values are read from the transfer section of a model compared to it),
+    else "all"."""
+    table: dict[str, dict[str, float]] = {}
+    for name, r in results.items():
+        splits = _splits_of(name, r, results)
+        if splits is None:
+            ci = r.diversity.get(metric)
+            table.setdefault("all", {})[name] = ci.estimate if ci else math.nan
+            continue
+        for split, values in splits.items():
+            ci = values.get(metric)
+            table.setdefault(split, {})[name] = ci.estimate if ci else math.nan
+    return table
+
+
+def _splits_of(name, r, results):
+    if r.transfer is not None:
+        return {s: r.transfer.splits[s].trained for s in SPLITS if s in r.transfer.splits}
+    for other in results.values():
+        if other.transfer is not None and other.base_model == r.model:
+            return {s: other.transfer.splits[s].base for s in SPLITS if s in other.transfer.splits}
+    return None
+
+
+def _split_sizes(results: Mapping[str, EvaluationResult]) -> dict[str, int]:
+    for r in results.values():
+        if r.transfer is not None:
+            return {name: split.num_problems for name, split in r.transfer.splits.items()}
+    return {}
+
+
+def plot_diversity(results: Mapping[str, EvaluationResult], path: str | Path) -> Path:
+    """Grouped bars: one panel per outcome-diversity metric, splits on x, one bar per model."""
+    plt = _pyplot()
+    metrics = REPORT_DIVERSITY_METRICS
+    fig, axes = plt.subplots(1, len(metrics), figsize=(4.2 * len(metrics), 3.8))
+    try:
+        names = list(results)
+        width = 0.8 / max(len(names), 1)
+        for ax, metric in zip(axes, metrics):
+            table = diversity_by_split(results, metric)
+            splits = [s for s in (*SPLITS, "all") if s in table]
+            for j, name in enumerate(names):
+                xs = [i + (j - (len(names) - 1) / 2) * width for i in range(len(splits))]
+                ax.bar(xs, [table[s].get(name, math.nan) for s in splits], width, label=name)
+            sizes = _split_sizes(results)
+            ax.set_xticks(
+                range(len(splits)),
+                [f"{s}\n({sizes[s]} problems)" if s in sizes else s for s in splits],
+            )
+            ax.set_title(metric.replace("_", " "))
+            ax.grid(True, axis="y", alpha=0.3)
+        axes[0].legend()
+        fig.tight_layout()
+        fig.savefig(path, dpi=120)
+    finally:
+        plt.close(fig)
+    return Path(path)
+
+
+def markdown_report(results: Mapping[str, EvaluationResult]) -> str:
+    """A comparison table of headline metrics, the diversity per split, and crossovers."""
+    names = list(results)
+    k_max = {n: r.ks[-1] for n, r in results.items()}
+    lines = [
+        "# breadth evaluation report",
+        "",
+        "## Headline metrics (95% bootstrap CI over problems)",
+        "",
+    ]
+    header = [
+        "model",
+        "problems",
+        "n",
+        "pass@1",
+        "pass@k (k=n)",
+        "maj@n",
+        "best-of-n",
+        "distinct outcomes",
+        "outcome entropy",
+        "crossover k",
+    ]
+    lines += [_row(header), _row(["---"] * len(header))]
+    for name in names:
+        r = results[name]
+        cross = r.transfer.crossover if r.transfer is not None else None
+        lines.append(
+            _row(
+                [
+                    name,
+                    str(r.num_problems),
+                    str(k_max[name]),
+                    _ci_text(r.pass_at_k[0]),
+                    _ci_text(r.pass_at_k[-1]),
+                    _ci_text(r.maj_at_k[-1]),
+                    _ci_text(r.best_of_k[-1]),
+                    _ci_text(r.diversity.get("distinct_outcomes")),
+                    _ci_text(r.diversity.get("outcome_entropy")),
+                    _crossover_text(cross),
+                ]
+            )
+        )
+    lines += ["", "## pass@k", "", _row(["model", *[f"k={k}" for k in results[names[0]].ks]])]
+    lines.append(_row(["---"] * (len(results[names[0]].ks) + 1)))
+    for name in names:
+        lines.append(_row([name, *[f"{p.estimate:.3f}" for p in results[name].pass_at_k]]))
+    lines += ["", "## Diversity by base-solved / base-unsolved split", ""]
+    for metric in REPORT_DIVERSITY_METRICS:
+        table = diversity_by_split(results, metric)
+        splits = [s for s in (*SPLITS, "all") if s in table]
+        lines += [f"**{metric}**", "", _row(["model", *splits]), _row(["---"] * (len(splits) + 1))]
+        for name in names:
+            lines.append(_row([name, *[_num(table[s].get(name, math.nan)) for s in splits]]))
+        lines.append("")
+    for name in names:
+        r = results[name]
+        if r.chance:
+            lines += [
+                f"Multiple-choice chance level for {name}: "
+                + ", ".join(
+                    f"k={c.k}: {c.chance:.3f} (corrected pass@k {c.corrected.estimate:.3f})"
+                    for c in r.chance
+                ),
+                "",
+            ]
+    lines += ["Files: pass_at_k.png, diversity.png, metrics.json.", ""]
+    return "\n".join(lines)
+
+
+def _row(cells) -> str:
+    return "| " + " | ".join(cells) + " |"
+
+
+def _num(x) -> str:
+    return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.3f}"
+
+
+def _ci_text(p) -> str:
+    if p is None:
+        return "-"
+    return f"{_num(p.estimate)} [{_num(p.low)}, {_num(p.high)}]"
+
+
+def _crossover_text(c) -> str:
+    if c is None:
+        return "-"
+    if c.k is None:
+        return f"none (in {c.share_with_crossover:.0%} of resamples)"
+    hi = "beyond" if c.high is None else str(c.high)
+    return f"{c.k} [{c.low}, {hi}]"

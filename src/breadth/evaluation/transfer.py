@@ -1,0 +1,265 @@
+"""Transfer analysis: does RL's narrowing spread from problems the base solves to the rest?
+
+Eval problems are split by the base model's result over its n samples: *solved* (at least
+one correct) and *unsolved* (none). Every per-problem metric is then averaged on each split,
+for the base and the trained model, with paired bootstrap intervals (the same problem
+resamples for both models). The crossover is the smallest k at which the base model's pass@k
+catches up with the trained model's.
+
+Inputs are per-problem tables (pandas DataFrames indexed by problem_id) such as
+`breadth.evaluation.summary.per_problem_table` builds: `num_samples`, `num_correct` and one
+column per metric.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from breadth.evaluation.bootstrap import (
+    DEFAULT_CONFIDENCE,
+    DEFAULT_RESAMPLES,
+    ConfidenceInterval,
+    bootstrap_means,
+    bootstrap_weights,
+    percentile_interval,
+)
+from breadth.evaluation.metrics import default_ks, pass_at_k
+
+__all__ = [
+    "SPLITS",
+    "Crossover",
+    "SplitMetrics",
+    "TransferResult",
+    "crossover_k",
+    "solved_by_base",
+    "transfer_analysis",
+]
+
+log = logging.getLogger(__name__)
+
+SPLITS = ("solved", "unsolved")
+_TIE_TOLERANCE = 1e-12  # base "catches up" when base - trained >= -1e-12 (float noise)
+
+
+@dataclass(frozen=True)
+class SplitMetrics:
+    """Mean of every metric on one split of the problems, for base and trained."""
+
+    split: str
+    """"solved" (base got at least one of n right) or "unsolved"."""
+    num_problems: int
+    base: dict[str, ConfidenceInterval]
+    trained: dict[str, ConfidenceInterval]
+
+    def to_dict(self) -> dict:
+        return {
+            "split": self.split,
+            "num_problems": self.num_problems,
+            "base": {k: v.to_dict() for k, v in self.base.items()},
+            "trained": {k: v.to_dict() for k, v in self.trained.items()},
+        }
+
+
+@dataclass(frozen=True)
+class Crossover:
+    """Smallest k where base pass@k >= trained pass@k, with a bootstrap interval over problems."""
+
+    k: int | None
+    """On the full sample; None when the trained model stays ahead at every k tried."""
+    low: int | None
+    """Lower percentile of the bootstrap distribution of the crossover k."""
+    high: int | None
+    """Upper percentile; None means "beyond the largest k tried" in that share of resamples."""
+    share_with_crossover: float
+    """Fraction of bootstrap resamples in which a crossover happens within the ks tried."""
+    ks: list[int]
+    difference: list[ConfidenceInterval] = field(default_factory=list)
+    """Mean base pass@k - trained pass@k at each k, with paired bootstrap intervals."""
+
+    def to_dict(self) -> dict:
+        return {
+            "k": self.k,
+            "low": self.low,
+            "high": self.high,
+            "share_with_crossover": self.share_with_crossover,
+            "ks": list(self.ks),
+            "difference": [d.to_dict() for d in self.difference],
+        }
+
+
+@dataclass(frozen=True)
+class TransferResult:
+    """Per-split metrics for base vs trained, plus the pass@k crossover."""
+
+    num_problems: int
+    """Problems present in both base and trained rollouts (the ones analysed)."""
+    splits: dict[str, SplitMetrics]
+    crossover: Crossover | None
+
+    def to_dict(self) -> dict:
+        return {
+            "num_problems": self.num_problems,
+            "splits": {name: s.to_dict() for name, s in self.splits.items()},
+            "crossover": None if self.crossover is None else self.crossover.to_dict(),
+        }
+
+
+def solved_by_base(num_correct) -> np.ndarray:
+    """Boolean mask: the base model got at least one of its n samples right.
+
+    >>> solved_by_base([0, 3, 1]).tolist()
+    [False, True, True]
+    """
+    return np.asarray(num_correct) > 0
+
+
+def crossover_k(
+    base_num_samples,
+    base_num_correct,
+    trained_num_samples,
+    trained_num_correct,
+    ks: list[int] | None = None,
+    *,
+    num_resamples: int = DEFAULT_RESAMPLES,
+    confidence: float = DEFAULT_CONFIDENCE,
+    seed: int = 0,
+) -> Crossover:
+    """Smallest k with mean base pass@k >= mean trained pass@k over the same problems.
+
+    Arrays are aligned per problem. The interval comes from a paired bootstrap over problems:
+    the crossover is recomputed on each resample and its percentiles reported (a resample
+    without a crossover counts as "beyond the largest k", so `high` may be None).
+
+    >>> c = crossover_k([4, 4], [1, 1], [4, 4], [3, 0], ks=[1, 2, 4], num_resamples=50)
+    >>> c.k
+    2
+    """
+    nb, cb = np.asarray(base_num_samples), np.asarray(base_num_correct)
+    nt, ct = np.asarray(trained_num_samples), np.asarray(trained_num_correct)
+    if not (nb.shape == cb.shape == nt.shape == ct.shape) or nb.ndim != 1 or nb.size == 0:
+        raise ValueError(
+            "crossover_k needs four aligned 1-D per-problem arrays of equal length >= 1"
+        )
+    if ks is None:
+        ks = default_ks(int(min(nb.min(), nt.min())))
+    ks = [int(k) for k in ks]
+    base = np.stack([pass_at_k(nb, cb, k) for k in ks], axis=1)  # (P, K)
+    trained = np.stack([pass_at_k(nt, ct, k) for k in ks], axis=1)
+    diff = base - trained
+    weights = bootstrap_weights(diff.shape[0], num_resamples, seed)
+    boot_diff = bootstrap_means(diff, weights)  # (B, K)
+    low_d, high_d = percentile_interval(boot_diff, confidence)
+    point = diff.mean(axis=0)
+    first = _first_crossing(point[None, :])[0]
+    boot_first = _first_crossing(boot_diff)
+    alpha = (1.0 - confidence) / 2.0
+    lo_i, hi_i = (
+        int(np.quantile(boot_first, q, method="inverted_cdf")) for q in (alpha, 1 - alpha)
+    )
+
+    def k_or_none(i: int) -> int | None:
+        return ks[i] if i < len(ks) else None
+
+    return Crossover(
+        k=k_or_none(first),
+        low=k_or_none(lo_i),
+        high=k_or_none(hi_i),
+        share_with_crossover=float(np.mean(boot_first < len(ks))),
+        ks=ks,
+        difference=[
+            ConfidenceInterval(float(point[j]), float(low_d[j]), float(high_d[j]))
+            for j in range(len(ks))
+        ],
+    )
+
+
+def _first_crossing(diff: np.ndarray) -> np.ndarray:
+    """Index of the first column with diff >= 0 per row; K (one past the end) when none."""
+    caught_up = diff >= -_TIE_TOLERANCE
+    return np.where(caught_up.any(axis=1), caught_up.argmax(axis=1), diff.shape[1])
+
+
+def transfer_analysis(
+    base: pd.DataFrame,
+    trained: pd.DataFrame,
+    metrics: list[str] | None = None,
+    *,
+    ks: list[int] | None = None,
+    num_resamples: int = DEFAULT_RESAMPLES,
+    confidence: float = DEFAULT_CONFIDENCE,
+    seed: int = 0,
+) -> TransferResult:
+    """Every metric on base-solved and base-unsolved problems, base vs trained, plus crossover.
+
+    `base` and `trained` are per-problem tables indexed by problem_id with `num_samples`,
+    `num_correct` and metric columns; `metrics` defaults to every numeric column they share.
+    Only problems in both tables are analysed (a warning says how many were dropped). A
+    metric that is NaN on every problem of a split is left out of that split.
+
+    >>> b = pd.DataFrame({"num_samples": [4, 4], "num_correct": [1, 0], "distinct_outcomes": [3, 4]},
+    ...                  index=["p1", "p2"])
+    >>> t = pd.DataFrame({"num_samples": [4, 4], "num_correct": [4, 0], "distinct_outcomes": [1, 2]},
+    ...                  index=["p1", "p2"])
+    >>> r = transfer_analysis(b, t, ["distinct_outcomes"], num_resamples=20)
+    >>> r.splits["unsolved"].trained["distinct_outcomes"].estimate
+    2.0
+    """
+    for name, table in (("base", base), ("trained", trained)):
+        missing = {"num_samples", "num_correct"} - set(table.columns)
+        if missing:
+            raise ValueError(f"{name} per-problem table lacks columns {sorted(missing)}")
+    shared = base.index.intersection(trained.index)
+    if len(shared) == 0:
+        raise ValueError(
+            "base and trained rollouts share no problem_id: evaluate both models on the same eval set"
+        )
+    dropped = len(base.index.union(trained.index)) - len(shared)
+    if dropped:
+        log.warning(
+            "transfer analysis: %d problems are in only one of base/trained; left out", dropped
+        )
+    b, t = base.loc[shared], trained.loc[shared]
+    if metrics is None:
+        numeric = [c for c in b.columns if c in t.columns and pd.api.types.is_numeric_dtype(b[c])]
+        metrics = [c for c in numeric if c not in ("num_samples", "num_correct")]
+    solved = solved_by_base(b["num_correct"].to_numpy())
+    splits = {}
+    for offset, (name, mask) in enumerate((("solved", solved), ("unsolved", ~solved))):
+        splits[name] = _split_metrics(
+            name, b[mask], t[mask], metrics, num_resamples, confidence, seed + offset
+        )
+    crossover = crossover_k(
+        b["num_samples"].to_numpy(),
+        b["num_correct"].to_numpy(),
+        t["num_samples"].to_numpy(),
+        t["num_correct"].to_numpy(),
+        ks,
+        num_resamples=num_resamples,
+        confidence=confidence,
+        seed=seed,
+    )
+    return TransferResult(num_problems=len(shared), splits=splits, crossover=crossover)
+
+
+def _split_metrics(name, b, t, metrics, num_resamples, confidence, seed) -> SplitMetrics:
+    if len(b) == 0:
+        return SplitMetrics(name, 0, {}, {})
+    # Paired: the same resampled problems for base and trained.
+    weights = bootstrap_weights(len(b), num_resamples, seed)
+    out: dict[str, dict[str, ConfidenceInterval]] = {"base": {}, "trained": {}}
+    for model, table in (("base", b), ("trained", t)):
+        for metric in metrics:
+            if metric not in table.columns:
+                continue
+            values = table[metric].to_numpy(dtype=np.float64)
+            if np.all(np.isnan(values)):
+                continue
+            low, high = percentile_interval(bootstrap_means(values, weights), confidence)
+            out[model][metric] = ConfidenceInterval(
+                float(np.nanmean(values)), float(low), float(high)
+            )
+    return SplitMetrics(name, len(b), out["base"], out["trained"])

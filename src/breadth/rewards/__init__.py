@@ -1,0 +1,49 @@
+"""Diversity-aware rewards: pure group functions (numpy only) and the TRL adapter.
+
+Formulas and sources: ALGORITHMS.md. Importing this package imports neither torch nor
+transformers; the checkpoint callback lives in `breadth.rewards.callback`, which does.
+"""
+
+from breadth.rewards.darling import (
+    NgramOverlapJudge,
+    darling_diversity,
+    equivalence_classes,
+    ngram_overlap,
+    short_text_equivalent,
+)
+from breadth.rewards.groups import IncompleteGroupError, RowGroup, group_rows
+from breadth.rewards.passk import group_passk, passk_advantages
+from breadth.rewards.repetition import batch_repetition_penalty
+from breadth.rewards.spec import REWARD_NAMES, RewardSpec, RewardTerm, parse_reward_spec
+from breadth.rewards.state import load_reward_state, reward_state_filename, save_reward_state
+from breadth.rewards.trl_adapter import TrlRewardSetup, build_trl_rewards
+from breadth.rewards.ucb import OutcomeUCB
+from breadth.rewards.unlikeliness import likelihood_ranks, unlikeliness_reward
+from breadth.rewards.vector import set_level_vector_reward
+
+__all__ = [
+    "REWARD_NAMES",
+    "IncompleteGroupError",
+    "NgramOverlapJudge",
+    "OutcomeUCB",
+    "RewardSpec",
+    "RewardTerm",
+    "RowGroup",
+    "TrlRewardSetup",
+    "batch_repetition_penalty",
+    "build_trl_rewards",
+    "darling_diversity",
+    "equivalence_classes",
+    "group_passk",
+    "group_rows",
+    "likelihood_ranks",
+    "load_reward_state",
+    "ngram_overlap",
+    "parse_reward_spec",
+    "passk_advantages",
+    "reward_state_filename",
+    "save_reward_state",
+    "set_level_vector_reward",
+    "short_text_equivalent",
+    "unlikeliness_reward",
+]

@@ -1,0 +1,159 @@
+"""Parse a reward spec string: terms joined by '+', each `NAME[:key=val,...][*weight]`.
+
+    "correctness"                      plain verifier reward
+    "correctness+ucb*0.5+batch"        correctness, half-weighted UCB bonus, repetition penalty
+    "passk:k=8"                        pass@k advantages with k = 8
+    "darling:judge=text,threshold=0.6" DARLING with the n-gram text judge
+
+Inline params override the RewardConfig fields. A spec holds at most one *base* term (one
+that contains the task reward itself: correctness, darling, passk, vector, unlikeliness);
+`darling`, `passk`, `vector` and `unlikeliness` already multiply or transform correctness, so
+adding `correctness` beside them would count it twice.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+ParamValue = int | float | str
+
+# name -> {param -> type or tuple of allowed strings}
+PARAM_SCHEMA: dict[str, dict[str, type | tuple[str, ...]]] = {
+    "correctness": {},
+    "format": {"bonus": float},
+    "ucb": {"coef": float, "variant": ("ucb", "ucb_mean"), "apply_to": ("all", "correct")},
+    "batch": {"coef": float},
+    "darling": {"judge": ("outcome", "text"), "n": int, "threshold": float},
+    "passk": {"k": int},
+    "vector": {"draws": int, "alpha": float},
+    "unlikeliness": {"beta": float},
+}
+REWARD_NAMES: tuple[str, ...] = tuple(PARAM_SCHEMA)
+BASE_TERMS: frozenset[str] = frozenset(
+    {"correctness", "darling", "passk", "vector", "unlikeliness"}
+)
+
+
+@dataclass(frozen=True)
+class RewardTerm:
+    """One term of a reward spec."""
+
+    name: str
+    """One of REWARD_NAMES."""
+    params: dict[str, ParamValue] = field(default_factory=dict)
+    """Inline parameters (`passk:k=8` gives {"k": 8}), typed by PARAM_SCHEMA."""
+    weight: float = 1.0
+    """TRL reward weight of this term (`ucb*0.5` gives 0.5)."""
+
+
+@dataclass(frozen=True)
+class RewardSpec:
+    """A parsed reward spec: its terms in the order written."""
+
+    terms: tuple[RewardTerm, ...]
+    text: str = ""
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(term.name for term in self.terms)
+
+    def term(self, name: str) -> RewardTerm | None:
+        return next((term for term in self.terms if term.name == name), None)
+
+
+def _coerce(spec: str, name: str, key: str, raw: str) -> ParamValue:
+    expected = PARAM_SCHEMA[name][key]
+    if isinstance(expected, tuple):
+        if raw not in expected:
+            raise ValueError(
+                f"reward spec {spec!r}: {name}:{key}={raw!r} is not allowed; use one of "
+                f"{', '.join(expected)}"
+            )
+        return raw
+    try:
+        value: Any = expected(raw)
+    except ValueError:
+        raise ValueError(
+            f"reward spec {spec!r}: {name}:{key}={raw!r} must be {expected.__name__}"
+        ) from None
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"reward spec {spec!r}: {name}:{key}={raw!r} must be finite")
+    return value
+
+
+def _parse_term(spec: str, text: str) -> RewardTerm:
+    body, weight = text, 1.0
+    if "*" in text:
+        body, _, raw_weight = text.rpartition("*")
+        try:
+            weight = float(raw_weight)
+        except ValueError:
+            raise ValueError(
+                f"reward spec {spec!r}: weight {raw_weight!r} in term {text!r} is not a number "
+                "(write e.g. ucb*0.5)"
+            ) from None
+        if not math.isfinite(weight):
+            raise ValueError(f"reward spec {spec!r}: weight in term {text!r} must be finite")
+    name, _, raw_params = body.partition(":")
+    name = name.strip()
+    if name not in PARAM_SCHEMA:
+        raise ValueError(
+            f"reward spec {spec!r}: unknown reward {name!r}; allowed names: "
+            f"{', '.join(REWARD_NAMES)}"
+        )
+    params: dict[str, ParamValue] = {}
+    for item in filter(None, (part.strip() for part in raw_params.split(","))):
+        key, eq, raw = (part.strip() for part in item.partition("="))
+        if not eq or not raw:
+            raise ValueError(
+                f"reward spec {spec!r}: parameter {item!r} of {name} is not key=value "
+                "(write e.g. passk:k=8)"
+            )
+        if key not in PARAM_SCHEMA[name]:
+            allowed = ", ".join(PARAM_SCHEMA[name]) or "none"
+            raise ValueError(
+                f"reward spec {spec!r}: {name} has no parameter {key!r}; allowed: {allowed}"
+            )
+        if key in params:
+            raise ValueError(f"reward spec {spec!r}: {name}:{key} is given twice")
+        params[key] = _coerce(spec, name, key, raw)
+    return RewardTerm(name=name, params=params, weight=weight)
+
+
+def parse_reward_spec(spec: str) -> RewardSpec:
+    """Parse `NAME[:key=val,...][*weight]` terms joined by '+'.
+
+    Raises ValueError on unknown names (listing the allowed ones), unknown or mistyped
+    parameters, repeated terms, and more than one base term.
+
+    >>> parse_reward_spec("correctness+ucb*0.5").names
+    ('correctness', 'ucb')
+    >>> parse_reward_spec("passk:k=8").terms[0].params
+    {'k': 8}
+    """
+    if not isinstance(spec, str) or not spec.strip():
+        raise ValueError(
+            f"reward spec must be a non-empty string like 'correctness+ucb', got {spec!r}; "
+            f"allowed names: {', '.join(REWARD_NAMES)}"
+        )
+    texts = [part.strip() for part in spec.split("+")]
+    if any(not text for text in texts):
+        raise ValueError(f"reward spec {spec!r} has an empty term (a stray '+')")
+    terms = tuple(_parse_term(spec, text) for text in texts)
+    names = [term.name for term in terms]
+    repeated = sorted({name for name in names if names.count(name) > 1})
+    if repeated:
+        raise ValueError(
+            f"reward spec {spec!r} repeats {', '.join(repeated)}; give each term once "
+            "(use *weight to scale it)"
+        )
+    bases = [name for name in names if name in BASE_TERMS]
+    if len(bases) > 1:
+        raise ValueError(
+            f"reward spec {spec!r} combines {' and '.join(bases)}, which each contain the task "
+            "reward (darling, passk, vector and unlikeliness transform correctness); keep one "
+            "of them, e.g. 'darling' or 'correctness+batch'"
+        )
+    return RewardSpec(terms=terms, text=spec)

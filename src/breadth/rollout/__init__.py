@@ -1,0 +1,1 @@
+"""Generation backends behind one interface and one output schema (ARCHITECTURE.md)."""

@@ -1,0 +1,96 @@
+"""Rollouts with transformers `generate`: batched, seeded, exact per-token entropy from logits."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from breadth.config import RolloutConfig
+from breadth.rollout.rows import Sample, request_seed, rollout_rows
+
+
+def generate_samples(
+    model: Any,
+    tokenizer: Any,
+    prompts: Sequence[str],
+    *,
+    num_samples: int,
+    temperature: float,
+    top_p: float,
+    max_new_tokens: int,
+    seed: int,
+) -> list[list[Sample]]:
+    """`num_samples` completions per prompt, in one `generate` call, seeded by `seed`."""
+    import torch
+
+    model.eval()
+    expanded = [prompt for prompt in prompts for _ in range(num_samples)]
+    encoded = tokenizer(expanded, return_tensors="pt", padding=True, add_special_tokens=False)
+    encoded = {name: tensor.to(model.device) for name, tensor in encoded.items()}
+    torch.manual_seed(seed)
+    with torch.inference_mode():
+        output = model.generate(
+            **encoded,
+            do_sample=True,
+            temperature=temperature,
+            top_p=top_p,
+            max_new_tokens=max_new_tokens,
+            output_logits=True,
+            return_dict_in_generate=True,
+            pad_token_id=tokenizer.pad_token_id,
+            eos_token_id=tokenizer.eos_token_id,
+        )
+    new_tokens = output.sequences[:, encoded["input_ids"].shape[1] :]
+    # Log-probs and entropy of the distribution actually sampled from (temperature applied).
+    logits = torch.stack(output.logits, dim=1).float() / temperature
+    log_probs = torch.log_softmax(logits, dim=-1)
+    token_logprobs = log_probs.gather(-1, new_tokens.unsqueeze(-1)).squeeze(-1)
+    entropy = -(log_probs.exp() * log_probs).sum(-1)
+    eos = tokenizer.eos_token_id
+    samples: list[Sample] = []
+    for row in range(new_tokens.shape[0]):
+        ids = new_tokens[row].tolist()
+        length = ids.index(eos) + 1 if eos in ids else len(ids)
+        finished = eos in ids[:length]
+        content = ids[: length - 1] if finished else ids[:length]
+        samples.append(
+            Sample(
+                text=tokenizer.decode(content, skip_special_tokens=True),
+                token_ids=content,
+                logprobs=token_logprobs[row, :length].tolist(),
+                entropy=entropy[row, :length].tolist(),
+                finish_reason="stop" if finished else "length",
+            )
+        )
+    return [samples[i * num_samples : (i + 1) * num_samples] for i in range(len(prompts))]
+
+
+def rollout_transformers(
+    model: Any,
+    tokenizer: Any,
+    problems: Sequence[Mapping[str, Any]],
+    config: RolloutConfig,
+    *,
+    model_name: str,
+    seed: int,
+    progress: bool = True,
+) -> list[dict[str, Any]]:
+    """n samples for every problem -> rollout rows. Deterministic for a given seed."""
+    from tqdm.auto import tqdm
+
+    per_batch = max(1, config.batch_size // config.num_samples)
+    rows: list[dict[str, Any]] = []
+    batches = range(0, len(problems), per_batch)
+    for start in tqdm(batches, desc=f"rollout {model_name}", disable=not progress, unit="batch"):
+        chunk = problems[start : start + per_batch]
+        groups = generate_samples(
+            model, tokenizer, [p["prompt"] for p in chunk],
+            num_samples=config.num_samples, temperature=config.temperature, top_p=config.top_p,
+            max_new_tokens=config.max_new_tokens,
+            seed=request_seed(seed, chunk[0]["problem_id"]),
+        )  # fmt: skip
+        for problem, samples in zip(chunk, groups, strict=True):
+            rows.extend(
+                rollout_rows(problem, samples, model=model_name, backend="transformers", seed=seed)
+            )
+    return rows

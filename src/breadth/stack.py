@@ -1,0 +1,360 @@
+"""The local stack: S3 (SeaweedFS `weed mini`), an MLflow server and a Prefect server.
+
+All three bind 127.0.0.1, keep state and logs under `.breadth/`, and are managed through pid
+files so that `up` is idempotent (a running, healthy service is reused; a stale pid file is
+detected and replaced) and `down` stops exactly the processes it started. A service whose URL
+is given in the environment (PREFECT_API_URL, MLFLOW_TRACKING_URI, BREADTH_S3_ENDPOINT) is
+treated as external: it is health-checked, never started or stopped.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+class StackError(RuntimeError):
+    """A service cannot be started or reached; the message names it and the fix."""
+
+
+def _env_port(variable: str, default: int) -> int:
+    raw = os.environ.get(variable)
+    if raw is None:
+        return default
+    if not raw.isdigit() or not 0 < int(raw) < 65536:
+        raise StackError(f"{variable}={raw!r} is not a port number (1-65535)")
+    return int(raw)
+
+
+@dataclass(frozen=True)
+class StackSettings:
+    """Where the stack lives and which ports it uses (each overridable by environment)."""
+
+    home: Path = field(default_factory=lambda: Path(os.environ.get("BREADTH_HOME", ".breadth")))
+    s3_port: int = field(default_factory=lambda: _env_port("BREADTH_S3_PORT", 8333))
+    mlflow_port: int = field(default_factory=lambda: _env_port("BREADTH_MLFLOW_PORT", 5000))
+    prefect_port: int = field(default_factory=lambda: _env_port("BREADTH_PREFECT_PORT", 4200))
+    # weed mini also runs a master, a volume server and a filer; their ports must be free too.
+    weed_master_port: int = field(
+        default_factory=lambda: _env_port("BREADTH_WEED_MASTER_PORT", 9333)
+    )
+    weed_volume_port: int = field(
+        default_factory=lambda: _env_port("BREADTH_WEED_VOLUME_PORT", 8080)
+    )
+    weed_filer_port: int = field(default_factory=lambda: _env_port("BREADTH_WEED_FILER_PORT", 8888))
+    bucket: str = field(default_factory=lambda: os.environ.get("BREADTH_S3_BUCKET", "breadth"))
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "home", Path(self.home).resolve())
+
+    @property
+    def s3_url(self) -> str:
+        return os.environ.get("BREADTH_S3_ENDPOINT") or f"http://127.0.0.1:{self.s3_port}"
+
+    @property
+    def mlflow_url(self) -> str:
+        return os.environ.get("MLFLOW_TRACKING_URI") or f"http://127.0.0.1:{self.mlflow_port}"
+
+    @property
+    def prefect_api_url(self) -> str:
+        return os.environ.get("PREFECT_API_URL") or f"http://127.0.0.1:{self.prefect_port}/api"
+
+    @property
+    def prefect_ui_url(self) -> str:
+        return self.prefect_api_url.removesuffix("/api")
+
+    def credentials(self) -> dict[str, str]:
+        """S3 keys: from the environment when set, else generated once for the local stack."""
+        if os.environ.get("AWS_ACCESS_KEY_ID") and os.environ.get("AWS_SECRET_ACCESS_KEY"):
+            return {
+                "AWS_ACCESS_KEY_ID": os.environ["AWS_ACCESS_KEY_ID"],
+                "AWS_SECRET_ACCESS_KEY": os.environ["AWS_SECRET_ACCESS_KEY"],
+            }
+        path = self.home / "credentials.json"
+        if not path.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            keys = {
+                "AWS_ACCESS_KEY_ID": "breadth" + secrets.token_hex(6),
+                "AWS_SECRET_ACCESS_KEY": secrets.token_urlsafe(30),
+            }
+            path.write_text(json.dumps(keys))
+            path.chmod(0o600)
+        return json.loads(path.read_text())
+
+    def client_env(self) -> dict[str, str]:
+        """What a client of this stack (the pipeline, a worker, a test) needs in its environment."""
+        return {
+            **self.credentials(),
+            "AWS_DEFAULT_REGION": os.environ.get("AWS_DEFAULT_REGION", "us-east-1"),
+            "BREADTH_S3_ENDPOINT": self.s3_url,
+            "BREADTH_S3_BUCKET": self.bucket,
+            "MLFLOW_TRACKING_URI": self.mlflow_url,
+            "PREFECT_API_URL": self.prefect_api_url,
+            "PREFECT_HOME": str(self.home / "prefect"),
+            "PREFECT_LOCAL_STORAGE_PATH": str(self.home / "prefect" / "storage"),
+            "PREFECT_RESULTS_PERSIST_BY_DEFAULT": "true",
+            "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+            "PREFECT_UI_URL": self.prefect_ui_url,
+        }
+
+
+@dataclass(frozen=True)
+class Service:
+    name: str
+    port: int
+    url: str
+    external_env: str  # the environment variable that makes this service external
+    command: Callable[[StackSettings], list[str]]
+    extra_env: Callable[[StackSettings], dict[str, str]]
+    healthy: Callable[[StackSettings], bool]
+    extra_ports: tuple[int, ...] = ()
+    stop_grace_s: float = 30.0
+
+    def is_external(self) -> bool:
+        return bool(os.environ.get(self.external_env))
+
+
+def _http_ok(url: str, timeout: float = 2.0) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as response:
+            return response.status < 500
+    except urllib.error.HTTPError as error:
+        return error.code < 500
+    except (OSError, ValueError):
+        return False
+
+
+def _s3_healthy(settings: StackSettings) -> bool:
+    # Any HTTP answer from the S3 port (403 for an unsigned request) means the gateway is up.
+    return _http_ok(settings.s3_url + "/")
+
+
+def _bin(name: str) -> str:
+    # Services come from the same environment as this interpreter (the project's venv).
+    candidate = Path(sys.executable).parent / name
+    return str(candidate) if candidate.exists() else name
+
+
+def _weed_command(s: StackSettings) -> list[str]:
+    return [
+        _bin("weed"), "mini", f"-dir={s.home / 's3'}", "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
+        f"-s3.port={s.s3_port}", f"-master.port={s.weed_master_port}",
+        f"-volume.port={s.weed_volume_port}", f"-filer.port={s.weed_filer_port}",
+        "-webdav=false", "-admin.ui=false", "-s3.port.iceberg=0", "-s3.port.lance=0",
+    ]  # fmt: skip
+
+
+def _mlflow_command(s: StackSettings) -> list[str]:
+    return [
+        _bin("mlflow"), "server",
+        "--backend-store-uri", f"sqlite:///{s.home / 'mlflow.db'}",
+        "--artifacts-destination", f"s3://{s.bucket}/mlflow",
+        "--serve-artifacts", "--host", "127.0.0.1", "--port", str(s.mlflow_port),
+        "--workers", "1",
+    ]  # fmt: skip
+
+
+def _prefect_command(s: StackSettings) -> list[str]:
+    return [_bin("prefect"), "server", "start", "--host", "127.0.0.1", "--port", str(s.prefect_port)]
+
+
+def _mlflow_env(s: StackSettings) -> dict[str, str]:
+    return {
+        **s.credentials(),
+        "MLFLOW_S3_ENDPOINT_URL": s.s3_url,
+        # The job runner's worker processes cost ~1.4 GiB and nothing here uses them.
+        "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false",
+    }
+
+
+def _prefect_env(s: StackSettings) -> dict[str, str]:
+    home = s.home / "prefect"
+    return {
+        "PREFECT_HOME": str(home),
+        "PREFECT_API_DATABASE_CONNECTION_URL": f"sqlite+aiosqlite:///{home / 'prefect.db'}",
+        "PREFECT_SERVER_API_HOST": "127.0.0.1",
+        "PREFECT_SERVER_API_PORT": str(s.prefect_port),
+        "PREFECT_UI_API_URL": f"http://127.0.0.1:{s.prefect_port}/api",
+        "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+    }
+
+
+def services(settings: StackSettings) -> list[Service]:
+    """The stack in start order: S3 first (MLflow stores artifacts there)."""
+    s = settings
+    return [
+        Service(
+            "s3", s.s3_port, s.s3_url, "BREADTH_S3_ENDPOINT", _weed_command,
+            lambda st: st.credentials(), _s3_healthy,
+            extra_ports=(s.weed_master_port, s.weed_volume_port, s.weed_filer_port),
+        ),
+        Service(
+            "mlflow", s.mlflow_port, s.mlflow_url, "MLFLOW_TRACKING_URI", _mlflow_command,
+            _mlflow_env, lambda st: _http_ok(st.mlflow_url + "/health"),
+        ),
+        Service(
+            "prefect", s.prefect_port, s.prefect_ui_url, "PREFECT_API_URL", _prefect_command,
+            _prefect_env, lambda st: _http_ok(st.prefect_api_url + "/health"),
+        ),
+    ]  # fmt: skip
+
+
+def _port_in_use(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.settimeout(0.5)
+        return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # A zombie (exited, not yet reaped) counts as dead.
+    stat = Path(f"/proc/{pid}/stat")
+    return not (stat.exists() and ") Z " in stat.read_text())
+
+
+class LocalStack:
+    """Start, stop and inspect the local services. Safe to call `up` repeatedly."""
+
+    def __init__(self, settings: StackSettings | None = None, start_timeout_s: float = 120.0):
+        self.settings = settings or StackSettings()
+        self.start_timeout_s = start_timeout_s
+        self.logs = self.settings.home / "logs"
+
+    def _pid_file(self, service: Service) -> Path:
+        return self.settings.home / "run" / f"{service.name}.pid"
+
+    def _read_pid(self, service: Service) -> int | None:
+        path = self._pid_file(service)
+        if not path.exists():
+            return None
+        try:
+            pid = int(path.read_text().strip())
+        except ValueError:
+            pid = -1
+        if pid > 0 and _pid_alive(pid):
+            return pid
+        path.unlink()  # stale: the process it names is gone
+        return None
+
+    def status(self) -> list[dict[str, str]]:
+        rows = []
+        for service in services(self.settings):
+            healthy = service.healthy(self.settings)
+            if service.is_external():
+                state = "external, healthy" if healthy else "external, NOT answering"
+            else:
+                pid = self._read_pid(service)
+                state = (
+                    f"running (pid {pid})" if pid and healthy
+                    else f"starting or unhealthy (pid {pid})" if pid
+                    else "stopped"
+                )  # fmt: skip
+            rows.append({"service": service.name, "url": service.url, "state": state})
+        return rows
+
+    def up(self, only: list[str] | None = None) -> None:
+        self.settings.home.mkdir(parents=True, exist_ok=True)
+        for service in services(self.settings):
+            if only and service.name not in only:
+                continue
+            self._up_one(service)
+            if service.name == "s3":
+                self._ensure_bucket()
+
+    def _up_one(self, service: Service) -> None:
+        if service.is_external():
+            if not service.healthy(self.settings):
+                raise StackError(
+                    f"{service.name} at {service.url} (from ${service.external_env}) does not "
+                    f"answer. Start that service, or unset {service.external_env} to let "
+                    "`breadth stack up` run a local one."
+                )
+            return
+        pid = self._read_pid(service)
+        if pid is not None:
+            self._wait_healthy(service, pid)
+            return
+        for port in (service.port, *service.extra_ports):
+            if _port_in_use(port):
+                raise StackError(
+                    f"cannot start {service.name}: port {port} on 127.0.0.1 is already in use by "
+                    "another process (not one this stack started). Stop that process, or move "
+                    f"breadth's {service.name} to a free port with "
+                    f"BREADTH_{service.name.upper()}_PORT=<port> (weed's internal ports: "
+                    "BREADTH_WEED_MASTER_PORT / _VOLUME_PORT / _FILER_PORT)."
+                )
+        self.logs.mkdir(parents=True, exist_ok=True)
+        (self.settings.home / "run").mkdir(parents=True, exist_ok=True)
+        if service.name == "s3":
+            (self.settings.home / "s3").mkdir(parents=True, exist_ok=True)
+        log = open(self.logs / f"{service.name}.log", "ab")  # noqa: SIM115 - owned by the child
+        env = {**os.environ, **service.extra_env(self.settings)}
+        # A new session: `down` can stop the service and every worker it forked as one group.
+        process = subprocess.Popen(
+            service.command(self.settings), stdout=log, stderr=subprocess.STDOUT, env=env,
+            cwd=self.settings.home, start_new_session=True,
+        )  # fmt: skip
+        self._pid_file(service).write_text(str(process.pid))
+        self._wait_healthy(service, process.pid)
+
+    def _wait_healthy(self, service: Service, pid: int) -> None:
+        deadline = time.monotonic() + self.start_timeout_s
+        while time.monotonic() < deadline:
+            if service.healthy(self.settings):
+                return
+            if not _pid_alive(pid):
+                break
+            time.sleep(0.5)
+        log = self.logs / f"{service.name}.log"
+        tail = log.read_text(errors="replace")[-1500:] if log.exists() else "(no log)"
+        raise StackError(
+            f"{service.name} did not become healthy at {service.url} within "
+            f"{self.start_timeout_s:.0f}s (pid {pid}). Last lines of {log}:\n{tail}\n"
+            "Fix the cause above, then `breadth stack down && breadth stack up`."
+        )
+
+    def _ensure_bucket(self) -> None:
+        from breadth.tracking.objects import ObjectStore
+
+        ObjectStore.from_env(env=self.settings.client_env()).ensure_bucket()
+
+    def down(self, grace_s: float | None = None) -> None:
+        for service in reversed(services(self.settings)):
+            if service.is_external():
+                continue
+            pid = self._read_pid(service)
+            if pid is None:
+                continue
+            _stop_group(pid, service.stop_grace_s if grace_s is None else grace_s)
+            self._pid_file(service).unlink(missing_ok=True)
+
+
+def _stop_group(pid: int, grace_s: float) -> None:
+    try:
+        os.killpg(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    deadline = time.monotonic() + grace_s
+    while time.monotonic() < deadline and _pid_alive(pid):
+        time.sleep(0.2)
+    if _pid_alive(pid):
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass

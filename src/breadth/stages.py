@@ -1,0 +1,116 @@
+"""The pipeline's stages as plain functions: files in, files out, no Prefect, no tracking.
+
+tasks/ wraps each one with caching, retries, MLflow child runs and S3 uploads; a notebook or a
+benchmark can call them directly. Every stage is deterministic for a given config and seed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from breadth.config import PipelineConfig
+
+MetricSink = Callable[[str, float, int], None]
+
+
+def read_rows(path: Path) -> list[dict[str, Any]]:
+    import pandas as pd
+
+    frame = pd.read_parquet(path)
+    rows = frame.to_dict(orient="records")
+    for row in rows:
+        # parquet gives numpy arrays for list columns; the verifiers expect plain lists.
+        for key, value in row.items():
+            if hasattr(value, "tolist") and not isinstance(value, str):
+                row[key] = value.tolist()
+    return rows
+
+
+def prepare_stage(config: PipelineConfig, out_dir: Path) -> Any:
+    """Problems from the configured source, rendered in the configured format -> parquet."""
+    from breadth.data.prepare import prepare_dataset
+
+    data = config.data
+    return prepare_dataset(
+        data.source, fmt=data.format, out_dir=Path(out_dir), seed=config.seed,
+        num_train=data.num_train, num_eval=data.num_eval, difficulty=data.difficulty,
+        schema=data.schema_name, on_bad_rows=data.on_bad_rows, reasoning=data.reasoning,
+    )  # fmt: skip
+
+
+def init_model_stage(config: PipelineConfig, out_dir: Path) -> Path:
+    """The base policy: the configured hub/local model, or the tiny model built from scratch."""
+    from breadth.models.tiny import build_char_tokenizer, build_tiny_model, load_policy
+
+    out_dir = Path(out_dir)
+    if config.model.name_or_path:
+        model, tokenizer = load_policy(config.model.name_or_path)
+    else:
+        tokenizer = build_char_tokenizer()
+        model = build_tiny_model(config.model, tokenizer, seed=config.seed)
+    model.save_pretrained(out_dir)
+    tokenizer.save_pretrained(out_dir)
+    return out_dir
+
+
+def sft_stage(
+    config: PipelineConfig, dataset_dir: Path, base_dir: Path, out_dir: Path,
+    log_metric: MetricSink | None = None,
+) -> Path:  # fmt: skip
+    from breadth.models.tiny import load_policy
+    from breadth.training.sft import train_sft
+
+    model, tokenizer = load_policy(base_dir)
+    rows = read_rows(Path(dataset_dir) / "train.parquet")
+    train_sft(model, tokenizer, rows, config.sft, output_dir=Path(out_dir), seed=config.seed,
+              log_metric=log_metric)  # fmt: skip
+    return Path(out_dir) / "final"
+
+
+def rl_stage(
+    config: PipelineConfig, dataset_dir: Path, policy_dir: Path, out_dir: Path,
+    log_metric: MetricSink | None = None,
+    on_checkpoint: Callable[[Path, int], None] | None = None,
+    resume_from: Path | None = None,
+) -> Path:  # fmt: skip
+    from breadth.models.tiny import load_policy
+    from breadth.training.grpo import newest_checkpoint, train_grpo
+
+    model, tokenizer = load_policy(policy_dir)
+    rows = read_rows(Path(dataset_dir) / "train.parquet")
+    # out_dir is keyed by content: checkpoints found there come from an earlier, interrupted
+    # run of this same config and data, so training continues from the newest one.
+    resume_from = resume_from or newest_checkpoint(Path(out_dir))
+    train_grpo(model, tokenizer, rows, config.rl, output_dir=Path(out_dir), seed=config.seed,
+               log_metric=log_metric, on_checkpoint=on_checkpoint,
+               resume_from=resume_from)  # fmt: skip
+    return Path(out_dir) / "final"
+
+
+def rollout_stage(
+    config: PipelineConfig, dataset_dir: Path, policy_dir: Path, model_name: str, out_path: Path,
+    progress: bool = True,
+) -> Path:  # fmt: skip
+    """n samples per evaluation problem -> rollouts parquet (schema in ARCHITECTURE.md)."""
+    import pandas as pd
+
+    problems = read_rows(Path(dataset_dir) / "eval.parquet")
+    if config.rollout.backend == "vllm":
+        from breadth.rollout.vllm_backend import rollout_vllm
+
+        rows = rollout_vllm(policy_dir, problems, config.rollout, model_name=model_name,
+                            seed=config.seed, progress=progress)  # fmt: skip
+    else:
+        from breadth.models.tiny import load_policy
+        from breadth.rollout.transformers_backend import rollout_transformers
+
+        model, tokenizer = load_policy(policy_dir)
+        rows = rollout_transformers(model, tokenizer, problems, config.rollout,
+                                    model_name=model_name, seed=config.seed,
+                                    progress=progress)  # fmt: skip
+    out_path = Path(out_path)
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    pd.DataFrame(rows).to_parquet(out_path, index=False)
+    return out_path

@@ -1,0 +1,178 @@
+"""MLflow run structure: one parent run per pipeline run, one nested child run per stage.
+
+Everything goes through `MlflowClient` with explicit run ids instead of the fluent active-run
+stack, so stages running in Prefect worker threads never log into each other's runs.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+# Values MLflow refuses as params beyond this length; longer ones are truncated, marked so.
+MAX_PARAM_LENGTH = 500
+
+
+class TrackingError(RuntimeError):
+    """MLflow cannot be reached; the message names the server and the fix."""
+
+
+def metric_name(name: str) -> str:
+    """MLflow rejects '@' in metric keys: pass@k -> pass_at_k.
+
+    >>> metric_name("eval/pass@16")
+    'eval/pass_at_16'
+    """
+    return name.replace("@", "_at_")
+
+
+@dataclass(frozen=True)
+class RunHandle:
+    run_id: str
+    experiment_id: str
+    tracking_uri: str
+
+    @property
+    def client(self) -> Any:
+        from mlflow import MlflowClient
+
+        return MlflowClient(self.tracking_uri)
+
+    def url(self) -> str:
+        return f"{self.tracking_uri}/#/experiments/{self.experiment_id}/runs/{self.run_id}"
+
+    def log_params(self, params: Mapping[str, Any]) -> None:
+        from mlflow.entities import Param
+
+        items = [
+            Param(key, str(value)[:MAX_PARAM_LENGTH]) for key, value in sorted(params.items())
+        ]
+        for start in range(0, len(items), 100):
+            self.client.log_batch(self.run_id, params=items[start : start + 100])
+
+    def log_metrics(self, metrics: Mapping[str, float], step: int = 0) -> None:
+        from mlflow.entities import Metric
+
+        import time
+
+        now = int(time.time() * 1000)
+        items = [
+            Metric(metric_name(key), float(value), now, step)
+            for key, value in metrics.items()
+            if value is not None and math.isfinite(float(value))
+        ]
+        for start in range(0, len(items), 500):
+            self.client.log_batch(self.run_id, metrics=items[start : start + 500])
+
+    def log_metric(self, key: str, value: float, step: int = 0) -> None:
+        if value is not None and math.isfinite(float(value)):
+            self.client.log_metric(self.run_id, metric_name(key), float(value), step=step)
+
+    def set_tags(self, tags: Mapping[str, Any]) -> None:
+        for key, value in tags.items():
+            self.client.set_tag(self.run_id, key, str(value))
+
+    def log_artifact(self, path: Path, artifact_path: str | None = None) -> None:
+        path = Path(path)
+        if path.is_dir():
+            self.client.log_artifacts(self.run_id, str(path), artifact_path)
+        else:
+            self.client.log_artifact(self.run_id, str(path), artifact_path)
+
+    def finish(self, status: str = "FINISHED") -> None:
+        self.client.set_terminated(self.run_id, status)
+
+
+def tracking_uri() -> str:
+    uri = os.environ.get("MLFLOW_TRACKING_URI")
+    if not uri:
+        raise TrackingError(
+            "MLFLOW_TRACKING_URI is not set. Run `breadth stack up` (the pipeline does this "
+            "itself) or export it for your MLflow server."
+        )
+    return uri
+
+
+def check_tracking_server(uri: str) -> None:
+    """Fail in seconds, with the fix, when the MLflow server is down."""
+    import urllib.error
+    import urllib.request
+
+    if not uri.startswith("http"):
+        return
+    try:
+        with urllib.request.urlopen(uri.rstrip("/") + "/health", timeout=5):
+            return
+    except (urllib.error.URLError, OSError) as error:
+        raise TrackingError(
+            f"MLflow at {uri} does not answer ({error}). Start it with `breadth stack up`, or "
+            "set MLFLOW_TRACKING_URI to a running MLflow server."
+        ) from None
+
+
+def start_run(
+    experiment: str,
+    run_name: str,
+    *,
+    parent: RunHandle | None = None,
+    tags: Mapping[str, Any] | None = None,
+) -> RunHandle:
+    from mlflow import MlflowClient
+
+    uri = parent.tracking_uri if parent else tracking_uri()
+    check_tracking_server(uri)
+    client = MlflowClient(uri)
+    found = client.get_experiment_by_name(experiment)
+    experiment_id = found.experiment_id if found else client.create_experiment(experiment)
+    all_tags = {key: str(value) for key, value in (tags or {}).items()}
+    all_tags["mlflow.runName"] = run_name
+    if parent is not None:
+        all_tags["mlflow.parentRunId"] = parent.run_id
+    run = client.create_run(experiment_id, tags=all_tags, run_name=run_name)
+    return RunHandle(run.info.run_id, experiment_id, uri)
+
+
+def log_transformers_model(run: RunHandle, model_dir: Path, name: str = "model") -> str:
+    """Log a saved policy as an MLflow model (loadable back with `mlflow.transformers`).
+
+    pip requirements are given explicitly: inferring them imports torchvision, which is absent.
+    """
+    import mlflow
+    import torch
+    import transformers
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    model = AutoModelForCausalLM.from_pretrained(str(model_dir))
+    tokenizer = AutoTokenizer.from_pretrained(str(model_dir))
+    mlflow.set_tracking_uri(run.tracking_uri)
+    with mlflow.start_run(run_id=run.run_id, nested=True):
+        info = mlflow.transformers.log_model(
+            transformers_model={"model": model, "tokenizer": tokenizer},
+            name=name,
+            task="text-generation",
+            pip_requirements=[
+                f"torch=={torch.__version__.split('+')[0]}",
+                f"transformers=={transformers.__version__}",
+            ],
+        )
+    return info.model_uri
+
+
+def log_dataset_input(run: RunHandle, parquet: Path, *, name: str, source: str) -> None:
+    """Record a dataset as an MLflow run input (the Datasets column of the runs table)."""
+    import mlflow.data
+    import pandas as pd
+    from mlflow.entities import DatasetInput, InputTag
+
+    frame = pd.read_parquet(parquet)
+    dataset = mlflow.data.from_pandas(frame, source=source, name=name)
+    run.client.log_inputs(
+        run.run_id,
+        datasets=[
+            DatasetInput(dataset._to_mlflow_entity(), tags=[InputTag("mlflow.data.context", "train")])
+        ],
+    )

@@ -1,0 +1,119 @@
+"""GRPO with TRL under a diversity-aware reward spec. Customised only through config, reward
+functions and callbacks: TRL's trainer stays untouched."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from breadth.config import RLConfig
+from breadth.training.common import MetricsCallback, device_arguments
+
+# Columns the reward functions read; everything else (e.g. `target`) stays out of TRL's way.
+REWARD_COLUMNS = ("problem_id", "answer", "format", "task", "options", "letter", "meta", "split")
+
+
+def newest_checkpoint(output_dir: Path) -> Path | None:
+    """The highest-step `checkpoint-N` folder with a complete trainer state, if any."""
+    complete = [
+        path for path in Path(output_dir).glob("checkpoint-*")
+        if path.name.split("-")[-1].isdigit() and (path / "trainer_state.json").exists()
+    ]  # fmt: skip
+    return max(complete, key=lambda path: int(path.name.split("-")[-1]), default=None)
+
+
+def build_grpo_config(config: RLConfig, *, output_dir: Path, seed: int, overrides: dict) -> Any:
+    """The one place a `trl.GRPOConfig` is built from breadth's config.
+
+    TRL's defaults (beta, loss_type, scale_rewards, learning rate, ...) are all set explicitly:
+    an experiment must mean what its config says, not what a TRL release defaults to.
+    """
+    from trl import GRPOConfig
+
+    batch = config.prompts_per_step * config.num_generations
+    values: dict[str, Any] = dict(
+        output_dir=str(output_dir),
+        max_steps=config.max_steps,
+        learning_rate=config.learning_rate,
+        per_device_train_batch_size=batch,
+        gradient_accumulation_steps=1,
+        steps_per_generation=1,
+        num_generations=config.num_generations,
+        max_completion_length=config.max_completion_length,
+        temperature=config.temperature,
+        top_p=1.0,
+        beta=config.beta,
+        loss_type=config.loss_type,
+        scale_rewards=config.scale_rewards,
+        epsilon=config.epsilon,
+        epsilon_high=config.epsilon_high if config.epsilon_high is not None else config.epsilon,
+        top_entropy_quantile=config.top_entropy_quantile,
+        entropy_coef=config.entropy_coef,
+        use_adaptive_entropy=config.adaptive_entropy,
+        entropy_target=config.entropy_target,
+        save_strategy="steps",
+        save_steps=config.save_steps,
+        seed=seed,
+        data_seed=seed,
+        shuffle_dataset=True,
+        log_completions=False,
+        **device_arguments(),
+    )
+    # Reward terms whose formulas need it (darling, passk) override e.g. scale_rewards.
+    values.update(overrides)
+    return GRPOConfig(**values)
+
+
+def train_grpo(
+    model: Any,
+    tokenizer: Any,
+    rows: Sequence[dict[str, Any]],
+    config: RLConfig,
+    *,
+    output_dir: Path,
+    seed: int,
+    log_metric: Callable[[str, float, int], None] | None = None,
+    on_checkpoint: Callable[[Path, int], None] | None = None,
+    resume_from: Path | None = None,
+) -> Any:
+    """Train `model` with GRPO on the rendered `rows`; returns the trained model (also saved).
+
+    `on_checkpoint(path, step)` is called after each checkpoint is written (the pipeline uploads
+    it to S3); `resume_from` is a local checkpoint folder to continue from (trainer state,
+    optimizer, RNG, data order and reward state).
+    """
+    from datasets import Dataset
+    from transformers import TrainerCallback
+    from trl import GRPOTrainer
+
+    from breadth.rewards.callback import RewardStateCallback, load_reward_state
+    from breadth.rewards.trl_adapter import build_trl_rewards
+
+    rewards = build_trl_rewards(config.reward, num_generations=config.num_generations)
+    args = build_grpo_config(config, output_dir=output_dir, seed=seed,
+                             overrides={**rewards.grpo_overrides,
+                                        "reward_weights": rewards.reward_weights})  # fmt: skip
+    dataset = Dataset.from_list(
+        [{"prompt": row["prompt"], **{c: row[c] for c in REWARD_COLUMNS}} for row in rows]
+    )
+
+    class _UploadCheckpoints(TrainerCallback):
+        def on_save(self, args, state, control, **kwargs):  # noqa: ANN001
+            if on_checkpoint is not None:
+                folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
+                on_checkpoint(folder, state.global_step)
+
+    callbacks: list[Any] = [RewardStateCallback(rewards.stateful), _UploadCheckpoints()]
+    if log_metric:
+        callbacks.insert(0, MetricsCallback(log_metric, "train/")())
+    trainer = GRPOTrainer(
+        model=model, reward_funcs=rewards.reward_funcs, args=args, train_dataset=dataset,
+        processing_class=tokenizer, callbacks=callbacks,
+    )  # fmt: skip
+    if resume_from is not None:
+        load_reward_state(rewards.stateful, resume_from)
+    trainer.train(resume_from_checkpoint=str(resume_from) if resume_from else None)
+    trainer.save_model(str(output_dir / "final"))
+    tokenizer.save_pretrained(str(output_dir / "final"))
+    return trainer.model

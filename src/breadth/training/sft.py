@@ -1,0 +1,53 @@
+"""SFT warm start: teach the base policy the output format on the rendered targets (TRL)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from breadth.config import SFTConfig
+from breadth.training.common import MetricsCallback, device_arguments
+
+
+def train_sft(
+    model: Any,
+    tokenizer: Any,
+    rows: Sequence[dict[str, Any]],
+    config: SFTConfig,
+    *,
+    output_dir: Path,
+    seed: int,
+    log_metric: Callable[[str, float, int], None] | None = None,
+) -> Any:
+    """Fine-tune `model` on (prompt, target) pairs; returns the trained model (also saved)."""
+    from datasets import Dataset
+    from trl import SFTConfig as TrlSFTConfig
+    from trl import SFTTrainer
+
+    # TRL's prompt-completion format: loss on the completion only, eos appended by TRL.
+    dataset = Dataset.from_list(
+        [{"prompt": row["prompt"], "completion": row["target"]} for row in rows]
+    )
+    args = TrlSFTConfig(
+        output_dir=str(output_dir),
+        num_train_epochs=config.epochs,
+        learning_rate=config.learning_rate,
+        per_device_train_batch_size=config.batch_size,
+        lr_scheduler_type="cosine",
+        warmup_steps=10,
+        seed=seed,
+        data_seed=seed,
+        save_strategy="no",
+        max_length=None,
+        **device_arguments(),
+    )
+    callbacks = [MetricsCallback(log_metric, "sft/")()] if log_metric else []
+    trainer = SFTTrainer(
+        model=model, args=args, train_dataset=dataset, processing_class=tokenizer,
+        callbacks=callbacks,
+    )  # fmt: skip
+    trainer.train()
+    trainer.save_model(str(output_dir / "final"))
+    tokenizer.save_pretrained(str(output_dir / "final"))
+    return trainer.model

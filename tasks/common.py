@@ -1,0 +1,75 @@
+"""What every stage task shares: its result record, content-keyed caching and its child run."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from prefect.cache_policies import NO_CACHE
+from prefect.context import TaskRunContext
+
+import breadth
+from breadth.tracking.objects import ObjectStore
+from breadth.tracking.runs import RunHandle, start_run
+
+# Bump when a stage's output for the same inputs changes (a code change that matters).
+STAGE_VERSION = f"{breadth.__version__}-1"
+
+
+@dataclass(frozen=True)
+class StageResult:
+    """What a stage leaves behind: a local copy, the S3 copy and the MLflow child run."""
+
+    stage: str
+    key: str  # content key: hash of the config slice and the inputs' keys
+    local_path: str
+    s3_uri: str
+    mlflow_run_id: str
+    info: dict[str, Any] = field(default_factory=dict)
+
+    def ensure_local(self) -> Path:
+        """The local copy, fetched back from S3 when another machine or a wipe removed it."""
+        path = Path(self.local_path)
+        if path.exists():
+            return path
+        store = ObjectStore.from_env()
+        prefix = self.s3_uri.removeprefix(f"s3://{store.bucket}/")
+        if prefix.endswith(".parquet"):
+            store.download_dir(prefix.rsplit("/", 1)[0], path.parent)
+        else:
+            store.download_dir(prefix, path)
+        return path
+
+
+def content_key(stage: str, *parts: str) -> str:
+    digest = hashlib.sha256("|".join((STAGE_VERSION, stage, *parts)).encode()).hexdigest()
+    return f"{stage}-{digest[:24]}"
+
+
+def stage_cache_key(context: TaskRunContext, parameters: dict[str, Any]) -> str:
+    """Prefect cache key: the `key` parameter, computed by the flow from content hashes.
+
+    Prefect's default policy includes the flow run id, so nothing would be reused across
+    runs; the key here depends only on what the stage reads.
+    """
+    return parameters["key"]
+
+
+def work_dir(key: str) -> Path:
+    root = Path(os.environ.get("BREADTH_HOME", ".breadth")).resolve() / "work"
+    path = root / key
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def child_run(parent: RunHandle, stage: str, key: str) -> RunHandle:
+    experiment = parent.client.get_experiment(parent.experiment_id).name
+    return start_run(experiment, stage, parent=parent, tags={"breadth.stage": stage,
+                                                            "breadth.stage_key": key})
+
+
+# Tasks that must run every time (opening runs, publishing) opt out of caching explicitly.
+NEVER_CACHE = NO_CACHE

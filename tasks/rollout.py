@@ -1,0 +1,29 @@
+"""Rollouts: n samples per evaluation problem from one policy -> parquet in S3 and MLflow."""
+
+from __future__ import annotations
+
+from prefect import task
+
+from breadth.config import PipelineConfig
+from breadth.stages import rollout_stage
+from breadth.tracking.objects import ObjectStore
+from breadth.tracking.runs import RunHandle
+from tasks.common import StageResult, child_run, stage_cache_key, work_dir
+
+
+@task(name="rollout", retries=1, cache_key_fn=stage_cache_key, persist_result=True,
+      task_run_name="rollout-{model_name}")
+def rollout(
+    config: PipelineConfig, key: str, parent: RunHandle, dataset: StageResult,
+    policy: StageResult, model_name: str,
+) -> StageResult:  # fmt: skip
+    run = child_run(parent, f"rollout-{model_name}", key)
+    run.log_params({f"rollout.{k}": v for k, v in config.rollout.model_dump().items()})
+    path = rollout_stage(config, dataset.ensure_local(), policy.ensure_local(), model_name,
+                         work_dir(key) / f"{model_name}.parquet")  # fmt: skip
+    uri = ObjectStore.from_env().upload_file(path, f"runs/{parent.run_id}/rollouts/{path.name}")
+    run.log_artifact(path, "rollouts")
+    run.set_tags({"rollouts.s3_uri": uri})
+    run.finish()
+    return StageResult(f"rollout-{model_name}", key, str(path), uri, run.run_id,
+                       {"model_name": model_name})

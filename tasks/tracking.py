@@ -1,0 +1,40 @@
+"""The parent MLflow run of a pipeline run, tagged so runs can be found and compared."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from prefect import runtime
+
+from breadth.config import PipelineConfig
+from breadth.tracking.runs import RunHandle, start_run
+
+
+def git_sha() -> str:
+    try:
+        return subprocess.run(
+            ["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True,
+            cwd=Path(__file__).resolve().parent,
+        ).stdout.strip()  # fmt: skip
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def open_parent_run(config: PipelineConfig, extra_tags: dict[str, str] | None = None) -> RunHandle:
+    experiment = config.tracking.experiment or config.preset
+    tags = {
+        "prefect.flow_run_id": runtime.flow_run.id or "",
+        "prefect.flow_run_url": runtime.flow_run.ui_url or "",
+        "git.sha": git_sha(),
+        "config.hash": config.content_hash(),
+        "format": config.data.format,
+        "reward": config.rl.reward.spec,
+        "model": config.model.name_or_path or "tiny-from-scratch",
+        "preset": config.preset,
+        "seed": str(config.seed),
+        **(extra_tags or {}),
+    }
+    run = start_run(experiment, f"pipeline-{config.preset}", tags=tags)
+    run.log_params(config.flat())
+    return run

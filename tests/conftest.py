@@ -1,0 +1,53 @@
+"""Shared fixtures. Integration tests start the real stack (SeaweedFS, MLflow, Prefect) on free
+ports under a temporary home, once per session, and stop it at the end."""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+PORT_VARIABLES = (
+    "BREADTH_S3_PORT", "BREADTH_MLFLOW_PORT", "BREADTH_PREFECT_PORT",
+    "BREADTH_WEED_MASTER_PORT", "BREADTH_WEED_VOLUME_PORT", "BREADTH_WEED_FILER_PORT",
+)  # fmt: skip
+# Variables that would point the tests at someone else's services.
+EXTERNAL_VARIABLES = ("PREFECT_API_URL", "MLFLOW_TRACKING_URI", "BREADTH_S3_ENDPOINT",
+                      "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")  # fmt: skip
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def live_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
+    """The real local stack on free ports; yields the client environment (already exported)."""
+    from breadth.stack import LocalStack, StackSettings
+
+    home = tmp_path_factory.mktemp("breadth-home")
+    saved = {name: os.environ.get(name) for name in (*PORT_VARIABLES, *EXTERNAL_VARIABLES,
+                                                     "BREADTH_HOME")}  # fmt: skip
+    for name in EXTERNAL_VARIABLES:
+        os.environ.pop(name, None)
+    for name in PORT_VARIABLES:
+        os.environ[name] = str(free_port())
+    os.environ["BREADTH_HOME"] = str(home)
+    stack = LocalStack(StackSettings(home=Path(home)))
+    try:
+        stack.up()
+        env = stack.settings.client_env()
+        os.environ.update(env)
+        yield env
+    finally:
+        stack.down(grace_s=5)
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value

@@ -1,0 +1,83 @@
+"""Seeded bootstrap over problems."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from breadth.evaluation.bootstrap import (
+    ConfidenceInterval,
+    bootstrap_ci,
+    bootstrap_means,
+    bootstrap_weights,
+    percentile_interval,
+)
+
+
+def test_weights_are_resample_counts_and_seeded():
+    w = bootstrap_weights(7, 100, seed=3)
+    assert w.shape == (100, 7)
+    assert np.all(w.sum(axis=1) == 7) and np.all(w >= 0)
+    np.testing.assert_array_equal(w, bootstrap_weights(7, 100, seed=3))
+    assert not np.array_equal(w, bootstrap_weights(7, 100, seed=4))
+
+
+@pytest.mark.parametrize(
+    ("values", "weights", "expected"),
+    [
+        ([1.0, 3.0], [[2, 0], [1, 1], [0, 2]], [1.0, 2.0, 3.0]),
+        ([1.0, np.nan], [[1, 1], [0, 2]], [1.0, np.nan]),  # NaN problems are left out
+    ],
+)
+def test_bootstrap_means_table(values, weights, expected):
+    got = bootstrap_means(values, np.asarray(weights, dtype=float))
+    np.testing.assert_allclose(got, expected)
+
+
+def test_bootstrap_means_of_a_matrix_share_resamples():
+    values = np.array([[0.0, 1.0], [1.0, 1.0]])
+    got = bootstrap_means(values, np.array([[2.0, 0.0], [0.0, 2.0]]))
+    np.testing.assert_allclose(got, [[0.0, 1.0], [1.0, 1.0]])
+
+
+def test_ci_brackets_the_mean_and_shrinks_with_more_problems():
+    rng = np.random.default_rng(0)
+    small = bootstrap_ci(rng.random(50), num_resamples=400, seed=1)
+    large = bootstrap_ci(rng.random(5_000), num_resamples=400, seed=1)
+    for ci in (small, large):
+        assert ci.low <= ci.estimate <= ci.high
+    assert (large.high - large.low) < (small.high - small.low) / 5
+
+
+def test_ci_of_constant_values_is_a_point_and_deterministic():
+    ci = bootstrap_ci([0.25] * 10, num_resamples=50, seed=0)
+    assert (ci.estimate, ci.low, ci.high) == (0.25, 0.25, 0.25)
+    assert bootstrap_ci([0.0, 1.0, 1.0], seed=5) == bootstrap_ci([0.0, 1.0, 1.0], seed=5)
+
+
+def test_ci_of_all_nan_is_nan_and_bad_confidence_raises():
+    ci = bootstrap_ci([np.nan, np.nan])
+    assert all(math.isnan(x) for x in (ci.estimate, ci.low, ci.high))
+    with pytest.raises(ValueError, match="confidence"):
+        bootstrap_ci([1.0], confidence=1.0)
+    with pytest.raises(ValueError, match="at least one problem"):
+        bootstrap_weights(0)
+
+
+def test_percentile_interval_and_to_dict():
+    low, high = percentile_interval(np.arange(101, dtype=float), 0.9)
+    assert (low, high) == (pytest.approx(5.0), pytest.approx(95.0))
+    assert ConfidenceInterval(0.5, 0.4, 0.6).to_dict() == {"estimate": 0.5, "low": 0.4, "high": 0.6}
+
+
+def test_coverage_is_near_nominal():
+    # 95% intervals for the mean of Bernoulli(0.3) problems cover 0.3 in roughly 95% of trials.
+    rng = np.random.default_rng(11)
+    hits = 0
+    for trial in range(200):
+        values = (rng.random(200) < 0.3).astype(float)
+        ci = bootstrap_ci(values, num_resamples=300, seed=trial)
+        hits += ci.low <= 0.3 <= ci.high
+    assert 0.88 <= hits / 200 <= 0.99

@@ -1,0 +1,78 @@
+"""write_report: four files, valid PNGs, JSON that loads, a markdown comparison table."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import pandas as pd
+
+from breadth.evaluation.report import diversity_by_split, markdown_report, write_report
+from breadth.evaluation.summary import evaluate_models
+
+
+def _results():
+    rows = []
+    for model, spread in (("base", 4), ("rl", 1)):
+        for p in range(6):
+            for s in range(8):
+                outcome = str((s % spread) + p)
+                rows.append(
+                    {
+                        "problem_id": f"p{p}",
+                        "sample_index": s,
+                        "model": model,
+                        "outcome": outcome,
+                        "correct": p < 3 and outcome == str(p),
+                        "score": float(p < 3 and outcome == str(p)),
+                        "format": "free_form",
+                    }
+                )
+    return evaluate_models(pd.DataFrame(rows), base_model="base", num_bootstrap=50)
+
+
+def test_write_report_writes_the_four_files(tmp_path):
+    results = _results()
+    paths = write_report(results, tmp_path / "out")
+    assert [p.name for p in paths] == [
+        "pass_at_k.png",
+        "diversity.png",
+        "report.md",
+        "metrics.json",
+    ]
+    for png in paths[:2]:
+        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    data = json.loads(paths[3].read_text())
+    assert set(data) == {"base", "rl"}
+    assert data["rl"]["metrics"]["eval/pass_at_1"] == results["rl"].metrics()["eval/pass_at_1"]
+    md = paths[2].read_text()
+    assert "| model |" in md and "| rl |" in md and "| base |" in md
+    assert "crossover k" in md
+
+
+def test_diversity_by_split_reads_base_values_from_the_trained_models_transfer():
+    table = diversity_by_split(_results(), "distinct_outcomes")
+    assert set(table) == {"solved", "unsolved"}
+    assert table["unsolved"] == {"base": 4.0, "rl": 1.0}
+
+
+def test_markdown_without_base_uses_the_all_split():
+    results = _results()
+    only = {
+        "rl": results["rl"].__class__(
+            **{**results["rl"].__dict__, "transfer": None, "base_model": None}
+        )
+    }
+    md = markdown_report(only)
+    assert "| model | all |" in md
+
+
+def test_importing_evaluation_does_not_import_matplotlib_or_torch():
+    import subprocess
+
+    code = (
+        "import sys, breadth.evaluation, breadth.evaluation.report; "
+        "print(any(m.split('.')[0] in ('matplotlib', 'torch') for m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

@@ -1,0 +1,250 @@
+"""Rollouts DataFrame -> EvaluationResult: values, names, transfer, serialisation, errors."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from breadth.evaluation.summary import (
+    DIVERSITY_METRICS,
+    EvaluationResult,
+    evaluate_models,
+    evaluate_rollouts,
+    per_problem_table,
+)
+
+MLFLOW_SAFE = re.compile(r"^[A-Za-z0-9_\-./ ]+$")
+
+
+def rollouts(model="rl", rows=None) -> pd.DataFrame:
+    """Two problems x 4 samples, worked by hand in the tests below."""
+    rows = rows or [
+        ("a", 0, "4", True, 1.0),
+        ("a", 1, "5", False, 0.2),
+        ("a", 2, "5", False, 0.2),
+        ("a", 3, "6", False, 0.1),
+        ("b", 0, "1", False, 0.3),
+        ("b", 1, "1", False, 0.3),
+        ("b", 2, "1", False, 0.3),
+        ("b", 3, "1", False, 0.3),
+    ]
+    df = pd.DataFrame(rows, columns=["problem_id", "sample_index", "outcome", "correct", "score"])
+    df["model"] = model
+    df["format"] = "free_form"
+    df["text"] = [f"the answer is {o}" for o in df["outcome"]]
+    return df
+
+
+def test_headline_values_by_hand():
+    r = evaluate_rollouts(rollouts(), num_bootstrap=50)
+    m = r.metrics()
+    assert r.ks == [1, 2, 4] and r.num_problems == 2 and r.num_samples == 4
+    assert m["eval/pass_at_1"] == pytest.approx(0.125)
+    assert m["eval/pass_at_2"] == pytest.approx(0.25)  # a: 1 - C(3,2)/C(4,2) = 0.5
+    assert m["eval/pass_at_4"] == pytest.approx(0.5)
+    assert m["eval/maj_at_4"] == 0.0  # a votes "5" (wrong), b votes "1" (wrong)
+    assert m["eval/best_of_1"] == pytest.approx((0.375 + 0.3) / 2)
+    assert m["eval/best_of_4"] == pytest.approx((1.0 + 0.3) / 2)
+    assert m["eval/distinct_outcomes"] == 2.0
+    assert m["eval/distinct_outcome_fraction"] == 0.5
+    assert m["eval/outcome_entropy"] == pytest.approx(-(0.5 * np.log(0.5) + 0.5 * np.log(0.25)) / 2)
+    assert m["eval/distinct_1"] == pytest.approx((6 / 16 + 4 / 16) / 2)  # unique words / words
+    # Without a class_id column, classes are the outcome partition.
+    assert m["eval/distinct_classes"] == 2.0
+    assert m["eval/distinct_k"] == 2.0  # k = min(10, n) = 4
+
+
+def test_metric_names_are_mlflow_safe_and_cover_the_contract():
+    r = evaluate_rollouts(rollouts(), base=rollouts("base"), num_bootstrap=20)
+    names = r.metrics()
+    for name in names:
+        assert MLFLOW_SAFE.match(name) and "@" not in name, name
+    for required in (
+        "eval/pass_at_1",
+        "eval/pass_at_4",
+        "eval/maj_at_4",
+        "eval/best_of_4",
+        "eval/distinct_outcomes",
+        "eval/outcome_entropy",
+        "transfer/unsolved/distinct_outcomes",
+        "transfer/solved/distinct_outcomes",
+        "transfer/unsolved/base/distinct_outcomes",
+        "transfer/unsolved/num_problems",
+    ):
+        assert required in names, required
+    assert all(isinstance(v, float) and np.isfinite(v) for v in names.values())
+
+
+def test_curves_are_lists_of_k_value_pairs_for_step_logging():
+    r = evaluate_rollouts(rollouts(), num_bootstrap=20)
+    curves = r.curves()
+    assert set(curves) == {"eval/pass_at_k", "eval/maj_at_k", "eval/best_of_k"}
+    assert [k for k, _ in curves["eval/pass_at_k"]] == [1, 2, 4]
+    assert curves["eval/pass_at_k"][-1] == (4, pytest.approx(0.5))
+
+
+def test_cis_bracket_estimates_and_to_dict_is_strict_json():
+    r = evaluate_rollouts(rollouts(), num_bootstrap=100)
+    for point in [*r.pass_at_k, *r.maj_at_k, *r.best_of_k]:
+        assert point.low <= point.estimate + 1e-12 and point.estimate <= point.high + 1e-12
+    d = r.to_dict(include_per_problem=True)
+    text = json.dumps(d, allow_nan=False)
+    back = json.loads(text)
+    assert back["model"] == "rl" and back["ks"] == [1, 2, 4]
+    assert back["metrics"]["eval/pass_at_1"] == pytest.approx(0.125)
+    assert len(back["per_problem"]) == 2
+
+
+def test_seeded_results_are_reproducible():
+    a = evaluate_rollouts(rollouts(), num_bootstrap=30, seed=4).to_dict()
+    b = evaluate_rollouts(rollouts(), num_bootstrap=30, seed=4).to_dict()
+    assert a == b
+
+
+def test_transfer_analysis_against_a_broader_base():
+    base_rows = [
+        ("a", 0, "4", True, 1.0),
+        ("a", 1, "3", False, 0.0),
+        ("a", 2, "2", False, 0.0),
+        ("a", 3, "1", False, 0.0),
+        ("b", 0, "7", False, 0.0),
+        ("b", 1, "8", False, 0.0),
+        ("b", 2, "9", False, 0.0),
+        ("b", 3, "2", False, 0.0),
+    ]
+    r = evaluate_rollouts(rollouts(), base=rollouts("base", base_rows), num_bootstrap=50)
+    assert r.base_model == "base"
+    t = r.transfer
+    assert t is not None and t.num_problems == 2
+    assert t.splits["solved"].num_problems == 1 and t.splits["unsolved"].num_problems == 1
+    # Problem b is base-unsolved: 4 distinct answers under base, 1 after training.
+    assert t.splits["unsolved"].base["distinct_outcomes"].estimate == 4.0
+    assert t.splits["unsolved"].trained["distinct_outcomes"].estimate == 1.0
+    m = r.metrics()
+    assert m["transfer/unsolved/distinct_outcomes"] == 1.0
+    assert m["transfer/unsolved/base/distinct_outcomes"] == 4.0
+    # Same pass@k at every k here, so the base "catches up" at k = 1.
+    assert t.crossover.k == 1 and m["transfer/crossover_k"] == 1.0
+
+
+def test_ragged_sample_counts_limit_ks_and_evaluate_each_group():
+    df = rollouts()
+    df = df[~((df["problem_id"] == "b") & (df["sample_index"] == 3))]
+    r = evaluate_rollouts(df, num_bootstrap=20)
+    assert r.ks == [1, 2, 3] and r.num_samples == 3
+    table = r.per_problem
+    assert table.loc["b", "num_samples"] == 3 and table.loc["a", "num_samples"] == 4
+    # a (n=4, c=1): pass@3 = 1 - C(3,3)/C(4,3) = 0.75; b: 0.
+    assert r.metrics()["eval/pass_at_3"] == pytest.approx(0.375)
+    with pytest.raises(ValueError, match="outside"):
+        evaluate_rollouts(df, ks=[4])
+
+
+def test_rows_are_sorted_by_sample_index_within_problems():
+    df = rollouts().sample(frac=1.0, random_state=0)
+    a = evaluate_rollouts(df, num_bootstrap=20).to_dict()
+    b = evaluate_rollouts(rollouts(), num_bootstrap=20).to_dict()
+    assert a["metrics"] == b["metrics"]
+
+
+def test_multiple_choice_reports_chance_levels():
+    df = rollouts()
+    df["format"] = "mcq"
+    df["options"] = [["1", "4", "5", "6"]] * len(df)
+    r = evaluate_rollouts(df, num_bootstrap=20)
+    assert [c.k for c in r.chance] == [1, 2, 4]
+    assert r.chance[0].chance == pytest.approx(0.25)
+    m = r.metrics()
+    assert m["eval/chance_pass_at_2"] == pytest.approx(1 - 0.75**2)
+    assert m["eval/chance_corrected_pass_at_1"] == pytest.approx((0.125 - 0.25) / 0.75)
+
+
+def test_class_id_column_feeds_the_solution_class_metrics():
+    df = rollouts()
+    df["class_id"] = [0, 0, 0, 0, 0, 1, 2, 3]
+    r = evaluate_rollouts(df, num_bootstrap=20)
+    assert r.per_problem["distinct_classes"].tolist() == [1.0, 4.0]
+    assert r.per_problem["distinct_k"].tolist() == [1.0, 4.0]
+
+
+def test_darling_partition_from_rewards_can_be_fed_in():
+    darling = pytest.importorskip("breadth.rewards.darling")
+    df = rollouts()
+    df["class_id"] = [
+        c
+        for _, g in df.groupby("problem_id", sort=False)
+        for c in darling.equivalence_classes(list(g["outcome"]))
+    ]
+    r = evaluate_rollouts(df, num_bootstrap=20)
+    assert r.per_problem["distinct_classes"].tolist() == [3.0, 1.0]
+
+
+def test_token_entropy_uses_the_base_threshold():
+    df = rollouts()
+    df["entropy"] = [[0.1, 2.0]] * 4 + [[0.1, 0.1]] * 4
+    base = rollouts("base")
+    base["entropy"] = [[float(i), float(i) + 0.5] for i in range(8)]  # 80th pct of 0..7.5 = 6.1
+    r = evaluate_rollouts(df, base=base, num_bootstrap=20)
+    assert r.entropy_threshold == pytest.approx(np.quantile(np.arange(16) / 2, 0.8))
+    m = r.metrics()
+    assert m["eval/token_entropy"] == pytest.approx((1.05 + 0.1) / 2)
+    assert m["eval/forking_token_share"] == 0.0  # 2.0 is below the base's cut-off
+    own = evaluate_rollouts(df, num_bootstrap=20, entropy_quantile=0.5)
+    assert own.entropy_threshold == pytest.approx(0.1)
+    assert own.metrics()["eval/forking_token_share"] == pytest.approx((0.5 + 0.0) / 2)
+
+
+def test_embedding_column_gives_embedding_diversity():
+    df = rollouts()
+    df["embedding"] = [[1.0, 0.0], [0.0, 1.0]] * 4
+    r = evaluate_rollouts(df, num_bootstrap=20)
+    # Per problem e1, e2, e1, e2: 2 of the 6 pairs are identical (cosine 1), 4 orthogonal.
+    assert r.metrics()["eval/embedding_diversity"] == pytest.approx(1 - 2 / 6)
+
+
+def test_optional_metrics_are_left_out_when_their_columns_are_absent():
+    df = rollouts().drop(columns=["text", "score", "model", "format", "sample_index"])
+    r = evaluate_rollouts(df, num_bootstrap=20)
+    assert r.model == "model" and r.format is None
+    assert "token_entropy" not in r.diversity and "distinct_1" not in r.diversity
+    # score falls back to correct.
+    assert r.metrics()["eval/best_of_4"] == pytest.approx(0.5)
+    assert set(r.per_problem.columns) >= set(DIVERSITY_METRICS)
+
+
+def test_evaluate_models_splits_by_model_and_compares_to_the_base():
+    df = pd.concat([rollouts("base"), rollouts("rl")], ignore_index=True)
+    results = evaluate_models(df, base_model="base", num_bootstrap=20)
+    assert list(results) == ["base", "rl"]
+    assert results["base"].transfer is None and results["rl"].transfer is not None
+    assert isinstance(results["rl"], EvaluationResult)
+    with pytest.raises(ValueError, match="not among the models"):
+        evaluate_models(df, base_model="sft")
+    with pytest.raises(ValueError, match="2 models"):
+        evaluate_rollouts(df)
+
+
+@pytest.mark.parametrize(
+    ("mutate", "message"),
+    [
+        (lambda df: df.drop(columns=["correct"]), r"required columns \['correct'\]"),
+        (lambda df: df.iloc[:0], "empty"),
+        (lambda df: pd.concat([df, df.iloc[[0]]]), "problem_id='a' sample_index=0 appears twice"),
+        (lambda df: df.assign(correct=["yes"] + [False] * 7), "rollout row 0 is 'yes'"),
+        (lambda df: df.assign(correct=[2] + [0] * 7), "rollout row 0"),
+    ],
+)
+def test_bad_rollouts_fail_with_a_message_naming_the_fault(mutate, message):
+    with pytest.raises(ValueError, match=message):
+        evaluate_rollouts(mutate(rollouts()), num_bootstrap=10)
+
+
+def test_missing_correct_values_count_as_incorrect():
+    df = rollouts().astype({"correct": object})
+    df.loc[0, "correct"] = None
+    table = per_problem_table(df)
+    assert table.loc["a", "num_correct"] == 0

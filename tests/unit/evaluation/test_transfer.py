@@ -1,0 +1,117 @@
+"""Transfer analysis: splits by the base model's result, and the pass@k crossover."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from breadth.evaluation.metrics import pass_at_k
+from breadth.evaluation.transfer import crossover_k, solved_by_base, transfer_analysis
+
+
+@pytest.mark.parametrize(
+    ("num_correct", "expected"),
+    [([0, 1, 5], [False, True, True]), ([0, 0], [False, False]), ([16], [True])],
+)
+def test_solved_by_base_table(num_correct, expected):
+    assert solved_by_base(num_correct).tolist() == expected
+
+
+def test_crossover_when_base_is_broader():
+    # Trained: 5 problems always right, 5 never. Base: right 1/8 of the time on all 10.
+    n = np.full(10, 8)
+    trained = np.array([8] * 5 + [0] * 5)
+    base = np.full(10, 1)
+    c = crossover_k(n, base, n, trained, ks=[1, 2, 4, 8], num_resamples=200, seed=0)
+    # Base mean pass@k: 0.125, 0.25, 0.5, 1.0; trained: 0.5 at every k -> crossover at k=4.
+    assert c.k == 4
+    assert c.ks == [1, 2, 4, 8]
+    assert c.difference[2].estimate == pytest.approx(0.0, abs=1e-12)
+    assert c.difference[3].estimate == pytest.approx(0.5)
+    assert c.low is not None and c.low <= 4 <= (c.high or 8)
+    assert 0.0 < c.share_with_crossover <= 1.0
+
+
+def test_no_crossover_when_trained_dominates():
+    n = np.full(20, 8)
+    c = crossover_k(n, np.zeros(20, int), n, np.full(20, 4), num_resamples=100)
+    assert c.k is None and c.high is None and c.share_with_crossover == 0.0
+    assert c.ks == [1, 2, 4, 8]
+
+
+def test_crossover_at_one_when_base_is_ahead_everywhere():
+    n = np.full(5, 4)
+    c = crossover_k(n, np.full(5, 3), n, np.full(5, 1), num_resamples=50)
+    assert c.k == 1 and c.low == 1 and c.high == 1
+
+
+def test_crossover_is_seeded():
+    rng = np.random.default_rng(0)
+    n = np.full(30, 16)
+    b, t = rng.integers(0, 5, 30), rng.integers(0, 16, 30)
+    assert crossover_k(n, b, n, t, seed=3).to_dict() == crossover_k(n, b, n, t, seed=3).to_dict()
+
+
+def test_crossover_rejects_misaligned_arrays():
+    with pytest.raises(ValueError, match="aligned"):
+        crossover_k([4, 4], [1, 1], [4], [1])
+
+
+def _table(num_correct, distinct, n=4, ids=None):
+    ids = ids or [f"p{i}" for i in range(len(num_correct))]
+    return pd.DataFrame(
+        {"num_samples": [n] * len(ids), "num_correct": num_correct, "distinct_outcomes": distinct},
+        index=pd.Index(ids, name="problem_id"),
+    )
+
+
+def test_transfer_analysis_splits_and_means():
+    base = _table([2, 1, 0, 0], [3.0, 4.0, 4.0, 2.0])
+    trained = _table([4, 4, 0, 1], [1.0, 1.0, 2.0, 1.0])
+    r = transfer_analysis(base, trained, ["distinct_outcomes"], num_resamples=100, seed=0)
+    assert r.num_problems == 4
+    solved, unsolved = r.splits["solved"], r.splits["unsolved"]
+    assert (solved.num_problems, unsolved.num_problems) == (2, 2)
+    assert solved.base["distinct_outcomes"].estimate == 3.5
+    assert solved.trained["distinct_outcomes"].estimate == 1.0
+    assert unsolved.base["distinct_outcomes"].estimate == 3.0
+    assert unsolved.trained["distinct_outcomes"].estimate == 1.5
+    ci = unsolved.trained["distinct_outcomes"]
+    assert ci.low <= ci.estimate <= ci.high
+    assert r.crossover is not None
+    # Serialisable.
+    assert r.to_dict()["splits"]["unsolved"]["trained"]["distinct_outcomes"]["estimate"] == 1.5
+
+
+def test_transfer_uses_shared_problems_only_and_defaults_metrics(caplog):
+    base = _table([1, 0, 0], [2.0, 3.0, 1.0], ids=["a", "b", "c"])
+    trained = _table([1, 0], [1.0, 1.0], ids=["a", "b"])
+    r = transfer_analysis(base, trained, num_resamples=20)
+    assert r.num_problems == 2
+    assert "only one of base/trained" in caplog.text
+    assert set(r.splits["unsolved"].trained) == {"distinct_outcomes"}
+
+
+def test_transfer_with_an_empty_split_and_nan_metric():
+    base = _table([1, 2], [1.0, 1.0])
+    trained = _table([1, 2], [1.0, 2.0]).assign(token_entropy=np.nan)
+    r = transfer_analysis(base.assign(token_entropy=np.nan), trained, num_resamples=20)
+    assert r.splits["unsolved"].num_problems == 0 and r.splits["unsolved"].trained == {}
+    assert "token_entropy" not in r.splits["solved"].trained
+
+
+def test_transfer_rejects_disjoint_problems_and_missing_columns():
+    with pytest.raises(ValueError, match="share no problem_id"):
+        transfer_analysis(_table([1], [1.0], ids=["a"]), _table([1], [1.0], ids=["b"]))
+    with pytest.raises(ValueError, match="num_correct"):
+        transfer_analysis(_table([1], [1.0]).drop(columns="num_correct"), _table([1], [1.0]))
+
+
+def test_crossover_point_estimate_matches_pass_at_k_means():
+    rng = np.random.default_rng(9)
+    n = np.full(40, 32)
+    b, t = rng.integers(0, 6, 40), rng.integers(0, 32, 40)
+    c = crossover_k(n, b, n, t, num_resamples=50)
+    for k, d in zip(c.ks, c.difference):
+        assert d.estimate == pytest.approx(pass_at_k(n, b, k).mean() - pass_at_k(n, t, k).mean())
