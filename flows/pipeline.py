@@ -54,16 +54,13 @@ def run_pipeline(config: PipelineConfig, extra_tags: dict[str, str] | None = Non
                           parent, dataset, model, name)
             for name, model in models.items()
         }  # fmt: skip
-        eval_hash = config.content_hash("evaluation")
-        evaluations = {
-            name: evaluate(config, content_key("evaluate", result.key, rollouts[base_name].key,
-                                               eval_hash, str(config.seed)),
-                           parent, result, rollouts[base_name], name)
-            for name, result in rollouts.items()
-        }  # fmt: skip
-        report = publish_report(config, parent, rollouts, evaluations, base_name)
-        parent.set_tags({f"cache.{r.stage}": r.mlflow_run_id for r in [dataset, *models.values(),
-                                                                       *rollouts.values()]})
+        evaluation_key = content_key("evaluate", *(r.key for r in rollouts.values()),
+                                     config.content_hash("evaluation"), str(config.seed))
+        evaluation = evaluate(config, evaluation_key, parent, rollouts, base_name)
+        report = publish_report(parent, evaluation)
+        stages = [dataset, *models.values(), *rollouts.values(), evaluation]
+        # Which child run produced each stage: on a cache hit it is an earlier run's.
+        parent.set_tags({f"stage_run.{r.stage}": r.mlflow_run_id for r in stages})
         parent.finish()
     except BaseException:
         parent.finish("FAILED")
@@ -72,5 +69,5 @@ def run_pipeline(config: PipelineConfig, extra_tags: dict[str, str] | None = Non
         "mlflow_run_id": parent.run_id,
         "mlflow_run_url": parent.url(),
         "report": report,
-        "metrics": {name: result.info["metrics"] for name, result in evaluations.items()},
+        "metrics": evaluation.info["metrics"],
     }

@@ -1,13 +1,17 @@
-"""Evaluate: rollouts of every model -> metrics, curves, report; logged to MLflow and Prefect."""
+"""Evaluate: rollouts of every model -> one child run per model, the report on the parent run,
+and a Prefect markdown artifact that links the MLflow run."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from prefect import task
+from prefect.artifacts import create_markdown_artifact
 
 from breadth.config import PipelineConfig
 from breadth.stages import evaluate_stage
 from breadth.tracking.runs import RunHandle
-from tasks.common import StageResult, child_run, stage_cache_key, work_dir
+from tasks.common import NEVER_CACHE, StageResult, child_run, stage_cache_key, work_dir
 
 
 @task(name="evaluate", retries=1, cache_key_fn=stage_cache_key, persist_result=True)
@@ -15,16 +19,38 @@ def evaluate(
     config: PipelineConfig, key: str, parent: RunHandle, rollouts: dict[str, StageResult],
     base_model: str,
 ) -> StageResult:  # fmt: skip
-    run = child_run(parent, "evaluate", key)
     out = work_dir(key)
     paths = {name: result.ensure_local() for name, result in rollouts.items()}
-    evaluation = evaluate_stage(config, paths, out, base_model=base_model)
-    for model_name, metrics in evaluation.metrics.items():
-        run.log_metrics({f"{model_name}/{name}": value for name, value in metrics.items()})
-        for k, value in evaluation.curves[model_name]:
-            run.log_metric(f"{model_name}/eval/pass_at_k", value, step=k)
-    run.log_artifact(out / "report", "report")
-    run.finish()
-    return StageResult("evaluate", key, str(out / "report"), "", run.run_id,
-                       {"metrics": evaluation.metrics, "curves": evaluation.curves,
-                        "report_markdown": evaluation.report_markdown})
+    results, written = evaluate_stage(config, paths, out / "report", base_model=base_model)
+    metrics, run_ids = {}, {}
+    for name, result in results.items():
+        run = child_run(parent, f"evaluate-{name}", key)
+        run.set_tags({"model.role": name})
+        metrics[name] = result.metrics()
+        run.log_metrics(metrics[name])
+        for curve_name, points in result.curves().items():
+            for k, value in points:
+                run.log_metric(curve_name, value, step=k)
+        run.finish()
+        run_ids[name] = run.run_id
+    report_md = (out / "report" / "report.md").read_text()
+    return StageResult("evaluate", key, str(out / "report"), "", run_ids[base_model],
+                       {"metrics": metrics, "run_ids": run_ids, "report_markdown": report_md,
+                        "files": [str(p) for p in written]})  # fmt: skip
+
+
+@task(name="publish-report", cache_policy=NEVER_CACHE)
+def publish_report(parent: RunHandle, evaluation: StageResult) -> str:
+    """Attach the report to this run's parent (also on cache hits) and publish it in Prefect."""
+    folder = evaluation.ensure_local()
+    parent.log_artifact(folder, "report")
+    # The headline curves on the parent too, so the runs table compares pipelines directly.
+    for name, metrics in evaluation.info["metrics"].items():
+        parent.log_metrics({f"{name}/{key}": value for key, value in metrics.items()
+                            if key.startswith("eval/pass_at_") or key == "eval/distinct_outcomes"})
+    create_markdown_artifact(
+        key="breadth-report",
+        markdown=f"[MLflow run]({parent.url()})\n\n" + evaluation.info["report_markdown"],
+        description="breadth evaluation report",
+    )
+    return str(Path(folder) / "report.md")

@@ -36,7 +36,7 @@ class DataConfig(_Section):
     )
     num_train: int = Field(1500, ge=1, description="Training problems (synthetic sources).")
     num_eval: int = Field(64, ge=1, description="Evaluation problems (synthetic sources).")
-    difficulty: int = Field(1, ge=1, le=3, description="Synthetic difficulty, 1 (easy) to 3.")
+    difficulty: int = Field(2, ge=1, le=3, description="Synthetic difficulty, 1 (easy) to 3.")
     reasoning: bool = Field(
         False, description="Include a reasoning trace in SFT targets (longer sequences)."
     )

@@ -114,3 +114,34 @@ def rollout_stage(
     out_path.parent.mkdir(parents=True, exist_ok=True)
     pd.DataFrame(rows).to_parquet(out_path, index=False)
     return out_path
+
+
+def evaluate_stage(
+    config: PipelineConfig, rollouts: dict[str, Path], out_dir: Path, *, base_model: str
+) -> tuple[dict[str, Any], list[Path]]:
+    """Rollouts of every model -> EvaluationResults (trained models vs `base_model`) + report."""
+    import pandas as pd
+
+    from breadth.evaluation.report import write_report
+    from breadth.evaluation.summary import evaluate_rollouts
+
+    frames = {name: pd.read_parquet(path) for name, path in rollouts.items()}
+    settings = dict(num_bootstrap=config.evaluation.bootstrap_samples,
+                    maj_resamples=config.evaluation.maj_resamples, seed=config.seed)  # fmt: skip
+    results = {
+        name: evaluate_rollouts(
+            frame, base=None if name == base_model else frames[base_model], model=name, **settings
+        )
+        for name, frame in frames.items()
+    }
+    return results, write_report(results, Path(out_dir))
+
+
+def evaluate_files(
+    rollouts: Path, out_dir: Path, *, base: Path | None = None, seed: int = 0
+) -> list[Path]:
+    """`breadth evaluate`: the same evaluation and report from rollout files, offline."""
+    config = PipelineConfig(seed=seed)
+    paths = {"base": Path(base), "trained": Path(rollouts)} if base else {"trained": Path(rollouts)}
+    _, written = evaluate_stage(config, paths, Path(out_dir), base_model=next(iter(paths)))
+    return written

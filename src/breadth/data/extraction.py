@@ -197,6 +197,10 @@ def extract_choice(text: object, options: Sequence[str]) -> tuple[str | None, st
     if not segment:
         return None, None
     valid = LETTERS[: len(options)]
+    bare = segment.strip("()[]. ")
+    if len(bare) == 1 and bare.isalpha():  # "b", "(E)": the whole answer is one letter
+        letter = bare.upper()
+        return (letter, letter) if letter in valid else (None, letter)
     leading = _LEADING_LETTER.match(segment)
     if leading and leading.group(1) in valid:
         return leading.group(1), leading.group(1)
@@ -247,10 +251,21 @@ def extract_expression(text: object) -> str | None:
     line = line.split("=", 1)[0].strip().rstrip(".!")
     if not line:
         return None
-    runs = [run.strip() for run in _EXPRESSION_RUN.findall(line)]
+    runs = [match.group(0).strip() for match in _EXPRESSION_RUN.finditer(line)
+            if _stands_alone(line, match.start(), match.end())]
     runs = [run for run in runs if any(char.isdigit() for char in run)]
     if not runs:
         return None
-    if runs[0] == line:
-        return line
     return max(runs, key=len)
+
+
+def _stands_alone(line: str, start: int, end: int) -> bool:
+    """Whether a run of expression characters is a whole expression, not a piece of a longer
+    token: "3.0*5", "1e999", "3^5" and "(22).real" must not yield "0*5", "999", "5" or "(22)"."""
+    run = line[start:end]
+    start, end = start + len(run) - len(run.lstrip()), end - (len(run) - len(run.rstrip()))
+    before = line[start - 1] if start > 0 else " "
+    after = line[end] if end < len(line) else " "
+    if before.isalnum() or before in "._^$\\":
+        return False
+    return not (after.isalnum() or after in "._^")

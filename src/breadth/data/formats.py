@@ -144,6 +144,17 @@ def _seed_from_id(record_id: str, purpose: str) -> int:
 
 
 def _options(record: Record, num_options: int, rng: random.Random) -> tuple[str, list[str]]:
+    try:
+        return _options_or_raise(record, num_options, rng)
+    except RenderError:
+        raise
+    except (ValueError, KeyError, ExpressionError) as error:
+        raise RenderError(f"record {record.id}: cannot build {num_options} options: {error}"
+                          ) from None
+
+
+def _options_or_raise(record: Record, num_options: int, rng: random.Random
+                      ) -> tuple[str, list[str]]:
     if record.choices:
         if record.answer not in record.choices:
             raise RenderError(f"record {record.id}: answer {record.answer!r} is not one of its "

@@ -156,8 +156,9 @@ def _verify_number(completion: object, gold: float) -> Verification:
     if token is None:
         return _verdict(False, None, None, "no number found")
     value = parse_number(token)
+    token = token[:MAX_OUTCOME_CHARS]
     if value is None:
-        return _verdict(False, token[:MAX_OUTCOME_CHARS], None, "number out of range")
+        return _verdict(False, token, None, "number out of range")
     correct = math.isclose(value, gold, rel_tol=RELATIVE_TOLERANCE, abs_tol=ABSOLUTE_TOLERANCE)
     return _verdict(correct, token, format_number(value), "correct" if correct else "wrong answer")
 

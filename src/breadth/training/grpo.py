@@ -14,11 +14,21 @@ from breadth.training.common import MetricsCallback, device_arguments
 REWARD_COLUMNS = ("problem_id", "answer", "format", "task", "options", "letter", "meta", "split")
 
 
+# Written last into a checkpoint folder, after the trainer state and the reward state.
+CHECKPOINT_COMPLETE = "breadth_checkpoint_complete"
+
+
 def newest_checkpoint(output_dir: Path) -> Path | None:
-    """The highest-step `checkpoint-N` folder with a complete trainer state, if any."""
+    """The highest-step `checkpoint-N` folder that was completely written, if any.
+
+    transformers writes trainer_state.json before the `on_save` callbacks write the reward
+    state: a kill between the two leaves a folder that looks complete but cannot be resumed.
+    Only folders with the marker written after both count.
+    """
     complete = [
         path for path in Path(output_dir).glob("checkpoint-*")
         if path.name.split("-")[-1].isdigit() and (path / "trainer_state.json").exists()
+        and (path / CHECKPOINT_COMPLETE).exists()
     ]  # fmt: skip
     return max(complete, key=lambda path: int(path.name.split("-")[-1]), default=None)
 
@@ -98,13 +108,17 @@ def train_grpo(
         [{"prompt": row["prompt"], **{c: row[c] for c in REWARD_COLUMNS}} for row in rows]
     )
 
-    class _UploadCheckpoints(TrainerCallback):
+    class _FinishCheckpoint(TrainerCallback):
+        # Runs after RewardStateCallback: mark the folder complete, then upload it (marker
+        # included, so a downloaded copy is resumable too).
         def on_save(self, args, state, control, **kwargs):  # noqa: ANN001
+            folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
+            if args.should_save:
+                (folder / CHECKPOINT_COMPLETE).write_text(f"{state.global_step}\n")
             if on_checkpoint is not None:
-                folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
                 on_checkpoint(folder, state.global_step)
 
-    callbacks: list[Any] = [RewardStateCallback(rewards.stateful), _UploadCheckpoints()]
+    callbacks: list[Any] = [RewardStateCallback(rewards.stateful), _FinishCheckpoint()]
     if log_metric:
         callbacks.insert(0, MetricsCallback(log_metric, "train/")())
     trainer = GRPOTrainer(
