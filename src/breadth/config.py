@@ -34,7 +34,7 @@ class DataConfig(_Section):
     schema_name: Literal["auto", "gsm8k", "aqua", "generic"] = Field(
         "auto", description="Column layout of file and hub sources (auto-detected by default)."
     )
-    num_train: int = Field(1500, ge=1, description="Training problems (synthetic sources).")
+    num_train: int = Field(4000, ge=1, description="Training problems (synthetic sources).")
     num_eval: int = Field(64, ge=1, description="Evaluation problems (synthetic sources).")
     difficulty: int = Field(2, ge=1, le=3, description="Synthetic difficulty, 1 (easy) to 3.")
     reasoning: bool = Field(
@@ -51,10 +51,10 @@ class ModelConfig(_Section):
         description="Hub name or local path of a causal LM; empty = create the tiny "
         "character-level Qwen2-style model from scratch.",
     )
-    hidden_size: int = Field(64, ge=32, description="Tiny model: hidden size.")
+    hidden_size: int = Field(128, ge=32, description="Tiny model: hidden size.")
     num_layers: int = Field(2, ge=1, description="Tiny model: transformer layers.")
     num_heads: int = Field(
-        2, ge=1, description="Tiny model: attention heads (head dim = hidden/heads, >= 32)."
+        4, ge=1, description="Tiny model: attention heads (head dim = hidden/heads, >= 32)."
     )
     intermediate_size: int = Field(256, ge=8, description="Tiny model: MLP width.")
     max_length: int = Field(96, ge=16, description="Tiny model: maximum sequence length.")
@@ -79,7 +79,7 @@ class ModelConfig(_Section):
 
 class SFTConfig(_Section):
     enabled: bool = Field(True, description="Warm-start the policy by SFT on the rendered targets.")
-    epochs: float = Field(4.0, gt=0, description="SFT passes over the training set.")
+    epochs: float = Field(6.0, gt=0, description="SFT passes over the training set.")
     learning_rate: float = Field(3e-3, gt=0, description="SFT learning rate.")
     batch_size: int = Field(64, ge=1, description="SFT batch size per device.")
 

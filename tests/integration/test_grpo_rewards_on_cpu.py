@@ -21,8 +21,8 @@ pytestmark = pytest.mark.integration
 
 # Small enough for 2 CPU cores; SFT epochs chosen so that accuracy is ~50% (not 0, not 100%).
 COMMON = [
-    "data.num_train=8", "data.num_eval=2", "data.difficulty=1",
-    "sft.epochs=40", "sft.batch_size=8",
+    "data.num_train=4", "data.num_eval=2", "data.difficulty=1",
+    "sft.epochs=30", "sft.batch_size=8",
     "rl.max_steps=3", "rl.num_generations=4", "rl.prompts_per_step=2",
     "rl.max_completion_length=4", "rl.save_steps=1000",
 ]  # fmt: skip
@@ -62,6 +62,11 @@ CASES: dict[str, tuple[str, list[str], list[str]]] = {
         "rl.beta=0.04", "rl.loss_type=grpo",
     ], ["train/rewards/correctness/mean", "train/entropy_coef", "train/kl"]),  # fmt: skip
 }
+
+
+# Bonus terms that must vary within the batch, or they add a constant the advantage ignores.
+# Four problems, two per step: step 3 revisits a problem, so the UCB counts are non-zero.
+VARYING_TERMS = {"correctness+ucb": ["ucb"], "correctness+batch": ["batch"]}
 
 
 @pytest.fixture(scope="module")
@@ -117,6 +122,13 @@ def test_grpo_step_moves_weights_and_logs_reward_components(
     for key in component_metrics:
         steps = [m.step for m in client.get_metric_history(run.run_id, key)]
         assert steps == [1, 2, 3], f"{case}: {key} logged at steps {steps}, expected one per step"
+    for name in VARYING_TERMS.get(case, []):
+        spread = [m.value for m in client.get_metric_history(run.run_id, f"train/rewards/{name}/std")]
+        assert max(spread) > 0, (
+            f"{case}: the {name} term gave the same value to every completion at every step "
+            f"(std {spread}), so it cannot have shaped the update; the test data must revisit "
+            "problems (UCB) and repeat outcomes within groups (batch)"
+        )
 
     grad_norms = [m.value for m in client.get_metric_history(run.run_id, "train/grad_norm")]
     assert max(grad_norms) > 0, (

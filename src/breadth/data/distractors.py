@@ -8,8 +8,10 @@ candidates appear is drawn with the caller's seeded `random.Random`.
 from __future__ import annotations
 
 import random
+from collections.abc import Iterable, Iterator
 from decimal import Decimal, InvalidOperation
 from fractions import Fraction
+from itertools import chain
 
 from breadth.data.expressions import (
     BinOp,
@@ -18,10 +20,11 @@ from breadth.data.expressions import (
     Node,
     Num,
     apply_operator,
-    evaluate,
+    exact_value,
     render,
 )
 
+_FILL_STEPS = (3, -3, 4, -4, 5, -5, 6, 7, 8, 9, 11, 12)
 _OPERATOR_SWAPS = {"+": ("-", "*"), "-": ("+",), "*": ("+", "-"), "/": ("*", "-")}
 
 
@@ -41,18 +44,19 @@ def numeric_distractors(
     except InvalidOperation:
         raise ValueError(f"answer {answer!r} is not a number") from None
     if gold == gold.to_integral_value():
-        candidates = _integer_candidates(int(gold), expression)
-        fill = [int(gold) + step for step in (3, -3, 4, -4, 5, -5, 6, 7, 8, 9, 11, 12)]
-        allowed = (lambda v: v >= 0) if gold >= 0 else (lambda v: True)
-        pool = _unique(str(v) for v in candidates if v != gold and allowed(v))
-        extra = _unique(str(v) for v in fill if v != gold and allowed(v))
+        whole = int(gold)
+        allowed = (lambda v: v >= 0) if whole >= 0 else (lambda v: True)
+        pool: Iterable[str] = (str(v) for v in _integer_candidates(whole, expression)
+                               if v != whole and allowed(v))
+        fill: Iterable[str] = (str(whole + step) for step in _FILL_STEPS
+                               if allowed(whole + step))
     else:
         unit = Decimal(1).scaleb(gold.as_tuple().exponent)
         steps = (unit, -unit, 10 * unit, -10 * unit, Decimal(1), Decimal(-1))
         candidates = [gold + step for step in steps] + [gold * 10, gold / 10]
-        pool = _unique(_decimal_text(v) for v in candidates if v != gold)
-        extra = _unique(_decimal_text(gold + k * unit) for k in range(2, 12))
-    return _draw(pool, extra, count, rng, exclude={answer})
+        pool = (_decimal_text(v) for v in candidates if v != gold)
+        fill = (_decimal_text(gold + k * unit) for k in range(2, 12))
+    return _draw(pool, fill, count, rng, exclude={answer, _decimal_text(gold)})
 
 
 def _integer_candidates(gold: int, expression: Node | None) -> list[int]:
@@ -71,28 +75,28 @@ def _integer_candidates(gold: int, expression: Node | None) -> list[int]:
     return out
 
 
-def _draw(pool: list[str], extra: list[str], count: int, rng: random.Random,
+def _draw(candidates: Iterable[str], fallback: Iterable[str], count: int, rng: random.Random,
           exclude: set[str]) -> list[str]:
-    pool = [p for p in pool if p not in exclude]
-    plausible = pool[: max(count + 2, 2 * count)]
+    """`count` of the first few plausible candidates, drawn with `rng`; the fallback only fills
+    up when there are too few. Both are read lazily: most records need six candidates."""
+    plausible = _first_unique(candidates, max(count + 2, 2 * count), exclude)
     if len(plausible) >= count:
         return rng.sample(plausible, count)
-    chosen = list(plausible)
-    for candidate in extra:
-        if len(chosen) == count:
-            break
-        if candidate not in chosen and candidate not in exclude:
-            chosen.append(candidate)
+    chosen = plausible + _first_unique(fallback, count - len(plausible), exclude | set(plausible))
     if len(chosen) < count:
         raise ValueError(f"could not find {count} distinct distractors")
     return chosen
 
 
-def _unique(values: object) -> list[str]:
-    seen: dict[str, None] = {}
-    for value in values:  # type: ignore[attr-defined]
-        seen.setdefault(value, None)
-    return list(seen)
+def _first_unique(values: Iterable[str], limit: int, exclude: set[str]) -> list[str]:
+    seen, out = set(exclude), []
+    for value in values:
+        if len(out) == limit:
+            break
+        if value not in seen:
+            seen.add(value)
+            out.append(value)
+    return out
 
 
 def _decimal_text(value: Decimal) -> str:
@@ -100,13 +104,13 @@ def _decimal_text(value: Decimal) -> str:
     return "0" if text in ("-0", "") else text
 
 
-def _whole_values(values: object) -> list[int]:
-    return [int(v) for v in values if v is not None and v.denominator == 1]  # type: ignore
+def _whole_values(values: Iterable[int | Fraction | None]) -> list[int]:
+    return [int(v) for v in values if v is not None and (isinstance(v, int) or v.denominator == 1)]
 
 
-def _safe_value(node: Node) -> Fraction | None:
+def _safe_value(node: Node) -> int | Fraction | None:
     try:
-        return evaluate(node)
+        return exact_value(node)
     except ExpressionError:
         return None
 
@@ -186,10 +190,10 @@ def expression_distractors(
     (3, False)
     """
     gold_text = render(solution)
-    candidates = _one_operator_changed(solution) + _one_number_changed(solution, numbers)
-    pool = _unique(render(c) for c in candidates if _misses(c, target))
-    extra = _unique(_random_expressions(numbers, target, rng, 4 * count))
-    return _draw(pool, extra, count, rng, exclude={gold_text})
+    variants = chain(_one_operator_changed(solution), _one_number_changed(solution, numbers))
+    pool = (render(v) for v in variants if _misses(v, target))
+    fallback = _random_expressions(numbers, target, rng, 4 * count)
+    return _draw(pool, fallback, count, rng, exclude={gold_text})
 
 
 def _misses(node: Node, target: int) -> bool:
@@ -221,11 +225,10 @@ def _replace_first(node: Node, old: int, new: int) -> Node:
     return walk(node, [False])
 
 
-def _random_expressions(numbers: list[int], target: int, rng: random.Random, tries: int) -> list[str]:
-    out = []
+def _random_expressions(numbers: list[int], target: int, rng: random.Random,
+                        tries: int) -> Iterator[str]:
     for _ in range(tries):
         a, b = rng.sample(numbers, 2) if len(numbers) >= 2 else (numbers[0], numbers[0])
         node = BinOp(rng.choice("+-*"), Num(a), Num(b))
         if _misses(node, target):
-            out.append(render(node))
-    return out
+            yield render(node)

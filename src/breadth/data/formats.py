@@ -93,8 +93,9 @@ def render_free_form(record: Record, *, reasoning: bool = False) -> dict[str, An
     elif record.task == "countdown":
         solution = _countdown_solution(record)
         prompt = f"{record.question}:"
-        chain = ", ".join(steps(parse_expression(solution)))
-        target = f"{chain}. Answer: {solution}" if reasoning else solution
+        target = solution
+        if reasoning:
+            target = f"{', '.join(steps(parse_expression(solution)))}. Answer: {solution}"
     else:
         prompt = f"{record.question}\n" if reasoning else f"{record.question}\nAnswer:"
         target = _generic_trace(record, record.answer) if reasoning else record.answer

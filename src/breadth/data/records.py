@@ -30,7 +30,7 @@ def make_record_id(source: str, question: str, answer: str) -> str:
     >>> len(make_record_id("s", "q", "a"))
     16
     """
-    payload = "\x1f".join((source, question, answer)).encode("utf-8")
+    payload = f"{source}\x1f{question}\x1f{answer}".encode()
     return hashlib.sha256(payload).hexdigest()[:16]
 
 

@@ -19,8 +19,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from breadth.data.expressions import ExpressionError, canonical, evaluate, numbers_used
-from breadth.data.expressions import parse_expression
+from breadth.data.expressions import (
+    ExpressionError,
+    canonical,
+    evaluate,
+    numbers_used,
+    parse_expression,
+)
 from breadth.data.extraction import (
     LETTERS,
     answer_segment,
@@ -204,7 +209,8 @@ def _math_verify_refusal(text: str) -> str | None:
 def _math_verify_equal(answer: str, text: str) -> bool | None:
     """math_verify's verdict on gold `answer` vs `text`; None when it cannot parse either."""
     try:
-        from math_verify import parse, verify as math_verify
+        from math_verify import parse
+        from math_verify import verify as math_verify
     except ImportError:  # the string comparison above already ran
         return None
     timeout = 1 if threading.current_thread() is threading.main_thread() else None
@@ -216,7 +222,7 @@ def _math_verify_equal(answer: str, text: str) -> bool | None:
             if not gold or not predicted:
                 return None
             return bool(math_verify(gold, predicted, timeout_seconds=timeout))
-        except Exception:  # math_verify and sympy raise many kinds; none may escape
+        except Exception:  # noqa: BLE001 - math_verify and sympy raise many kinds; none may escape
             return None
 
 

@@ -10,8 +10,13 @@ import time
 
 import pytest
 
-from breadth.data.verifiers import Verification, verify, verify_countdown, verify_free_form
-from breadth.data.verifiers import verify_mcq
+from breadth.data.verifiers import (
+    Verification,
+    verify,
+    verify_countdown,
+    verify_free_form,
+    verify_mcq,
+)
 
 TIME_LIMIT_S = 0.050
 MEGABYTE = 1_000_000

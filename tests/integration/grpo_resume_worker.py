@@ -1,0 +1,63 @@
+"""Run `rl_stage` in its own process for test_grpo_resume_on_cpu.py, so the test can SIGKILL it.
+
+Records what every training step's reward batch saw, one JSON line per step, flushed at once
+so the lines survive a kill: {"step", "problem_ids" (one per prompt, in batch order), "texts"}.
+`--pause-s` sleeps after each record, which gives the test a wide, known window to kill in.
+
+    python tests/integration/grpo_resume_worker.py --preset ucb --set rl.max_steps=6 \
+        --dataset DIR --policy DIR --out DIR --record steps.jsonl [--pause-s 1.0]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+
+def _record_reward_batches(record: Path, pause_s: float) -> None:
+    """Wrap BatchScorer.score (called by every reward term; the first call of a step records)."""
+    from breadth.rewards.trl_adapter import BatchScorer
+
+    score = BatchScorer.score
+    recorded: set[int] = set()
+
+    def recording_score(self: BatchScorer, completions: Any, columns: Any) -> Any:
+        batch = score(self, completions, columns)
+        # global_step counts finished optimiser steps: this batch trains step global_step + 1.
+        step = int(columns["trainer_state"].global_step) + 1
+        if step not in recorded:
+            recorded.add(step)
+            prompts = [g.problem_id for g in batch.groups] if batch.groups else []
+            line = {"step": step, "problem_ids": prompts, "texts": list(batch.texts)}
+            with record.open("a") as handle:
+                handle.write(json.dumps(line) + "\n")
+            time.sleep(pause_s)
+        return batch
+
+    BatchScorer.score = recording_score  # type: ignore[method-assign]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--preset", required=True)
+    parser.add_argument("--set", dest="overrides", action="append", default=[])
+    parser.add_argument("--dataset", type=Path, required=True)
+    parser.add_argument("--policy", type=Path, required=True)
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--record", type=Path, required=True)
+    parser.add_argument("--pause-s", type=float, default=0.0)
+    args = parser.parse_args()
+
+    from breadth.config import load_config
+    from breadth.stages import rl_stage
+
+    _record_reward_batches(args.record, args.pause_s)
+    config = load_config(args.preset, args.overrides)
+    rl_stage(config, args.dataset, args.policy, args.out)
+
+
+if __name__ == "__main__":
+    main()

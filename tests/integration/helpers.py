@@ -1,0 +1,33 @@
+"""Helpers shared by the integration tests: run the CLI against the live stack, query MLflow."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+BREADTH = str(Path(sys.executable).parent / "breadth")
+
+# A pipeline small enough for CI (2 cores) that still exercises every stage for real.
+SMALL_PIPELINE = [
+    "data.num_train=200", "data.num_eval=12", "sft.epochs=1", "rl.max_steps=4",
+    "rl.save_steps=2", "rl.num_generations=4", "rl.prompts_per_step=2",
+    "rollout.num_samples=8", "evaluation.bootstrap_samples=50",
+]  # fmt: skip
+
+
+def run_cli(args: list[str], env: dict[str, str], timeout: float = 900) -> tuple[int, str, float]:
+    """Run `breadth ARGS` in a subprocess; returns (exit code, combined output, seconds)."""
+    started = time.monotonic()
+    done = subprocess.run(
+        [BREADTH, *args], env={**os.environ, **env}, cwd=REPO, capture_output=True, text=True,
+        timeout=timeout,
+    )  # fmt: skip
+    return done.returncode, done.stdout + done.stderr, time.monotonic() - started
+
+
+def set_args(values: list[str]) -> list[str]:
+    return [arg for value in values for arg in ("--set", value)]

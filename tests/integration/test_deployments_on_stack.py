@@ -1,0 +1,97 @@
+"""Deployments against the real Prefect server: `breadth deploy` registers nightly (cron) and
+adhoc; a worker runs adhoc when it is triggered through the API, as the UI does."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from breadth.config import PipelineConfig, describe_keys, load_config
+from tests.integration.helpers import REPO, SMALL_PIPELINE, run_cli
+
+pytestmark = pytest.mark.integration
+
+
+def _api(env: dict[str, str], method: str, path: str, body: dict | None = None) -> object:
+    import httpx
+
+    response = httpx.request(method, env["PREFECT_API_URL"] + path, json=body, timeout=30)
+    response.raise_for_status()
+    return response.json()
+
+
+@pytest.fixture(scope="module")
+def deployed(live_stack):
+    code, output, _ = run_cli(["deploy"], live_stack, timeout=300)
+    assert code == 0, output[-4000:]
+    deployments = _api(live_stack, "POST", "/deployments/filter", {})
+    return {d["name"]: d for d in deployments}
+
+
+def test_nightly_has_its_cron_schedule_and_adhoc_exists(deployed, live_stack):
+    assert {"nightly", "adhoc"} <= set(deployed)
+    schedules = _api(live_stack, "GET", f"/deployments/{deployed['nightly']['id']}/schedules")
+    crons = [s["schedule"].get("cron") for s in schedules]
+    assert "0 2 * * *" in crons
+    assert all(s["schedule"].get("timezone") == "UTC" for s in schedules)
+    assert deployed["adhoc"]["work_pool_name"] == "breadth-cpu"
+
+
+def _schema_fields(schema: dict, definitions: dict, prefix: str = "") -> dict[str, dict]:
+    fields = {}
+    for name, spec in schema.get("properties", {}).items():
+        ref = spec.get("$ref") or (spec.get("allOf") or [{}])[0].get("$ref")
+        if ref:
+            fields.update(_schema_fields(definitions[ref.split("/")[-1]], definitions,
+                                         f"{prefix}{name}."))  # fmt: skip
+        else:
+            fields[f"{prefix}{name}"] = spec
+    return fields
+
+
+def test_parameter_schema_documents_every_config_field(deployed):
+    schema = deployed["adhoc"]["parameter_openapi_schema"]
+    definitions = schema.get("definitions") or schema.get("$defs") or {}
+    config_schema = definitions["PipelineConfig"]
+    fields = _schema_fields(config_schema, definitions)
+    expected = {key for key, _ in describe_keys(PipelineConfig)}
+    assert set(fields) == expected
+    undocumented = [key for key, spec in fields.items() if not spec.get("description")]
+    assert not undocumented, f"fields without help text in the UI form: {undocumented}"
+
+
+def test_worker_runs_adhoc_triggered_through_the_api(deployed, live_stack, tmp_path):
+    config = load_config("default", [*SMALL_PIPELINE, "rl.enabled=false",
+                                     "tracking.log_models=false"])  # fmt: skip
+    flow_run = _api(live_stack, "POST", f"/deployments/{deployed['adhoc']['id']}/create_flow_run",
+                    {"parameters": {"config": config.model_dump(mode="json")}})  # fmt: skip
+    log = open(tmp_path / "worker.log", "w")  # noqa: SIM115
+    worker = subprocess.Popen(
+        [str(Path(sys.executable).parent / "prefect"), "worker", "start", "--pool", "breadth-cpu",
+         "--run-once"],
+        cwd=REPO, env={**os.environ, **live_stack}, stdout=log, stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 600
+        state = None
+        while time.monotonic() < deadline:
+            state = _api(live_stack, "GET", f"/flow_runs/{flow_run['id']}")["state"]["type"]
+            if state in {"COMPLETED", "FAILED", "CRASHED", "CANCELLED"}:
+                break
+            time.sleep(3)
+        assert state == "COMPLETED", (tmp_path / "worker.log").read_text()[-4000:]
+    finally:
+        if worker.poll() is None:
+            os.killpg(worker.pid, signal.SIGTERM)
+            worker.wait(timeout=30)
+    runs = _api(live_stack, "POST", "/flow_runs/filter",
+                {"flow_runs": {"id": {"any_": [flow_run["id"]]}}})  # fmt: skip
+    assert json.dumps(runs[0]["parameters"]["config"]["rl"]["enabled"]) == "false"

@@ -1,0 +1,112 @@
+"""The walking skeleton against the real stack: one CLI command runs every stage, tracked in
+MLflow and S3; a second identical run is served from Prefect's cache."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from tests.integration.helpers import SMALL_PIPELINE, run_cli, set_args
+
+pytestmark = pytest.mark.integration
+
+STAGES = {"prepare", "sft", "rl", "rollout-sft", "rollout-rl", "evaluate-sft", "evaluate-rl"}
+
+
+@pytest.fixture(scope="module")
+def two_runs(live_stack):
+    args = ["run", *set_args([*SMALL_PIPELINE, "tracking.experiment=skeleton-test"])]
+    first = run_cli(args, live_stack)
+    assert first[0] == 0, first[1][-4000:]
+    second = run_cli(args, live_stack)
+    assert second[0] == 0, second[1][-4000:]
+    return first, second
+
+
+def _run_id(output: str) -> str:
+    match = re.search(r"runs/([0-9a-f]{32})", output.replace("\n", ""))
+    assert match, f"no MLflow run id printed in:\n{output[-2000:]}"
+    return match.group(1)
+
+
+def test_cli_prints_where_to_look(two_runs):
+    output = two_runs[0][1]
+    for label in ("MLflow run:", "Prefect UI:", "S3 prefix:", "Report:"):
+        assert label in output
+
+
+def test_parent_run_has_a_child_per_stage_and_the_tags(two_runs, live_stack):
+    from mlflow import MlflowClient
+
+    client = MlflowClient(live_stack["MLFLOW_TRACKING_URI"])
+    parent = client.get_run(_run_id(two_runs[0][1]))
+    for tag in ("prefect.flow_run_id", "prefect.flow_run_url", "git.sha", "config.hash",
+                "dataset.hash", "format", "reward", "model"):  # fmt: skip
+        assert parent.data.tags.get(tag), f"parent run lacks tag {tag}"
+    children = client.search_runs(
+        [parent.info.experiment_id], f"tags.mlflow.parentRunId = '{parent.info.run_id}'"
+    )
+    assert {child.info.run_name for child in children} == STAGES
+    for child in children:
+        if child.info.run_name.startswith("evaluate-"):
+            curve = client.get_metric_history(child.info.run_id, "eval/pass_at_k")
+            assert sorted(point.step for point in curve) == [1, 2, 4, 8]
+            values = [point.value for point in sorted(curve, key=lambda p: p.step)]
+            assert values == sorted(values), "pass@k must not fall as k grows"
+    artifacts = {item.path for item in client.list_artifacts(parent.info.run_id, "report")}
+    assert {"report/report.md", "report/pass_at_k.png"} <= artifacts
+    assert "train/rewards/correctness/mean" in client.get_run(
+        next(c.info.run_id for c in children if c.info.run_name == "rl")
+    ).data.metrics
+
+
+def test_models_load_back_with_mlflow_transformers(two_runs, live_stack):
+    import mlflow
+
+    from mlflow import MlflowClient
+
+    client = MlflowClient(live_stack["MLFLOW_TRACKING_URI"])
+    parent = client.get_run(_run_id(two_runs[0][1]))
+    rl_run = client.get_run(parent.data.tags["stage_run.rl"])
+    mlflow.set_tracking_uri(live_stack["MLFLOW_TRACKING_URI"])
+    components = mlflow.transformers.load_model(rl_run.data.tags["model.mlflow_uri"],
+                                                return_type="components")  # fmt: skip
+    tokenizer = components["tokenizer"]
+    assert tokenizer.decode(tokenizer("12+7=")["input_ids"]) == "12+7="
+    assert components["model"].num_parameters() > 0
+
+
+def test_s3_holds_dataset_checkpoints_and_rollouts(two_runs, live_stack):
+    from breadth.tracking.objects import ObjectStore
+
+    from mlflow import MlflowClient
+
+    run_id = _run_id(two_runs[0][1])
+    dataset_hash = MlflowClient(live_stack["MLFLOW_TRACKING_URI"]).get_run(run_id).data.tags[
+        "dataset.hash"
+    ]
+    keys = set(ObjectStore.from_env(live_stack).list())
+    for name in ("train.parquet", "eval.parquet", "manifest.json"):
+        assert f"datasets/{dataset_hash}/{name}" in keys
+    assert f"runs/{run_id}/rollouts/sft.parquet" in keys
+    assert f"runs/{run_id}/rollouts/rl.parquet" in keys
+    for step in (2, 4):
+        assert f"runs/{run_id}/checkpoints/rl/step-{step}/trainer_state.json" in keys
+    assert any(key.startswith(f"runs/{run_id}/checkpoints/rl/step-4/breadth_reward_state")
+               for key in keys)  # fmt: skip
+
+
+def test_second_run_is_served_from_cache(two_runs, live_stack):
+    from mlflow import MlflowClient
+
+    (_, first_out, first_s), (_, second_out, second_s) = two_runs
+    client = MlflowClient(live_stack["MLFLOW_TRACKING_URI"])
+    first = client.get_run(_run_id(first_out)).data.tags
+    second = client.get_run(_run_id(second_out)).data.tags
+    # Every stage of the second run points at the child run that the first run created.
+    for stage in ("prepare", "sft", "rl", "rollout-sft", "rollout-rl", "evaluate"):
+        assert second[f"stage_run.{stage}"] == first[f"stage_run.{stage}"], stage
+    assert "Cached" in second_out
+    print(f"first run {first_s:.1f}s, second run {second_s:.1f}s")
+    assert second_s <= first_s / 4

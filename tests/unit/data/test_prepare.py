@@ -1,0 +1,190 @@
+"""prepare_dataset: GSM8K/AQuA round trips in both formats, content hashes, splits, bad rows."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from breadth.data.prepare import Manifest, prepare_dataset
+from breadth.data.records import BadRowsError
+from breadth.data.verifiers import verify
+
+GSM8K = [
+    {"question": f"Sam has {n} apples and buys {n + 3} more. How many now?",
+     "answer": f"{n}+{n + 3} = <<{n}+{n + 3}={2 * n + 3}>>{2 * n + 3}\n#### {2 * n + 3:,}"}
+    for n in range(1, 400, 13)
+]
+AQUA = [
+    {"question": f"What is {n} times 3?",
+     "options": [f"A){3 * n - 3}", f"B){3 * n}", f"C){3 * n + 3}", f"D){3 * n + 6}",
+                 f"E){n + 3}"],
+     "rationale": f"{n} x 3 = {3 * n}", "correct": "B"}
+    for n in range(10, 40)
+]
+
+
+def write_jsonl(path: Path, rows: list) -> Path:
+    path.write_text("".join((json.dumps(r) if not isinstance(r, str) else r) + "\n"
+                            for r in rows), encoding="utf-8")
+    return path
+
+
+def read(out: Path, split: str) -> list[dict]:
+    return pq.read_table(out / f"{split}.parquet").to_pylist()
+
+
+@pytest.mark.parametrize("fmt", ["mcq", "free_form"])
+@pytest.mark.parametrize("reasoning", [False, True])
+def test_gsm8k_round_trip(tmp_path, fmt, reasoning) -> None:
+    source = write_jsonl(tmp_path / "gsm8k.jsonl", GSM8K)
+    gold = {row["question"]: str(int(row["answer"].split("####")[1].replace(",", "")))
+            for row in GSM8K}
+    out = tmp_path / "out"
+    manifest = prepare_dataset(f"jsonl:{source}", fmt=fmt, out_dir=out, seed=0,
+                               reasoning=reasoning, eval_fraction=0.3)
+    rows = read(out, "train") + read(out, "eval")
+    assert manifest.schema == "gsm8k" and len(rows) == len(GSM8K)
+    assert manifest.counts == {"train": len(read(out, "train")), "eval": len(read(out, "eval"))}
+    assert manifest.counts["eval"] > 0
+    for row in rows:
+        assert row["answer"] == gold[row["question"]]
+        assert row["format"] == fmt
+        if fmt == "mcq":
+            assert row["options"]["ABCD".index(row["letter"])] == row["answer"]
+        assert verify(row["target"], row).correct
+
+
+@pytest.mark.parametrize("fmt", ["mcq", "free_form"])
+def test_aqua_round_trip(tmp_path, fmt) -> None:
+    source = write_jsonl(tmp_path / "aqua.jsonl", AQUA)
+    gold = {row["question"]: row["options"][1][2:] for row in AQUA}
+    out = tmp_path / "out"
+    manifest = prepare_dataset(f"jsonl:{source}", fmt=fmt, out_dir=out, seed=0)
+    rows = read(out, "train") + read(out, "eval")
+    assert manifest.schema == "aqua" and len(rows) == len(AQUA)
+    for row in rows:
+        assert row["answer"] == gold[row["question"]]
+        assert len(row["choices"]) == 5
+        if fmt == "mcq":
+            assert sorted(row["options"]) == sorted(row["choices"])
+            assert row["options"]["ABCDE".index(row["letter"])] == row["answer"]
+        assert verify(row["target"], row).correct
+    if fmt == "mcq":  # the shuffle moves the gold away from the source's letter B
+        assert len({row["letter"] for row in rows}) > 2
+
+
+def test_same_inputs_same_hash_and_bytes(tmp_path) -> None:
+    first = prepare_dataset("synthetic:countdown", fmt="mcq", out_dir=tmp_path / "a", seed=3,
+                            num_train=200, num_eval=50, difficulty=2)
+    again = prepare_dataset("synthetic:countdown", fmt="mcq", out_dir=tmp_path / "b", seed=3,
+                            num_train=200, num_eval=50, difficulty=2)
+    assert first.content_hash == again.content_hash
+    assert first.files == again.files
+    assert (tmp_path / "a" / "manifest.json").read_bytes() == \
+        (tmp_path / "b" / "manifest.json").read_bytes()
+
+
+@pytest.mark.parametrize("change", [
+    {"fmt": "free_form"}, {"reasoning": True}, {"seed": 4}, {"difficulty": 3},
+    {"num_train": 199},
+])
+def test_any_change_changes_the_hash(tmp_path, change) -> None:
+    base = {"fmt": "mcq", "seed": 3, "num_train": 200, "num_eval": 50, "difficulty": 2,
+            "reasoning": False}
+    reference = prepare_dataset("synthetic:arithmetic", out_dir=tmp_path / "a", **base)
+    changed = prepare_dataset("synthetic:arithmetic", out_dir=tmp_path / "b",
+                              **{**base, **change})
+    assert reference.content_hash != changed.content_hash
+
+
+def test_manifest_contents(tmp_path) -> None:
+    manifest = prepare_dataset("synthetic:arithmetic", fmt="free_form", out_dir=tmp_path,
+                               seed=1, num_train=30, num_eval=10, difficulty=None)
+    on_disk = json.loads((tmp_path / "manifest.json").read_text())
+    assert on_disk == manifest.to_dict()
+    assert Manifest.read(tmp_path) == manifest
+    assert on_disk["source"] == "synthetic:arithmetic" and on_disk["format"] == "free_form"
+    assert on_disk["seed"] == 1 and on_disk["difficulty"] is None
+    assert on_disk["counts"] == {"train": 30, "eval": 10}
+    assert on_disk["bad_rows_count"] == 0 and on_disk["bad_rows"] == []
+    assert len(on_disk["content_hash"]) == 64
+    for name in ("train.parquet", "eval.parquet"):
+        assert on_disk["files"][name]["bytes"] == (tmp_path / name).stat().st_size
+
+
+def test_synthetic_splits_are_disjoint(tmp_path) -> None:
+    prepare_dataset("synthetic:arithmetic", fmt="mcq", out_dir=tmp_path, seed=0,
+                    num_train=500, num_eval=100, difficulty=2)
+    train, evaluation = read(tmp_path, "train"), read(tmp_path, "eval")
+    assert {r["question"] for r in train}.isdisjoint(r["question"] for r in evaluation)
+    assert {r["split"] for r in train} == {"train"} and {r["split"] for r in evaluation} == {"eval"}
+
+
+def test_file_split_follows_the_record_not_the_file_order(tmp_path) -> None:
+    source = tmp_path / "g.jsonl"
+
+    def eval_questions(rows: list, out: str) -> set[str]:
+        write_jsonl(source, rows)
+        prepare_dataset(f"jsonl:{source}", fmt="free_form", out_dir=tmp_path / out,
+                        eval_fraction=0.3)
+        return {r["question"] for r in read(tmp_path / out, "eval")}
+
+    held_out = eval_questions(GSM8K, "forward")
+    assert 0 < len(held_out) < len(GSM8K)
+    assert eval_questions(GSM8K[::-1], "backward") == held_out
+
+
+def test_caps_and_duplicates(tmp_path) -> None:
+    source = write_jsonl(tmp_path / "g.jsonl", GSM8K + GSM8K[:5])
+    manifest = prepare_dataset(f"jsonl:{source}", fmt="free_form", out_dir=tmp_path / "o",
+                               num_train=10, num_eval=2, eval_fraction=0.3, seed=5)
+    assert manifest.duplicates_dropped == 5
+    assert manifest.counts == {"train": 10, "eval": 2}
+    again = prepare_dataset(f"jsonl:{source}", fmt="free_form", out_dir=tmp_path / "p",
+                            num_train=10, num_eval=2, eval_fraction=0.3, seed=5)
+    assert again.content_hash == manifest.content_hash
+
+
+def test_bad_rows_fail_by_default_and_skip_into_the_manifest(tmp_path) -> None:
+    rows = [GSM8K[0], {"question": "no answer here"}, GSM8K[1],
+            {"question": "q", "answer": "#### lots"}]
+    source = write_jsonl(tmp_path / "bad.jsonl", rows)
+    with pytest.raises(BadRowsError, match=r"line 2, field 'answer': missing(.|\n)*--on-bad-rows skip"):
+        prepare_dataset(f"jsonl:{source}", fmt="mcq", out_dir=tmp_path / "fail")
+    assert not (tmp_path / "fail" / "manifest.json").exists()
+
+    manifest = prepare_dataset(f"jsonl:{source}", fmt="mcq", out_dir=tmp_path / "skip",
+                               on_bad_rows="skip")
+    assert manifest.counts["train"] + manifest.counts["eval"] == 2
+    assert manifest.bad_rows_count == 2
+    assert [(b["line"], b["field"]) for b in manifest.bad_rows] == [(2, "answer"), (4, "answer")]
+    assert json.loads((tmp_path / "skip" / "manifest.json").read_text())["bad_rows_count"] == 2
+
+
+def test_rows_mcq_cannot_render_are_bad_rows(tmp_path) -> None:
+    source = write_jsonl(tmp_path / "text.jsonl", [
+        {"question": "Capital of France?", "answer": "Paris"},
+        {"question": "2+2?", "answer": "4"},
+    ])
+    with pytest.raises(BadRowsError, match="not a number"):
+        prepare_dataset(f"jsonl:{source}", fmt="mcq", out_dir=tmp_path / "a", eval_fraction=0.01)
+    manifest = prepare_dataset(f"jsonl:{source}", fmt="mcq", out_dir=tmp_path / "b",
+                               on_bad_rows="skip", eval_fraction=0.01)
+    assert manifest.bad_rows_count == 1
+    assert manifest.counts["train"] + manifest.counts["eval"] == 1
+    free = prepare_dataset(f"jsonl:{source}", fmt="free_form", out_dir=tmp_path / "c",
+                           eval_fraction=0.01)
+    assert free.bad_rows_count == 0
+
+
+@pytest.mark.parametrize("kwargs,message", [
+    ({"fmt": "essay"}, "fmt"),
+    ({"fmt": "mcq", "on_bad_rows": "ignore"}, "on_bad_rows"),
+    ({"fmt": "mcq", "eval_fraction": 1.5}, "eval_fraction"),
+])
+def test_arguments_are_checked(tmp_path, kwargs, message) -> None:
+    with pytest.raises(ValueError, match=message):
+        prepare_dataset("synthetic:arithmetic", out_dir=tmp_path, **kwargs)

@@ -1,0 +1,48 @@
+"""Record ids, construction and the bad-row report."""
+
+from __future__ import annotations
+
+import pytest
+
+from breadth.data.records import BadRow, BadRowsError, Record, make_record_id
+
+
+def test_id_is_stable_and_content_derived() -> None:
+    first = make_record_id("synthetic:arithmetic", "3+4", "7")
+    assert first == make_record_id("synthetic:arithmetic", "3+4", "7")
+    assert len(first) == 16 and int(first, 16) >= 0
+    assert first != make_record_id("synthetic:arithmetic", "3+4", "8")
+    assert first != make_record_id("synthetic:countdown", "3+4", "7")
+    # The parts are separated, so shifting text between them changes the id.
+    assert make_record_id("s", "ab", "c") != make_record_id("s", "a", "bc")
+
+
+def test_create_fills_the_id_and_copies_meta() -> None:
+    meta = {"numbers": [3, 5, 7], "target": 22}
+    record = Record.create(source="synthetic:countdown", split="train",
+                           question="Reach 22 with 3 5 7", answer="22", task="countdown",
+                           meta=meta, choices=["a", "b"])
+    meta["target"] = 0
+    assert record.meta["target"] == 22
+    assert record.choices == ("a", "b")
+    assert record.id == make_record_id("synthetic:countdown", "Reach 22 with 3 5 7", "22")
+    assert hash(record) == hash(record)  # frozen and hashable despite the meta dict
+
+
+def test_records_are_frozen() -> None:
+    record = Record.create(source="s", split="train", question="q", answer="1")
+    with pytest.raises(AttributeError):
+        record.answer = "2"  # type: ignore[misc]
+
+
+def test_bad_rows_error_names_rows_fields_and_the_fix() -> None:
+    error = BadRowsError([BadRow(3, "answer", "no '#### N' final answer"),
+                          BadRow(7, "options", "expected 5 options A-E, got 4", "row")],
+                         "jsonl:x.jsonl")
+    text = str(error)
+    assert "2 bad row(s) in jsonl:x.jsonl" in text
+    assert "line 3, field 'answer': no '#### N' final answer" in text
+    assert "row 7, field 'options': expected 5 options A-E, got 4" in text
+    assert text.endswith("pass --on-bad-rows skip to drop them (they are then recorded in the "
+                         "manifest)")
+    assert isinstance(error, ValueError) and len(error.bad_rows) == 2

@@ -1,0 +1,63 @@
+"""Config: presets validate, overrides are typed, and every error names the key and the fix."""
+
+from __future__ import annotations
+
+import pytest
+
+from breadth.config import (
+    ConfigError,
+    PipelineConfig,
+    available_presets,
+    describe_keys,
+    load_config,
+)
+
+
+@pytest.mark.parametrize("preset", available_presets())
+def test_every_preset_validates(preset):
+    config = load_config(preset)
+    assert config.preset == preset
+
+
+def test_overrides_are_typed():
+    config = load_config("default", ["rl.max_steps=7", "data.format=mcq", "rl.epsilon_high=0.28"])
+    assert (config.rl.max_steps, config.data.format, config.rl.epsilon_high) == (7, "mcq", 0.28)
+
+
+@pytest.mark.parametrize(
+    ("preset", "overrides", "must_mention"),
+    [
+        ("no-such-preset", [], ["unknown preset 'no-such-preset'", "default", "--preset"]),
+        ("default", ["rl.max_steps=abc"], ["rl.max_steps", "valid integer", "'abc'"]),
+        ("default", ["data.format=essay"], ["data.format", "'free_form' or 'mcq'", "'essay'"]),
+        ("default", ["rl.maxsteps=3"], ["unknown config key 'rl.maxsteps'", "breadth config"]),
+        ("default", ["max_steps=3"], ["Did you mean rl.max_steps"]),
+        ("default", ["rl.max_steps"], ["not key=value"]),
+        ("default", ["model.num_heads=4"], ["head dim", "below 32"]),
+        ("default", ["rl.top_entropy_quantile=2"], ["rl.top_entropy_quantile", "less than or equal"]),
+    ],
+)
+def test_bad_config_names_the_key_and_the_fix(preset, overrides, must_mention):
+    with pytest.raises(ConfigError) as caught:
+        load_config(preset, overrides)
+    for text in must_mention:
+        assert text in str(caught.value)
+
+
+def test_unknown_keys_in_a_preset_file_fail(tmp_path):
+    path = tmp_path / "mine.yaml"
+    path.write_text("rl:\n  max_stepz: 3\n")
+    with pytest.raises(ConfigError, match="rl.max_stepz"):
+        load_config(str(path))
+
+
+def test_every_field_has_help_text_for_the_ui_form():
+    missing = [key for key, description in describe_keys(PipelineConfig) if not description]
+    assert missing == ["preset"] or not missing
+
+
+def test_content_hash_changes_with_the_section_only():
+    a, b = load_config("default"), load_config("default", ["rl.max_steps=3"])
+    assert a.content_hash("data") == b.content_hash("data")
+    assert a.content_hash("rl") != b.content_hash("rl")
+    assert a.content_hash() != b.content_hash()

@@ -1,0 +1,70 @@
+"""Stack management without starting services: ports, pid files, external services."""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+
+from breadth.stack import LocalStack, StackError, StackSettings, services
+
+
+def test_port_in_use_gives_a_clear_error(tmp_path, monkeypatch):
+    for name in ("PREFECT_API_URL", "MLFLOW_TRACKING_URI", "BREADTH_S3_ENDPOINT"):
+        monkeypatch.delenv(name, raising=False)
+    with socket.socket() as blocker:
+        blocker.bind(("127.0.0.1", 0))
+        blocker.listen()
+        port = blocker.getsockname()[1]
+        monkeypatch.setenv("BREADTH_S3_PORT", str(port))
+        stack = LocalStack(StackSettings(home=tmp_path))
+        with pytest.raises(StackError) as caught:
+            stack.up(only=["s3"])
+    message = str(caught.value)
+    assert f"port {port}" in message and "already in use" in message
+    assert "BREADTH_S3_PORT" in message
+
+
+def test_stale_pid_file_is_detected_and_removed(tmp_path):
+    stack = LocalStack(StackSettings(home=tmp_path))
+    service = next(s for s in services(stack.settings) if s.name == "mlflow")
+    pid_file = tmp_path / "run" / "mlflow.pid"
+    pid_file.parent.mkdir(parents=True)
+    pid_file.write_text("999999")  # no such process
+    assert stack._read_pid(service) is None
+    assert not pid_file.exists()
+
+
+@pytest.mark.parametrize(
+    ("service", "variable", "suffix"),
+    [("s3", "BREADTH_S3_ENDPOINT", ""), ("mlflow", "MLFLOW_TRACKING_URI", ""),
+     ("prefect", "PREFECT_API_URL", "/api")],
+)  # fmt: skip
+def test_external_service_that_is_down_names_the_variable(
+    service, variable, suffix, tmp_path, monkeypatch
+):
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        dead_port = probe.getsockname()[1]
+    monkeypatch.setenv(variable, f"http://127.0.0.1:{dead_port}{suffix}")
+    stack = LocalStack(StackSettings(home=tmp_path))
+    with pytest.raises(StackError) as caught:
+        stack.up(only=[service])
+    message = str(caught.value)
+    assert message.startswith(f"{service} at") and variable in message
+    assert "does not answer" in message
+
+
+def test_bad_port_variable_is_rejected(monkeypatch):
+    monkeypatch.setenv("BREADTH_PREFECT_PORT", "http")
+    with pytest.raises(StackError, match="BREADTH_PREFECT_PORT"):
+        StackSettings()
+
+
+def test_credentials_are_generated_once_and_private(tmp_path, monkeypatch):
+    monkeypatch.delenv("AWS_ACCESS_KEY_ID", raising=False)
+    monkeypatch.delenv("AWS_SECRET_ACCESS_KEY", raising=False)
+    settings = StackSettings(home=tmp_path)
+    first, second = settings.credentials(), settings.credentials()
+    assert first == second and len(first["AWS_SECRET_ACCESS_KEY"]) >= 30
+    assert (tmp_path / "credentials.json").stat().st_mode & 0o077 == 0

@@ -1,0 +1,66 @@
+"""ObjectStore against moto's in-process S3: verified uploads, immutable keys, clear errors."""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+
+from breadth.tracking.objects import ObjectStore, ObjectStoreError
+
+moto = pytest.importorskip("moto")
+
+
+@pytest.fixture()
+def store():
+    with moto.mock_aws():
+        store = ObjectStore("https://s3.amazonaws.com", "breadth-test", "key", "secret")
+        store.endpoint = None  # moto intercepts the default AWS endpoint
+        store.ensure_bucket()
+        yield store
+
+
+def test_upload_verifies_and_is_idempotent(store, tmp_path):
+    path = tmp_path / "a.txt"
+    path.write_bytes(b"hello")
+    assert store.upload_file(path, "x/a.txt") == "s3://breadth-test/x/a.txt"
+    assert store.upload_file(path, "x/a.txt") == "s3://breadth-test/x/a.txt"
+    assert store.list("x/") == ["x/a.txt"]
+    assert store.head("x/a.txt")["Metadata"]["sha256"]
+
+
+def test_a_key_is_never_overwritten_with_different_bytes(store, tmp_path):
+    path = tmp_path / "a.txt"
+    path.write_bytes(b"hello")
+    store.upload_file(path, "x/a.txt")
+    path.write_bytes(b"changed")
+    with pytest.raises(ObjectStoreError, match="already holds different bytes"):
+        store.upload_file(path, "x/a.txt")
+
+
+def test_directory_round_trip(store, tmp_path):
+    source = tmp_path / "src"
+    (source / "sub").mkdir(parents=True)
+    (source / "a.bin").write_bytes(b"1")
+    (source / "sub" / "b.bin").write_bytes(b"22")
+    store.upload_dir(source, "runs/r1/model")
+    target = tmp_path / "dst"
+    store.download_dir("runs/r1/model", target)
+    assert (target / "sub" / "b.bin").read_bytes() == b"22"
+
+
+def test_stopped_s3_is_reported_with_the_fix(tmp_path):
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        dead = probe.getsockname()[1]
+    store = ObjectStore(f"http://127.0.0.1:{dead}", "breadth", "k", "s")
+    path = tmp_path / "a.txt"
+    path.write_bytes(b"x")
+    with pytest.raises(ObjectStoreError) as caught:
+        store.upload_file(path, "a.txt")
+    assert f"127.0.0.1:{dead}" in str(caught.value) and "breadth stack up" in str(caught.value)
+
+
+def test_missing_configuration_names_the_variables():
+    with pytest.raises(ObjectStoreError, match="BREADTH_S3_ENDPOINT"):
+        ObjectStore.from_env({})
