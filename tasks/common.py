@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -15,8 +16,27 @@ import breadth
 from breadth.tracking.objects import ObjectStore
 from breadth.tracking.runs import RunHandle, start_run
 
-# Bump when a stage's output for the same inputs changes (a code change that matters).
-STAGE_VERSION = f"{breadth.__version__}-1"
+
+
+def code_version() -> str:
+    """The code a stage ran: git HEAD plus a hash of uncommitted changes to the pipeline code.
+
+    Part of every cache key, so a nightly run after a code change recomputes (a regression
+    must not hide behind yesterday's cached results), while a re-run of the same code reuses.
+    Outside a git checkout (an installed package) it is the package version.
+    """
+    repo = Path(__file__).resolve().parents[1]
+    try:
+        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True,
+                              text=True, check=True, timeout=10).stdout.strip()  # fmt: skip
+        diff = subprocess.run(["git", "diff", "HEAD", "--", "src", "tasks", "flows"], cwd=repo,
+                              capture_output=True, check=True, timeout=10).stdout  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        return breadth.__version__
+    return f"{head}-{hashlib.sha256(diff).hexdigest()[:12]}"
+
+
+STAGE_VERSION = code_version()
 
 
 @dataclass(frozen=True)

@@ -17,16 +17,19 @@ from tasks.common import NEVER_CACHE, StageResult, child_run, stage_cache_key, w
 @task(name="evaluate", retries=1, cache_key_fn=stage_cache_key, persist_result=True)
 def evaluate(
     config: PipelineConfig, key: str, parent: RunHandle, rollouts: dict[str, StageResult],
-    base_model: str,
+    base_model: str, policies: dict[str, StageResult], dataset: StageResult,
 ) -> StageResult:  # fmt: skip
     out = work_dir(key)
     paths = {name: result.ensure_local() for name, result in rollouts.items()}
-    results, written = evaluate_stage(config, paths, out / "report", base_model=base_model)
+    results, searches, written = evaluate_stage(
+        config, paths, out / "report", base_model=base_model, dataset_dir=dataset.ensure_local(),
+        policies={name: policy.ensure_local() for name, policy in policies.items()},
+    )  # fmt: skip
     metrics, run_ids = {}, {}
     for name, result in results.items():
         run = child_run(parent, f"evaluate-{name}", key)
         run.set_tags({"model.role": name})
-        metrics[name] = result.metrics()
+        metrics[name] = {**result.metrics(), **(searches[name].metrics() if name in searches else {})}
         run.log_metrics(metrics[name])
         for curve_name, points in result.curves().items():
             for k, value in points:
@@ -44,10 +47,10 @@ def publish_report(parent: RunHandle, evaluation: StageResult) -> str:
     """Attach the report to this run's parent (also on cache hits) and publish it in Prefect."""
     folder = evaluation.ensure_local()
     parent.log_artifact(folder, "report")
-    # The headline curves on the parent too, so the runs table compares pipelines directly.
+    # Every model's metrics on the parent too (`rl/eval/pass_at_16`, ...): the runs table and
+    # `breadth compare` then compare pipelines without opening child runs.
     for name, metrics in evaluation.info["metrics"].items():
-        parent.log_metrics({f"{name}/{key}": value for key, value in metrics.items()
-                            if key.startswith("eval/pass_at_") or key == "eval/distinct_outcomes"})
+        parent.log_metrics({f"{name}/{key}": value for key, value in metrics.items()})
     create_markdown_artifact(
         key="breadth-report",
         markdown=f"[MLflow run]({parent.url()})\n\n" + evaluation.info["report_markdown"],

@@ -119,7 +119,15 @@ def run(
     from flows.pipeline import pipeline  # after the environment points Prefect at the stack
 
     started = time.monotonic()
-    result = pipeline(config=config)
+    try:
+        result = pipeline(config=config)
+    except Exception as error:  # the traceback is in the task's log above
+        _fail(
+            f"the pipeline failed: {type(error).__name__}: {error}\nThe failing task's log and "
+            f"traceback are above and in the Prefect UI ({env['PREFECT_UI_URL']}/runs); the "
+            "MLflow parent run is marked FAILED. Stages that finished are cached: fix the cause "
+            "and run the same command again."
+        )
     elapsed = time.monotonic() - started
     console.print(f"\n[bold green]pipeline finished[/] in {elapsed:.1f}s", highlight=False)
     console.print(f"  MLflow run:  {result['mlflow_run_url']}", highlight=False)

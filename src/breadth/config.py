@@ -158,7 +158,7 @@ class EvaluationConfig(_Section):
     bootstrap_samples: int = Field(500, ge=10, description="Bootstrap resamples for CIs.")
     maj_resamples: int = Field(32, ge=1, description="Resamples for maj@k.")
     search_budget: int = Field(
-        0, ge=0, description="Samples per problem for evolutionary search (0 = skip search)."
+        16, ge=0, description="Samples per problem for evolutionary search (0 = skip search)."
     )
 
 
@@ -305,3 +305,57 @@ def load_config(preset: str = "default", overrides: list[str] | None = None) -> 
         return PipelineConfig.model_validate(values)
     except ValidationError as error:
         raise ConfigError(_describe(error)) from None
+
+
+DEFAULT_GRID_REWARDS = [
+    "correctness", "correctness+ucb", "correctness+batch", "darling", "passk", "vector",
+    "correctness@entropy",
+]  # fmt: skip
+
+
+class GridConfig(_Section):
+    """The nightly study: formats x reward specs x seeds, each cell a full pipeline run."""
+
+    preset: str = Field("default", description="Preset every cell starts from.")
+    formats: list[Literal["mcq", "free_form"]] = Field(
+        default_factory=lambda: ["mcq", "free_form"], description="Data formats to compare."
+    )
+    rewards: list[str] = Field(
+        default_factory=lambda: list(DEFAULT_GRID_REWARDS),
+        description="Reward specs to compare; 'SPEC@entropy' adds the entropy preset's knobs "
+        "(clip-higher, top-entropy tokens, entropy bonus).",
+    )
+    seeds: list[int] = Field(default_factory=lambda: [0, 1], description="Seeds per cell.")
+    overrides: list[str] = Field(
+        default_factory=list, description="key=value overrides applied to every cell."
+    )
+    grid_id: str | None = Field(
+        None, description="MLflow tag grouping the cells; empty = derived from the flow run."
+    )
+
+    def cells(self) -> list[tuple[str, str, int, PipelineConfig]]:
+        """(format, reward, seed, validated config) per cell: all validated before compute."""
+        cells = []
+        for fmt in self.formats:
+            for reward in self.rewards:
+                spec, _, variant = reward.partition("@")
+                extra = ENTROPY_KNOBS if variant == "entropy" else []
+                if variant not in ("", "entropy"):
+                    raise ConfigError(
+                        f"grid reward {reward!r}: unknown variant {variant!r}; use SPEC or "
+                        "SPEC@entropy"
+                    )
+                for seed in self.seeds:
+                    overrides = [*self.overrides, f"data.format={fmt}",
+                                 f"rl.reward.spec={spec}", f"seed={seed}", *extra]  # fmt: skip
+                    cells.append((fmt, reward, seed, load_config(self.preset, overrides)))
+        return cells
+
+    def content_hash(self) -> str:
+        """Identifies 'the same study' across nights: seeds and the grid id are excluded, so a
+        night with other seeds is still compared with the previous one."""
+        payload = self.model_dump(mode="json", exclude={"grid_id", "seeds"})
+        return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
+
+
+ENTROPY_KNOBS = ["rl.epsilon_high=0.28", "rl.top_entropy_quantile=0.2", "rl.entropy_coef=0.01"]

@@ -117,9 +117,14 @@ def rollout_stage(
 
 
 def evaluate_stage(
-    config: PipelineConfig, rollouts: dict[str, Path], out_dir: Path, *, base_model: str
-) -> tuple[dict[str, Any], list[Path]]:
-    """Rollouts of every model -> EvaluationResults (trained models vs `base_model`) + report."""
+    config: PipelineConfig, rollouts: dict[str, Path], out_dir: Path, *, base_model: str,
+    policies: dict[str, Path] | None = None, dataset_dir: Path | None = None,
+) -> tuple[dict[str, Any], dict[str, Any], list[Path]]:  # fmt: skip
+    """Rollouts of every model -> EvaluationResults (trained models vs `base_model`) + report.
+
+    With `policies` and `dataset_dir` and `evaluation.search_budget > 0`, each policy also runs
+    evolutionary search against independent sampling at the same per-problem sample budget.
+    """
     import pandas as pd
 
     from breadth.evaluation.report import write_report
@@ -134,7 +139,59 @@ def evaluate_stage(
         )
         for name, frame in frames.items()
     }
-    return results, write_report(results, Path(out_dir))
+    written = write_report(results, Path(out_dir))
+    searches = {}
+    if policies and dataset_dir is not None and config.evaluation.search_budget > 0:
+        problems = read_rows(Path(dataset_dir) / "eval.parquet")
+        searches = {name: search_stage(config, policy_dir, problems)
+                    for name, policy_dir in policies.items()}  # fmt: skip
+        written.append(write_search_report(searches, Path(out_dir)))
+    return results, searches, written
+
+
+def write_search_report(searches: dict[str, Any], out_dir: Path) -> Path:
+    """Success against samples spent, evolutionary vs independent, one line per model."""
+    import json
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axis = plt.subplots(figsize=(6, 4))
+    for name, comparison in searches.items():
+        for result, style in ((comparison.evolutionary, "-"), (comparison.independent, "--")):
+            points = result.success_curve()
+            axis.plot([p[0] for p in points], [p[1] for p in points], style, marker="o",
+                      label=f"{name} {result.method}")  # fmt: skip
+    axis.set_xscale("log", base=2)
+    axis.set(xlabel="samples per problem", ylabel="share of problems solved",
+             title="Evolutionary search vs independent sampling (same budget)")  # fmt: skip
+    axis.grid(alpha=0.3)
+    axis.legend(fontsize=8)
+    figure.tight_layout()
+    figure.savefig(out_dir / "search.png", dpi=120)
+    plt.close(figure)
+    (out_dir / "search.json").write_text(
+        json.dumps({name: c.to_dict() for name, c in searches.items()}, indent=1)
+    )
+    return out_dir / "search.png"
+
+
+def search_stage(config: PipelineConfig, policy_dir: Path, problems: list[dict]) -> Any:
+    """Evolutionary search vs independent sampling at `evaluation.search_budget` per problem."""
+    from breadth.data.verifiers import verify
+    from breadth.evaluation.search import EvolutionConfig, compare_search
+    from breadth.models.tiny import load_policy
+    from breadth.rollout.transformers_backend import transformers_sampler
+
+    model, tokenizer = load_policy(policy_dir)
+    budget = config.evaluation.search_budget
+    evolution = EvolutionConfig(sample_budget=budget, initial_samples=max(1, budget // 2),
+                                children_per_generation=max(1, budget // 4),
+                                max_attempt_chars=32, seed=config.seed)  # fmt: skip
+    return compare_search(problems, transformers_sampler(model, tokenizer, config.rollout),
+                          verify, evolution)  # fmt: skip
 
 
 def evaluate_files(
@@ -143,5 +200,5 @@ def evaluate_files(
     """`breadth evaluate`: the same evaluation and report from rollout files, offline."""
     config = PipelineConfig(seed=seed)
     paths = {"base": Path(base), "trained": Path(rollouts)} if base else {"trained": Path(rollouts)}
-    _, written = evaluate_stage(config, paths, Path(out_dir), base_model=next(iter(paths)))
+    _, _, written = evaluate_stage(config, paths, Path(out_dir), base_model=next(iter(paths)))
     return written

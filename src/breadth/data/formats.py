@@ -25,6 +25,7 @@ from typing import Any
 from breadth.data.distractors import expression_distractors, numeric_distractors
 from breadth.data.expressions import (
     ExpressionError,
+    Node,
     evaluate,
     format_fraction,
     parse_expression,
@@ -89,7 +90,8 @@ def render_free_form(record: Record, *, reasoning: bool = False) -> dict[str, An
     row = _base_row(record, "free_form")
     if record.task == "arithmetic":
         prompt = f"{record.question}="
-        target = f"{record.solution}. Answer: {record.answer}" if reasoning else record.answer
+        target = (f"{_arithmetic_solution(record)}. Answer: {record.answer}" if reasoning
+                  else record.answer)
     elif record.task == "countdown":
         solution = _countdown_solution(record)
         prompt = f"{record.question}:"
@@ -179,11 +181,18 @@ def _options_or_raise(record: Record, num_options: int, rng: random.Random
     return gold, [gold, *wrong]
 
 
-def _arithmetic_tree(record: Record) -> Any:
+def _arithmetic_tree(record: Record) -> Node | None:
     try:
         return parse_expression(record.question)
     except ExpressionError:
         return None
+
+
+def _arithmetic_solution(record: Record) -> str:
+    if record.solution:
+        return record.solution
+    tree = _arithmetic_tree(record)
+    return ", ".join(steps(tree)) if tree is not None else record.question
 
 
 def _countdown_solution(record: Record) -> str:
@@ -203,7 +212,7 @@ def _mcq_trace(record: Record, options: list[str], letter: str) -> str:
     weighed = [f"{LETTERS[i]}){option} {'yes' if LETTERS[i] == letter else 'no'}"
                for i, option in enumerate(options)]
     if record.task == "arithmetic":
-        return f"{record.solution}. {'; '.join(weighed)}. Answer: {letter}"
+        return f"{_arithmetic_solution(record)}. {'; '.join(weighed)}. Answer: {letter}"
     # Long source options are weighed by letter only, to keep the trace short.
     if any(len(option) > 20 for option in options):
         weighed = [f"{LETTERS[i]} {'yes' if LETTERS[i] == letter else 'no'}"

@@ -213,12 +213,13 @@ def _math_verify_equal(answer: str, text: str) -> bool | None:
         from math_verify import verify as math_verify
     except ImportError:  # the string comparison above already ran
         return None
+    # signal-based timeouts work only in the main thread; elsewhere the screen above is the
+    # only bound (math_verify refuses a timeout off the main thread).
     timeout = 1 if threading.current_thread() is threading.main_thread() else None
-    wrap = _as_latex
     with _keep_outer_alarm():
         try:
-            gold = parse(wrap(answer), parsing_timeout=timeout)
-            predicted = parse(wrap(text), parsing_timeout=timeout)
+            gold = parse(_as_latex(answer), parsing_timeout=timeout)
+            predicted = parse(_as_latex(text), parsing_timeout=timeout)
             if not gold or not predicted:
                 return None
             return bool(math_verify(gold, predicted, timeout_seconds=timeout))
@@ -238,7 +239,8 @@ class _keep_outer_alarm:
     pytest-timeout, say); re-arm the outer one afterwards."""
 
     def __enter__(self) -> None:
-        self.main = threading.current_thread() is threading.main_thread()
+        self.main = (hasattr(signal, "alarm")
+                     and threading.current_thread() is threading.main_thread())
         self.remaining = signal.alarm(0) if self.main else 0
         self.started = time.monotonic()
 

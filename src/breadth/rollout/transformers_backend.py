@@ -94,3 +94,20 @@ def rollout_transformers(
                 rollout_rows(problem, samples, model=model_name, backend="transformers", seed=seed)
             )
     return rows
+
+
+def transformers_sampler(model: Any, tokenizer: Any, config: RolloutConfig, chunk: int = 64):
+    """A `breadth.evaluation.search.Sampler` over this backend: (prompts, n, seed) -> texts."""
+
+    def sample(prompts: list[str], n: int, seed: int) -> list[list[str]]:
+        texts: list[list[str]] = []
+        for start in range(0, len(prompts), chunk):
+            groups = generate_samples(
+                model, tokenizer, prompts[start : start + chunk], num_samples=n,
+                temperature=config.temperature, top_p=config.top_p,
+                max_new_tokens=config.max_new_tokens, seed=seed + start,
+            )  # fmt: skip
+            texts.extend([sample.text for sample in group] for group in groups)
+        return texts
+
+    return sample

@@ -23,6 +23,7 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Self
 
 INSTALL_HINT = "run scripts/install_vllm_env.sh (from the repository root) to create it"
 # On CPU, `--gpu-memory-utilization` is the share of host RAM reserved (the default 0.92
@@ -58,7 +59,7 @@ def resolve_vllm_url(configured: str | None) -> str | None:
     if url is None:
         return None
     url = url.rstrip("/")
-    return url[: -len("/v1")] if url.endswith("/v1") else url
+    return url.removesuffix("/v1")
 
 
 def is_cpu_build(env_dir: Path) -> bool:
@@ -210,7 +211,7 @@ class VLLMServer:
             served_model_name=self.served_model_name, extra_args=self.extra_args,
         )  # fmt: skip
 
-    def start(self) -> VLLMServer:
+    def start(self) -> Self:
         """Launch the server and wait until `/health` answers; raise with its log tail if not."""
         if not (Path(self.model_dir) / "config.json").exists():
             raise VLLMServerError(
@@ -294,7 +295,7 @@ class VLLMServer:
         self.pid_path.unlink(missing_ok=True)
         self.process = None
 
-    def __enter__(self) -> VLLMServer:
+    def __enter__(self) -> Self:
         return self.start()
 
     def __exit__(self, *exc_info: object) -> None:

@@ -130,6 +130,11 @@ def test_reasoning_traces() -> None:
     assert "Answer:" not in mcq["prompt"]  # the trace follows the options, not "Answer:"
 
 
+def test_arithmetic_without_a_solution_derives_the_steps() -> None:
+    record = arithmetic("12+7*3", "33", "")
+    assert render_free_form(record, reasoning=True)["target"] == "7*3=21, 12+21=33. Answer: 33"
+
+
 def test_countdown_rendering() -> None:
     record = Record.create(source="synthetic:countdown", split="train", question="Reach 22 with 3 5 7",
                            answer="22", solution="3*5+7", difficulty=1, task="countdown",

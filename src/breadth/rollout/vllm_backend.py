@@ -1,0 +1,228 @@
+"""Rollouts from a vLLM server: the client of its OpenAI-compatible completions endpoint.
+
+One request per problem with `n` samples and the problem's own seed (`request_seed`): one seed
+shared by several prompts correlates their samples (VERSIONS.md). Requests go out concurrently
+so the server batches them. Per token we keep the sampled token's id and log-prob; the log-prob
+is of the distribution sampled from (the server runs with `--logprobs-mode processed_logprobs`,
+temperature and top-p applied), as in the transformers backend.
+
+`entropy` is left empty: the API returns log-probs of the top tokens only, and an entropy from
+a truncated distribution would understate the real one. Use the transformers backend for
+per-token entropy.
+
+Token ids come from the server (`return_token_ids`, vLLM >= 0.10); the stop token (eos) is
+dropped from `token_ids` but its log-prob kept, the layout the transformers backend uses.
+A server that returns no ids (another OpenAI-compatible server) gets the text re-tokenized
+with the model's tokenizer.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from pathlib import Path
+from typing import Any
+
+from breadth.config import RolloutConfig
+from breadth.rollout.rows import Sample, request_seed, rollout_rows
+from breadth.rollout.vllm_server import VLLMServer, VLLMServerError, resolve_vllm_url, served_models
+
+# More requests in flight than this gains nothing on one server and only queues.
+MAX_IN_FLIGHT = 64
+REQUEST_TIMEOUT_S = 900.0
+
+
+def completion_request(
+    problem: Mapping[str, Any], config: RolloutConfig, *, model: str, seed: int,
+    stop_token_ids: Sequence[int] = (),
+) -> dict[str, Any]:  # fmt: skip
+    """The JSON body of one completions request: all n samples of one problem, its own seed.
+
+    >>> body = completion_request({"problem_id": "p1", "prompt": "1+2="}, RolloutConfig(),
+    ...                           model="m", seed=0)
+    >>> body["n"], body["logprobs"], body["seed"] == request_seed(0, "p1")
+    (16, 1, True)
+    """
+    body: dict[str, Any] = {
+        "model": model,
+        "prompt": problem["prompt"],
+        "n": config.num_samples,
+        "seed": request_seed(seed, str(problem["problem_id"])),
+        "temperature": config.temperature,
+        "top_p": config.top_p,
+        "max_tokens": config.max_new_tokens,
+        "logprobs": 1,
+        "return_token_ids": True,
+        # The prompt is exactly what the model was trained on; the transformers backend
+        # tokenizes it the same way.
+        "add_special_tokens": False,
+        "skip_special_tokens": True,
+    }
+    if stop_token_ids:
+        body["stop_token_ids"] = list(stop_token_ids)
+    return body
+
+
+def samples_from_choices(
+    choices: Sequence[Mapping[str, Any]], *, tokenize: Any = None
+) -> list[Sample]:
+    """Samples (in choice order) from a completions response's `choices`.
+
+    A choice that stopped on a stop token (eos: `finish_reason == "stop"`, no stop string)
+    carries that token last in `token_ids`: it is dropped there, its log-prob kept.
+
+    >>> choice = {"index": 0, "text": "3", "token_ids": [7, 1], "finish_reason": "stop",
+    ...           "stop_reason": None, "logprobs": {"token_logprobs": [-0.1, -0.2]}}
+    >>> samples_from_choices([choice])[0].token_ids
+    [7]
+    """
+    samples = []
+    for choice in sorted(choices, key=lambda c: c["index"]):
+        logprobs = [float(lp) for lp in (choice.get("logprobs") or {}).get("token_logprobs") or []]
+        finish_reason = choice.get("finish_reason") or "length"
+        token_ids = choice.get("token_ids")
+        if token_ids is None:
+            if tokenize is None:
+                raise VLLMServerError(
+                    "the server returned no token_ids and no tokenizer is available to "
+                    "re-tokenize the text: use vLLM >= 0.10 or pass a local policy_dir"
+                )
+            token_ids = tokenize(choice["text"])
+        else:
+            token_ids = list(token_ids)
+            stopped_on_token = finish_reason == "stop" and not isinstance(
+                choice.get("stop_reason"), str
+            )
+            if stopped_on_token and token_ids:
+                token_ids = token_ids[:-1]
+        samples.append(
+            Sample(
+                text=choice["text"], token_ids=token_ids, logprobs=logprobs, entropy=[],
+                finish_reason=finish_reason,
+            )
+        )  # fmt: skip
+    return samples
+
+
+def _local_tokenizer(policy_dir: str | Path) -> Any:
+    """The policy's tokenizer when it can be loaded here (for eos and re-tokenizing), else None."""
+    try:
+        from transformers import AutoTokenizer
+
+        return AutoTokenizer.from_pretrained(str(policy_dir))
+    except Exception:  # noqa: BLE001 - a remote-only model: the server's own eos still applies
+        return None
+
+
+def _pick_model(url: str, policy_dir: str | Path, model_name: str) -> str:
+    models = served_models(url)
+    if len(models) == 1:
+        return models[0]
+    for wanted in (str(policy_dir), str(Path(policy_dir).resolve()), model_name):
+        if wanted in models:
+            return wanted
+    raise VLLMServerError(
+        f"the vLLM server at {url} serves {models}; none is {str(policy_dir)!r} or "
+        f"{model_name!r}. Serve one model per server, or name the model as it is served."
+    )
+
+
+@contextlib.contextmanager
+def vllm_endpoint(
+    policy_dir: str | Path, config: RolloutConfig, *, seed: int
+) -> Iterator[str]:  # fmt: skip
+    """The base URL to send requests to: the configured server, or one started (and stopped)
+    for `policy_dir` here."""
+    url = resolve_vllm_url(config.vllm_url)
+    if url is not None:
+        yield url
+        return
+    with VLLMServer(Path(policy_dir), seed=seed) as server:
+        yield server.url
+
+
+def post_completion(client: Any, url: str, body: Mapping[str, Any], problem_id: str) -> dict:
+    """POST one completions request; an error names the problem and the server's reason."""
+    import httpx
+
+    try:
+        response = client.post(f"{url}/v1/completions", json=body)
+    except httpx.HTTPError as error:
+        raise VLLMServerError(
+            f"completions request for problem {problem_id} to {url} failed: {error!r}"
+        ) from error
+    if response.status_code != 200:
+        hint = ""
+        if "max_model_len" in response.text or "maximum context length" in response.text:
+            hint = (" Lower rollout.max_new_tokens, or serve the model with a larger "
+                    "--max-model-len.")  # fmt: skip
+        raise VLLMServerError(
+            f"vLLM at {url} answered {response.status_code} for problem {problem_id}: "
+            f"{response.text[:500]}{hint}"
+        )
+    return response.json()
+
+
+def rollout_vllm(
+    policy_dir: str | Path,
+    problems: Sequence[Mapping[str, Any]],
+    config: RolloutConfig,
+    *,
+    model_name: str,
+    seed: int,
+    progress: bool = True,
+) -> list[dict[str, Any]]:
+    """n samples for every problem from a vLLM server -> rollout rows (problem order kept).
+
+    Starts a server for `policy_dir` unless `config.vllm_url` / `$BREADTH_VLLM_URL` names one.
+    Deterministic for a given seed: each problem's request carries `request_seed(seed, id)`.
+    """
+    import httpx
+    from tqdm.auto import tqdm
+
+    tokenizer = _local_tokenizer(policy_dir)
+    tokenize = None
+    stop_ids: list[int] = []
+    if tokenizer is not None:
+        # Stop at the tokenizer's eos even where the model's generation config names another.
+        stop_ids = [tokenizer.eos_token_id] if tokenizer.eos_token_id is not None else []
+
+        def tokenize(text: str) -> list[int]:
+            return tokenizer(text, add_special_tokens=False)["input_ids"]
+
+    in_flight = max(1, min(MAX_IN_FLIGHT, config.batch_size // config.num_samples))
+    groups: list[list[Sample] | None] = [None] * len(problems)
+    with vllm_endpoint(policy_dir, config, seed=seed) as url:
+        served = _pick_model(url, policy_dir, model_name)
+        limits = httpx.Limits(max_connections=in_flight, max_keepalive_connections=in_flight)
+        with (
+            httpx.Client(timeout=REQUEST_TIMEOUT_S, limits=limits) as client,
+            ThreadPoolExecutor(max_workers=in_flight) as pool,
+            tqdm(total=len(problems), desc=f"rollout {model_name} (vllm)", disable=not progress,
+                 unit="problem") as bar,
+        ):  # fmt: skip
+            futures = {
+                pool.submit(
+                    post_completion, client, url,
+                    completion_request(problem, config, model=served, seed=seed,
+                                       stop_token_ids=stop_ids),
+                    str(problem["problem_id"]),
+                ): index
+                for index, problem in enumerate(problems)
+            }  # fmt: skip
+            try:
+                for future in as_completed(futures):
+                    groups[futures[future]] = samples_from_choices(
+                        future.result()["choices"], tokenize=tokenize
+                    )
+                    bar.update(1)
+            except BaseException:
+                for future in futures:  # fail fast: do not wait for the queued requests
+                    future.cancel()
+                raise
+    rows: list[dict[str, Any]] = []
+    for problem, samples in zip(problems, groups, strict=True):
+        assert samples is not None
+        rows.extend(rollout_rows(problem, samples, model=model_name, backend="vllm", seed=seed))
+    return rows
