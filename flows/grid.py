@@ -23,8 +23,9 @@ def grid(study: GridConfig = GridConfig()) -> dict[str, Any]:
     grid_id = study.grid_id or f"grid-{(runtime.flow_run.id or 'local')[:8]}"
     results = []
     for fmt, reward, seed, config in cells:
+        # grid.objective tells apart cells that share a reward spec (e.g. the entropy variant).
         tags = {"grid.id": grid_id, "grid.cell": f"{fmt}/{reward}/seed{seed}",
-                "grid.config_hash": study.content_hash()}  # fmt: skip
+                "grid.objective": reward, "grid.config_hash": study.content_hash()}  # fmt: skip
         result = pipeline.with_options(flow_run_name=f"{grid_id}-{fmt}-{reward}-s{seed}")(
             config=config, tags=tags
         )

@@ -23,7 +23,7 @@ app = typer.Typer(
 )
 stack_app = typer.Typer(no_args_is_help=True, help="The local stack: S3, MLflow and Prefect.")
 app.add_typer(stack_app, name="stack")
-console = Console()
+console = Console(soft_wrap=True)  # URLs must stay on one line for copy-paste
 PROJECT_DIR = Path(__file__).resolve().parents[2]
 
 
@@ -137,6 +137,73 @@ def run(
         f"(endpoint {env['BREADTH_S3_ENDPOINT']})", highlight=False,
     )  # fmt: skip
     console.print(f"  Report:      {result['report']}", highlight=False)
+
+
+@app.command()
+def grid(
+    preset: Annotated[str, typer.Option(help="Preset every cell starts from.")] = "default",
+    format_: Annotated[list[str] | None, typer.Option("--format", help="Formats (repeat).")] = None,
+    reward: Annotated[list[str] | None, typer.Option(help="Reward specs (repeat).")] = None,
+    seed: Annotated[list[int] | None, typer.Option(help="Seeds (repeat).")] = None,
+    set_: Annotated[list[str] | None, typer.Option("--set", help="Override for every cell.")] = None,
+    grid_id: Annotated[str | None, typer.Option(help="Grid id tag (default: derived).")] = None,
+) -> None:
+    """Run a format x reward x seed grid locally, then its summary and the collapse alarm."""
+    from breadth.config import GridConfig
+
+    values: dict = {"preset": preset, "overrides": set_ or [], "grid_id": grid_id}
+    for key, given in (("formats", format_), ("rewards", reward), ("seeds", seed)):
+        if given:
+            values[key] = given
+    try:
+        study = GridConfig.model_validate(values)
+        cells = study.cells()
+    except (ConfigError, ValueError) as error:
+        _fail(str(error))
+    console.print(f"grid of {len(cells)} cells", highlight=False)
+    _bring_up_stack()
+    from flows.grid import grid as grid_flow
+
+    started = time.monotonic()
+    try:
+        result = grid_flow(study=study)
+    except Exception as error:
+        _fail(f"the grid failed: {type(error).__name__}: {error}")
+    console.print(f"grid {result['grid_id']} finished in {time.monotonic() - started:.0f}s; "
+                  f"compare with: breadth compare --grid {result['grid_id']}", highlight=False)
+
+
+@app.command()
+def compare(
+    run_ids: Annotated[list[str] | None, typer.Argument(help="MLflow parent run ids.")] = None,
+    grid_id: Annotated[str | None, typer.Option("--grid", help="Compare a grid's cells.")] = None,
+    out: Annotated[Path, typer.Option(help="Folder for the PNG plots.")] = Path("compare"),
+    model: Annotated[str, typer.Option(help="Trained model to compare.")] = "rl",
+) -> None:
+    """Side-by-side table (terminal) and plots (PNG) of pipeline runs or a grid, from MLflow."""
+    from breadth.tracking.compare import (
+        CompareError,
+        fetch_runs,
+        grid_summary,
+        plot_grid,
+        render_table,
+    )
+    from breadth.stack import StackSettings
+    from breadth.tracking.runs import TrackingError, check_tracking_server
+
+    if not run_ids and not grid_id:
+        _fail("give run ids (breadth compare RUN_ID ...) or a grid (breadth compare --grid ID)")
+    try:
+        uri = StackSettings().mlflow_url  # MLFLOW_TRACKING_URI, else the local stack's server
+        check_tracking_server(uri)
+        runs = fetch_runs(uri, run_ids=run_ids or None, grid_id=grid_id)
+    except (CompareError, TrackingError) as error:
+        _fail(str(error))
+    summary = grid_summary(runs, model=model)
+    # The table is wide: never squeeze it into a pipe's default 80 columns.
+    Console(width=max(console.width, 220)).print(render_table(summary))
+    for path in plot_grid(runs, summary, out):
+        console.print(f"wrote {path}", highlight=False)
 
 
 @app.command()

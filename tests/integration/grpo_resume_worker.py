@@ -2,10 +2,11 @@
 
 Records what every training step's reward batch saw, one JSON line per step, flushed at once
 so the lines survive a kill: {"step", "problem_ids" (one per prompt, in batch order), "texts"}.
-`--pause-s` sleeps after each record, which gives the test a wide, known window to kill in.
+`--hang-at-step N` stops the process right after recording step N's batch (mid-step, before
+its optimiser update), so the test kills it at a known point however loaded the machine is.
 
     python tests/integration/grpo_resume_worker.py --preset ucb --set rl.max_steps=6 \
-        --dataset DIR --policy DIR --out DIR --record steps.jsonl [--pause-s 1.0]
+        --dataset DIR --policy DIR --out DIR --record steps.jsonl [--hang-at-step 4]
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 
-def _record_reward_batches(record: Path, pause_s: float) -> None:
+def _record_reward_batches(record: Path, hang_at_step: int | None) -> None:
     """Wrap BatchScorer.score (called by every reward term; the first call of a step records)."""
     from breadth.rewards.trl_adapter import BatchScorer
 
@@ -34,7 +35,8 @@ def _record_reward_batches(record: Path, pause_s: float) -> None:
             line = {"step": step, "problem_ids": prompts, "texts": list(batch.texts)}
             with record.open("a") as handle:
                 handle.write(json.dumps(line) + "\n")
-            time.sleep(pause_s)
+            while step == hang_at_step:  # until the test kills this process
+                time.sleep(1.0)
         return batch
 
     BatchScorer.score = recording_score  # type: ignore[method-assign]
@@ -48,13 +50,13 @@ def main() -> None:
     parser.add_argument("--policy", type=Path, required=True)
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--record", type=Path, required=True)
-    parser.add_argument("--pause-s", type=float, default=0.0)
+    parser.add_argument("--hang-at-step", type=int, default=None)
     args = parser.parse_args()
 
     from breadth.config import load_config
     from breadth.stages import rl_stage
 
-    _record_reward_batches(args.record, args.pause_s)
+    _record_reward_batches(args.record, args.hang_at_step)
     config = load_config(args.preset, args.overrides)
     rl_stage(config, args.dataset, args.policy, args.out)
 

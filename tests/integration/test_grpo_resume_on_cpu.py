@@ -1,7 +1,7 @@
 """Kill-and-resume of GRPO training (issue 4, "Must show" 4).
 
 A GRPO run (UCB reward, so there is reward state to lose) is SIGKILLed after its first
-checkpoint and one more finished step, then started again with the same config and out_dir
+checkpoint and one more finished step, in the middle of the step after that, then started again with the same config and out_dir
 through `rl_stage`, which resumes from the newest complete checkpoint. Compared with an
 uninterrupted reference run of the same config:
 
@@ -46,15 +46,19 @@ OVERRIDES = [
     f"rl.num_generations={GENERATIONS}", f"rl.prompts_per_step={PROMPTS}",
     "rl.max_completion_length=4",
 ]  # fmt: skip
-# Each step of the run to be killed sleeps this long after scoring: the kill lands mid-step.
-PAUSE_S = 1.0
+# The run to be killed stops mid-way through this step (after generation and scoring, before
+# the update) and waits for the kill: one finished step after checkpoint-2, one in progress.
+KILL_DURING_STEP = SAVE_STEPS + 2
 TIMEOUT_S = 240
 
 
-def _worker(out: Path, record: Path, dataset: Path, policy: Path, pause_s: float = 0.0) -> list[str]:
+def _worker(
+    out: Path, record: Path, dataset: Path, policy: Path, hang_at_step: int | None = None
+) -> list[str]:
     command = [sys.executable, str(WORKER), "--preset", PRESET, "--dataset", str(dataset),
-               "--policy", str(policy), "--out", str(out), "--record", str(record),
-               "--pause-s", str(pause_s)]  # fmt: skip
+               "--policy", str(policy), "--out", str(out), "--record", str(record)]  # fmt: skip
+    if hang_at_step is not None:
+        command += ["--hang-at-step", str(hang_at_step)]
     for override in OVERRIDES:
         command += ["--set", override]
     return command
@@ -77,6 +81,10 @@ def _steps(record: Path) -> list[dict[str, Any]]:
     # A kill can cut the last line short; only whole lines count.
     return [json.loads(line) for line in record.read_text().splitlines(keepends=True)
             if line.endswith("\n")]  # fmt: skip
+
+
+def _tail(tmp_path: Path) -> str:
+    return (tmp_path / "killed.log").read_text()[-4000:]
 
 
 def _global_step(checkpoint: Path) -> int:
@@ -121,19 +129,17 @@ def test_killed_grpo_run_resumes_with_same_steps_data_and_reward_state(
     reference = _steps(reference_record)
     assert [s["step"] for s in reference] == list(range(1, MAX_STEPS + 1))
 
-    # The run to kill: wait for a complete checkpoint and one more finished step, then SIGKILL.
+    # The run to kill: wait until it is inside step KILL_DURING_STEP, then SIGKILL.
     out, killed_record = tmp_path / "run", tmp_path / "killed.jsonl"
-    command = _worker(out, killed_record, dataset, policy, pause_s=PAUSE_S)
+    command = _worker(out, killed_record, dataset, policy, hang_at_step=KILL_DURING_STEP)
     with (tmp_path / "killed.log").open("w") as handle:
         process = subprocess.Popen(command, stdout=handle, stderr=subprocess.STDOUT, env=_env())
         deadline = time.monotonic() + TIMEOUT_S
         try:
             while True:
-                assert process.poll() is None, "the run to kill ended by itself; raise PAUSE_S"
-                assert time.monotonic() < deadline, "no checkpoint within the timeout"
-                checkpoint = newest_checkpoint(out)
-                started = [s["step"] for s in _steps(killed_record)]
-                if checkpoint is not None and max(started) >= _global_step(checkpoint) + 2:
+                assert process.poll() is None, f"the run to kill ended:\n{_tail(tmp_path)}"
+                assert time.monotonic() < deadline, f"step {KILL_DURING_STEP} not reached in time"
+                if KILL_DURING_STEP in [s["step"] for s in _steps(killed_record)]:
                     break
                 time.sleep(0.05)
             os.kill(process.pid, signal.SIGKILL)
@@ -148,7 +154,7 @@ def test_killed_grpo_run_resumes_with_same_steps_data_and_reward_state(
     checkpoint_step = _global_step(resumed_from)
     killed = _steps(killed_record)
     redone = [s["step"] for s in killed if s["step"] > checkpoint_step]
-    assert checkpoint_step == SAVE_STEPS and redone == [SAVE_STEPS + 1, SAVE_STEPS + 2]
+    assert checkpoint_step == SAVE_STEPS and redone == [SAVE_STEPS + 1, KILL_DURING_STEP]
     assert not (out / "final").exists()
 
     # A kill can also land inside a save: transformers writes trainer_state.json before the
@@ -189,7 +195,9 @@ def test_killed_grpo_run_resumes_with_same_steps_data_and_reward_state(
     assert total == MAX_STEPS * PROMPTS * GENERATIONS
     restored = _ucb_counts(resumed_from)
     assert all(
-        final_counts[pid][outcome] >= n for pid, pairs in restored.items() for outcome, n in pairs.items()
+        final_counts[pid][outcome] >= n
+        for pid, by_outcome in restored.items()
+        for outcome, n in by_outcome.items()
     )
     assert final_counts == _ucb_counts(reference_out / f"checkpoint-{MAX_STEPS}")
 

@@ -39,29 +39,51 @@ ALWAYS_LOGGED = [
 # case -> (preset, extra overrides, reward component metrics that must be logged)
 CASES: dict[str, tuple[str, list[str], list[str]]] = {
     "correctness": ("default", [], ["train/rewards/correctness/mean"]),
-    "correctness+ucb": ("ucb", [], [
-        "train/rewards/correctness/mean", "train/rewards/ucb/mean",
-        "train/breadth/ucb/bonus_mean", "train/breadth/ucb/problems_tracked",
-    ]),  # fmt: skip
-    "correctness+batch": ("batch", [], [
-        "train/rewards/correctness/mean", "train/rewards/batch/mean",
-        "train/breadth/batch/penalty_mean",
-    ]),  # fmt: skip
-    "darling": ("darling", [], [
-        "train/rewards/darling/mean", "train/breadth/darling/classes_per_group",
-    ]),  # fmt: skip
+    "correctness+ucb": (
+        "ucb",
+        [],
+        [
+            "train/rewards/correctness/mean",
+            "train/rewards/ucb/mean",
+            "train/breadth/ucb/bonus_mean",
+            "train/breadth/ucb/problems_tracked",
+        ],
+    ),
+    "correctness+batch": (
+        "batch",
+        [],
+        [
+            "train/rewards/correctness/mean",
+            "train/rewards/batch/mean",
+            "train/breadth/batch/penalty_mean",
+        ],
+    ),
+    "darling": (
+        "darling",
+        [],
+        ["train/rewards/darling/mean", "train/breadth/darling/classes_per_group"],
+    ),
     # The preset's k=4 needs groups larger than 4: with G = k every group's pass@k is 0 or 1
     # for all members alike, and the pass@k advantage is identically zero.
-    "passk": ("passk", ["rl.num_generations=8"], [
-        "train/rewards/passk/mean", "train/breadth/passk/group_passk_mean",
-    ]),  # fmt: skip
+    "passk": (
+        "passk",
+        ["rl.num_generations=8"],
+        ["train/rewards/passk/mean", "train/breadth/passk/group_passk_mean"],
+    ),
     "vector": ("vector", [], ["train/rewards/vector/mean", "train/breadth/vector/abs_mean"]),
     "entropy": ("entropy", [], ["train/rewards/correctness/mean", "train/entropy_coef"]),
     # The remaining knobs of the issue: adaptive entropy, temperature, KL beta, loss type.
-    "entropy-adaptive": ("entropy", [
-        "rl.adaptive_entropy=true", "rl.entropy_target=0.5", "rl.temperature=0.8",
-        "rl.beta=0.04", "rl.loss_type=grpo",
-    ], ["train/rewards/correctness/mean", "train/entropy_coef", "train/kl"]),  # fmt: skip
+    "entropy-adaptive": (
+        "entropy",
+        [
+            "rl.adaptive_entropy=true",
+            "rl.entropy_target=0.5",
+            "rl.temperature=0.8",
+            "rl.beta=0.04",
+            "rl.loss_type=grpo",
+        ],
+        ["train/rewards/correctness/mean", "train/entropy_coef", "train/kl"],
+    ),
 }
 
 
@@ -84,18 +106,28 @@ SFT_EPOCH_LADDER = (6, 9, 12, 16, 20, 25, 30, 40, 60)
 ACCURACY_BAND = (0.3, 0.8)
 
 
-def _sampled_accuracy(model: Any, tokenizer: Any, rows: list[dict], config: PipelineConfig) -> float:
+def _sampled_accuracy(
+    model: Any, tokenizer: Any, rows: list[dict], config: PipelineConfig
+) -> float:
     from breadth.data.verifiers import verify
 
     torch.manual_seed(config.seed)
     samples = config.rl.num_generations * 2
     prompts = [row["prompt"] for row in rows for _ in range(samples)]
     encoded = tokenizer(prompts, return_tensors="pt", padding=True)
-    output = model.generate(**encoded, do_sample=True, temperature=config.rl.temperature,
-                            top_p=1.0, top_k=0, max_new_tokens=config.rl.max_completion_length)
+    output = model.generate(
+        **encoded,
+        do_sample=True,
+        temperature=config.rl.temperature,
+        top_p=1.0,
+        top_k=0,
+        max_new_tokens=config.rl.max_completion_length,
+    )
     texts = tokenizer.batch_decode(output[:, encoded["input_ids"].shape[1]:],
                                    skip_special_tokens=True)  # fmt: skip
-    verdicts = [verify(text, row) for text, row in zip(texts, [r for r in rows for _ in range(samples)])]
+    verdicts = [
+        verify(text, row) for text, row in zip(texts, [r for r in rows for _ in range(samples)])
+    ]
     return sum(v.correct for v in verdicts) / len(verdicts)
 
 
@@ -160,7 +192,9 @@ def test_grpo_step_moves_weights_and_logs_reward_components(
         steps = [m.step for m in client.get_metric_history(run.run_id, key)]
         assert steps == [1, 2, 3], f"{case}: {key} logged at steps {steps}, expected one per step"
     for name in VARYING_TERMS.get(case, []):
-        spread = [m.value for m in client.get_metric_history(run.run_id, f"train/rewards/{name}/std")]
+        spread = [
+            m.value for m in client.get_metric_history(run.run_id, f"train/rewards/{name}/std")
+        ]
         assert max(spread) > 0, (
             f"{case}: the {name} term gave the same value to every completion at every step "
             f"(std {spread}), so it cannot have shaped the update; the test data must revisit "

@@ -25,7 +25,7 @@ def two_runs(live_stack):
 
 
 def _run_id(output: str) -> str:
-    match = re.search(r"runs/([0-9a-f]{32})", output.replace("\n", ""))
+    match = re.search(r"MLflow run:\s*\S*runs/([0-9a-f]{32})", output.replace("\n", ""))
     assert match, f"no MLflow run id printed in:\n{output[-2000:]}"
     return match.group(1)
 

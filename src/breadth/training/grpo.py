@@ -111,7 +111,7 @@ def train_grpo(
     class _FinishCheckpoint(TrainerCallback):
         # Runs after RewardStateCallback: mark the folder complete, then upload it (marker
         # included, so a downloaded copy is resumable too).
-        def on_save(self, args, state, control, **kwargs):  # noqa: ANN001
+        def on_save(self, args, state, control, **kwargs):
             folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
             if args.should_save:
                 (folder / CHECKPOINT_COMPLETE).write_text(f"{state.global_step}\n")

@@ -1,0 +1,224 @@
+"""The collapse alarm: tonight's grid summary against the previous one, cell by cell.
+
+Pure pandas: both inputs are `breadth.tracking.compare.grid_summary` frames (columns format,
+reward, and per metric `<name>`, `<name>_ci_low`, `<name>_ci_high`); nothing here reads MLflow.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import pandas as pd
+
+__all__ = [
+    "DEFAULT_ALARM_METRICS",
+    "AlarmResult",
+    "CellComparison",
+    "collapse_alarm",
+]
+
+# What collapses first when RL narrows the model: pass@k at the largest k, and the number of
+# distinct outcomes on the problems the base model could not solve.
+DEFAULT_ALARM_METRICS = ("pass_at_kmax", "distinct_unsolved")
+_KEYS = ("format", "reward")
+
+
+@dataclass(frozen=True)
+class CellComparison:
+    """One metric of one cell, previous grid vs current grid."""
+
+    format: str
+    reward: str
+    metric: str
+    previous: float
+    previous_low: float
+    previous_high: float
+    current: float
+    current_low: float
+    current_high: float
+    dropped: bool
+    """True when this comparison fires the alarm (see `collapse_alarm`)."""
+    verdict: str
+    """One line: why it dropped, or why not (within CI, drop too small, not measured)."""
+
+    @property
+    def relative_drop(self) -> float:
+        """(previous - current) / |previous|; NaN when either is missing or previous is 0."""
+        if not (math.isfinite(self.previous) and math.isfinite(self.current)) or not self.previous:
+            return math.nan
+        return (self.previous - self.current) / abs(self.previous)
+
+
+@dataclass(frozen=True)
+class AlarmResult:
+    """Whether the alarm fired, why, and every comparison made."""
+
+    fired: bool
+    reasons: tuple[str, ...]
+    """One line per cell-metric that dropped (empty when quiet)."""
+    compared: tuple[CellComparison, ...]
+    """Every cell-metric present in both grids, dropped or not."""
+    notes: tuple[str, ...] = ()
+    """Reported, never alarmed: cells in one grid only, metrics not measured, a k mismatch."""
+
+    def markdown(self) -> str:
+        """A short report for a Prefect artifact or the flow run's log."""
+        head = "**Collapse alarm FIRED**" if self.fired else "Collapse alarm quiet"
+        lines = [f"## {head}", ""]
+        lines += [f"- {r}" for r in self.reasons]
+        if self.notes:
+            lines += ["", "Notes:", *(f"- {n}" for n in self.notes)]
+        lines += ["", "| format | reward | metric | previous [CI] | current [CI] | verdict |",
+                  "| --- | --- | --- | --- | --- | --- |"]  # fmt: skip
+        for c in self.compared:
+            lines.append(
+                f"| {c.format} | {c.reward} | {c.metric} | "
+                f"{_ci(c.previous, c.previous_low, c.previous_high)} | "
+                f"{_ci(c.current, c.current_low, c.current_high)} | {c.verdict} |"
+            )
+        return "\n".join(lines) + "\n"
+
+
+def collapse_alarm(
+    previous: pd.DataFrame,
+    current: pd.DataFrame,
+    metrics: Sequence[str] = DEFAULT_ALARM_METRICS,
+    *,
+    min_relative_drop: float = 0.2,
+    min_relative_drop_without_ci: float = 0.4,
+) -> AlarmResult:
+    """Fire when, in any cell (matched on format + reward), a metric fell beyond the CI.
+
+    A metric of a cell *drops* when both hold:
+
+    1. **Beyond the CI, both ways**: the current estimate is below the previous CI's low end
+       AND the current CI's high end is below the previous estimate. Each grid's estimate lies
+       outside the other's interval, so neither grid's noise alone explains the gap.
+    2. **A material drop**: previous - current >= `min_relative_drop` x |previous| (a fifth).
+
+    Without a CI on either side (a one-seed grid and a metric logged without its bootstrap
+    interval, e.g. the transfer splits), only (2) can be checked, with the larger floor
+    `min_relative_drop_without_ci`. Rises never fire. Cells in only one grid, metrics measured
+    in only one, and a different largest k are reported in `notes`, never alarmed.
+
+    Why both conditions. A grid makes many comparisons (2 formats x 7 objectives x 2 metrics
+    = 28 per night), so a rule that is rarely wrong per comparison is often wrong per night.
+    Simulated through `grid_summary` (400 nights each; previous and current grids differ only
+    in their seeds, per-seed noise 5-10% of the cell mean; tests/unit/evaluation/test_alarm.py
+    checks the reduced-grid version): with 28 comparisons, (1) alone fired on 10% of nights
+    with 2 seeds and 26% with 3 (the t-interval of 3 seeds is narrower); (1) and (2) together
+    fired on 0-4%. A halving of both metrics in one objective (its two cells) was caught on
+    99% of nights at 5% noise and on every night with 3 seeds; with 2 seeds and 10% noise on
+    76-80%: the 1-df t-interval (12.7 x sd / sqrt(2)) is wide, so run 3 seeds where the alarm
+    must be sensitive. A collapse meets both conditions; seed-to-seed wobble rarely meets (2)
+    and, when it does, rarely (1).
+
+    >>> prev = pd.DataFrame({"format": ["mcq"], "reward": ["correctness"], "pass_at_kmax": [0.8],
+    ...     "pass_at_kmax_ci_low": [0.7], "pass_at_kmax_ci_high": [0.9]})
+    >>> cur = prev.assign(pass_at_kmax=[0.4], pass_at_kmax_ci_low=[0.3], pass_at_kmax_ci_high=[0.5])
+    >>> result = collapse_alarm(prev, cur, metrics=["pass_at_kmax"])
+    >>> result.fired
+    True
+    >>> result.reasons[0]
+    'mcq / correctness: pass_at_kmax fell 0.800 [0.700, 0.900] -> 0.400 [0.300, 0.500] (-50%)'
+
+    >>> collapse_alarm(prev, prev.assign(pass_at_kmax=[0.75]), metrics=["pass_at_kmax"]).fired
+    False
+    """
+    for name, frame in (("previous", previous), ("current", current)):
+        missing = [c for c in _KEYS if c not in frame.columns]
+        if missing:
+            raise ValueError(
+                f"the {name} grid summary lacks the column(s) {missing}: pass grid_summary(...) "
+                "output (one row per format x reward cell)"
+            )
+        duplicated = frame.duplicated(list(_KEYS))
+        if duplicated.any():
+            cells = [f"{r.format} / {r.reward}" for r in frame[duplicated].itertuples()]
+            raise ValueError(
+                f"the {name} grid summary has more than one row for cell(s) {cells}: "
+                "summarise each grid separately with grid_summary(...)"
+            )
+    notes: list[str] = []
+    prev_cells = {tuple(r): i for i, r in zip(previous.index, previous[list(_KEYS)].values)}
+    cur_cells = {tuple(r): i for i, r in zip(current.index, current[list(_KEYS)].values)}
+    for cell in sorted(set(prev_cells) - set(cur_cells), key=str):
+        notes.append(f"{cell[0]} / {cell[1]}: only in the previous grid (not compared)")
+    for cell in sorted(set(cur_cells) - set(prev_cells), key=str):
+        notes.append(f"{cell[0]} / {cell[1]}: only in the current grid (not compared)")
+    prev_k, cur_k = _k_of(previous), _k_of(current)
+    if prev_k is not None and cur_k is not None and prev_k != cur_k:
+        notes.append(f"largest k differs: previous {prev_k}, current {cur_k} (pass@k read at each)")
+
+    compared: list[CellComparison] = []
+    for cell in sorted(set(prev_cells) & set(cur_cells), key=str):
+        p, c = previous.loc[prev_cells[cell]], current.loc[cur_cells[cell]]
+        for metric in metrics:
+            comparison = _compare(
+                cell, metric, _triple(p, metric), _triple(c, metric),
+                min_relative_drop, min_relative_drop_without_ci,
+            )  # fmt: skip
+            if comparison is None:
+                notes.append(f"{cell[0]} / {cell[1]}: {metric} not measured in both grids")
+            else:
+                compared.append(comparison)
+    reasons = tuple(c.verdict for c in compared if c.dropped)
+    return AlarmResult(bool(reasons), reasons, tuple(compared), tuple(notes))
+
+
+def _compare(cell, metric, prev, cur, min_drop, min_drop_without_ci) -> CellComparison | None:
+    (p, p_low, p_high), (c, c_low, c_high) = prev, cur
+    if not (math.isfinite(p) and math.isfinite(c)):
+        return None
+    drop = p - c
+    relative = drop / abs(p) if p else math.nan
+    change = f"{_ci(p, p_low, p_high)} -> {_ci(c, c_low, c_high)}"
+    where = f"{cell[0]} / {cell[1]}: {metric}"
+    has_ci = math.isfinite(p_low) and math.isfinite(c_high)
+    floor = min_drop if has_ci else min_drop_without_ci
+    # The tolerance keeps a drop of exactly the floor (1.0 -> 0.8 at 20%) from rounding away.
+    material = p != 0 and drop > 0 and drop >= floor * abs(p) * (1 - 1e-9)
+    beyond = c < p_low and c_high < p if has_ci else True
+    dropped = material and beyond
+    if dropped:
+        verdict = f"{where} fell {change} ({-relative:+.0%})"
+        if not has_ci:
+            verdict += f" (no CI: judged by the {floor:.0%} floor alone)"
+    elif drop <= 0:
+        verdict = "no drop"
+    elif not beyond:
+        verdict = "within the CIs"
+    else:
+        verdict = f"beyond the CIs but under the {floor:.0%} floor ({relative:.0%})"
+    return CellComparison(str(cell[0]), str(cell[1]), metric, p, p_low, p_high, c, c_low,
+                          c_high, dropped, verdict)  # fmt: skip
+
+
+def _triple(row: pd.Series, metric: str) -> tuple[float, float, float]:
+    return tuple(  # type: ignore[return-value]
+        _float(row.get(name)) for name in (metric, f"{metric}_ci_low", f"{metric}_ci_high")
+    )
+
+
+def _float(value) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def _k_of(summary: pd.DataFrame):
+    k = summary.attrs.get("k")
+    if k is None and "k" in summary.columns and len(summary):
+        k = summary["k"].iloc[0]
+    return None if k is None or (isinstance(k, float) and math.isnan(k)) else int(k)
+
+
+def _ci(estimate: float, low: float, high: float) -> str:
+    if not math.isfinite(estimate):
+        return "-"
+    if math.isfinite(low) and math.isfinite(high):
+        return f"{estimate:.3f} [{low:.3f}, {high:.3f}]"
+    return f"{estimate:.3f}"

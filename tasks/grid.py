@@ -1,0 +1,83 @@
+"""Grid tasks: the summary run of a study and the collapse alarm against the previous night."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from prefect import runtime, task
+from prefect.artifacts import create_markdown_artifact
+
+from breadth.config import GridConfig
+from breadth.evaluation.alarm import collapse_alarm
+from breadth.tracking.compare import fetch_runs, grid_summary, plot_grid, summary_markdown
+from breadth.tracking.runs import start_run, tracking_uri
+from tasks.common import NEVER_CACHE
+
+SUMMARY_KIND = "grid-summary"
+
+
+@task(name="summarise-grid", cache_policy=NEVER_CACHE, retries=1)
+def summarise_grid(study: GridConfig, grid_id: str) -> dict[str, Any]:
+    """One MLflow run with the grid's table and plots, and the same as a Prefect artifact."""
+    runs = fetch_runs(tracking_uri(), grid_id=grid_id)
+    summary = grid_summary(runs)
+    experiment = load_experiment_name(study)
+    run = start_run(experiment, f"{grid_id}-summary", tags={
+        "grid.id": grid_id, "breadth.kind": SUMMARY_KIND, "grid.config_hash": study.content_hash(),
+        "prefect.flow_run_id": runtime.flow_run.id or "",
+    })  # fmt: skip
+    markdown = summary_markdown(summary)
+    with tempfile.TemporaryDirectory() as scratch:
+        folder = Path(scratch)
+        (folder / "summary.md").write_text(markdown)
+        summary.to_csv(folder / "summary.csv", index=False)
+        plot_grid(runs, summary, folder)
+        run.log_artifact(folder, "grid")
+    run.log_params({"grid.cells": len(runs), **{f"grid.{k}": v for k, v in
+                                                study.model_dump(mode="json").items()}})
+    run.finish()
+    create_markdown_artifact(key="breadth-grid", description=f"grid {grid_id}",
+                             markdown=f"[MLflow summary run]({run.url()})\n\n{markdown}")  # fmt: skip
+    return {"run_id": run.run_id, "summary": summary.to_dict(orient="records")}
+
+
+def load_experiment_name(study: GridConfig) -> str:
+    from breadth.config import load_config
+
+    config = load_config(study.preset, list(study.overrides))
+    return config.tracking.experiment or config.preset
+
+
+@task(name="collapse-alarm", cache_policy=NEVER_CACHE, retries=1)
+def alarm_against_previous(study: GridConfig, grid_id: str, current: dict[str, Any]) -> dict:
+    """Compare with the newest earlier grid of the same study; publish the verdict."""
+    import pandas as pd
+    from mlflow import MlflowClient
+
+    client = MlflowClient(tracking_uri())
+    experiment = client.get_experiment_by_name(load_experiment_name(study))
+    previous = client.search_runs(
+        [experiment.experiment_id],
+        f"tags.`breadth.kind` = '{SUMMARY_KIND}' and "
+        f"tags.`grid.config_hash` = '{study.content_hash()}' and tags.`grid.id` != '{grid_id}'",
+        order_by=["attributes.start_time DESC"], max_results=1,
+    )  # fmt: skip
+    if not previous:
+        verdict = {"fired": False, "previous_grid": None,
+                   "markdown": "No earlier grid of this study: nothing to compare."}  # fmt: skip
+    else:
+        previous_id = previous[0].data.tags["grid.id"]
+        result = collapse_alarm(grid_summary(fetch_runs(tracking_uri(), grid_id=previous_id)),
+                                pd.DataFrame(current["summary"]))  # fmt: skip
+        verdict = {"fired": result.fired, "previous_grid": previous_id,
+                   "markdown": result.markdown()}  # fmt: skip
+    title = "COLLAPSE ALARM" if verdict["fired"] else "no collapse"
+    create_markdown_artifact(key="breadth-collapse-alarm", description=title,
+                             markdown=f"# {title}\n\n{verdict['markdown']}")  # fmt: skip
+    if verdict["fired"]:
+        # Marks the flow run failed (after the artifact is published): a red nightly in the UI.
+        raise RuntimeError(f"collapse alarm: grid {grid_id} vs {verdict['previous_grid']}\n"
+                           f"{verdict['markdown']}")
+    return verdict

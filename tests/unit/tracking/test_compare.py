@@ -1,0 +1,352 @@
+"""fetch_runs / grid_summary / summary_markdown / render_table / plot_grid against a real MLflow
+store (sqlite) laid out like the pipeline logs it: parent runs tagged format/reward/seed/grid.id,
+evaluate-sft and evaluate-rl children with EvaluationResult.metrics() and the eval/pass_at_k
+curve (step=k), the evaluate metrics copied onto the parent as <model>/<name>."""
+
+from __future__ import annotations
+
+import doctest
+import math
+import os
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from breadth.evaluation.summary import evaluate_models
+from breadth.tracking import compare
+from breadth.tracking.compare import (
+    CompareError,
+    fetch_runs,
+    grid_summary,
+    mean_curve,
+    plot_grid,
+    render_table,
+    summary_markdown,
+    t_quantile_975,
+)
+
+GRID = "grid-2026-11-22"
+FORMATS = ("free_form", "mcq")
+REWARDS = ("correctness", "correctness+ucb", "darling")
+SEEDS = (0, 1)
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+def _rollouts(fmt: int, reward: int, seed: int) -> pd.DataFrame:
+    """SFT spreads over 8 outcomes per problem; RL over fewer, depending on reward and seed.
+    Problems 0-3 (and 4 in mcq) are solvable: their outcome p*100 is correct."""
+    rows = []
+    spreads = {"sft": 8, "rl": 2 + 2 * reward + seed}
+    for model, spread in spreads.items():
+        for p in range(8):
+            solvable = p < 4 + fmt
+            for s in range(16):
+                outcome = p * 100 + (s % spread) + (0 if solvable else 1)
+                rows.append({"problem_id": f"p{p}", "sample_index": s, "model": model,
+                             "outcome": str(outcome), "correct": outcome == p * 100,
+                             "score": float(outcome == p * 100)})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def _log(client, run_id: str, metrics: dict[str, float], curve=(), tags=None) -> None:
+    """One batch per run (sqlite commits dominate the test's time)."""
+    from mlflow.entities import Metric, RunTag
+
+    now = int(time.time() * 1000)
+    items = [Metric(k, float(v), now, 0) for k, v in metrics.items()]
+    items += [Metric("eval/pass_at_k", float(v), now, int(k)) for k, v in curve]
+    client.log_batch(run_id, metrics=items, tags=[RunTag(k, v) for k, v in (tags or {}).items()])
+    client.set_terminated(run_id)
+
+
+def _pipeline_run(client, exp, fmt, reward, seed, *, grid=GRID, full_copy=True, evaluate=True):
+    """A parent run with its evaluate children, as tasks/evaluate.py logs them."""
+    tags = {"format": FORMATS[fmt], "reward": REWARDS[reward], "seed": str(seed),
+            "preset": "default", "model": "tiny-from-scratch", "config.hash": f"c{fmt}{reward}",
+            "dataset.hash": f"d{fmt}{seed}", "prefect.flow_run_id": "f",
+            "mlflow.runName": "pipeline-default"}  # fmt: skip
+    if grid:
+        tags |= {"grid.id": grid, "grid.cell": f"{FORMATS[fmt]}/{REWARDS[reward]}/seed{seed}"}
+    parent = client.create_run(exp, tags=tags).info.run_id
+    results = evaluate_models(_rollouts(fmt, reward, seed), base_model="sft", num_bootstrap=40,
+                              maj_resamples=4, seed=seed)  # fmt: skip
+    metrics = {name: r.metrics() for name, r in results.items()}
+    if fmt == 1 and reward == 0:  # only some cells ran the search stage
+        metrics["rl"]["search/evolutionary_success"] = 0.5 + 0.25 * seed
+    children = {}
+    if evaluate:
+        for name, result in results.items():
+            child = client.create_run(exp, tags={
+                "mlflow.parentRunId": parent, "mlflow.runName": f"evaluate-{name}",
+                "breadth.stage": f"evaluate-{name}", "breadth.stage_key": f"evaluate-{parent}",
+                "model.role": name}).info.run_id  # fmt: skip
+            _log(client, child, metrics[name], result.curves()["eval/pass_at_k"])
+            children[name] = child
+    # The current publish_report copies only a subset; the lead's change copies everything.
+    copied = {
+        f"{n}/{k}": v
+        for n, m in metrics.items()
+        for k, v in m.items()
+        if full_copy or k.startswith("eval/pass_at_") or k == "eval/distinct_outcomes"
+    }
+    _log(client, parent, copied, tags={"stage_run.evaluate": children["sft"]} if children else {})
+    return parent, metrics, results, children
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    from mlflow import MlflowClient
+
+    # sqlite commits fsync; on tmpfs the schema migrations and ~50 runs take a third of the
+    # time they take on disk (the suite runs on 2 shared cores).
+    shm = Path("/dev/shm")
+    with tempfile.TemporaryDirectory(dir=shm if os.access(shm, os.W_OK) else None) as fast:
+        yield _fill_store(MlflowClient(f"sqlite:///{Path(fast).resolve() / 'mlflow.db'}"))
+
+
+def _fill_store(client):
+    uri = client.tracking_uri
+    exp = client.create_experiment("grid")
+    other = client.create_experiment("adhoc")
+    logged = {}
+    for fmt in range(2):
+        for reward in range(3):
+            for seed in SEEDS:
+                cached = (fmt, reward, seed) == (0, 2, 1)
+                run_id, metrics, results, _ = _pipeline_run(
+                    client, exp, fmt, reward, seed, full_copy=seed == 0, evaluate=not cached
+                )
+                if cached:  # evaluate served from cache: the children are an earlier run's
+                    _, _, _, children = _pipeline_run(client, other, fmt, reward, seed, grid=None)
+                    client.set_tag(run_id, "stage_run.evaluate", children["sft"])
+                logged[(FORMATS[fmt], REWARDS[reward], seed)] = (run_id, metrics, results)
+    # Noise that must not show up in the grid: its summary run, a failed cell, another grid.
+    _log(client, client.create_run(exp, tags={"grid.id": GRID}).info.run_id, {"x/y": 1.0})
+    failed = client.create_run(exp, tags={"grid.id": GRID, "format": "mcq", "reward": "passk",
+                                          "seed": "0"}).info.run_id  # fmt: skip
+    client.set_terminated(failed, "FAILED")
+    _pipeline_run(client, exp, 0, 0, 0, grid="grid-yesterday", evaluate=False)
+    return uri, logged
+
+
+def test_fetch_runs_by_grid_gives_one_row_per_finished_cell_run(store):
+    uri, logged = store
+    runs = fetch_runs(uri, grid_id=GRID)
+    assert len(runs) == 12
+    assert set(runs["run_id"]) == {v[0] for v in logged.values()}
+    assert list(zip(runs["format"], runs["reward"], runs["seed"])) == sorted(logged)
+    assert set(runs["grid_id"]) == {GRID} and set(runs["status"]) == {"FINISHED"}
+    assert runs.loc[0, "grid_cell"] == "free_form/correctness/seed0"
+    for _, row in runs.iterrows():
+        _, metrics, results = logged[(row["format"], row["reward"], row["seed"])]
+        # Every metric of both evaluate children, also where the parent got only a subset.
+        for model in ("sft", "rl"):
+            for name, value in metrics[model].items():
+                assert row[f"{model}/{name}"] == pytest.approx(value), (model, name)
+            assert row[f"curve_{model}"] == dict(results[model].curves()["eval/pass_at_k"])
+        assert sorted(row["curve_rl"]) == [1, 2, 4, 8, 16]
+
+
+def test_fetch_runs_by_id_keeps_the_given_order(store):
+    uri, logged = store
+    ids = [logged[("mcq", "darling", 1)][0], logged[("free_form", "correctness", 0)][0]]
+    runs = fetch_runs(uri, run_ids=ids)
+    assert list(runs["run_id"]) == ids
+    assert list(runs["reward"]) == ["darling", "correctness"]
+    assert runs.loc[0, "rl/eval/pass_at_1"] == pytest.approx(
+        logged[("mcq", "darling", 1)][1]["rl"]["eval/pass_at_1"]
+    )
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "pattern"),
+    [
+        ({"run_ids": ["0123abcd"]}, CompareError, r"0123abcd not found .*parent run id"),
+        ({"grid_id": "no-such-grid"}, CompareError, r"'no-such-grid' matches nothing.*grid\.id"),
+        ({"grid_id": "it's"}, ValueError, r"quote"),
+        ({}, ValueError, r"either run_ids or grid_id"),
+        ({"run_ids": ["a"], "grid_id": "b"}, ValueError, r"either run_ids or grid_id"),
+    ],
+)
+def test_fetch_runs_errors_name_the_id_and_the_fix(store, kwargs, error, pattern):
+    with pytest.raises(error, match=pattern):
+        fetch_runs(store[0], **kwargs)
+
+
+def test_fetch_runs_points_a_child_run_id_to_its_parent(store):
+    from mlflow import MlflowClient
+
+    uri, logged = store
+    parent = logged[("mcq", "correctness", 0)][0]
+    client = MlflowClient(uri)
+    exp = client.get_run(parent).info.experiment_id
+    child = client.search_runs([exp], f"tags.`mlflow.parentRunId` = '{parent}'")[0].info.run_id
+    with pytest.raises(CompareError, match=f"stage \\(child\\) runs.*{child} -> {parent}"):
+        fetch_runs(uri, run_ids=[child])
+
+
+def test_grid_summary_is_the_mean_across_seeds_with_a_t_interval(store):
+    uri, logged = store
+    summary = grid_summary(fetch_runs(uri, grid_id=GRID))
+    assert list(zip(summary["format"], summary["reward"])) == [
+        (f, r) for f in FORMATS for r in REWARDS
+    ]
+    assert set(summary["seeds"]) == {2} and summary.attrs["k"] == 16
+    sources = {"pass_at_1": "eval/pass_at_1", "pass_at_kmax": "eval/pass_at_16",
+               "maj_at_kmax": "eval/maj_at_16", "best_of_kmax": "eval/best_of_16",
+               "distinct_solved": "transfer/solved/distinct_outcomes",
+               "distinct_unsolved": "transfer/unsolved/distinct_outcomes"}  # fmt: skip
+    for _, row in summary.iterrows():
+        per_seed = [logged[(row["format"], row["reward"], s)][1] for s in SEEDS]
+        for column, name in sources.items():
+            values = [m["rl"][name] for m in per_seed]
+            half = 12.706 * np.std(values, ddof=1) / math.sqrt(2)
+            assert row[column] == pytest.approx(np.mean(values)), column
+            assert row[f"{column}_ci_low"] == pytest.approx(np.mean(values) - half), column
+            assert row[f"{column}_ci_high"] == pytest.approx(np.mean(values) + half), column
+        sft = [m["sft"]["eval/pass_at_1"] for m in per_seed]
+        rl = [m["rl"]["eval/pass_at_1"] for m in per_seed]
+        assert row["base_pass_at_1"] == pytest.approx(np.mean(sft))
+        assert row["pass_at_1_delta"] == pytest.approx(np.mean(rl) - np.mean(sft))
+        base_unsolved = [m["rl"]["transfer/unsolved/base/distinct_outcomes"] for m in per_seed]
+        assert row["base_distinct_unsolved"] == pytest.approx(np.mean(base_unsolved))
+    # Hand-checked cell: free_form / correctness, RL spread 2 (seed 0) and 3 (seed 1) on the
+    # 4 unsolved problems, the SFT spread 8 on all of them.
+    cell = summary.iloc[0]
+    assert (cell["distinct_unsolved"], cell["base_distinct_unsolved"]) == (2.5, 8.0)
+    assert cell["pass_at_1"] == pytest.approx(np.mean([0.5 * 8 / 16, 0.5 * 6 / 16]))
+    # The search stage ran only in mcq / correctness: its value there, NaN elsewhere.
+    search = summary.set_index(["format", "reward"])["search_success"]
+    assert search[("mcq", "correctness")] == pytest.approx(0.625)
+    assert search.drop(("mcq", "correctness")).isna().all()
+
+
+def test_summary_markdown_and_rich_table_show_every_cell(store):
+    from rich.console import Console
+
+    summary = grid_summary(fetch_runs(store[0], grid_id=GRID))
+    md = summary_markdown(summary)
+    lines = [line for line in md.splitlines() if line.startswith("| ")]
+    assert len(lines) == 2 + 6
+    header = lines[0]
+    for name in ("sft pass@1", "Δpass@1", "pass@16", "maj@16", "best-of-16", "distinct, unsolved",
+                 "search success"):  # fmt: skip
+        assert name in header
+    first = summary.iloc[0]
+    assert lines[2].startswith(f"| free_form | correctness | 2 | {first['base_pass_at_1']:.3f} [")
+    table = render_table(summary)
+    assert table.row_count == 6
+    console = Console(record=True, width=400)
+    console.print(table)
+    text = console.export_text()
+    assert "darling" in text and "mcq" in text and "[" in text
+
+
+def test_plot_grid_writes_two_pngs(store, tmp_path):
+    runs = fetch_runs(store[0], grid_id=GRID)
+    paths = plot_grid(runs, grid_summary(runs), tmp_path / "plots")
+    assert [p.name for p in paths] == [
+        "pass_at_k_by_format.png",
+        "pass_at_1_cost_vs_pass_at_k_gain.png",
+    ]
+    for path in paths:
+        assert path.read_bytes()[:8] == PNG and path.stat().st_size > 5_000
+
+
+# --------------------------------------------------------------------- pure, table-driven
+
+_RUN_CI = {"rl/eval/pass_at_1_ci_low": 0.35, "rl/eval/pass_at_1_ci_high": 0.45}
+
+
+@pytest.mark.parametrize(
+    ("runs", "column", "expected"),
+    [
+        # one seed: the run's own bootstrap interval
+        ([{"rl/eval/pass_at_1": 0.4, **_RUN_CI}], "pass_at_1", (0.4, 0.35, 0.45)),
+        # one seed, no interval logged: NaN bounds
+        ([{"rl/eval/pass_at_1": 0.4}], "pass_at_1", (0.4, math.nan, math.nan)),
+        # two seeds: mean ± 12.706 * sd / sqrt(2); sd of (0.2, 0.4) = 0.1414
+        ([{"rl/eval/pass_at_1": 0.2}, {"rl/eval/pass_at_1": 0.4}], "pass_at_1",
+         (0.3, 0.3 - 1.2706, 0.3 + 1.2706)),
+        # three seeds: t(2) = 4.303, sd of (1, 2, 3) = 1
+        ([{"rl/transfer/unsolved/distinct_outcomes": v} for v in (1.0, 2.0, 3.0)],
+         "distinct_unsolved", (2.0, 2.0 - 4.303 / math.sqrt(3), 2.0 + 4.303 / math.sqrt(3))),
+        # a seed without the metric is left out of the mean
+        ([{"rl/eval/pass_at_1": 0.2}, {"rl/eval/pass_at_1": math.nan, **_RUN_CI}], "pass_at_1",
+         (0.2, math.nan, math.nan)),
+        # absent everywhere: NaN
+        ([{"rl/eval/pass_at_1": 0.2}], "crossover_k", (math.nan, math.nan, math.nan)),
+        # paired delta: (0.5 - 0.3 + 0.7 - 0.3) / 2, t interval of (0.2, 0.4)
+        ([{"rl/eval/pass_at_1": 0.5, "sft/eval/pass_at_1": 0.3},
+          {"rl/eval/pass_at_1": 0.7, "sft/eval/pass_at_1": 0.3}], "pass_at_1_delta",
+         (0.3, 0.3 - 1.2706, 0.3 + 1.2706)),
+    ],
+)  # fmt: skip
+def test_grid_summary_statistics(runs, column, expected):
+    frame = pd.DataFrame([{"format": "mcq", "reward": "correctness", "seed": i, **r}
+                          for i, r in enumerate(runs)])  # fmt: skip
+    row = grid_summary(frame).iloc[0]
+    got = (row[column], row[f"{column}_ci_low"], row[f"{column}_ci_high"])
+    np.testing.assert_allclose(got, expected, atol=1e-3)
+    assert row["seeds"] == len(runs)
+
+
+def test_grid_summary_reads_pass_at_k_at_the_largest_k_every_run_measured():
+    frame = pd.DataFrame([
+        {"format": "mcq", "reward": "a", "rl/eval/pass_at_8": 0.6, "rl/eval/pass_at_16": 0.8},
+        {"format": "mcq", "reward": "b", "rl/eval/pass_at_8": 0.5, "rl/eval/pass_at_16": math.nan},
+    ])  # fmt: skip
+    summary = grid_summary(frame)
+    assert summary.attrs["k"] == 8 and list(summary["k"]) == [8, 8]
+    assert list(summary["pass_at_kmax"]) == [0.6, 0.5]
+
+
+def test_grid_summary_errors_name_the_missing_columns():
+    with pytest.raises(ValueError, match=r"\['reward'\].*fetch_runs"):
+        grid_summary(pd.DataFrame({"format": ["mcq"]}))
+    with pytest.raises(ValueError, match="no runs"):
+        grid_summary(pd.DataFrame(columns=["format", "reward"]))
+
+
+@pytest.mark.parametrize(
+    ("curves", "expected"),
+    [
+        ([{1: 0.2, 2: 0.4}, {1: 0.4, 2: 0.6}], {1: 0.3, 2: 0.5}),
+        ([{1: 0.2, 2: 0.4, 4: 0.5}, {1: 0.4, 2: 0.6}], {1: 0.3, 2: 0.5}),  # common ks only
+        ([{1: 0.2}, {}, None], {1: 0.2}),  # runs without a curve are skipped
+        ([{}, None], {}),
+    ],
+)
+def test_mean_curve(curves, expected):
+    got = mean_curve(curves)
+    assert list(got) == list(expected)
+    assert list(got.values()) == pytest.approx(list(expected.values()))
+
+
+@pytest.mark.parametrize(("df", "expected"), [(1, 12.706), (2, 4.303), (30, 2.042), (120, 1.98)])
+def test_t_quantile(df, expected):
+    assert t_quantile_975(df) == pytest.approx(expected, abs=2e-3)
+
+
+def test_docstring_examples():
+    assert doctest.testmod(compare, optionflags=doctest.NORMALIZE_WHITESPACE).failed == 0
+
+
+def test_a_cached_evaluate_stage_is_read_from_the_run_that_filled_the_cache(store):
+    from mlflow import MlflowClient
+
+    uri, logged = store
+    run_id, metrics, results = logged[("free_form", "darling", 1)]
+    client = MlflowClient(uri)
+    exp = client.get_run(run_id).info.experiment_id
+    assert client.search_runs([exp], f"tags.`mlflow.parentRunId` = '{run_id}'") == []
+    row = fetch_runs(uri, run_ids=[run_id]).iloc[0]
+    assert row["curve_rl"] == dict(results["rl"].curves()["eval/pass_at_k"])
+    # The parent got only the pass@k subset; the rest comes from the cached children.
+    assert row["rl/transfer/unsolved/distinct_outcomes"] == pytest.approx(
+        metrics["rl"]["transfer/unsolved/distinct_outcomes"]
+    )
