@@ -93,8 +93,9 @@ def test_s3_holds_dataset_checkpoints_and_rollouts(two_runs, live_stack):
     assert f"runs/{run_id}/rollouts/rl.parquet" in keys
     for step in (2, 4):
         assert f"runs/{run_id}/checkpoints/rl/step-{step}/trainer_state.json" in keys
-    assert any(key.startswith(f"runs/{run_id}/checkpoints/rl/step-4/breadth_reward_state")
-               for key in keys)  # fmt: skip
+    # Resumable: optimizer and RNG state travel with the weights.
+    assert f"runs/{run_id}/checkpoints/rl/step-4/optimizer.pt" in keys
+    assert any(key.startswith(f"runs/{run_id}/checkpoints/rl/step-4/rng_state") for key in keys)
 
 
 def test_second_run_is_served_from_cache(two_runs, live_stack):
