@@ -79,7 +79,7 @@ class ModelConfig(_Section):
 
 class SFTConfig(_Section):
     enabled: bool = Field(True, description="Warm-start the policy by SFT on the rendered targets.")
-    epochs: float = Field(6.0, gt=0, description="SFT passes over the training set.")
+    epochs: float = Field(8.0, gt=0, description="SFT passes over the training set.")
     learning_rate: float = Field(3e-3, gt=0, description="SFT learning rate.")
     batch_size: int = Field(64, ge=1, description="SFT batch size per device.")
 
@@ -107,10 +107,10 @@ class RewardConfig(_Section):
 
 class RLConfig(_Section):
     enabled: bool = Field(True, description="Run GRPO after SFT.")
-    max_steps: int = Field(30, ge=1, description="GRPO optimisation steps.")
-    learning_rate: float = Field(5e-4, gt=0, description="GRPO learning rate.")
+    max_steps: int = Field(100, ge=1, description="GRPO optimisation steps.")
+    learning_rate: float = Field(1e-4, gt=0, description="GRPO learning rate.")
     num_generations: int = Field(8, ge=2, description="Completions per prompt (the group size G).")
-    prompts_per_step: int = Field(4, ge=1, description="Distinct prompts per optimisation step.")
+    prompts_per_step: int = Field(8, ge=1, description="Distinct prompts per optimisation step.")
     max_completion_length: int = Field(8, ge=1, description="Max new tokens per completion.")
     temperature: float = Field(1.0, gt=0, description="Sampling temperature during training.")
     beta: float = Field(0.0, ge=0, description="KL coefficient against the reference policy.")
@@ -136,7 +136,7 @@ class RLConfig(_Section):
     entropy_target: float = Field(
         0.2, ge=0, description="Target mean token entropy (nats) for adaptive entropy control."
     )
-    save_steps: int = Field(10, ge=1, description="Checkpoint every N steps (to S3 under the run).")
+    save_steps: int = Field(25, ge=1, description="Checkpoint every N steps (to S3 under the run).")
     reward: RewardConfig = Field(default_factory=RewardConfig)
 
 
