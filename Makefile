@@ -3,13 +3,17 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN = $(VENV)/bin
 
-.PHONY: install demo test test-unit lint stack-up stack-down benchmark
+.PHONY: install vllm-env demo test test-unit lint stack-up stack-down benchmark
 
 install: $(VENV)/.installed
 
 # Re-installs when pyproject.toml changes. torch==2.13.0 is the CPU wheel (see VERSIONS.md).
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV) && $(BIN)/pip install -q -e ".[dev]" && touch $@
+
+# vLLM in its own environment (its fastapi pin conflicts with Prefect's): ~3.4 GB, CPU build.
+vllm-env: install
+	bash scripts/install_vllm_env.sh
 
 demo: install
 	$(BIN)/breadth run
@@ -29,5 +33,8 @@ stack-up: install
 stack-down: install
 	$(BIN)/breadth stack down
 
-benchmark: install
+benchmark: install vllm-env
 	$(BIN)/python benchmarks/bench_orchestration.py
+	$(BIN)/python benchmarks/bench_rollout.py
+	$(BIN)/python benchmarks/bench_metrics.py
+	$(BIN)/python benchmarks/bench_prepare.py

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import secrets
-import signal
 import socket
 import subprocess
 import sys
@@ -22,6 +21,8 @@ import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from breadth.processes import pid_alive, stop_process_group
 
 
 class StackError(RuntimeError):
@@ -216,18 +217,6 @@ def _port_in_use(port: int) -> bool:
         return sock.connect_ex(("127.0.0.1", port)) == 0
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    # A zombie (exited, not yet reaped) counts as dead.
-    stat = Path(f"/proc/{pid}/stat")
-    return not (stat.exists() and ") Z " in stat.read_text())
-
-
 class LocalStack:
     """Start, stop and inspect the local services. Safe to call `up` repeatedly."""
 
@@ -247,7 +236,7 @@ class LocalStack:
             pid = int(path.read_text().strip())
         except ValueError:
             pid = -1
-        if pid > 0 and _pid_alive(pid):
+        if pid > 0 and pid_alive(pid):
             return pid
         path.unlink()  # stale: the process it names is gone
         return None
@@ -318,7 +307,7 @@ class LocalStack:
         while time.monotonic() < deadline:
             if service.healthy(self.settings):
                 return
-            if not _pid_alive(pid):
+            if not pid_alive(pid):
                 break
             time.sleep(0.5)
         log = self.logs / f"{service.name}.log"
@@ -341,20 +330,5 @@ class LocalStack:
             pid = self._read_pid(service)
             if pid is None:
                 continue
-            _stop_group(pid, service.stop_grace_s if grace_s is None else grace_s)
+            stop_process_group(pid, service.stop_grace_s if grace_s is None else grace_s)
             self._pid_file(service).unlink(missing_ok=True)
-
-
-def _stop_group(pid: int, grace_s: float) -> None:
-    try:
-        os.killpg(pid, signal.SIGTERM)
-    except ProcessLookupError:
-        return
-    deadline = time.monotonic() + grace_s
-    while time.monotonic() < deadline and _pid_alive(pid):
-        time.sleep(0.2)
-    if _pid_alive(pid):
-        try:
-            os.killpg(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass

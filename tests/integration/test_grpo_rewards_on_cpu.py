@@ -92,6 +92,17 @@ CASES: dict[str, tuple[str, list[str], list[str]]] = {
 VARYING_TERMS = {"correctness+ucb": ["ucb"], "correctness+batch": ["batch"]}
 
 
+# The entropy knobs must reach TRL, seen in what it logs: (case, metric, check, meaning).
+KNOB_CHECKS = [
+    ("entropy", "train/entropy_coef", lambda v: all(x == pytest.approx(0.01) for x in v),
+     "the preset's static entropy_coef 0.01 at every step"),
+    ("entropy-adaptive", "train/entropy_coef", lambda v: any(x != pytest.approx(0.01) for x in v),
+     "adaptive control moving entropy_coef away from its initial 0.01"),
+    ("entropy-adaptive", "train/kl", lambda v: max(v) > 0,
+     "a KL term against the reference policy (beta > 0)"),
+]  # fmt: skip
+
+
 @pytest.fixture(scope="module")
 def tracking_uri(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A plain SQLite MLflow store: no server, one database for all cases."""
@@ -155,7 +166,7 @@ def half_trained(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
             break
     assert ACCURACY_BAND[0] <= accuracy <= ACCURACY_BAND[1], (
         f"no SFT length in {SFT_EPOCH_LADDER} gives a half-trained policy: (epochs, sampled "
-        f"accuracy) = {tried}; extend SFT_EPOCH_LADDER"
+        f"accuracy) = {tried}; adjust SFT_EPOCH_LADDER"
     )
     return root / "data", root / f"sft-{epochs}" / "final"
 
@@ -201,10 +212,14 @@ def test_grpo_step_moves_weights_and_logs_reward_components(
             "problems (UCB) and repeat outcomes within groups (batch)"
         )
 
+    for _, key, check, meaning in [c for c in KNOB_CHECKS if c[0] == case]:
+        values = [m.value for m in client.get_metric_history(run.run_id, key)]
+        assert check(values), f"{case}: expected {meaning}, got {key} = {values}"
+
     grad_norms = [m.value for m in client.get_metric_history(run.run_id, "train/grad_norm")]
     assert max(grad_norms) > 0, (
         f"{case}: zero gradient at every step (grad norms {grad_norms}): the test data gave no "
-        "reward variance in any group; retune COMMON (sft.epochs) so accuracy is near 50%"
+        "reward variance in any group; adjust SFT_EPOCH_LADDER / ACCURACY_BAND"
     )
     assert not torch.equal(before[WATCHED_PARAMETER], after[WATCHED_PARAMETER]), (
         f"{case}: {WATCHED_PARAMETER} unchanged after {config.rl.max_steps} GRPO steps with "

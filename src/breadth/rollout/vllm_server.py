@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -24,6 +23,8 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Self
+
+from breadth.processes import stop_process_group
 
 INSTALL_HINT = "run scripts/install_vllm_env.sh (from the repository root) to create it"
 # On CPU, `--gpu-memory-utilization` is the share of host RAM reserved (the default 0.92
@@ -138,17 +139,6 @@ def served_models(url: str, timeout: float = 10.0) -> list[str]:
             f"the vLLM server at {url} does not answer GET /v1/models ({error}). Check that it "
             "is running and the URL (RolloutConfig.vllm_url / BREADTH_VLLM_URL) is right."
         ) from error
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    stat = Path(f"/proc/{pid}/stat")  # a zombie (exited, not yet reaped) counts as dead
-    return not (stat.exists() and ") Z " in stat.read_text())
 
 
 def _tail(path: Path, characters: int = 3000) -> str:
@@ -274,24 +264,8 @@ class VLLMServer:
         """SIGTERM the server's process group, SIGKILL it after `grace_s`; remove the pid file."""
         if self.process is None:
             return
-        pid = self.process.pid
-        try:
-            os.killpg(pid, signal.SIGTERM)
-        except ProcessLookupError:
-            pass
-        try:
-            self.process.wait(timeout=grace_s)
-        except subprocess.TimeoutExpired:
-            try:
-                os.killpg(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            self.process.wait(timeout=10)
-        # The engine core is in the same group; make sure nothing of it lingers.
-        try:
-            os.killpg(pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
+        stop_process_group(self.process.pid, grace_s)  # the engine core is in the same group
+        self.process.wait(timeout=10)  # reap it
         self.pid_path.unlink(missing_ok=True)
         self.process = None
 
