@@ -324,9 +324,9 @@ class LocalStack:
         ObjectStore.from_env(env=self.settings.client_env()).ensure_bucket()
 
     def down(self, grace_s: float | None = None) -> None:
+        # Only pid files decide: they exist for exactly the processes this stack started, even
+        # when the environment now points clients at them (which makes them look external).
         for service in reversed(services(self.settings)):
-            if service.is_external():
-                continue
             pid = self._read_pid(service)
             if pid is None:
                 continue

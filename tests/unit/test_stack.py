@@ -68,3 +68,22 @@ def test_credentials_are_generated_once_and_private(tmp_path, monkeypatch):
     first, second = settings.credentials(), settings.credentials()
     assert first == second and len(first["AWS_SECRET_ACCESS_KEY"]) >= 30
     assert (tmp_path / "credentials.json").stat().st_mode & 0o077 == 0
+
+
+def test_down_stops_what_it_started_even_when_clients_point_at_it(tmp_path, monkeypatch):
+    import subprocess
+    import time
+
+    from breadth.processes import pid_alive
+
+    # A stand-in service process, registered through its pid file as `up` would.
+    process = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    stack = LocalStack(StackSettings(home=tmp_path))
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "mlflow.pid").write_text(str(process.pid))
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", "http://127.0.0.1:5000")  # as after `up`
+    stack.down(grace_s=5)
+    process.wait(timeout=10)
+    time.sleep(0.1)
+    assert not pid_alive(process.pid)
+    assert not (tmp_path / "run" / "mlflow.pid").exists()
