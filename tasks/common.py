@@ -19,21 +19,25 @@ from breadth.tracking.runs import RunHandle, start_run
 
 
 def code_version() -> str:
-    """The code a stage ran: git HEAD plus a hash of uncommitted changes to the pipeline code.
+    """The pipeline code a stage ran: git's tree ids of src/, tasks/ and flows/ at HEAD plus a
+    hash of their uncommitted changes.
 
     Part of every cache key, so a nightly run after a code change recomputes (a regression
-    must not hide behind yesterday's cached results), while a re-run of the same code reuses.
-    Outside a git checkout (an installed package) it is the package version.
+    must not hide behind yesterday's cached results), while a re-run of the same code — or
+    after a commit that touched only docs or tests — reuses. Outside a git checkout (an
+    installed package) it is the package version.
     """
     repo = Path(__file__).resolve().parents[1]
+    folders = ["src", "tasks", "flows"]
     try:
-        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True,
-                              text=True, check=True, timeout=10).stdout.strip()  # fmt: skip
-        diff = subprocess.run(["git", "diff", "HEAD", "--", "src", "tasks", "flows"], cwd=repo,
+        trees = subprocess.run(["git", "rev-parse", *(f"HEAD:{f}" for f in folders)], cwd=repo,
+                               capture_output=True, text=True, check=True,
+                               timeout=10).stdout.split()  # fmt: skip
+        diff = subprocess.run(["git", "diff", "HEAD", "--", *folders], cwd=repo,
                               capture_output=True, check=True, timeout=10).stdout  # fmt: skip
     except (OSError, subprocess.SubprocessError):
         return breadth.__version__
-    return f"{head}-{hashlib.sha256(diff).hexdigest()[:12]}"
+    return hashlib.sha256("|".join(trees).encode() + diff).hexdigest()[:24]
 
 
 STAGE_VERSION = code_version()
