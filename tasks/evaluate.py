@@ -25,20 +25,22 @@ def evaluate(
         config, paths, out / "report", base_model=base_model, dataset_dir=dataset.ensure_local(),
         policies={name: policy.ensure_local() for name, policy in policies.items()},
     )  # fmt: skip
-    metrics, run_ids = {}, {}
+    metrics, curves, run_ids = {}, {}, {}
     for name, result in results.items():
         run = child_run(parent, f"evaluate-{name}", key)
         run.set_tags({"model.role": name})
         metrics[name] = {**result.metrics(), **(searches[name].metrics() if name in searches else {})}
+        curves[name] = result.curves()
         run.log_metrics(metrics[name])
-        for curve_name, points in result.curves().items():
+        for curve_name, points in curves[name].items():
             for k, value in points:
                 run.log_metric(curve_name, value, step=k)
         run.finish()
         run_ids[name] = run.run_id
     report_md = (out / "report" / "report.md").read_text()
     return StageResult("evaluate", key, str(out / "report"), "", run_ids[base_model],
-                       {"metrics": metrics, "run_ids": run_ids, "report_markdown": report_md,
+                       {"metrics": metrics, "curves": curves, "run_ids": run_ids,
+                        "report_markdown": report_md,
                         "files": [str(p) for p in written]})  # fmt: skip
 
 
@@ -51,6 +53,10 @@ def publish_report(parent: RunHandle, evaluation: StageResult) -> str:
     # `breadth compare` then compare pipelines without opening child runs.
     for name, metrics in evaluation.info["metrics"].items():
         parent.log_metrics({f"{name}/{key}": value for key, value in metrics.items()})
+        # ... and the curves, so the chart view overlays e.g. rl/eval/pass_at_k across runs.
+        for curve_name, points in evaluation.info["curves"][name].items():
+            for k, value in points:
+                parent.log_metric(f"{name}/{curve_name}", value, step=k)
     create_markdown_artifact(
         key="breadth-report",
         markdown=f"[MLflow run]({parent.url()})\n\n" + evaluation.info["report_markdown"],
