@@ -54,6 +54,8 @@ def test_parent_run_has_a_child_per_stage_and_the_tags(two_runs, live_stack):
             assert sorted(point.step for point in curve) == [1, 2, 4, 8]
             values = [point.value for point in sorted(curve, key=lambda p: p.step)]
             assert values == sorted(values), "pass@k must not fall as k grows"
+    parent_curve = client.get_metric_history(parent.info.run_id, "rl/eval/pass_at_k")
+    assert sorted(point.step for point in parent_curve) == [1, 2, 4, 8]
     artifacts = {item.path for item in client.list_artifacts(parent.info.run_id, "report")}
     assert {"report/report.md", "report/pass_at_k.png"} <= artifacts
     assert "train/rewards/correctness/mean" in client.get_run(
