@@ -5,7 +5,8 @@ functions called directly, measured side by side in one run (target ratio <= 1.1
 
 It brings the local stack up if needed (stack start-up is not counted: both sides assume a
 running stack), forces every Prefect task to re-run (PREFECT_TASKS_REFRESH_CACHE) so nothing is
-served from cache, and alternates direct and orchestrated runs `--repeats` times.
+served from cache, gives each orchestrated run a fresh work folder (no checkpoint to resume
+from), and alternates direct and orchestrated runs `--repeats` times (medians compared).
 """
 
 from __future__ import annotations
@@ -40,16 +41,19 @@ def run_direct(config) -> float:
 def run_orchestrated(config) -> float:
     from flows.pipeline import pipeline
 
-    started = time.perf_counter()
-    pipeline(config=config)
-    return time.perf_counter() - started
+    # A fresh work folder: otherwise GRPO would resume from the last run's final checkpoint.
+    with tempfile.TemporaryDirectory() as scratch:
+        os.environ["BREADTH_WORK_DIR"] = scratch
+        started = time.perf_counter()
+        pipeline(config=config)
+        return time.perf_counter() - started
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--preset", default="default")
     parser.add_argument("--set", dest="overrides", action="append", default=[])
-    parser.add_argument("--repeats", type=int, default=1)
+    parser.add_argument("--repeats", type=int, default=2)
     args = parser.parse_args()
 
     from breadth.config import load_config

@@ -83,7 +83,9 @@ def stage_cache_key(context: TaskRunContext, parameters: dict[str, Any]) -> str:
 
 
 def work_dir(key: str) -> Path:
-    root = Path(os.environ.get("BREADTH_HOME", ".breadth")).resolve() / "work"
+    """Local outputs of a stage, keyed by content (so an interrupted stage resumes there)."""
+    default = Path(os.environ.get("BREADTH_HOME", ".breadth")) / "work"
+    root = Path(os.environ.get("BREADTH_WORK_DIR", default)).resolve()
     path = root / key
     path.mkdir(parents=True, exist_ok=True)
     return path
