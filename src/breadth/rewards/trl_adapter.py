@@ -494,6 +494,14 @@ def build_trl_rewards(
                         f"reward passk: k={k} must be between 1 and {label}={size}; lower "
                         "rl.reward.passk_k (or passk:k=...) or raise the number of generations"
                     )
+            if num_generations is not None and k == num_generations:
+                # Every k-subset is then the whole group: one pass@k for all its completions,
+                # so the advantage is zero everywhere and training silently does nothing.
+                raise ValueError(
+                    f"reward passk: k={k} equals num_generations={num_generations}, which makes "
+                    "every pass@k advantage zero; use k < num_generations (e.g. "
+                    f"rl.reward.passk_k={max(1, num_generations // 2)}) or raise rl.num_generations"
+                )
             func = PassKReward(**common, k=k)
             # A is already the advantage (group mean 0, unit-free): TRL must not rescale it.
             overrides["scale_rewards"] = "none"

@@ -17,7 +17,7 @@ BUILD_TABLE = [
     ("correctness+batch", ["correctness", "batch"], [1.0, 1.0], {}, []),
     ("correctness+ucb*0.5+batch", ["correctness", "ucb", "batch"], [1.0, 0.5, 1.0], {}, ["ucb"]),
     ("darling", ["darling"], [1.0], {"scale_rewards": "none"}, []),
-    ("passk:k=4", ["passk"], [1.0], {"scale_rewards": "none"}, []),
+    ("passk:k=2", ["passk"], [1.0], {"scale_rewards": "none"}, []),
     ("vector", ["vector"], [1.0], {}, []),
     ("unlikeliness", ["unlikeliness"], [1.0], {}, []),
     ("correctness+format", ["correctness", "format"], [1.0, 1.0], {}, []),
@@ -181,10 +181,20 @@ def test_passk_inline_k_overrides_config_and_is_checked_against_group_size():
     assert setup.reward_funcs[0].k == 2
     with pytest.raises(ValueError, match="k=8 must be between 1 and num_generations=4"):
         build_trl_rewards(reward_config("passk:k=8"), num_generations=4, verify_fn=fake_verify)
+    # k = G: every advantage would be zero (see test_passk_with_k_equal_to_group_size_...).
+    with pytest.raises(ValueError, match="k=4 equals num_generations=4"):
+        build_trl_rewards(reward_config("passk:k=4"), num_generations=4, verify_fn=fake_verify)
     with pytest.raises(ValueError, match="num_generations_eval=2"):
         build_trl_rewards(
             reward_config("passk"), num_generations=8, num_generations_eval=2, verify_fn=fake_verify
         )
+
+
+def test_passk_with_k_equal_to_group_size_would_give_zero_advantage_everywhere():
+    # Why build_trl_rewards refuses k = num_generations for training groups.
+    for correct in range(5):
+        flags = [1] * correct + [0] * (4 - correct)
+        np.testing.assert_array_equal(passk_advantages(flags, 4), np.zeros(4))
 
 
 def test_vector_is_mean_centred_seeded_and_prefers_rare_correct():
