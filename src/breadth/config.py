@@ -111,6 +111,10 @@ class RLConfig(_Section):
     learning_rate: float = Field(1e-4, gt=0, description="GRPO learning rate.")
     num_generations: int = Field(8, ge=2, description="Completions per prompt (the group size G).")
     prompts_per_step: int = Field(8, ge=1, description="Distinct prompts per optimisation step.")
+    num_problems: int = Field(
+        0, ge=0, description="Train GRPO on the first N training problems only (0 = all). "
+        "Historical exploration (ucb) needs problems that recur across steps.",
+    )
     max_completion_length: int = Field(8, ge=1, description="Max new tokens per completion.")
     temperature: float = Field(1.0, gt=0, description="Sampling temperature during training.")
     beta: float = Field(0.0, ge=0, description="KL coefficient against the reference policy.")

@@ -80,6 +80,8 @@ def rl_stage(
 
     model, tokenizer = load_policy(policy_dir)
     rows = read_rows(Path(dataset_dir) / "train.parquet")
+    if config.rl.num_problems:
+        rows = rows[: config.rl.num_problems]
     # out_dir is keyed by content: checkpoints found there come from an earlier, interrupted
     # run of this same config and data, so training continues from the newest one.
     resume_from = resume_from or newest_checkpoint(Path(out_dir))
