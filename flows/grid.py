@@ -17,7 +17,7 @@ from tasks.grid import alarm_against_previous, summarise_grid
 
 
 @flow(name="breadth-grid", validate_parameters=True)
-def grid(study: GridConfig = GridConfig()) -> dict[str, Any]:
+def grid(study: GridConfig = GridConfig()) -> dict[str, Any]:  # noqa: B008 - the UI form's defaults
     """Run every cell of the study and compare it with the previous night's grid."""
     cells = study.cells()  # every cell's config validated before any compute
     grid_id = study.grid_id or f"grid-{(runtime.flow_run.id or 'local')[:8]}"

@@ -22,7 +22,8 @@ from tasks.train import init_model, rl, sft
 
 @flow(name="breadth-pipeline", validate_parameters=True)
 def pipeline(
-    config: PipelineConfig = PipelineConfig(), tags: dict[str, str] | None = None
+    config: PipelineConfig = PipelineConfig(),  # noqa: B008 - the UI form's defaults
+    tags: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """Run the whole pipeline for one config (the Prefect UI renders it as a form).
 

@@ -17,7 +17,6 @@ from breadth.tracking.objects import ObjectStore
 from breadth.tracking.runs import RunHandle, start_run
 
 
-
 def code_version() -> str:
     """The pipeline code a stage ran: git's tree ids of src/, tasks/ and flows/ at HEAD plus a
     hash of their uncommitted changes.

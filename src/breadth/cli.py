@@ -121,7 +121,7 @@ def run(
     started = time.monotonic()
     try:
         result = pipeline(config=config)
-    except Exception as error:  # the traceback is in the task's log above
+    except Exception as error:  # noqa: BLE001 - reported in one paragraph; traceback in the log
         _fail(
             f"the pipeline failed: {type(error).__name__}: {error}\nThe failing task's log and "
             f"traceback are above and in the Prefect UI ({env['PREFECT_UI_URL']}/runs); the "
@@ -167,7 +167,7 @@ def grid(
     started = time.monotonic()
     try:
         result = grid_flow(study=study)
-    except Exception as error:
+    except Exception as error:  # noqa: BLE001 - reported in one paragraph
         _fail(f"the grid failed: {type(error).__name__}: {error}")
     console.print(f"grid {result['grid_id']} finished in {time.monotonic() - started:.0f}s; "
                   f"compare with: breadth compare --grid {result['grid_id']}", highlight=False)
@@ -181,6 +181,7 @@ def compare(
     model: Annotated[str, typer.Option(help="Trained model to compare.")] = "rl",
 ) -> None:
     """Side-by-side table (terminal) and plots (PNG) of pipeline runs or a grid, from MLflow."""
+    from breadth.stack import StackSettings
     from breadth.tracking.compare import (
         CompareError,
         fetch_runs,
@@ -188,7 +189,6 @@ def compare(
         plot_grid,
         render_table,
     )
-    from breadth.stack import StackSettings
     from breadth.tracking.runs import TrackingError, check_tracking_server
 
     if not run_ids and not grid_id:
@@ -263,12 +263,12 @@ def deploy(
     prefect = str(Path(sys.executable).parent / "prefect")
     full_env = {**os.environ, **env}
     inspect = subprocess.run([prefect, "work-pool", "inspect", work_pool], env=full_env,
-                             capture_output=True, text=True)  # fmt: skip
+                             capture_output=True, text=True, check=False)  # fmt: skip
     if inspect.returncode != 0:
         subprocess.run([prefect, "work-pool", "create", work_pool, "--type", "process"],
                        env=full_env, check=True)  # fmt: skip
     deployed = subprocess.run([prefect, "--no-prompt", "deploy", "--all"], cwd=PROJECT_DIR,
-                              env=full_env, capture_output=True, text=True)  # fmt: skip
+                              env=full_env, capture_output=True, text=True, check=False)  # fmt: skip
     if deployed.returncode != 0:
         _fail(f"prefect deploy failed:\n{deployed.stdout[-3000:]}\n{deployed.stderr[-3000:]}")
     console.print(deployed.stdout[-2000:], highlight=False)

@@ -133,8 +133,8 @@ def evaluate_stage(
     from breadth.evaluation.summary import evaluate_rollouts
 
     frames = {name: pd.read_parquet(path) for name, path in rollouts.items()}
-    settings = dict(num_bootstrap=config.evaluation.bootstrap_samples,
-                    maj_resamples=config.evaluation.maj_resamples, seed=config.seed)  # fmt: skip
+    settings = {"num_bootstrap": config.evaluation.bootstrap_samples,
+                "maj_resamples": config.evaluation.maj_resamples, "seed": config.seed}
     results = {
         name: evaluate_rollouts(
             frame, base=None if name == base_model else frames[base_model], model=name, **settings

@@ -24,7 +24,7 @@ def run_cli(args: list[str], env: dict[str, str], timeout: float = 900) -> tuple
     started = time.monotonic()
     done = subprocess.run(
         [BREADTH, *args], env={**os.environ, **env}, cwd=REPO, capture_output=True, text=True,
-        timeout=timeout,
+        timeout=timeout, check=False,
     )  # fmt: skip
     return done.returncode, done.stdout + done.stderr, time.monotonic() - started
 

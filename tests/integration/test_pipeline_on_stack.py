@@ -65,7 +65,6 @@ def test_parent_run_has_a_child_per_stage_and_the_tags(two_runs, live_stack):
 
 def test_models_load_back_with_mlflow_transformers(two_runs, live_stack):
     import mlflow
-
     from mlflow import MlflowClient
 
     client = MlflowClient(live_stack["MLFLOW_TRACKING_URI"])
@@ -80,9 +79,9 @@ def test_models_load_back_with_mlflow_transformers(two_runs, live_stack):
 
 
 def test_s3_holds_dataset_checkpoints_and_rollouts(two_runs, live_stack):
-    from breadth.tracking.objects import ObjectStore
-
     from mlflow import MlflowClient
+
+    from breadth.tracking.objects import ObjectStore
 
     run_id = _run_id(two_runs[0][1])
     dataset_hash = MlflowClient(live_stack["MLFLOW_TRACKING_URI"]).get_run(run_id).data.tags[

@@ -55,9 +55,9 @@ class RunHandle:
             self.client.log_batch(self.run_id, params=items[start : start + 100])
 
     def log_metrics(self, metrics: Mapping[str, float], step: int = 0) -> None:
-        from mlflow.entities import Metric
-
         import time
+
+        from mlflow.entities import Metric
 
         now = int(time.time() * 1000)
         items = [

@@ -40,7 +40,7 @@ class MetricsCallback:
         sink, prefix = self.sink, self.prefix
 
         class _Callback(TrainerCallback):
-            def on_log(self, args, state, control, logs=None, **kwargs):  # noqa: ANN001
+            def on_log(self, args, state, control, logs=None, **kwargs):
                 for name, value in (logs or {}).items():
                     if isinstance(value, (int, float)) and not isinstance(value, bool):
                         sink(prefix + name.replace("@", "_at_"), float(value), state.global_step)
