@@ -1,4 +1,6 @@
-"""Safe integer arithmetic expressions: parse, evaluate exactly, canonicalise. Never eval().
+"""Safe integer arithmetic expressions: parse, evaluate exactly, canonicalise.
+
+Model text is never passed to Python's evaluator.
 
 Model text is parsed with `ast.parse(mode="eval")` only after it passed a character whitelist
 and length and nesting limits, and only Constant/BinOp/UnaryOp nodes with + - * / are walked.

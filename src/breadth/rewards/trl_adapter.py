@@ -11,7 +11,7 @@ one float (or None: not applicable) per completion; TRL names its metrics after 
 (`rewards/<name>/mean`), multiplies by `reward_weights`, sums, and computes advantages per
 group of `num_generations` consecutive rows.
 
-Each term below is a small picklable class. Terms of one setup share a `BatchScorer`, so a
+Each term (in `breadth.rewards.terms`) is a small picklable class. Terms of one setup share a `BatchScorer`, so a
 batch is verified once however many terms read it. Per-step diagnostics go to TRL's official
 `log_metric` hook (averaged per logging step, prefixed `eval_` in evaluation) and are kept in
 each term's `last_stats`.
@@ -19,390 +19,56 @@ each term's `last_stats`.
 
 from __future__ import annotations
 
-import zlib
-from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
-from breadth.rewards.darling import NgramOverlapJudge, darling_diversity, equivalence_classes
-from breadth.rewards.groups import IncompleteGroupError, RowGroup, group_rows
-from breadth.rewards.passk import group_passk, passk_advantages
-from breadth.rewards.repetition import batch_repetition_penalty
+from breadth.rewards.scoring import (
+    REQUIRED_COLUMNS,
+    TRL_EXTRA_KWARGS,
+    BatchScorer,
+    ScoredBatch,
+    VerifyFn,
+    batch_diagnostics,
+    completion_text,
+)
 from breadth.rewards.spec import RewardSpec, RewardTerm, parse_reward_spec
+from breadth.rewards.terms import (
+    LOGPROB_MEAN_COLUMN,
+    LOGPROBS_COLUMN,
+    BatchRepetitionReward,
+    CorrectnessReward,
+    DarlingReward,
+    FormatReward,
+    PassKReward,
+    RewardTermFunc,
+    UCBReward,
+    UnlikelinessReward,
+    VectorReward,
+)
 from breadth.rewards.ucb import OutcomeUCB
-from breadth.rewards.unlikeliness import unlikeliness_reward
-from breadth.rewards.vector import set_level_vector_reward
 
-VerifyFn = Callable[[str, Mapping[str, Any]], Any]
-
-# Keys TRL adds to the dataset columns; everything else of batch length is a column.
-TRL_EXTRA_KWARGS = frozenset({"trainer_state", "log_extra", "log_metric", "environments"})
-REQUIRED_COLUMNS = ("problem_id", "answer", "format", "task")
-# Columns a rollout_func may add with the sampling log-probs (TRL does not pass them itself).
-LOGPROB_MEAN_COLUMN = "completion_mean_logprob"
-LOGPROBS_COLUMN = "completion_logprobs"
-
-
-def completion_text(completion: Any) -> str:
-    """The text of one completion, plain or conversational.
-
-    >>> completion_text("42"), completion_text([{"role": "assistant", "content": "42"}])
-    ('42', '42')
-    """
-    if isinstance(completion, str):
-        return completion
-    if isinstance(completion, Mapping):
-        return _content_text(completion.get("content"))
-    if isinstance(completion, Sequence):
-        return "".join(
-            _content_text(message.get("content"))
-            for message in completion
-            if isinstance(message, Mapping) and message.get("role", "assistant") == "assistant"
-        )
-    raise TypeError(
-        f"a completion must be a string or a list of chat messages, got {type(completion).__name__}"
-    )
-
-
-def _content_text(content: Any) -> str:
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    # Content blocks: [{"type": "text", "text": ...}, ...]
-    return "".join(block.get("text", "") for block in content if isinstance(block, Mapping))
-
-
-@dataclass
-class ScoredBatch:
-    """One reward call's batch, verified once and shared by every term."""
-
-    texts: list[str]
-    problem_ids: list[Any]
-    splits: list[str] | None
-    correct: np.ndarray
-    """bool per completion."""
-    scores: np.ndarray
-    outcomes: list[str | None]
-    """Canonical outcome per completion; None = nothing extracted (one "no answer" bucket)."""
-    answered: np.ndarray
-    """bool: an answer could be extracted."""
-    groups: list[RowGroup] | None
-    group_error: IncompleteGroupError | None = None
-
-    def require_groups(self, term: str) -> list[RowGroup]:
-        if self.group_error is not None:
-            raise IncompleteGroupError(f"reward {term!r}: {self.group_error}")
-        assert self.groups is not None
-        return self.groups
-
-    def train_only(self, group: RowGroup, term: str) -> bool:
-        if self.splits is None:
-            raise ValueError(
-                f"reward {term!r} keeps state and must tell training from evaluation batches, "
-                "but the batch has no `split` column; render rows with breadth.data.formats "
-                "(they carry split = 'train' | 'eval') and keep GRPOConfig.remove_unused_columns"
-                "=False"
-            )
-        return all(split == "train" for split in self.splits[group.rows])
-
-
-class BatchScorer:
-    """Verifies a batch once and caches it for the other terms of the same reward call."""
-
-    def __init__(
-        self,
-        verify_fn: VerifyFn,
-        num_generations: int | None = None,
-        num_generations_eval: int | None = None,
-    ) -> None:
-        self.verify_fn = verify_fn
-        self.num_generations = num_generations
-        self.num_generations_eval = num_generations_eval or num_generations
-        self._cache_key: tuple[Any, ...] | None = None
-        self._cache: ScoredBatch | None = None
-
-    def __getstate__(self) -> dict[str, Any]:
-        return {**self.__dict__, "_cache_key": None, "_cache": None}
-
-    def _group_size(self, splits: list[str] | None) -> int | None:
-        kinds = set(splits or ())
-        if kinds == {"train"}:
-            return self.num_generations
-        if kinds == {"eval"}:
-            return self.num_generations_eval
-        return None
-
-    def score(self, completions: Sequence[Any], columns: Mapping[str, Any]) -> ScoredBatch:
-        size = len(completions)
-        table = {
-            key: value
-            for key, value in columns.items()
-            if key not in TRL_EXTRA_KWARGS
-            and isinstance(value, (list, tuple))
-            and len(value) == size
-        }
-        missing = [name for name in REQUIRED_COLUMNS if name not in table]
-        if missing:
-            raise ValueError(
-                f"reward batch lacks the column(s) {missing} (has {sorted(table)}); train on "
-                "rows rendered by breadth.data.formats and keep GRPOConfig.remove_unused_columns"
-                "=False so TRL passes them to the reward functions"
-            )
-        texts = [completion_text(c) for c in completions]
-        problem_ids = list(table["problem_id"])
-        splits = list(table["split"]) if "split" in table else None
-        key = (tuple(texts), tuple(problem_ids), tuple(splits or ()))
-        if key == self._cache_key and self._cache is not None:
-            return self._cache
-        rows = [{name: column[i] for name, column in table.items()} for i in range(size)]
-        verdicts = [self.verify_fn(text, row) for text, row in zip(texts, rows)]
-        outcomes = [v.outcome for v in verdicts]
-        try:
-            groups, error = group_rows(problem_ids, self._group_size(splits)), None
-        except IncompleteGroupError as exc:
-            groups, error = None, exc
-        batch = ScoredBatch(
-            texts=texts,
-            problem_ids=problem_ids,
-            splits=splits,
-            correct=np.array([bool(v.correct) for v in verdicts], dtype=bool),
-            scores=np.array([float(v.score) for v in verdicts], dtype=float),
-            outcomes=outcomes,
-            answered=np.array([o is not None for o in outcomes], dtype=bool),
-            groups=groups,
-            group_error=error,
-        )
-        self._cache_key, self._cache = key, batch
-        return batch
-
-
-def batch_diagnostics(batch: ScoredBatch) -> dict[str, float]:
-    """Accuracy, answer rate and distinct outcomes per group (None counts as one outcome)."""
-    stats = {
-        "breadth/accuracy": float(batch.correct.mean()) if batch.texts else 0.0,
-        "breadth/answered": float(batch.answered.mean()) if batch.texts else 0.0,
-    }
-    if batch.groups:
-        distinct = [len(set(batch.outcomes[g.rows])) for g in batch.groups]
-        stats["breadth/distinct_outcomes_per_group"] = float(np.mean(distinct))
-        stats["breadth/distinct_outcome_fraction"] = float(
-            np.mean([d / g.size for d, g in zip(distinct, batch.groups)])
-        )
-    return stats
-
-
-class RewardTermFunc:
-    """Base of the TRL reward callables: verify (shared), compute, record and log stats."""
-
-    def __init__(self, name: str, scorer: BatchScorer, log_batch_diagnostics: bool = False):
-        self.__name__ = name
-        self.scorer = scorer
-        self.log_batch_diagnostics = log_batch_diagnostics
-        self.last_stats: dict[str, float] = {}
-
-    def compute(self, batch: ScoredBatch, kwargs: Mapping[str, Any]) -> tuple[np.ndarray, dict]:
-        raise NotImplementedError
-
-    def __call__(
-        self,
-        prompts: Sequence[Any],
-        completions: Sequence[Any],
-        completion_ids: Sequence[Sequence[int]] | None = None,
-        **kwargs: Any,
-    ) -> list[float | None]:
-        batch = self.scorer.score(completions, kwargs)
-        values, own = self.compute(batch, kwargs)
-        stats = {f"breadth/{self.__name__}/{key}": float(v) for key, v in own.items()}
-        if self.log_batch_diagnostics:
-            stats.update(batch_diagnostics(batch))
-        self.last_stats = {key: v for key, v in stats.items() if np.isfinite(v)}
-        log_metric = kwargs.get("log_metric")
-        if callable(log_metric):
-            for key, value in self.last_stats.items():
-                log_metric(key, value)
-        return [float(v) for v in values]
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}(name={self.__name__!r})"
-
-
-class CorrectnessReward(RewardTermFunc):
-    """1.0 when the verifier accepts the completion, else 0.0."""
-
-    def compute(self, batch, kwargs):
-        # TRL already logs rewards/correctness/mean; the batch diagnostics add the rest.
-        return batch.correct.astype(float), {}
-
-
-class FormatReward(RewardTermFunc):
-    """`bonus` when an answer could be extracted (a well-formed answer line), else 0."""
-
-    def __init__(self, name: str, scorer: BatchScorer, bonus: float = 0.1, **kw: Any):
-        super().__init__(name, scorer, **kw)
-        self.bonus = bonus
-
-    def compute(self, batch, kwargs):
-        values = self.bonus * batch.answered.astype(float)
-        return values, {"answered": batch.answered.mean() if values.size else 0.0}
-
-
-class UCBReward(RewardTermFunc):
-    """Outcome-count UCB bonus; counts updated after scoring, on training groups only."""
-
-    def __init__(self, name: str, scorer: BatchScorer, ucb: OutcomeUCB, **kw: Any):
-        super().__init__(name, scorer, **kw)
-        self.ucb = ucb
-
-    def compute(self, batch, kwargs):
-        groups = batch.require_groups(self.__name__)
-        values = np.zeros(len(batch.texts))
-        for group in groups:
-            values[group.rows] = self.ucb.bonus(
-                group.problem_id, batch.outcomes[group.rows], batch.correct[group.rows]
-            )
-        # Bonuses of the whole batch come from earlier batches only: update afterwards.
-        for group in groups:
-            if batch.train_only(group, self.__name__):
-                self.ucb.update(group.problem_id, batch.outcomes[group.rows])
-        return values, {
-            "bonus_mean": values.mean() if values.size else 0.0,
-            "problems_tracked": self.ucb.num_problems,
-        }
-
-    def state_dict(self) -> dict[str, Any]:
-        return self.ucb.state_dict()
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.ucb.load_state_dict(state)
-
-
-class BatchRepetitionReward(RewardTermFunc):
-    """Minus the within-group repetition penalty."""
-
-    def __init__(self, name: str, scorer: BatchScorer, coef: float = 0.5, **kw: Any):
-        super().__init__(name, scorer, **kw)
-        self.coef = coef
-
-    def compute(self, batch, kwargs):
-        values = np.zeros(len(batch.texts))
-        for group in batch.require_groups(self.__name__):
-            values[group.rows] = -batch_repetition_penalty(batch.outcomes[group.rows], self.coef)
-        return values, {"penalty_mean": -values.mean() if values.size else 0.0}
-
-
-class DarlingReward(RewardTermFunc):
-    """correctness * DARLING diversity; judge "outcome" (equal outcomes) or "text"."""
-
-    def __init__(
-        self,
-        name: str,
-        scorer: BatchScorer,
-        judge: str = "outcome",
-        n: int = 2,
-        threshold: float = 0.5,
-        **kw: Any,
-    ):
-        super().__init__(name, scorer, **kw)
-        self.judge = judge
-        self.text_judge = NgramOverlapJudge(n=n, threshold=threshold) if judge == "text" else None
-
-    def compute(self, batch, kwargs):
-        values = np.zeros(len(batch.texts))
-        classes = []
-        for group in batch.require_groups(self.__name__):
-            items = batch.texts[group.rows] if self.text_judge else batch.outcomes[group.rows]
-            class_ids = equivalence_classes(items, self.text_judge)
-            classes.append(max(class_ids) + 1)
-            diversity = darling_diversity(class_ids)
-            values[group.rows] = batch.correct[group.rows] * diversity
-        return values, {"classes_per_group": np.mean(classes) if classes else 0.0}
-
-
-class PassKReward(RewardTermFunc):
-    """Pass@k advantages A (use with scale_rewards="none": the advantage is then A)."""
-
-    def __init__(self, name: str, scorer: BatchScorer, k: int = 4, **kw: Any):
-        super().__init__(name, scorer, **kw)
-        self.k = k
-
-    def compute(self, batch, kwargs):
-        values = np.zeros(len(batch.texts))
-        group_values = []
-        for group in batch.require_groups(self.__name__):
-            correct = batch.correct[group.rows]
-            values[group.rows] = passk_advantages(correct, self.k)
-            group_values.append(group_passk(correct, self.k))
-        return values, {"group_passk_mean": np.mean(group_values) if group_values else 0.0}
-
-
-class VectorReward(RewardTermFunc):
-    """breadth's set-level vector reward over (correctness, verifier score, uniqueness).
-
-    uniqueness is the DARLING diversity of the completion's outcome in its group. The Dirichlet
-    draws are seeded by (seed, global step, problem_id), so a resumed run draws the same.
-    """
-
-    def __init__(
-        self,
-        name: str,
-        scorer: BatchScorer,
-        draws: int = 64,
-        alpha: float = 1.0,
-        seed: int = 0,
-        **kw: Any,
-    ):
-        super().__init__(name, scorer, **kw)
-        self.draws, self.alpha, self.seed = draws, alpha, seed
-
-    def compute(self, batch, kwargs):
-        step = int(getattr(kwargs.get("trainer_state"), "global_step", 0) or 0)
-        values = np.zeros(len(batch.texts))
-        for group in batch.require_groups(self.__name__):
-            uniqueness = darling_diversity(equivalence_classes(batch.outcomes[group.rows]))
-            vectors = np.column_stack(
-                [batch.correct[group.rows].astype(float), batch.scores[group.rows], uniqueness]
-            )
-            pid_hash = zlib.crc32(str(group.problem_id).encode())
-            rng = np.random.default_rng([self.seed, step, pid_hash])
-            values[group.rows] = set_level_vector_reward(vectors, self.draws, self.alpha, rng)
-        return values, {"abs_mean": np.abs(values).mean() if values.size else 0.0}
-
-
-class UnlikelinessReward(RewardTermFunc):
-    """correctness * (1 - beta * rank / G), rank of the sampling log-prob (0 = least likely).
-
-    TRL 1.16 does not pass sampling log-probs to reward functions: a rollout_func must add a
-    `completion_mean_logprob` (float) or `completion_logprobs` (per-token list) field.
-    """
-
-    def __init__(self, name: str, scorer: BatchScorer, beta: float = 0.25, **kw: Any):
-        super().__init__(name, scorer, **kw)
-        self.beta = beta
-
-    def _mean_logprobs(self, kwargs: Mapping[str, Any]) -> np.ndarray:
-        if LOGPROB_MEAN_COLUMN in kwargs:
-            return np.asarray(kwargs[LOGPROB_MEAN_COLUMN], dtype=float)
-        if LOGPROBS_COLUMN in kwargs:
-            return np.array(
-                [float(np.mean(lp)) if len(lp) else 0.0 for lp in kwargs[LOGPROBS_COLUMN]]
-            )
-        raise ValueError(
-            f"reward 'unlikeliness' needs the sampling log-probs: a `{LOGPROB_MEAN_COLUMN}` or "
-            f"`{LOGPROBS_COLUMN}` field per completion (TRL 1.16 does not pass them to reward "
-            "functions; return it from a rollout_func as an extra field)"
-        )
-
-    def compute(self, batch, kwargs):
-        logprobs = self._mean_logprobs(kwargs)
-        values = np.zeros(len(batch.texts))
-        for group in batch.require_groups(self.__name__):
-            values[group.rows] = unlikeliness_reward(
-                batch.correct[group.rows].astype(float), logprobs[group.rows], self.beta
-            )
-        return values, {"correct_mean": batch.correct.mean() if values.size else 0.0}
+__all__ = [
+    "LOGPROBS_COLUMN",
+    "LOGPROB_MEAN_COLUMN",
+    "REQUIRED_COLUMNS",
+    "TRL_EXTRA_KWARGS",
+    "BatchRepetitionReward",
+    "BatchScorer",
+    "CorrectnessReward",
+    "DarlingReward",
+    "FormatReward",
+    "PassKReward",
+    "RewardTermFunc",
+    "ScoredBatch",
+    "TrlRewardSetup",
+    "UCBReward",
+    "UnlikelinessReward",
+    "VectorReward",
+    "VerifyFn",
+    "batch_diagnostics",
+    "build_trl_rewards",
+    "completion_text",
+]
 
 
 @dataclass(frozen=True)

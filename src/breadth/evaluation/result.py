@@ -1,0 +1,169 @@
+"""EvaluationResult and its parts (CurvePoint, ChancePoint): flat metrics, curves, JSON.
+
+Built by `breadth.evaluation.summary.evaluate_rollouts`, which re-exports these names. Metric
+names are MLflow-safe (`/` and `_`, never `@`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from breadth.evaluation.bootstrap import ConfidenceInterval
+from breadth.evaluation.transfer import SPLITS, TransferResult
+
+__all__ = ["ChancePoint", "CurvePoint", "EvaluationResult"]
+
+
+@dataclass(frozen=True)
+class CurvePoint:
+    """One point of a metric-vs-k curve: mean over problems with its bootstrap interval."""
+
+    k: int
+    estimate: float
+    low: float
+    high: float
+
+    def to_dict(self) -> dict[str, float]:
+        return {"k": self.k, "estimate": self.estimate, "low": self.low, "high": self.high}
+
+
+@dataclass(frozen=True)
+class ChancePoint:
+    """Multiple-choice only: guessing's pass@k and the chance-corrected pass@k at one k."""
+
+    k: int
+    chance: float
+    """Mean over problems of 1 - (1 - 1/m)^k, m = that problem's number of options."""
+    corrected: ConfidenceInterval
+    """Mean over problems of (pass@k - chance) / (1 - chance)."""
+
+    def to_dict(self) -> dict:
+        return {"k": self.k, "chance": self.chance, "corrected": self.corrected.to_dict()}
+
+
+@dataclass(frozen=True)
+class EvaluationResult:
+    """Everything `evaluate_rollouts` measured for one model; `to_dict()` is JSON-safe."""
+
+    model: str
+    num_problems: int
+    num_samples: int
+    """Smallest number of samples of any problem (the largest k measured)."""
+    format: str | None
+    ks: list[int]
+    pass_at_k: list[CurvePoint]
+    maj_at_k: list[CurvePoint]
+    best_of_k: list[CurvePoint]
+    """Expected best `score` over k samples."""
+    diversity: dict[str, ConfidenceInterval]
+    chance: list[ChancePoint] = field(default_factory=list)
+    transfer: TransferResult | None = None
+    base_model: str | None = None
+    entropy_threshold: float | None = None
+    """Token-entropy cut-off for forking tokens (the base model's quantile when a base is given)."""
+    settings: dict[str, Any] = field(default_factory=dict)
+    per_problem: pd.DataFrame | None = field(default=None, repr=False, compare=False)
+    """One row per problem (index problem_id): counts and every per-problem metric."""
+
+    def metrics(self) -> dict[str, float]:
+        """Flat MLflow-safe metric dict: eval/pass_at_1, eval/maj_at_16, transfer/unsolved/..."""
+        out: dict[str, float] = {
+            "eval/num_problems": float(self.num_problems),
+            "eval/num_samples": float(self.num_samples),
+        }
+        for name, curve in (
+            ("pass_at", self.pass_at_k),
+            ("maj_at", self.maj_at_k),
+            ("best_of", self.best_of_k),
+        ):
+            for p in curve:
+                out[f"eval/{name}_{p.k}"] = p.estimate
+                out[f"eval/{name}_{p.k}_ci_low"] = p.low
+                out[f"eval/{name}_{p.k}_ci_high"] = p.high
+        for c in self.chance:
+            out[f"eval/chance_pass_at_{c.k}"] = c.chance
+            out[f"eval/chance_corrected_pass_at_{c.k}"] = c.corrected.estimate
+        for metric, ci in self.diversity.items():
+            out[f"eval/{metric}"] = ci.estimate
+            out[f"eval/{metric}_ci_low"] = ci.low
+            out[f"eval/{metric}_ci_high"] = ci.high
+        if self.transfer is not None:
+            out.update(_transfer_metrics(self.transfer))
+        return {k: float(v) for k, v in out.items() if v is not None and math.isfinite(v)}
+
+    def curves(self) -> dict[str, list[tuple[int, float]]]:
+        """Curves to log as one metric each with step=k: {"eval/pass_at_k": [(k, value), ...]}."""
+        return {
+            "eval/pass_at_k": [(p.k, p.estimate) for p in self.pass_at_k],
+            "eval/maj_at_k": [(p.k, p.estimate) for p in self.maj_at_k],
+            "eval/best_of_k": [(p.k, p.estimate) for p in self.best_of_k],
+        }
+
+    def to_dict(self, include_per_problem: bool = False) -> dict:
+        """JSON-serialisable view (NaN becomes None); per-problem rows only when asked."""
+        d = {
+            "model": self.model,
+            "base_model": self.base_model,
+            "num_problems": self.num_problems,
+            "num_samples": self.num_samples,
+            "format": self.format,
+            "ks": list(self.ks),
+            "pass_at_k": [p.to_dict() for p in self.pass_at_k],
+            "maj_at_k": [p.to_dict() for p in self.maj_at_k],
+            "best_of_k": [p.to_dict() for p in self.best_of_k],
+            "chance": [c.to_dict() for c in self.chance],
+            "diversity": {k: v.to_dict() for k, v in self.diversity.items()},
+            "transfer": None if self.transfer is None else self.transfer.to_dict(),
+            "entropy_threshold": self.entropy_threshold,
+            "settings": dict(self.settings),
+            "metrics": self.metrics(),
+        }
+        if include_per_problem and self.per_problem is not None:
+            d["per_problem"] = self.per_problem.reset_index().to_dict(orient="records")
+        return _json_safe(d)
+
+
+def _transfer_metrics(t: TransferResult) -> dict[str, float]:
+    out: dict[str, float] = {"transfer/num_problems": float(t.num_problems)}
+    for split in SPLITS:
+        s = t.splits.get(split)
+        if s is None:
+            continue
+        out[f"transfer/{split}/num_problems"] = float(s.num_problems)
+        for metric, ci in s.trained.items():
+            out[f"transfer/{split}/{metric}"] = ci.estimate
+        for metric, ci in s.base.items():
+            out[f"transfer/{split}/base/{metric}"] = ci.estimate
+    c = t.crossover
+    if c is not None:
+        out["transfer/has_crossover"] = float(c.k is not None)
+        out["transfer/crossover_share"] = c.share_with_crossover
+        for key, value in (
+            ("crossover_k", c.k),
+            ("crossover_k_ci_low", c.low),
+            ("crossover_k_ci_high", c.high),
+        ):
+            if value is not None:
+                out[f"transfer/{key}"] = float(value)
+    return out
+
+
+def _json_safe(obj):
+    if isinstance(obj, dict):
+        return {str(k): _json_safe(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_json_safe(v) for v in obj]
+    if isinstance(obj, (np.integer,)):
+        return int(obj)
+    if isinstance(obj, (float, np.floating)):
+        return None if not math.isfinite(float(obj)) else float(obj)
+    if isinstance(obj, np.ndarray):
+        return _json_safe(obj.tolist())
+    if isinstance(obj, np.bool_):
+        return bool(obj)
+    return obj
