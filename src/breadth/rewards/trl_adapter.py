@@ -11,8 +11,8 @@ one float (or None: not applicable) per completion; TRL names its metrics after 
 (`rewards/<name>/mean`), multiplies by `reward_weights`, sums, and computes advantages per
 group of `num_generations` consecutive rows.
 
-Each term (in `breadth.rewards.terms`) is a small picklable class. Terms of one setup share a `BatchScorer`, so a
-batch is verified once however many terms read it. Per-step diagnostics go to TRL's official
+Each term (in `breadth.rewards.terms`) is a small picklable class. Terms of one setup share a
+`BatchScorer`, so a batch is verified once however many terms read it. Per-step diagnostics go to TRL's official
 `log_metric` hook (averaged per logging step, prefixed `eval_` in evaluation) and are kept in
 each term's `last_stats`.
 """
