@@ -191,6 +191,14 @@ def _prefect_env(s: StackSettings) -> dict[str, str]:
     }
 
 
+def _weed_extra_ports(s: StackSettings) -> tuple[int, ...]:
+    """weed mini's other listeners: master, volume and filer, and each server's gRPC port
+    (its HTTP port + 10000) — a second stack on nearby ports collides on those."""
+    http = (s.weed_master_port, s.weed_volume_port, s.weed_filer_port)
+    grpc = tuple(port + 10000 for port in (s.s3_port, *http) if port + 10000 < 65536)
+    return http + grpc
+
+
 def services(settings: StackSettings) -> list[Service]:
     """The stack in start order: S3 first (MLflow stores artifacts there)."""
     s = settings
@@ -198,7 +206,7 @@ def services(settings: StackSettings) -> list[Service]:
         Service(
             "s3", s.s3_port, s.s3_url, "BREADTH_S3_ENDPOINT", _weed_command,
             lambda st: st.credentials(), _s3_healthy,
-            extra_ports=(s.weed_master_port, s.weed_volume_port, s.weed_filer_port),
+            extra_ports=_weed_extra_ports(s),
         ),
         Service(
             "mlflow", s.mlflow_port, s.mlflow_url, "MLFLOW_TRACKING_URI", _mlflow_command,
@@ -286,7 +294,8 @@ class LocalStack:
                     "another process (not one this stack started). Stop that process, or move "
                     f"breadth's {service.name} to a free port with "
                     f"BREADTH_{service.name.upper()}_PORT=<port> (weed's internal ports: "
-                    "BREADTH_WEED_MASTER_PORT / _VOLUME_PORT / _FILER_PORT)."
+                    "BREADTH_WEED_MASTER_PORT / _VOLUME_PORT / _FILER_PORT; each also uses its "
+                    "port + 10000 for gRPC)."
                 )
         self.logs.mkdir(parents=True, exist_ok=True)
         (self.settings.home / "run").mkdir(parents=True, exist_ok=True)
