@@ -10,7 +10,7 @@ from prefect.artifacts import create_markdown_artifact
 
 from breadth.config import PipelineConfig
 from breadth.stages import evaluate_stage
-from breadth.tracking.runs import RunHandle
+from breadth.tracking.runs import MetricBuffer, RunHandle
 from tasks.common import NEVER_CACHE, StageResult, child_run, stage_cache_key, work_dir
 
 
@@ -32,9 +32,11 @@ def evaluate(
         metrics[name] = {**result.metrics(), **(searches[name].metrics() if name in searches else {})}
         curves[name] = result.curves()
         run.log_metrics(metrics[name])
+        buffer = MetricBuffer(run)
         for curve_name, points in curves[name].items():
             for k, value in points:
-                run.log_metric(curve_name, value, step=k)
+                buffer(curve_name, value, k)
+        buffer.flush()
         run.finish()
         run_ids[name] = run.run_id
     report_md = (out / "report" / "report.md").read_text()
@@ -51,12 +53,14 @@ def publish_report(parent: RunHandle, evaluation: StageResult) -> str:
     parent.log_artifact(folder, "report")
     # Every model's metrics on the parent too (`rl/eval/pass_at_16`, ...): the runs table and
     # `breadth compare` then compare pipelines without opening child runs.
+    buffer = MetricBuffer(parent)
     for name, metrics in evaluation.info["metrics"].items():
         parent.log_metrics({f"{name}/{key}": value for key, value in metrics.items()})
         # ... and the curves, so the chart view overlays e.g. rl/eval/pass_at_k across runs.
         for curve_name, points in evaluation.info["curves"][name].items():
             for k, value in points:
-                parent.log_metric(f"{name}/{curve_name}", value, step=k)
+                buffer(f"{name}/{curve_name}", value, k)
+    buffer.flush()
     create_markdown_artifact(
         key="breadth-report",
         markdown=f"[MLflow run]({parent.url()})\n\n" + evaluation.info["report_markdown"],

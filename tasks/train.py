@@ -9,7 +9,7 @@ from prefect import task
 from breadth.config import PipelineConfig
 from breadth.stages import init_model_stage, rl_stage, sft_stage
 from breadth.tracking.objects import ObjectStore
-from breadth.tracking.runs import RunHandle, log_transformers_model
+from breadth.tracking.runs import MetricBuffer, RunHandle, log_transformers_model
 from tasks.common import StageResult, child_run, stage_cache_key, work_dir
 
 
@@ -39,8 +39,10 @@ def sft(
 ) -> StageResult:
     run = child_run(parent, "sft", key)
     run.log_params({f"sft.{k}": v for k, v in config.sft.model_dump().items()})
+    metrics = MetricBuffer(run)
     model_dir = sft_stage(config, dataset.ensure_local(), base.ensure_local(), work_dir(key),
-                          log_metric=run.log_metric)  # fmt: skip
+                          log_metric=metrics)  # fmt: skip
+    metrics.flush()
     return _finish_model_stage("sft", config, key, run, parent, model_dir)
 
 
@@ -58,6 +60,8 @@ def rl(
     def upload_checkpoint(folder: Path, step: int) -> None:
         store.upload_dir(folder, f"runs/{parent.run_id}/checkpoints/rl/step-{step}")
 
+    metrics = MetricBuffer(run)
     model_dir = rl_stage(config, dataset.ensure_local(), policy.ensure_local(), work_dir(key),
-                         log_metric=run.log_metric, on_checkpoint=upload_checkpoint)  # fmt: skip
+                         log_metric=metrics, on_checkpoint=upload_checkpoint)  # fmt: skip
+    metrics.flush()
     return _finish_model_stage("rl", config, key, run, parent, model_dir)

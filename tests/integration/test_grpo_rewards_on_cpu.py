@@ -183,7 +183,7 @@ def test_grpo_step_moves_weights_and_logs_reward_components(
     case: str, half_trained: tuple[Path, Path], tracking_uri: str, tmp_path: Path
 ) -> None:
     from breadth.stages import rl_stage
-    from breadth.tracking.runs import start_run
+    from breadth.tracking.runs import MetricBuffer, start_run
 
     preset, overrides, component_metrics = CASES[case]
     dataset_dir, policy_dir = half_trained
@@ -191,7 +191,9 @@ def test_grpo_step_moves_weights_and_logs_reward_components(
     before = _weights(policy_dir)
 
     run = start_run("grpo-smoke", case)
-    final = rl_stage(config, dataset_dir, policy_dir, tmp_path / "rl", log_metric=run.log_metric)
+    metrics = MetricBuffer(run)  # what the rl task uses
+    final = rl_stage(config, dataset_dir, policy_dir, tmp_path / "rl", log_metric=metrics)
+    metrics.flush()
     run.finish()
     after = _weights(final)
 

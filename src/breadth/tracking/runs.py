@@ -68,10 +68,6 @@ class RunHandle:
         for start in range(0, len(items), 500):
             self.client.log_batch(self.run_id, metrics=items[start : start + 500])
 
-    def log_metric(self, key: str, value: float, step: int = 0) -> None:
-        if value is not None and math.isfinite(float(value)):
-            self.client.log_metric(self.run_id, metric_name(key), float(value), step=step)
-
     def set_tags(self, tags: Mapping[str, Any]) -> None:
         for key, value in tags.items():
             self.client.set_tag(self.run_id, key, str(value))
@@ -85,6 +81,38 @@ class RunHandle:
 
     def finish(self, status: str = "FINISHED") -> None:
         self.client.set_terminated(self.run_id, status)
+
+
+class MetricBuffer:
+    """A `(name, value, step)` sink that sends metrics to MLflow in batches.
+
+    One HTTP call per point from inside the training loop quadrupled SFT and GRPO time on the
+    tiny model; batching keeps tracking off the hot path. It flushes every `flush_every` points
+    (so long runs still show progress in the UI) and on `flush()`.
+    """
+
+    MAX_BATCH = 1000  # MLflow's limit of metrics per log_batch call
+
+    def __init__(self, run: RunHandle, flush_every: int = 2000):
+        self.run = run
+        self.flush_every = flush_every
+        self.pending: list[Any] = []
+
+    def __call__(self, key: str, value: float, step: int = 0) -> None:
+        import time
+
+        from mlflow.entities import Metric
+
+        if value is None or not math.isfinite(float(value)):
+            return
+        self.pending.append(Metric(metric_name(key), float(value), int(time.time() * 1000), step))
+        if len(self.pending) >= self.flush_every:
+            self.flush()
+
+    def flush(self) -> None:
+        pending, self.pending = self.pending, []
+        for start in range(0, len(pending), self.MAX_BATCH):
+            self.run.client.log_batch(self.run.run_id, metrics=pending[start : start + self.MAX_BATCH])
 
 
 def tracking_uri() -> str:
