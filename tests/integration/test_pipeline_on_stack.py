@@ -16,7 +16,9 @@ STAGES = {"prepare", "sft", "rl", "rollout-sft", "rollout-rl", "evaluate-sft", "
 
 @pytest.fixture(scope="module")
 def two_runs(live_stack):
-    args = ["run", *set_args([*SMALL_PIPELINE, "tracking.experiment=skeleton-test"])]
+    # A seed of its own: other tests in the session (e.g. the deployment test) share the stack
+    # and Prefect's cache, and their cached stages must not stand in for this test's first run.
+    args = ["run", *set_args([*SMALL_PIPELINE, "tracking.experiment=skeleton-test", "seed=11"])]
     first = run_cli(args, live_stack)
     assert first[0] == 0, first[1][-4000:]
     second = run_cli(args, live_stack)
