@@ -112,5 +112,16 @@ def test_second_run_is_served_from_cache(two_runs, live_stack):
     for stage in ("prepare", "sft", "rl", "rollout-sft", "rollout-rl", "evaluate"):
         assert second[f"stage_run.{stage}"] == first[f"stage_run.{stage}"], stage
     assert "Cached" in second_out
-    print(f"first run {first_s:.1f}s, second run {second_s:.1f}s")
-    assert second_s <= first_s / 4
+    # Compare the pipeline's own time as the CLI reports it: the process wall time also holds
+    # ~4 s of interpreter and import start-up that no cache can remove, and on this small test
+    # config that constant would dominate.
+    first_pipeline, second_pipeline = (_pipeline_seconds(out) for out in (first_out, second_out))
+    print(f"pipeline {first_pipeline:.1f}s then {second_pipeline:.1f}s "
+          f"(process wall time {first_s:.1f}s then {second_s:.1f}s)")
+    assert second_pipeline <= first_pipeline / 4
+
+
+def _pipeline_seconds(output: str) -> float:
+    match = re.search(r"pipeline finished in ([0-9.]+)s", output)
+    assert match, f"no 'pipeline finished in' line in:\n{output[-2000:]}"
+    return float(match.group(1))
