@@ -90,14 +90,30 @@ class RewardConfig(_Section):
         description="Reward terms joined by '+', each NAME[:key=val][*weight]: correctness, "
         "format, ucb, batch, darling, passk, vector, unlikeliness. E.g. 'correctness+ucb*0.5'.",
     )
-    ucb_coef: float = Field(0.5, ge=0, description="Outcome-count UCB bonus coefficient c.")
-    ucb_variant: Literal["ucb", "ucb_mean"] = Field(
-        "ucb", description="ucb: raw bonus; ucb_mean: bonus minus its group mean."
+    ucb_coef: float = Field(
+        0.2, ge=0, description="Outcome-count UCB bonus coefficient `c` (the paper uses 0.2)."
+    )
+    ucb_variant: Literal["ucb", "ucb_mean", "ucb_con"] = Field(
+        "ucb_con", description="`b = min(1, 1/sqrt(N))`. `ucb`: `c*b`; `ucb_mean`: `c*(b - group "
+        "mean of b)`; `ucb_con` (the paper's best): `c*(b - ucb_baseline)`.",
+    )
+    ucb_baseline: float = Field(
+        0.5, ge=0, le=1, description="Constant baseline `b0` of `ucb_con` (the paper: 0.5, or 1 "
+        "on easy data).",
     )
     ucb_apply_to: Literal["all", "correct"] = Field(
-        "all", description="Give the UCB bonus to all completions or only correct ones."
+        "all", description="Give the UCB bonus to all completions (the paper) or only correct "
+        "ones (a deviation).",
+    )
+    ucb_placement: Literal["advantage", "reward"] = Field(
+        "advantage", description="`advantage`: add the bonus to GRPO's normalised advantage (the "
+        "paper); `reward`: add it to the reward before normalisation (a deviation).",
     )
     batch_coef: float = Field(0.5, ge=0, description="Within-group repetition penalty coefficient.")
+    batch_placement: Literal["advantage", "reward"] = Field(
+        "advantage", description="`advantage`: subtract the penalty from GRPO's normalised "
+        "advantage (the paper); `reward`: from the reward before normalisation.",
+    )
     passk_k: int = Field(4, ge=1, description="Target k of the pass@k advantage.")
     vector_draws: int = Field(64, ge=1, description="Dirichlet draws of the set-level reward.")
     vector_alpha: float = Field(1.0, gt=0, description="Dirichlet concentration of the draws.")

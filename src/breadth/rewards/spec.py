@@ -23,8 +23,9 @@ ParamValue = int | float | str
 PARAM_SCHEMA: dict[str, dict[str, type | tuple[str, ...]]] = {
     "correctness": {},
     "format": {"bonus": float},
-    "ucb": {"coef": float, "variant": ("ucb", "ucb_mean"), "apply_to": ("all", "correct")},
-    "batch": {"coef": float},
+    "ucb": {"coef": float, "variant": ("ucb", "ucb_mean", "ucb_con"), "baseline": float,
+            "apply_to": ("all", "correct"), "placement": ("advantage", "reward")},
+    "batch": {"coef": float, "placement": ("advantage", "reward")},
     "darling": {"judge": ("outcome", "text"), "n": int, "threshold": float},
     "passk": {"k": int},
     "vector": {"draws": int, "alpha": float},

@@ -26,14 +26,36 @@ LOGPROB_MEAN_COLUMN = "completion_mean_logprob"
 LOGPROBS_COLUMN = "completion_logprobs"
 
 
-class RewardTermFunc:
-    """Base of the TRL reward callables: verify (shared), compute, record and log stats."""
+PLACEMENTS = ("reward", "advantage")
 
-    def __init__(self, name: str, scorer: BatchScorer, log_batch_diagnostics: bool = False):
+
+class RewardTermFunc:
+    """Base of the TRL reward callables: verify (shared), compute, record and log stats.
+
+    `placement="reward"`: the values enter TRL's reward sum, before the group normalisation.
+    `placement="advantage"`: TRL gets zeros, and the values wait in `pending_advantage` for
+    `breadth.training.grpo` to add them to the normalised advantages, where the outcome-based
+    exploration paper puts its bonuses (there a constant baseline is not cancelled by the group
+    mean, and the bonus is not rescaled by the group's reward std).
+    """
+
+    def __init__(
+        self, name: str, scorer: BatchScorer, log_batch_diagnostics: bool = False,
+        placement: str = "reward",
+    ):  # fmt: skip
+        if placement not in PLACEMENTS:
+            raise ValueError(f"reward {name}: placement must be one of {PLACEMENTS}, got {placement!r}")
         self.__name__ = name
         self.scorer = scorer
         self.log_batch_diagnostics = log_batch_diagnostics
+        self.placement = placement
+        self.pending_advantage: np.ndarray | None = None
         self.last_stats: dict[str, float] = {}
+
+    def take_pending_advantage(self) -> np.ndarray | None:
+        """The advantage-placed values of the last call, once (None if nothing is pending)."""
+        pending, self.pending_advantage = self.pending_advantage, None
+        return pending
 
     def compute(self, batch: ScoredBatch, kwargs: Mapping[str, Any]) -> tuple[np.ndarray, dict]:
         raise NotImplementedError
@@ -55,6 +77,9 @@ class RewardTermFunc:
         if callable(log_metric):
             for key, value in self.last_stats.items():
                 log_metric(key, value)
+        if self.placement == "advantage":
+            self.pending_advantage = np.asarray(values, dtype=float)
+            return [0.0] * len(values)
         return [float(v) for v in values]
 
     def __repr__(self) -> str:

@@ -83,6 +83,9 @@ class TrlRewardSetup:
     """GRPOConfig fields the formulas require; apply them over the user's RL config."""
     stateful: list[Any] = field(default_factory=list)
     """Objects with state_dict/load_state_dict: give them to RewardStateCallback."""
+    advantage_terms: list[tuple[RewardTermFunc, float]] = field(default_factory=list)
+    """(term, weight) of terms placed on the advantage: the trainer adds weight * values to
+    TRL's normalised advantages (`breadth.training.grpo`)."""
     spec: RewardSpec | None = None
 
 
@@ -132,14 +135,17 @@ def build_trl_rewards(
                 coef=float(_param(term, "coef", cfg.ucb_coef)),
                 variant=_param(term, "variant", cfg.ucb_variant),
                 apply_to=_param(term, "apply_to", cfg.ucb_apply_to),
+                baseline=float(_param(term, "baseline", cfg.ucb_baseline)),
             )
-            func = UCBReward(**common, ucb=ucb)
+            func = UCBReward(**common, ucb=ucb,
+                             placement=_param(term, "placement", cfg.ucb_placement))
             stateful.append(func)
         elif term.name == "batch":
             coef = float(_param(term, "coef", cfg.batch_coef))
             if coef < 0:
                 raise ValueError(f"reward batch coef must be >= 0, got {coef}")
-            func = BatchRepetitionReward(**common, coef=coef)
+            func = BatchRepetitionReward(**common, coef=coef,
+                                         placement=_param(term, "placement", cfg.batch_placement))
         elif term.name == "darling":
             func = DarlingReward(
                 **common,
@@ -186,10 +192,12 @@ def build_trl_rewards(
         else:  # parse_reward_spec admits only the names above
             raise AssertionError(term.name)
         funcs.append(func)
+    weights = [term.weight for term in spec.terms]
     return TrlRewardSetup(
         reward_funcs=funcs,
-        reward_weights=[term.weight for term in spec.terms],
+        reward_weights=weights,
         grpo_overrides=overrides,
         stateful=stateful,
         spec=spec,
+        advantage_terms=[(f, w) for f, w in zip(funcs, weights) if f.placement == "advantage"],
     )

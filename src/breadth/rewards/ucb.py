@@ -1,18 +1,24 @@
 """Historical exploration: an outcome-count UCB bonus per problem.
 
-Song, Kempe, Munos 2025, "Outcome-based Exploration for LLM Reasoning". N(x, a) counts how
-often outcome a was produced for problem x in *earlier* training batches;
-`bonus_i = c / sqrt(1 + N(x, outcome_i))`. The paper's exact constants were not available to
-us: c is a config value (default 0.5).
+Song, Kempe, Munos 2025, "Outcome-based Exploration for LLM Reasoning" (arXiv 2509.06941).
+N(x, a) counts how often outcome a was sampled for problem x in *earlier* training batches,
+correct or not. The paper's bonus and its baseline-corrected variants:
 
-Choices made here, each documented where it applies:
-- `None` outcomes (nothing extractable) are counted as one "no answer" outcome, like any other,
-  so unanswerable text does not keep a permanent maximal bonus.
-- Problem ids are compared as strings (they are keys of the JSON state).
-- `ucb_mean` subtracts the mean bonus over the completions the bonus applies to (all of them,
-  or the correct ones under `apply_to="correct"`); the others keep 0. With `apply_to="all"`
-  this is a per-group constant, which GRPO's group-centred advantage ignores; with
-  `apply_to="correct"` it makes correct completions compete on rarity among themselves.
+    b(x, a)   = min(1, 1 / sqrt(N(x, a)))            (N = 0 gives the cap, 1)
+    ucb       : c * b(x, a_i)
+    ucb_mean  : c * (b(x, a_i) - mean_j b(x, a_j))   mean over the group of problem x
+    ucb_con   : c * (b(x, a_i) - b0)                 a constant baseline b0
+
+The paper adds `c * bonus` to GRPO's *advantage*, outside the group normalisation (placement
+`advantage`, the default: see `breadth.training.grpo`); with placement `reward` it is summed
+into the reward before normalisation, where the group mean removes any constant baseline.
+Defaults follow the paper's reported settings: `ucb_con`, c = 0.2, b0 = 0.5, all completions.
+
+Named deviations, kept only as options: `apply_to="correct"` (the bonus only for correct
+completions) and placement `reward`. `None` outcomes (nothing extractable) are counted as one
+"no answer" outcome like any other, so unanswerable text does not keep a maximal bonus. The
+paper does not say whether N may be 0; the min(1, .) cap gives such an outcome the full bonus.
+Problem ids are compared as strings (they are keys of the JSON state).
 """
 
 from __future__ import annotations
@@ -23,9 +29,12 @@ from typing import Any, Literal
 
 import numpy as np
 
-UCB_VARIANTS = ("ucb", "ucb_mean")
+UCB_VARIANTS = ("ucb", "ucb_mean", "ucb_con")
 UCB_APPLY_TO = ("all", "correct")
-STATE_FORMAT = "breadth.OutcomeUCB/1"
+STATE_FORMAT = "breadth.OutcomeUCB/2"
+DEFAULT_COEF = 0.2
+DEFAULT_VARIANT = "ucb_con"
+DEFAULT_BASELINE = 0.5
 
 
 class OutcomeUCB:
@@ -34,20 +43,23 @@ class OutcomeUCB:
     Call `bonus` for a group first, then `update` with the same outcomes once the batch is
     scored (training batches only).
 
-    >>> ucb = OutcomeUCB(coef=0.5)
+    >>> ucb = OutcomeUCB(coef=0.5, variant="ucb")
     >>> ucb.bonus("p1", ["4", "5"]).tolist()
     [0.5, 0.5]
-    >>> ucb.update("p1", ["4", "4", "4"])
+    >>> ucb.update("p1", ["4", "4", "4", "4"])
     >>> ucb.bonus("p1", ["4", "5"]).round(4).tolist()
     [0.25, 0.5]
     """
 
     def __init__(
         self,
-        coef: float = 0.5,
-        variant: Literal["ucb", "ucb_mean"] = "ucb",
+        coef: float = DEFAULT_COEF,
+        variant: Literal["ucb", "ucb_mean", "ucb_con"] = DEFAULT_VARIANT,
         apply_to: Literal["all", "correct"] = "all",
+        baseline: float = DEFAULT_BASELINE,
     ) -> None:
+        if not 0 <= baseline <= 1:
+            raise ValueError(f"OutcomeUCB baseline b0 must be in [0, 1] (b is), got {baseline}")
         if coef < 0:
             raise ValueError(f"OutcomeUCB coef must be >= 0, got {coef}")
         if variant not in UCB_VARIANTS:
@@ -57,6 +69,7 @@ class OutcomeUCB:
         self.coef = float(coef)
         self.variant = variant
         self.apply_to = apply_to
+        self.baseline = float(baseline)
         self._counts: dict[str, Counter[Hashable | None]] = {}
 
     def count(self, problem_id: Hashable, outcome: Hashable | None) -> int:
@@ -80,9 +93,13 @@ class OutcomeUCB:
 
         >>> OutcomeUCB(0.5, "ucb", "correct").bonus("p", ["4", "5"], [True, False]).tolist()
         [0.5, 0.0]
+        >>> OutcomeUCB(0.2, "ucb_con", baseline=0.5).bonus("p", ["4"]).tolist()
+        [0.1]
         """
         counts = self._counts.get(str(problem_id), Counter())
-        raw = self.coef / np.sqrt(1.0 + np.array([counts[o] for o in outcomes], dtype=float))
+        seen = np.array([counts[o] for o in outcomes], dtype=float)
+        # min(1, 1/sqrt(N)): an outcome never seen (N = 0) gets the cap.
+        raw = np.minimum(1.0, 1.0 / np.sqrt(np.maximum(seen, 1.0)))
         if self.apply_to == "correct":
             if correct is None or len(correct) != len(outcomes):
                 raise ValueError(
@@ -94,7 +111,9 @@ class OutcomeUCB:
             applies = np.ones(len(outcomes), dtype=bool)
         if self.variant == "ucb_mean" and applies.any():
             raw = raw - raw[applies].mean()
-        return np.where(applies, raw, 0.0)
+        elif self.variant == "ucb_con":
+            raw = raw - self.baseline
+        return np.where(applies, self.coef * raw, 0.0)
 
     def update(self, problem_id: Hashable, outcomes: Sequence[Hashable | None]) -> None:
         """Add one batch's outcomes of `problem_id` to the counts (after computing bonuses).
@@ -120,6 +139,7 @@ class OutcomeUCB:
             "coef": self.coef,
             "variant": self.variant,
             "apply_to": self.apply_to,
+            "baseline": self.baseline,
             "counts": {
                 problem_id: [[outcome, n] for outcome, n in counts.items()]
                 for problem_id, counts in sorted(self._counts.items())

@@ -1,5 +1,6 @@
-"""GRPO with TRL under a diversity-aware reward spec. Customised only through config, reward
-functions and callbacks: TRL's trainer stays untouched."""
+"""GRPO with TRL under a diversity-aware reward spec. Customised through config, reward
+functions and callbacks, plus one override: terms placed on the advantage (the outcome-based
+exploration bonuses, as published) are added after TRL normalises the rewards."""
 
 from __future__ import annotations
 
@@ -31,6 +32,43 @@ def newest_checkpoint(output_dir: Path) -> Path | None:
         and (path / CHECKPOINT_COMPLETE).exists()
     ]  # fmt: skip
     return max(complete, key=lambda path: int(path.name.split("-")[-1]), default=None)
+
+
+def add_advantage_terms(advantages: Any, terms: Sequence[tuple[Any, float]]) -> Any:
+    """`advantages + sum(weight * term values)` for the terms placed on the advantage.
+
+    Each term left its values for exactly these completions (this process's slice, in order)
+    when TRL called it during scoring; a missing or misaligned array is a bug, not a no-op.
+    """
+    import torch
+
+    for term, weight in terms:
+        values = term.take_pending_advantage()
+        if values is None or len(values) != advantages.shape[0]:
+            raise RuntimeError(
+                f"reward {term.__name__}: expected {advantages.shape[0]} advantage-placed values "
+                f"from the scoring of this batch, got {None if values is None else len(values)}"
+            )
+        bonus = torch.as_tensor(values, dtype=advantages.dtype, device=advantages.device)
+        advantages = advantages + weight * bonus.reshape(-1, *([1] * (advantages.dim() - 1)))
+    return advantages
+
+
+def _trainer_class(advantage_terms: Sequence[tuple[Any, float]]) -> Any:
+    from trl import GRPOTrainer
+
+    if not advantage_terms:
+        return GRPOTrainer
+
+    class AdvantageShapedGRPOTrainer(GRPOTrainer):
+        # TRL 1.16 has no hook between its advantage computation and the loss; this wraps the
+        # one method that returns the advantages of a generation batch.
+        def _generate_and_score_completions(self, inputs):
+            output = super()._generate_and_score_completions(inputs)
+            output["advantages"] = add_advantage_terms(output["advantages"], advantage_terms)
+            return output
+
+    return AdvantageShapedGRPOTrainer
 
 
 def build_grpo_config(config: RLConfig, *, output_dir: Path, seed: int, overrides: dict) -> Any:
@@ -95,7 +133,6 @@ def train_grpo(
     """
     from datasets import Dataset
     from transformers import TrainerCallback
-    from trl import GRPOTrainer
 
     from breadth.rewards.callback import RewardStateCallback, load_reward_state
     from breadth.rewards.trl_adapter import build_trl_rewards
@@ -121,7 +158,7 @@ def train_grpo(
     callbacks: list[Any] = [RewardStateCallback(rewards.stateful), _FinishCheckpoint()]
     if log_metric:
         callbacks.insert(0, MetricsCallback(log_metric, "train/")())
-    trainer = GRPOTrainer(
+    trainer = _trainer_class(rewards.advantage_terms)(
         model=model, reward_funcs=rewards.reward_funcs, args=args, train_dataset=dataset,
         processing_class=tokenizer, callbacks=callbacks,
     )  # fmt: skip

@@ -68,12 +68,20 @@ def make_batch(groups: list[tuple[str, str, list[str]]], split: str = "train", *
 
 
 def call(func: Any, batch: tuple[list, list, dict]) -> list[float]:
+    """The term's values for `batch`, wherever they are placed: what TRL receives for a
+    reward-placed term, what waits for the advantage for an advantage-placed one."""
     prompts, completions, kwargs = batch
-    return func(prompts=prompts, completions=completions, completion_ids=None, **kwargs)
+    to_trl = func(prompts=prompts, completions=completions, completion_ids=None, **kwargs)
+    pending = func.take_pending_advantage()
+    if func.placement == "advantage":
+        assert to_trl == [0.0] * len(completions), "advantage-placed terms give TRL zeros"
+        return [float(v) for v in pending]
+    assert pending is None
+    return to_trl
 
 
 def combined(setup: Any, batch: tuple[list, list, dict]) -> list[float]:
-    """What TRL sums: sum_f weight_f * f(batch)."""
+    """sum_f weight_f * f(batch): the shaped signal per completion, whichever the placement."""
     outputs = [call(func, batch) for func in setup.reward_funcs]
     return [
         sum(w * out[i] for w, out in zip(setup.reward_weights, outputs))

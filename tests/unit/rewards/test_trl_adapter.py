@@ -53,15 +53,16 @@ def test_callables_have_trl_signature_and_pickle():
 
 def test_correctness_plus_ucb_is_correctness_plus_bonus_and_counts_update_after():
     setup = build_trl_rewards(
-        reward_config("correctness+ucb", ucb_coef=0.5), num_generations=4, verify_fn=fake_verify
+        reward_config("correctness+ucb", ucb_coef=0.5, ucb_variant="ucb"),
+        num_generations=4, verify_fn=fake_verify,
     )
     batch = make_batch([("p", "4", ["4", "4", "4", "7"])])
-    # First batch: no history, every bonus is c / sqrt(1 + 0); the counts of this batch do not
-    # count for its own bonuses.
+    # First batch: no history, every bonus is c * min(1, 1/sqrt(0)) = c; the counts of this
+    # batch do not count for its own bonuses.
     np.testing.assert_allclose(combined(setup, batch), [1.5, 1.5, 1.5, 0.5])
-    # Second batch: N(p, "4") = 3, N(p, "7") = 1.
+    # Second batch: N(p, "4") = 3 gives c/sqrt(3); N(p, "7") = 1 still gives the cap.
     np.testing.assert_allclose(
-        combined(setup, batch), [1.25, 1.25, 1.25, 0.5 / np.sqrt(2)], atol=1e-12
+        combined(setup, batch), [1 + 0.5 / np.sqrt(3)] * 3 + [0.5], atol=1e-12
     )
 
 
@@ -75,10 +76,12 @@ def test_ucb_variants_and_apply_to_from_config_and_inline_params():
     assert (ucb.coef, ucb.variant, ucb.apply_to) == (1.0, "ucb_mean", "correct")
     batch = make_batch([("p", "4|8", ["4", "4", "4", "7"])])
     np.testing.assert_allclose(call(setup.reward_funcs[1], batch), [0.0, 0.0, 0.0, 0.0])
-    # counts now: "4" x3, "7" x1. Both "4" and "8" are correct; raw bonuses 1/sqrt(4) and
-    # 1/sqrt(1). apply_to=correct + ucb_mean: only correct ones get a bonus, centred among them.
+    # counts now: "4" x3, "7" x1. Both "4" and "8" are correct; raw bonuses 1/sqrt(3) and
+    # 1 (never seen). apply_to=correct + ucb_mean: only correct ones get a bonus, centred
+    # among them.
     batch2 = make_batch([("p", "4|8", ["4", "8", "7", "9"])])
-    np.testing.assert_allclose(call(setup.reward_funcs[1], batch2), [-0.25, 0.25, 0.0, 0.0])
+    half_gap = (1 - 1 / np.sqrt(3)) / 2
+    np.testing.assert_allclose(call(setup.reward_funcs[1], batch2), [-half_gap, half_gap, 0, 0])
 
 
 def test_eval_batches_do_not_touch_ucb_counts():
@@ -278,7 +281,8 @@ def test_diagnostics_go_to_last_stats_and_trl_log_metric():
     assert first["breadth/answered"] == 0.875
     assert first["breadth/distinct_outcomes_per_group"] == 3.5  # {4, 5, None} and {1, 2, 3, 9}
     assert first["breadth/distinct_outcome_fraction"] == 0.875
-    assert setup.reward_funcs[1].last_stats["breadth/ucb/bonus_mean"] == 0.5
+    # Defaults (ucb_con, c = 0.2, b0 = 0.5), no history: every bonus is 0.2 * (1 - 0.5).
+    assert setup.reward_funcs[1].last_stats["breadth/ucb/bonus_mean"] == pytest.approx(0.1)
     assert setup.reward_funcs[2].last_stats["breadth/batch/penalty_mean"] == pytest.approx(
         0.5 / 4 * 2 / 8
     )
@@ -354,7 +358,37 @@ def test_real_verifier_outcomes_drive_the_group_terms():
     setup = build_trl_rewards(reward_config("correctness+batch", batch_coef=1.0), num_generations=4)
     correctness, batch = setup.reward_funcs
     assert correctness(prompts, completions, **columns) == [1, 1, 0, 0, 1, 1, 0, 0]
-    np.testing.assert_allclose(
-        batch(prompts, completions, **columns), [-0.25, -0.25, 0, 0, -0.25, -0.25, 0, 0]
-    )
+    np.testing.assert_allclose(call(batch, (prompts, completions, columns)),
+                               [-0.25, -0.25, 0, 0, -0.25, -0.25, 0, 0])
     assert correctness.last_stats["breadth/distinct_outcomes_per_group"] == 3.0
+
+
+def test_advantage_placed_terms_give_trl_zeros_and_the_trainer_their_values():
+    import torch
+
+    from breadth.training.grpo import add_advantage_terms
+
+    setup = build_trl_rewards(
+        reward_config("correctness+batch*2", batch_coef=1.0), num_generations=4,
+        verify_fn=fake_verify,
+    )
+    penalty = setup.reward_funcs[1]
+    assert setup.advantage_terms == [(penalty, 2.0)]
+    prompts, completions, kwargs = make_batch([("p", "4", ["4", "4", "4", "?"])])
+    assert penalty(prompts, completions, **kwargs) == [0.0] * 4  # nothing in TRL's reward sum
+    shaped = add_advantage_terms(torch.zeros(4), setup.advantage_terms)
+    # penalty 1/4 * (2 others alike) = 0.5, weight 2, subtracted after normalisation
+    np.testing.assert_allclose(shaped.numpy(), [-1.0, -1.0, -1.0, 0.0])
+    with pytest.raises(RuntimeError, match="expected 4 advantage-placed values"):
+        add_advantage_terms(torch.zeros(4), setup.advantage_terms)  # consumed: none pending
+
+
+def test_reward_placement_keeps_the_values_in_trls_sum():
+    setup = build_trl_rewards(
+        reward_config("correctness+batch", batch_coef=1.0, batch_placement="reward"),
+        num_generations=4, verify_fn=fake_verify,
+    )
+    assert setup.advantage_terms == []
+    prompts, completions, kwargs = make_batch([("p", "4", ["4", "4", "4", "?"])])
+    np.testing.assert_allclose(setup.reward_funcs[1](prompts, completions, **kwargs),
+                               [-0.5, -0.5, -0.5, 0.0])

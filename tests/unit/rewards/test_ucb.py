@@ -10,7 +10,7 @@ from ._cases import params
 
 @pytest.mark.parametrize("case", params("ucb"))
 def test_outcome_ucb_bonus_table(case):
-    ucb = OutcomeUCB(case["coef"], case["variant"], case["apply_to"])
+    ucb = OutcomeUCB(case["coef"], case["variant"], case["apply_to"], baseline=case["baseline"])
     for problem_id, outcomes in case["history"]:
         ucb.update(problem_id, outcomes)
     got = ucb.bonus(case["problem_id"], case["outcomes"], case["correct"])
@@ -44,8 +44,8 @@ def test_state_dict_is_json_and_round_trips_none_outcomes():
     ("state", "match"),
     [
         ({"format": "other", "counts": {}}, "not an OutcomeUCB state"),
-        ({"format": "breadth.OutcomeUCB/1", "counts": {"p": [["4", -1]]}}, "bad entry"),
-        ({"format": "breadth.OutcomeUCB/1", "counts": {"p": [["4"]]}}, "bad entry"),
+        ({"format": "breadth.OutcomeUCB/2", "counts": {"p": [["4", -1]]}}, "bad entry"),
+        ({"format": "breadth.OutcomeUCB/2", "counts": {"p": [["4"]]}}, "bad entry"),
     ],
 )
 def test_load_state_dict_rejects_bad_state(state, match):
@@ -59,6 +59,7 @@ def test_load_state_dict_rejects_bad_state(state, match):
         ({"coef": -1.0}, "coef must be >= 0"),
         ({"variant": "ucb_max"}, "variant must be one of"),
         ({"apply_to": "wrong"}, "apply_to must be one of"),
+        ({"baseline": 1.5}, "baseline b0 must be in"),
     ],
 )
 def test_constructor_validates(kwargs, match):
