@@ -36,7 +36,9 @@ class DataConfig(_Section):
     )
     num_train: int = Field(4000, ge=1, description="Training problems (synthetic sources).")
     num_eval: int = Field(64, ge=1, description="Evaluation problems (synthetic sources).")
-    difficulty: int = Field(2, ge=1, le=3, description="Synthetic difficulty, 1 (easy) to 3.")
+    difficulty: Literal[1, 2, 3, "mixed"] = Field(
+        2, description="Synthetic difficulty, 1 (easy) to 3, or `mixed` (equal shares of 1-3)."
+    )
     reasoning: bool = Field(
         False, description="Include a reasoning trace in SFT targets (longer sequences)."
     )

@@ -35,7 +35,8 @@ def prepare_stage(config: PipelineConfig, out_dir: Path) -> Any:
     data = config.data
     return prepare_dataset(
         data.source, fmt=data.format, out_dir=Path(out_dir), seed=config.seed,
-        num_train=data.num_train, num_eval=data.num_eval, difficulty=data.difficulty,
+        num_train=data.num_train, num_eval=data.num_eval,
+        difficulty=None if data.difficulty == "mixed" else data.difficulty,
         schema=data.schema_name, on_bad_rows=data.on_bad_rows, reasoning=data.reasoning,
     )  # fmt: skip
 

@@ -17,6 +17,8 @@ __all__ = [
     "bootstrap_ci",
     "bootstrap_means",
     "bootstrap_weights",
+    "hierarchical_bootstrap_ci",
+    "hierarchical_bootstrap_means",
     "percentile_interval",
 ]
 
@@ -110,3 +112,55 @@ def percentile_interval(samples: np.ndarray, confidence: float = DEFAULT_CONFIDE
     return np.nanquantile(samples, alpha, axis=axis), np.nanquantile(
         samples, 1.0 - alpha, axis=axis
     )
+
+
+def hierarchical_bootstrap_means(
+    values, num_resamples: int = DEFAULT_RESAMPLES, seed: int = 0
+) -> np.ndarray:
+    """Resampled means of a (seeds x problems [x columns]) array: (B,) or (B, columns).
+
+    Each resample draws seeds with replacement, then problems with replacement; the problems
+    drawn are the same for every seed, because every seed is evaluated on the same problems
+    (crossed, not nested), and the same for every column (paired). NaN cells (a problem
+    outside a seed's split) are skipped; a resample with no value left is NaN.
+    """
+    array = np.asarray(values, dtype=np.float64)
+    squeeze = array.ndim == 2
+    array = array[..., None] if squeeze else array
+    if array.ndim != 3 or array.shape[0] == 0 or array.shape[1] == 0:
+        raise ValueError(
+            f"hierarchical bootstrap needs a (seeds, problems[, columns]) array, got {array.shape}"
+        )
+    num_seeds, num_problems, _ = array.shape
+    rng = np.random.default_rng(seed)
+    seed_draws = rng.integers(0, num_seeds, size=(num_resamples, num_seeds))
+    problem_weights = bootstrap_weights(num_problems, num_resamples, seed + 1)  # (B, P)
+    present = ~np.isnan(array)
+    filled = np.where(present, array, 0.0)
+    sums = np.einsum("bspk,bp->bk", filled[seed_draws], problem_weights)
+    counts = np.einsum("bspk,bp->bk", present[seed_draws].astype(np.float64), problem_weights)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        means = sums / counts
+    return means[:, 0] if squeeze else means
+
+
+def hierarchical_bootstrap_ci(
+    values, num_resamples: int = DEFAULT_RESAMPLES, seed: int = 0,
+    confidence: float = DEFAULT_CONFIDENCE,
+) -> ConfidenceInterval:  # fmt: skip
+    """Mean of a (seeds x problems) matrix with a two-level percentile bootstrap interval.
+
+    Both sources of noise, training seeds and the problem sample, widen the interval, and a
+    percentile interval of means stays inside the values' range (a proportion's interval
+    inside [0, 1]). With one seed this is the ordinary bootstrap over problems.
+
+    >>> ci = hierarchical_bootstrap_ci([[0.0, 1.0], [1.0, 1.0]], num_resamples=200)
+    >>> ci.estimate, 0.0 <= ci.low <= ci.estimate <= ci.high <= 1.0
+    (0.75, True)
+    """
+    matrix = np.atleast_2d(np.asarray(values, dtype=np.float64))
+    if matrix.size == 0 or np.all(np.isnan(matrix)):
+        raise ValueError("hierarchical bootstrap needs at least one seed and one problem value")
+    means = hierarchical_bootstrap_means(matrix, num_resamples, seed)
+    low, high = percentile_interval(means[np.isfinite(means)], confidence)
+    return ConfidenceInterval(float(np.nanmean(matrix)), float(low), float(high))

@@ -1,0 +1,331 @@
+"""The study's claims: each literature claim, its measured effect with a CI, and a verdict.
+
+Input is a *study frame*: one row per (format, objective, seed, model, problem_id), where
+model is "sft" (the shared warm start of that format and seed) or "rl" (the cell's trained
+policy), with the per-problem columns `num_samples`, `num_correct`, `distinct_outcomes`, and
+where available `forking_token_share`, `num_options` (mcq) and `search_evolutionary` /
+`search_independent` (1 when the method solved the problem within the search budget).
+
+Every effect is a mean over seeds x problems of a paired per-problem difference, with a
+two-level bootstrap interval (`hierarchical_bootstrap_means`). pass@k of mcq cells is taken
+above chance, `(p - chance) / (1 - chance)`, so a format comparison is not a comparison with
+guessing. A verdict is *reproduced* when the interval excludes zero on the claimed side,
+*refuted* when it excludes zero on the other side, and *inconclusive* otherwise, or when an
+arm is missing or a split holds fewer than `min_split` problems.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+
+import numpy as np
+import pandas as pd
+
+from breadth.evaluation.bootstrap import hierarchical_bootstrap_means, percentile_interval
+from breadth.evaluation.metrics import chance_corrected_pass_at_k, pass_at_k
+
+__all__ = ["Claim", "ClaimSettings", "base_solved", "claims_markdown", "evaluate_claims", "verdict"]
+
+REPRODUCED, REFUTED, INCONCLUSIVE = "reproduced", "refuted", "inconclusive"
+CORRECTNESS = "correctness"
+PerProblem = Callable[[pd.DataFrame], np.ndarray]
+
+
+@dataclass(frozen=True)
+class ClaimSettings:
+    split_k: int = 4
+    """Base budget of the transfer split: a problem is base-solved when the SFT model's
+    pass@split_k reaches `split_threshold` (not 'any of n samples', which at large n calls
+    nearly everything solved)."""
+    split_threshold: float = 0.5
+    min_split: int = 20
+    """A split with fewer problems (in any seed) makes its claim inconclusive."""
+    diversity_arm: str = "correctness+batch"
+    """The diversity-trained arm of the search claim."""
+    num_resamples: int = 1000
+    confidence: float = 0.95
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One row of the claims table."""
+
+    claim: str
+    format: str
+    measure: str
+    estimate: float | None
+    low: float | None
+    high: float | None
+    verdict: str
+    detail: str
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def verdict(low: float | None, high: float | None, expected_sign: int) -> str:
+    """reproduced / refuted / inconclusive from an interval and the claimed sign (+1 or -1).
+
+    >>> verdict(0.01, 0.05, +1), verdict(-0.05, -0.01, +1), verdict(-0.01, 0.02, -1)
+    ('reproduced', 'refuted', 'inconclusive')
+    """
+    if low is None or high is None or not np.isfinite([low, high]).all():
+        return INCONCLUSIVE
+    if expected_sign * low > 0 and expected_sign * high > 0:
+        return REPRODUCED
+    if expected_sign * low < 0 and expected_sign * high < 0:
+        return REFUTED
+    return INCONCLUSIVE
+
+
+def base_solved(num_samples, num_correct, split_k: int, threshold: float) -> np.ndarray:
+    """Base-solved mask at a fixed budget: pass@split_k >= threshold.
+
+    >>> base_solved([8, 8, 8], [0, 1, 4], split_k=4, threshold=0.5).tolist()
+    [False, True, True]
+    """
+    return pass_at_k(num_samples, num_correct, split_k) >= threshold
+
+
+def pass_metric(k: int | None) -> PerProblem:
+    """Per-problem pass@k (k=None: the problem's n), above chance for rows with options."""
+
+    def per_problem(rows: pd.DataFrame) -> np.ndarray:
+        n, c = rows["num_samples"].to_numpy(), rows["num_correct"].to_numpy()
+        kk = int(n.min()) if k is None else k
+        value = pass_at_k(n, c, kk)
+        if "num_options" in rows and rows["num_options"].fillna(0).gt(0).all():
+            value = chance_corrected_pass_at_k(value, rows["num_options"].to_numpy(), kk)
+        return value
+
+    return per_problem
+
+
+def column(name: str) -> PerProblem:
+    return lambda rows: rows[name].to_numpy(dtype=np.float64)
+
+
+def search_gain(rows: pd.DataFrame) -> np.ndarray:
+    return (rows["search_evolutionary"] - rows["search_independent"]).to_numpy(np.float64)
+
+
+class _Study:
+    """Aligned (seeds x problems) matrices of one format's arms."""
+
+    def __init__(self, frame: pd.DataFrame, fmt: str, settings: ClaimSettings):
+        self.frame = frame[frame["format"] == fmt]
+        self.fmt = fmt
+        self.settings = settings
+
+    def arm(self, objective: str, model: str) -> pd.DataFrame | None:
+        if model == "sft":  # the warm start is shared: read it from any cell of the format
+            rows = self.frame[self.frame["model"] == "sft"]
+            rows = rows[rows["objective"] == rows["objective"].iloc[0]] if len(rows) else rows
+        else:
+            rows = self.frame[(self.frame["model"] == "rl") & (self.frame["objective"] == objective)]
+        return rows if len(rows) else None
+
+    def paired(self, a: tuple[str, str], b: tuple[str, str], metric: PerProblem,
+               mask: Callable[[pd.DataFrame], np.ndarray] | None = None):  # fmt: skip
+        """(seeds x problems) of metric(a) - metric(b), NaN outside `mask`; or a reason."""
+        left, right = self.arm(*a), self.arm(*b)
+        if left is None or right is None:
+            missing = [f"{o or 'sft'}" for (o, _), arm in ((a, left), (b, right)) if arm is None]
+            return None, f"arm not in the grid: {', '.join(missing)}"
+        seeds = sorted(set(left["seed"]) & set(right["seed"]))
+        problems = sorted(set(left["problem_id"]) & set(right["problem_id"]))
+        rows = []
+        for seed in seeds:
+            l_rows = left[left["seed"] == seed].set_index("problem_id").loc[problems]
+            r_rows = right[right["seed"] == seed].set_index("problem_id").loc[problems]
+            diff = metric(l_rows) - metric(r_rows)
+            if mask is not None:
+                diff = np.where(mask(self.arm("", "sft").pipe(_of_seed, seed, problems)),
+                                diff, np.nan)  # fmt: skip
+            rows.append(diff)
+        return np.stack(rows), f"seeds: {len(seeds)}, problems: {len(problems)}"
+
+    def effect(self, claim, measure, a, b, metric, sign, mask=None, min_split=False) -> Claim:
+        matrix, detail = self.paired(a, b, metric, mask)
+        if matrix is None:
+            return Claim(claim, self.fmt, measure, None, None, None, INCONCLUSIVE, detail)
+        if min_split:
+            sizes = (~np.isnan(matrix)).sum(axis=1)
+            detail = f"seeds: {matrix.shape[0]}, split sizes per seed: {sizes.tolist()}"
+            if sizes.min() < self.settings.min_split:
+                est = float(np.nanmean(matrix)) if np.isfinite(matrix).any() else None
+                return Claim(claim, self.fmt, measure, est, None, None, INCONCLUSIVE,
+                             f"inconclusive (n = {int(sizes.min())} < {self.settings.min_split}); "
+                             + detail)  # fmt: skip
+        if not np.isfinite(matrix).any():
+            return Claim(claim, self.fmt, measure, None, None, None, INCONCLUSIVE,
+                         f"no finite values ({detail})")  # fmt: skip
+        s = self.settings
+        means = hierarchical_bootstrap_means(matrix, s.num_resamples, s.seed)
+        low, high = percentile_interval(means[np.isfinite(means)], s.confidence)
+        return Claim(claim, self.fmt, measure, float(np.nanmean(matrix)), float(low),
+                     float(high), verdict(float(low), float(high), sign), detail)  # fmt: skip
+
+
+def _of_seed(rows: pd.DataFrame, seed, problems) -> pd.DataFrame:
+    return rows[rows["seed"] == seed].set_index("problem_id").loc[problems]
+
+
+def evaluate_claims(frame: pd.DataFrame, settings: ClaimSettings | None = None) -> list[Claim]:
+    """Every named claim the frame's arms allow, per format; missing arms are inconclusive."""
+    settings = settings or ClaimSettings()
+    claims: list[Claim] = []
+    formats = sorted(frame["format"].unique())
+    for fmt in formats:
+        study = _Study(frame, fmt, settings)
+        claims += _format_claims(study)
+    if {"mcq", "free_form"} <= set(formats):
+        claims.append(_format_claim(frame, settings))
+    return claims
+
+
+def _format_claims(study: _Study) -> list[Claim]:
+    rl, sft = (CORRECTNESS, "rl"), ("", "sft")
+    p1, pn = pass_metric(1), pass_metric(None)
+    s = study.settings
+
+    def unsolved(base_rows: pd.DataFrame) -> np.ndarray:
+        return ~base_solved(base_rows["num_samples"], base_rows["num_correct"], s.split_k,
+                            s.split_threshold)  # fmt: skip
+
+    claims = [
+        study.effect("sharpening", "Δ pass@1, RL − SFT (correctness)", rl, sft, p1, +1),
+        study.effect("sharpening", "Δ pass@n, RL − SFT (correctness)", rl, sft, pn, -1),
+        _crossover(study),
+        study.effect("transfer", f"Δ distinct outcomes, RL − SFT, base-unsolved "
+                     f"(SFT pass@{s.split_k} < {s.split_threshold})", rl, sft,
+                     column("distinct_outcomes"), -1, mask=unsolved, min_split=True),
+        study.effect("historical", "Δ pass@1, ucb − correctness", ("correctness+ucb", "rl"),
+                     rl, p1, +1),
+        study.effect("batch", "Δ pass@n, batch − correctness", ("correctness+batch", "rl"),
+                     rl, pn, +1),
+    ]  # fmt: skip
+    for arm in ("passk", "vector"):
+        kept = study.effect("pass@k objective", f"Δ pass@n, {arm} − correctness", (arm, "rl"),
+                            rl, pn, +1)  # fmt: skip
+        cost = study.effect("pass@k objective", f"Δ pass@1, {arm} − correctness", (arm, "rl"),
+                            rl, p1, +1)  # fmt: skip
+        claims.append(_with_note(kept, f"pass@1 cost {_interval(cost)}"))
+    darling = study.effect("darling", "Δ distinct outcomes, darling − correctness",
+                           ("darling", "rl"), rl, column("distinct_outcomes"), +1)
+    quality = study.effect("darling", "Δ pass@1", ("darling", "rl"), rl, p1, +1)
+    claims.append(_with_note(darling, f"Δ pass@1 {_interval(quality)}"))
+    if "forking_token_share" in study.frame and study.frame["forking_token_share"].notna().any():
+        forks = study.effect("forking", "Δ share of tokens above the SFT 80th-percentile "
+                             "entropy, RL − SFT", rl, sft, column("forking_token_share"), +1)
+        answers = study.effect("forking", "", rl, sft, column("distinct_outcomes"), -1)
+        claims.append(_with_note(forks, f"Δ distinct outcomes {_interval(answers)}"))
+    else:
+        claims.append(Claim("forking", study.fmt, "token entropy at forks", None, None, None,
+                            INCONCLUSIVE, "no per-token entropies in the rollouts"))  # fmt: skip
+    if "search_evolutionary" in study.frame and study.frame["search_evolutionary"].notna().any():
+        claims.append(study.effect(
+            "search", f"Δ (evolutionary − independent success), {s.diversity_arm} − "
+            "correctness, equal budget", (s.diversity_arm, "rl"), rl, search_gain, +1))
+    else:
+        claims.append(Claim("search", study.fmt, "evolutionary search gain", None, None, None,
+                            INCONCLUSIVE, "no search results in the grid"))  # fmt: skip
+    return claims
+
+
+def _crossover(study: _Study) -> Claim:
+    """Smallest k at which RL's pass@k falls below SFT's, with a bootstrap interval of k."""
+    rl, sft = study.arm(CORRECTNESS, "rl"), study.arm("", "sft")
+    if rl is None or sft is None:
+        return Claim("crossover", study.fmt, "k where RL falls below SFT", None, None, None,
+                     INCONCLUSIVE, "arm not in the grid: correctness")  # fmt: skip
+    n = int(min(rl["num_samples"].min(), sft["num_samples"].min()))
+    ks = [k for k in (1, 2, 4, 8, 16, 32, 64, 128, 256) if k <= n]
+    stacked = np.stack([study.paired((CORRECTNESS, "rl"), ("", "sft"), pass_metric(k))[0]
+                        for k in ks], axis=-1)  # (S, P, K)  # fmt: skip
+    s = study.settings
+    boot = hierarchical_bootstrap_means(stacked, s.num_resamples, s.seed)  # (B, K)
+    point = np.nanmean(stacked, axis=(0, 1))
+
+    def first_below(diffs: np.ndarray) -> np.ndarray:
+        below = diffs < 0
+        return np.where(below.any(axis=-1), below.argmax(axis=-1), len(ks))
+
+    index = int(first_below(point))
+    alpha = (1 - s.confidence) / 2
+    low_i, high_i = (int(np.quantile(first_below(boot), q, method="inverted_cdf"))
+                     for q in (alpha, 1 - alpha))  # fmt: skip
+    k_of = lambda i: float(ks[i]) if i < len(ks) else None  # noqa: E731 - a lookup
+    # Reproduced: a crossover inside the ks tried in (1 - alpha) of resamples; refuted: RL
+    # stays ahead at every k in (1 - alpha) of them.
+    result = REPRODUCED if high_i < len(ks) else REFUTED if low_i >= len(ks) else INCONCLUSIVE
+    return Claim("crossover", study.fmt, "k where RL pass@k falls below SFT (correctness)",
+                 k_of(index), k_of(low_i), k_of(high_i), result,
+                 f"ks tried: {ks}; an empty bound means beyond k = {ks[-1]}")  # fmt: skip
+
+
+def _format_claim(frame: pd.DataFrame, settings: ClaimSettings) -> Claim:
+    """mcq vs free-form: how much RL narrows answers, relative to SFT, in each format.
+
+    Relative (RL / SFT - 1) because mcq caps distinct answers at the number of options.
+    """
+    measure = "relative Δ distinct outcomes (RL / SFT − 1), mcq − free_form"
+    narrowing = {}
+    for fmt in ("mcq", "free_form"):
+        study = _Study(frame, fmt, settings)
+        rl, sft = study.arm(CORRECTNESS, "rl"), study.arm("", "sft")
+        if rl is None or sft is None:
+            return Claim("format", "both", measure, None, None, None, INCONCLUSIVE,
+                         f"arm not in the grid for {fmt}: correctness")  # fmt: skip
+        seeds = sorted(set(rl["seed"]) & set(sft["seed"]))
+        problems = sorted(set(rl["problem_id"]) & set(sft["problem_id"]))
+        stacked = np.stack([np.stack([
+            _of_seed(arm, seed, problems)["distinct_outcomes"].to_numpy(np.float64)
+            for arm in (rl, sft)], axis=-1) for seed in seeds])  # (S, P, 2)  # fmt: skip
+        means = hierarchical_bootstrap_means(stacked, settings.num_resamples, settings.seed)
+        narrowing[fmt] = (means[:, 0] / means[:, 1] - 1, stacked)
+    point = {fmt: np.nanmean(m[..., 0]) / np.nanmean(m[..., 1]) - 1
+             for fmt, (_, m) in narrowing.items()}  # fmt: skip
+    # The formats' problems are resampled independently (their rollouts are separate).
+    diff = narrowing["mcq"][0] - narrowing["free_form"][0]
+    low, high = percentile_interval(diff[np.isfinite(diff)], settings.confidence)
+    # Two-sided: the claim is that the exploration profiles differ, not which way.
+    result = REPRODUCED if low > 0 or high < 0 else INCONCLUSIVE
+    return Claim("format", "both", measure, float(point["mcq"] - point["free_form"]),
+                 float(low), float(high), result,
+                 f"mcq {point['mcq']:+.3f}, free_form {point['free_form']:+.3f}; two-sided: "
+                 "reproduced when the formats' narrowing differs")  # fmt: skip
+
+
+def _interval(claim: Claim) -> str:
+    if claim.low is None or claim.high is None or claim.estimate is None:
+        return "n/a"
+    return f"{claim.estimate:+.3f} [{claim.low:+.3f}, {claim.high:+.3f}]"
+
+
+def _k(value: float | None) -> str:
+    return "beyond" if value is None else f"{value:g}"
+
+
+def _with_note(claim: Claim, note: str) -> Claim:
+    return Claim(**{**claim.to_dict(), "detail": f"{note}; {claim.detail}"})
+
+
+def claims_markdown(claims: list[Claim], header: str = "") -> str:
+    """The claims table: one row per claim and format, interval and verdict."""
+    lines = [header, ""] if header else []
+    lines += ["| claim | format | measure | effect [95% CI] | verdict |",
+              "|---|---|---|---|---|"]  # fmt: skip
+    for c in claims:
+        if c.claim == "crossover":
+            effect = " ".join(["none" if c.estimate is None else f"k = {c.estimate:g}",
+                               f"[{_k(c.low)}, {_k(c.high)}]"])  # fmt: skip
+        elif c.estimate is None:
+            effect = "n/a"
+        else:
+            effect = _interval(c) if c.low is not None else f"{c.estimate:+.3f}"
+        lines.append(f"| **{c.claim}** | {c.format} | {c.measure} | {effect} | {c.verdict} |")
+    lines += ["", "Details:", ""] + [f"- {c.claim} ({c.format}): {c.detail}" for c in claims]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,113 @@
+"""Claims: split rule, chance correction and verdicts on small frames computed by hand."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from breadth.evaluation.bootstrap import hierarchical_bootstrap_ci
+from breadth.evaluation.claims import (
+    ClaimSettings,
+    base_solved,
+    claims_markdown,
+    evaluate_claims,
+    pass_metric,
+    verdict,
+)
+
+
+@pytest.mark.parametrize(
+    ("low", "high", "sign", "expected"),
+    [
+        (0.01, 0.20, +1, "reproduced"),
+        (-0.20, -0.01, +1, "refuted"),
+        (-0.01, 0.20, +1, "inconclusive"),
+        (-0.20, -0.01, -1, "reproduced"),
+        (0.01, 0.20, -1, "refuted"),
+        (0.0, 0.0, +1, "inconclusive"),  # a zero effect is not a direction
+        (None, None, +1, "inconclusive"),
+    ],
+)
+def test_verdict(low, high, sign, expected):
+    assert verdict(low, high, sign) == expected
+
+
+def test_split_rule_is_a_fixed_base_budget_not_any_of_n():
+    # n = 8. pass@4 for c = 1 is 1 - C(7,4)/C(8,4) = 1 - 35/70 = 0.5: solved at threshold 0.5.
+    n, c = [8] * 5, [0, 1, 2, 4, 8]
+    assert base_solved(n, c, split_k=4, threshold=0.5).tolist() == [False, True, True, True, True]
+    # pass@1 = c/n: only c >= 4 reaches 0.5. "Any of n" would call c = 1 solved.
+    assert base_solved(n, c, split_k=1, threshold=0.5).tolist() == [False, False, False, True, True]
+
+
+def test_mcq_pass_at_k_is_taken_above_chance():
+    rows = pd.DataFrame({"num_samples": [4, 4, 4], "num_correct": [1, 4, 0], "num_options": [4] * 3})
+    # pass@1 = 0.25, 1.0, 0.0; chance 0.25 -> (p - 0.25) / 0.75
+    np.testing.assert_allclose(pass_metric(1)(rows), [0.0, 1.0, -1 / 3])
+    free = rows.drop(columns="num_options")
+    np.testing.assert_allclose(pass_metric(1)(free), [0.25, 1.0, 0.0])
+
+
+def _cells(rl_correct, sft_correct=2, n=8, seeds=(0, 1), fmt="free_form", objective="correctness",
+           **extra):
+    rows = []
+    for seed in seeds:
+        for p, rl_c in enumerate(rl_correct):
+            for model, c in (("sft", sft_correct), ("rl", rl_c)):
+                rows.append({"format": fmt, "objective": objective, "seed": seed, "model": model,
+                             "problem_id": f"p{p}", "num_samples": n, "num_correct": c,
+                             "distinct_outcomes": 4 if model == "sft" else 2, **extra})
+    return pd.DataFrame(rows)
+
+
+def test_sharpening_reproduced_and_missing_arms_inconclusive():
+    # SFT solves 2/8 of every problem; RL solves half the problems always, the other never.
+    frame = _cells([8, 0] * 20)
+    claims = {(c.claim, c.measure[:9]): c for c in evaluate_claims(frame, ClaimSettings())}
+    up = claims[("sharpening", "Δ pass@1,")]
+    assert up.estimate == pytest.approx(0.5 - 0.25) and up.verdict == "reproduced"
+    assert 0 < up.low < up.estimate < up.high
+    down = claims[("sharpening", "Δ pass@n,")]
+    # pass@8: SFT 1.0 everywhere; RL 1.0 on half, 0.0 on the other half.
+    assert down.estimate == pytest.approx(-0.5) and down.verdict == "reproduced"
+    historical = claims[("historical", "Δ pass@1,")]
+    assert historical.verdict == "inconclusive" and "correctness+ucb" in historical.detail
+
+
+def test_transfer_with_a_small_split_says_inconclusive_with_its_size():
+    # SFT 2/8 everywhere: pass@4 = 1 - C(6,4)/C(8,4) = 55/70 >= 0.5, every problem base-solved.
+    frame = _cells([8, 0] * 20)
+    transfer = next(c for c in evaluate_claims(frame) if c.claim == "transfer")
+    assert transfer.verdict == "inconclusive"
+    assert transfer.detail.startswith("inconclusive (n = 0 < 20)")
+    # Unsolved at split_k = 1 (pass@1 = 0.25 < 0.5): all 40 problems; distinct 4 -> 2.
+    settings = ClaimSettings(split_k=1)
+    transfer = next(c for c in evaluate_claims(frame, settings) if c.claim == "transfer")
+    assert transfer.estimate == pytest.approx(-2.0) and transfer.verdict == "reproduced"
+
+
+def test_crossover_found_where_rl_falls_below_sft():
+    frame = _cells([8, 0] * 20)
+    crossover = next(c for c in evaluate_claims(frame) if c.claim == "crossover")
+    # pass@1: RL 0.5 > SFT 0.25; pass@2: SFT 1 - C(6,2)/C(8,2) = 13/28 = 0.464 < 0.5 (RL ahead);
+    # pass@4: SFT 0.786 > RL 0.5. The first k with RL below SFT is 4.
+    assert crossover.estimate == 4.0 and crossover.verdict == "reproduced"
+
+
+def test_format_claim_compares_relative_narrowing():
+    free = _cells([8, 0] * 20)
+    mcq = _cells([4, 0] * 20, n=4, sft_correct=1, fmt="mcq", num_options=4)
+    mcq.loc[mcq["model"] == "rl", "distinct_outcomes"] = 4  # mcq: no narrowing at all
+    claim = next(c for c in evaluate_claims(pd.concat([free, mcq])) if c.claim == "format")
+    # free_form 2/4 - 1 = -0.5; mcq 4/4 - 1 = 0: difference +0.5, every resample the same.
+    assert claim.estimate == pytest.approx(0.5) and claim.verdict == "reproduced"
+    assert "**format**" in claims_markdown([claim])
+
+
+@pytest.mark.parametrize("num_seeds", [1, 2, 3])
+def test_proportion_intervals_stay_in_the_unit_interval(num_seeds):
+    rng = np.random.default_rng(num_seeds)
+    # Proportions piled against 1 (and one against 0): a t-interval would leave [0, 1].
+    values = np.clip(rng.normal(0.97, 0.05, size=(num_seeds, 30)), 0, 1)
+    for matrix in (values, 1 - values):
+        ci = hierarchical_bootstrap_ci(matrix, num_resamples=400)
+        assert 0.0 <= ci.low <= ci.estimate <= ci.high <= 1.0
