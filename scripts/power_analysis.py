@@ -90,7 +90,7 @@ def main() -> None:
         powered = all(abs(e[0]) > 2 * e[3] for e in (p1, pn))
         sft_p1 = float(np.mean([pass_at_k(r["sft"]["n"], r["sft"]["c"], 1).mean() for r in runs]))
         row = {"candidate": name, "overrides": overrides, "seeds": args.seeds,
-               "problems": int(len(runs[0]["sft"])), "sft_pass_at_1": round(sft_p1, 4),
+               "problems": len(runs[0]["sft"]), "sft_pass_at_1": round(sft_p1, 4),
                "delta_pass_at_1": [round(v, 4) for v in p1[:3]],
                "delta_pass_at_n": [round(v, 4) for v in pn[:3]],
                "powered": powered, "times": [r["times"] for r in runs]}

@@ -257,7 +257,7 @@ def _crossover(study: _Study) -> Claim:
     alpha = (1 - s.confidence) / 2
     low_i, high_i = (int(np.quantile(first_below(boot), q, method="inverted_cdf"))
                      for q in (alpha, 1 - alpha))  # fmt: skip
-    k_of = lambda i: float(ks[i]) if i < len(ks) else None  # noqa: E731 - a lookup
+    k_of = lambda i: float(ks[i]) if i < len(ks) else None
     # Reproduced: a crossover inside the ks tried in (1 - alpha) of resamples; refuted: RL
     # stays ahead at every k in (1 - alpha) of them.
     result = REPRODUCED if high_i < len(ks) else REFUTED if low_i >= len(ks) else INCONCLUSIVE
