@@ -141,7 +141,7 @@ def run(
 
 @app.command()
 def grid(
-    preset: Annotated[str, typer.Option(help="Preset every cell starts from.")] = "default",
+    preset: Annotated[str, typer.Option(help="Preset every cell starts from.")] = "study",
     format_: Annotated[list[str] | None, typer.Option("--format", help="Formats (repeat).")] = None,
     reward: Annotated[list[str] | None, typer.Option(help="Reward specs (repeat).")] = None,
     seed: Annotated[list[int] | None, typer.Option(help="Seeds (repeat).")] = None,

@@ -237,7 +237,7 @@ def available_presets() -> list[str]:
     return sorted(p.name.removesuffix(".yaml") for p in folder.iterdir() if p.name.endswith(".yaml"))
 
 
-def _preset_values(name: str) -> dict[str, Any]:
+def _preset_values(name: str, _chain: tuple[str, ...] = ()) -> dict[str, Any]:
     path = Path(name)
     if path.suffix in {".yaml", ".yml"} and path.exists():
         text = path.read_text()
@@ -251,7 +251,22 @@ def _preset_values(name: str) -> dict[str, Any]:
     values = yaml.safe_load(text) or {}
     if not isinstance(values, dict):
         raise ConfigError(f"preset {name!r} must be a YAML mapping, got {type(values).__name__}")
+    parent = values.pop("extends", None)
+    if parent is not None:
+        # `extends: study` starts from another preset, so a variant states only what differs.
+        if not isinstance(parent, str) or parent == name or len(_chain) > 8:
+            raise ConfigError(f"preset {name!r}: `extends` must name another preset, got "
+                              f"{parent!r} (chain {' -> '.join([*_chain, name])})")  # fmt: skip
+        return _merge(_preset_values(parent, (*_chain, name)), values)
     return values
+
+
+def _merge(base: dict[str, Any], update: dict[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
+    for key, value in update.items():
+        both_sections = isinstance(value, dict) and isinstance(merged.get(key), dict)
+        merged[key] = _merge(merged[key], value) if both_sections else value
+    return merged
 
 
 def _set_dotted(tree: dict[str, Any], dotted: str, value: Any) -> None:
@@ -333,30 +348,50 @@ DEFAULT_GRID_REWARDS = [
     "correctness", "correctness+ucb", "correctness+batch", "darling", "passk", "vector",
     "correctness@entropy",
 ]  # fmt: skip
+ENTROPY_KNOBS = ["rl.epsilon_high=0.28", "rl.top_entropy_quantile=0.2", "rl.entropy_coef=0.01"]
+# What an objective may change: the reward and the entropy knobs. Everything else (problems,
+# pool, steps, SFT start, eval set, sampling) must be equal across a grid's cells.
+OBJECTIVE_KEYS = ("rl.reward.", "rl.epsilon_high", "rl.top_entropy_quantile", "rl.entropy_coef",
+                  "rl.adaptive_entropy", "rl.entropy_target")  # fmt: skip
+# Keys that differ between cells by design: the grid's own axes and the preset label.
+GRID_AXIS_KEYS = ("data.format", "seed", "preset")
 
 
 class GridConfig(_Section):
-    """The nightly study: formats x reward specs x seeds, each cell a full pipeline run."""
+    """The nightly study: formats x objectives x seeds, each cell a full pipeline run.
 
-    preset: str = Field("default", description="Preset every cell starts from.")
+    Cells differ only in the objective (reward spec and entropy knobs), their format and their
+    seed; `cells()` refuses anything else before any compute.
+    """
+
+    preset: str = Field("study", description="Preset every cell starts from.")
     formats: list[Literal["mcq", "free_form"]] = Field(
         default_factory=lambda: ["mcq", "free_form"], description="Data formats to compare."
     )
     rewards: list[str] = Field(
         default_factory=lambda: list(DEFAULT_GRID_REWARDS),
-        description="Reward specs to compare; 'SPEC@entropy' adds the entropy preset's knobs "
-        "(clip-higher, top-entropy tokens, entropy bonus).",
+        description="Objectives to compare: reward specs; `SPEC@entropy` adds the entropy "
+        "knobs (clip-higher, top-entropy tokens, entropy bonus).",
     )
-    seeds: list[int] = Field(default_factory=lambda: [0, 1], description="Seeds per cell.")
+    seeds: list[int] = Field(default_factory=lambda: [0, 1, 2], description="Seeds per cell.")
     overrides: list[str] = Field(
-        default_factory=list, description="key=value overrides applied to every cell."
+        default_factory=list, description="`key=value` overrides applied to every cell."
+    )
+    objective_overrides: dict[str, list[str]] = Field(
+        default_factory=dict,
+        description="Extra `key=value` overrides of one objective's cells, e.g. "
+        "`{\"correctness+ucb\": [\"rl.reward.ucb_coef=0.5\"]}`; only reward and entropy keys.",
     )
     grid_id: str | None = Field(
         None, description="MLflow tag grouping the cells; empty = derived from the flow run."
     )
 
     def cells(self) -> list[tuple[str, str, int, PipelineConfig]]:
-        """(format, reward, seed, validated config) per cell: all validated before compute."""
+        """(format, objective, seed, validated config) per cell, all checked before compute."""
+        unknown = sorted(set(self.objective_overrides) - set(self.rewards))
+        if unknown:
+            raise ConfigError(f"grid objective_overrides name objectives {unknown} that are not "
+                              f"in the grid's rewards {self.rewards}")  # fmt: skip
         cells = []
         for fmt in self.formats:
             for reward in self.rewards:
@@ -368,9 +403,11 @@ class GridConfig(_Section):
                         "SPEC@entropy"
                     )
                 for seed in self.seeds:
-                    overrides = [*self.overrides, f"data.format={fmt}",
-                                 f"rl.reward.spec={spec}", f"seed={seed}", *extra]  # fmt: skip
+                    overrides = [*self.overrides, f"data.format={fmt}", f"rl.reward.spec={spec}",
+                                 f"seed={seed}", *extra,
+                                 *self.objective_overrides.get(reward, [])]  # fmt: skip
                     cells.append((fmt, reward, seed, load_config(self.preset, overrides)))
+        check_fair(cells)
         return cells
 
     def content_hash(self) -> str:
@@ -380,4 +417,31 @@ class GridConfig(_Section):
         return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
 
 
-ENTROPY_KNOBS = ["rl.epsilon_high=0.28", "rl.top_entropy_quantile=0.2", "rl.entropy_coef=0.01"]
+def check_fair(cells: list[tuple[str, str, int, PipelineConfig]]) -> None:
+    """Refuse cells that differ in anything but the objective (and their format and seed).
+
+    >>> a, b = load_config("default"), load_config("default", ["rl.num_problems=64"])
+    >>> check_fair([("free_form", "x", 0, a), ("free_form", "y", 0, b)])
+    Traceback (most recent call last):
+    ...
+    breadth.config.ConfigError: grid cells differ beyond the objective in rl.num_problems ...
+    """
+    if not cells:
+        return
+    *_, reference = cells[0]
+    ref = reference.flat()
+    unfair: dict[str, list[str]] = {}
+    for fmt, objective, seed, config in cells[1:]:
+        for key, value in config.flat().items():
+            if value != ref.get(key) and not key.startswith(OBJECTIVE_KEYS + GRID_AXIS_KEYS):
+                unfair.setdefault(key, []).append(f"{fmt}/{objective}/seed{seed}={value!r}")
+    if unfair:
+        keys = ", ".join(sorted(unfair))
+        first = cells[0]
+        examples = "; ".join(f"{key}: {first[0]}/{first[1]}/seed{first[2]}={ref.get(key)!r} vs "
+                             f"{cells_[0]}" for key, cells_ in sorted(unfair.items()))  # fmt: skip
+        raise ConfigError(
+            f"grid cells differ beyond the objective in {keys} ({examples}). A fair grid "
+            "changes only the reward and entropy keys between cells: move these keys into the "
+            "preset or `overrides`, so every cell shares them."
+        )

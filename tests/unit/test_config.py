@@ -61,3 +61,56 @@ def test_content_hash_changes_with_the_section_only():
     assert a.content_hash("data") == b.content_hash("data")
     assert a.content_hash("rl") != b.content_hash("rl")
     assert a.content_hash() != b.content_hash()
+
+
+def test_a_grid_whose_cells_differ_beyond_the_objective_is_refused_before_compute():
+    from breadth.config import ConfigError, GridConfig
+
+    unfair = GridConfig(preset="default", formats=["free_form"], seeds=[0],
+                        rewards=["correctness", "correctness+ucb"],
+                        objective_overrides={"correctness+ucb": ["rl.num_problems=64",
+                                                                 "data.num_eval=32"]})
+    with pytest.raises(ConfigError) as info:
+        unfair.cells()
+    message = str(info.value)
+    for fragment in ("rl.num_problems", "data.num_eval", "free_form/correctness+ucb/seed0=64",
+                     "reward and entropy keys"):
+        assert fragment in message
+    # Reward keys are the objective: allowed, and they reach the cell.
+    fair = unfair.model_copy(update={"objective_overrides": {
+        "correctness+ucb": ["rl.reward.ucb_coef=0.5"]}})
+    cells = fair.cells()
+    assert [c[3].rl.reward.ucb_coef for c in cells] == [0.2, 0.5]
+
+
+def test_objective_overrides_must_name_a_grid_objective():
+    from breadth.config import ConfigError, GridConfig
+
+    grid = GridConfig(preset="default", rewards=["correctness"],
+                      objective_overrides={"ucb": ["rl.reward.ucb_coef=0.5"]})
+    with pytest.raises(ConfigError, match=r"objectives \['ucb'\] that are not in the grid"):
+        grid.cells()
+
+
+def test_the_default_grid_is_fair_and_shares_the_study_pool():
+    from breadth.config import GridConfig
+
+    cells = GridConfig().cells()
+    assert len(cells) == 2 * 7 * 3  # formats x objectives x seeds
+    assert {c[3].rl.num_problems for c in cells} == {512}
+    assert {c[3].preset for c in cells} == {"study"}
+
+
+def test_a_preset_extends_another_and_the_ucb_preset_differs_from_study_only_in_the_reward():
+    study, ucb = load_config("study").flat(), load_config("ucb").flat()
+    differing = {key for key in study if study[key] != ucb[key]}
+    assert differing == {"preset", "rl.reward.spec"}
+
+
+def test_a_preset_that_extends_itself_is_refused(tmp_path):
+    from breadth.config import ConfigError
+
+    path = tmp_path / "loop.yaml"
+    path.write_text(f"extends: {path}\n")
+    with pytest.raises(ConfigError, match="`extends` must name another preset"):
+        load_config(str(path))
