@@ -182,6 +182,17 @@ class EvaluationConfig(_Section):
     search_budget: int = Field(
         16, ge=0, description="Samples per problem for evolutionary search (0 = skip search)."
     )
+    transfer_split_k: int = Field(
+        4, ge=1, description="Transfer split: a problem is base-solved when the base model's "
+        "pass@k at this k reaches `transfer_split_threshold` (a fixed budget, not n).",
+    )
+    transfer_split_threshold: float = Field(
+        0.5, gt=0, le=1, description="Transfer split: base pass@`transfer_split_k` at or above "
+        "this is base-solved.",
+    )
+    transfer_min_split: int = Field(
+        20, ge=1, description="A transfer split with fewer problems is reported as inconclusive.",
+    )
 
 
 class TrackingConfig(_Section):
@@ -206,6 +217,16 @@ class PipelineConfig(_Section):
     rollout: RolloutConfig = Field(default_factory=RolloutConfig)
     evaluation: EvaluationConfig = Field(default_factory=EvaluationConfig)
     tracking: TrackingConfig = Field(default_factory=TrackingConfig)
+
+    @model_validator(mode="after")
+    def _split_budget_within_samples(self) -> PipelineConfig:
+        if self.evaluation.transfer_split_k > self.rollout.num_samples:
+            raise ValueError(
+                f"evaluation.transfer_split_k={self.evaluation.transfer_split_k} exceeds "
+                f"rollout.num_samples={self.rollout.num_samples}: the transfer split needs the "
+                "base model's pass@k at that k; lower it or raise rollout.num_samples"
+            )
+        return self
 
     def content_hash(self, *sections: str) -> str:
         """sha256 of the config (or of the named sections): a cache key and an MLflow tag."""

@@ -134,8 +134,12 @@ def evaluate_stage(
     from breadth.evaluation.summary import evaluate_rollouts
 
     frames = {name: pd.read_parquet(path) for name, path in rollouts.items()}
-    settings = {"num_bootstrap": config.evaluation.bootstrap_samples,
-                "maj_resamples": config.evaluation.maj_resamples, "seed": config.seed}
+    evaluation = config.evaluation
+    settings = {"num_bootstrap": evaluation.bootstrap_samples,
+                "maj_resamples": evaluation.maj_resamples, "seed": config.seed,
+                "split_k": evaluation.transfer_split_k,
+                "split_threshold": evaluation.transfer_split_threshold,
+                "min_split": evaluation.transfer_min_split}
     results = {
         name: evaluate_rollouts(
             frame, base=None if name == base_model else frames[base_model], model=name, **settings

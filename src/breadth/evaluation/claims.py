@@ -24,8 +24,14 @@ import pandas as pd
 
 from breadth.evaluation.bootstrap import hierarchical_bootstrap_means, percentile_interval
 from breadth.evaluation.metrics import chance_corrected_pass_at_k, pass_at_k
+from breadth.evaluation.transfer import (
+    DEFAULT_MIN_SPLIT,
+    DEFAULT_SPLIT_K,
+    DEFAULT_SPLIT_THRESHOLD,
+    solved_by_base,
+)
 
-__all__ = ["Claim", "ClaimSettings", "base_solved", "claims_markdown", "evaluate_claims", "verdict"]
+__all__ = ["Claim", "ClaimSettings", "claims_markdown", "evaluate_claims", "verdict"]
 
 REPRODUCED, REFUTED, INCONCLUSIVE = "reproduced", "refuted", "inconclusive"
 CORRECTNESS = "correctness"
@@ -34,12 +40,10 @@ PerProblem = Callable[[pd.DataFrame], np.ndarray]
 
 @dataclass(frozen=True)
 class ClaimSettings:
-    split_k: int = 4
-    """Base budget of the transfer split: a problem is base-solved when the SFT model's
-    pass@split_k reaches `split_threshold` (not 'any of n samples', which at large n calls
-    nearly everything solved)."""
-    split_threshold: float = 0.5
-    min_split: int = 20
+    split_k: int = DEFAULT_SPLIT_K
+    """Base budget of the transfer split (`breadth.evaluation.transfer.solved_by_base`)."""
+    split_threshold: float = DEFAULT_SPLIT_THRESHOLD
+    min_split: int = DEFAULT_MIN_SPLIT
     """A split with fewer problems (in any seed) makes its claim inconclusive."""
     diversity_arm: str = "correctness+batch"
     """The diversity-trained arm of the search claim."""
@@ -78,15 +82,6 @@ def verdict(low: float | None, high: float | None, expected_sign: int) -> str:
     if expected_sign * low < 0 and expected_sign * high < 0:
         return REFUTED
     return INCONCLUSIVE
-
-
-def base_solved(num_samples, num_correct, split_k: int, threshold: float) -> np.ndarray:
-    """Base-solved mask at a fixed budget: pass@split_k >= threshold.
-
-    >>> base_solved([8, 8, 8], [0, 1, 4], split_k=4, threshold=0.5).tolist()
-    [False, True, True]
-    """
-    return pass_at_k(num_samples, num_correct, split_k) >= threshold
 
 
 def pass_metric(k: int | None) -> PerProblem:
@@ -192,8 +187,8 @@ def _format_claims(study: _Study) -> list[Claim]:
     s = study.settings
 
     def unsolved(base_rows: pd.DataFrame) -> np.ndarray:
-        return ~base_solved(base_rows["num_samples"], base_rows["num_correct"], s.split_k,
-                            s.split_threshold)  # fmt: skip
+        return ~solved_by_base(base_rows["num_samples"], base_rows["num_correct"], s.split_k,
+                               s.split_threshold)  # fmt: skip
 
     claims = [
         study.effect("sharpening", "Δ pass@1, RL − SFT (correctness)", rl, sft, p1, +1),

@@ -28,7 +28,9 @@ REPORT_DIVERSITY_METRICS = ("distinct_outcomes", "distinct_outcome_fraction", "o
 
 
 def write_report(results: Mapping[str, EvaluationResult], out_dir: str | Path) -> list[Path]:
-    """Write pass_at_k.png, diversity.png, report.md and metrics.json; return their paths.
+    """Write pass_at_k.png, diversity.png, report.md, metrics.json and one
+    per_problem_<name>.parquet per model (what a study's claims are computed from); return
+    their paths.
 
     `results` maps a display name (e.g. "base", "sft", "rl") to its EvaluationResult.
     """
@@ -47,7 +49,12 @@ def write_report(results: Mapping[str, EvaluationResult], out_dir: str | Path) -
         json.dumps({name: r.to_dict() for name, r in results.items()}, indent=2, allow_nan=False),
         encoding="utf-8",
     )
-    return [*paths, md, js]
+    tables = []
+    for name, result in results.items():
+        if result.per_problem is not None:
+            tables.append(out / f"per_problem_{name}.parquet")
+            result.per_problem.reset_index().to_parquet(tables[-1], index=False)
+    return [*paths, md, js, *tables]
 
 
 def _pyplot():
@@ -131,6 +138,13 @@ def _split_sizes(results: Mapping[str, EvaluationResult]) -> dict[str, int]:
     return {}
 
 
+def _conclusive_splits(results: Mapping[str, EvaluationResult]) -> dict[str, bool]:
+    for r in results.values():
+        if r.transfer is not None:
+            return {name: split.conclusive for name, split in r.transfer.splits.items()}
+    return {}
+
+
 def plot_diversity(results: Mapping[str, EvaluationResult], path: str | Path) -> Path:
     """Grouped bars: one panel per outcome-diversity metric, splits on x, one bar per model."""
     plt = _pyplot()
@@ -211,8 +225,11 @@ def markdown_report(results: Mapping[str, EvaluationResult]) -> str:
         table = diversity_by_split(results, metric)
         splits = [s for s in (*SPLITS, "all") if s in table]
         lines += [f"**{metric}**", "", _row(["model", *splits]), _row(["---"] * (len(splits) + 1))]
+        sizes, conclusive = _split_sizes(results), _conclusive_splits(results)
         for name in names:
-            lines.append(_row([name, *[_num(table[s].get(name, math.nan)) for s in splits]]))
+            lines.append(_row([name, *[
+                _num(table[s].get(name, math.nan)) if conclusive.get(s, True)
+                else f"inconclusive (n = {sizes[s]})" for s in splits]]))  # fmt: skip
         lines.append("")
     for name in names:
         r = results[name]

@@ -135,6 +135,8 @@ def _transfer_metrics(t: TransferResult) -> dict[str, float]:
         if s is None:
             continue
         out[f"transfer/{split}/num_problems"] = float(s.num_problems)
+        if not s.conclusive:  # too few problems: a number here would be read as a finding
+            continue
         for metric, ci in s.trained.items():
             out[f"transfer/{split}/{metric}"] = ci.estimate
         for metric, ci in s.base.items():

@@ -41,7 +41,12 @@ from breadth.evaluation.metrics import (
     pass_at_k,
 )
 from breadth.evaluation.result import ChancePoint, CurvePoint, EvaluationResult
-from breadth.evaluation.transfer import transfer_analysis
+from breadth.evaluation.transfer import (
+    DEFAULT_MIN_SPLIT,
+    DEFAULT_SPLIT_K,
+    DEFAULT_SPLIT_THRESHOLD,
+    transfer_analysis,
+)
 
 __all__ = [
     "DIVERSITY_METRICS",
@@ -89,6 +94,9 @@ def evaluate_rollouts(
     patience: float = div.DEFAULT_PATIENCE,
     tokenize: Callable[[str], Sequence] = str.split,
     model: str | None = None,
+    split_k: int = DEFAULT_SPLIT_K,
+    split_threshold: float = DEFAULT_SPLIT_THRESHOLD,
+    min_split: int = DEFAULT_MIN_SPLIT,
 ) -> EvaluationResult:
     """Evaluate one model's rollouts; with `base` rollouts, add the transfer analysis.
 
@@ -150,6 +158,9 @@ def evaluate_rollouts(
             num_resamples=num_bootstrap,
             confidence=confidence,
             seed=seed,
+            split_k=split_k,
+            split_threshold=split_threshold,
+            min_split=min_split,
         )
     fmt = _single_format(rollouts)
     return EvaluationResult(
@@ -189,7 +200,7 @@ def evaluate_models(
 
     >>> rows = pd.DataFrame({"problem_id": ["a", "a", "a", "a"], "model": ["b", "b", "t", "t"],
     ...                      "correct": [True, False, True, True], "outcome": ["1", "2", "1", "1"]})
-    >>> sorted(evaluate_models(rows, base_model="b", num_bootstrap=10))
+    >>> sorted(evaluate_models(rows, base_model="b", num_bootstrap=10, split_k=1))
     ['b', 't']
     """
     if "model" not in rollouts.columns:

@@ -1,7 +1,10 @@
 """Transfer analysis: does RL's narrowing spread from problems the base solves to the rest?
 
-Eval problems are split by the base model's result over its n samples: *solved* (at least
-one correct) and *unsolved* (none). Every per-problem metric is then averaged on each split,
+Eval problems are split at a fixed base budget: *solved* when the base model's pass@split_k
+reaches a threshold (default: pass@4 >= 0.5), else *unsolved*. "At least one of its n samples
+right" would not do: at large n a model that samples two-digit answers hits most of them by
+chance, and "unsolved" empties. A split with fewer than `min_split` problems is reported as
+inconclusive, not as a number. Every per-problem metric is then averaged on each split,
 for the base and the trained model, with paired bootstrap intervals (the same problem
 resamples for both models). The crossover is the smallest k at which the base model's pass@k
 catches up with the trained model's.
@@ -14,7 +17,7 @@ column per metric.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
@@ -42,6 +45,9 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 SPLITS = ("solved", "unsolved")
+DEFAULT_SPLIT_K = 4
+DEFAULT_SPLIT_THRESHOLD = 0.5
+DEFAULT_MIN_SPLIT = 20
 _TIE_TOLERANCE = 1e-12  # base "catches up" when base - trained >= -1e-12 (float noise)
 
 
@@ -50,15 +56,18 @@ class SplitMetrics:
     """Mean of every metric on one split of the problems, for base and trained."""
 
     split: str
-    """"solved" (base got at least one of n right) or "unsolved"."""
+    """"solved" (base pass@split_k >= threshold) or "unsolved"."""
     num_problems: int
     base: dict[str, ConfidenceInterval]
     trained: dict[str, ConfidenceInterval]
+    conclusive: bool = True
+    """False when the split holds fewer than `min_split` problems: report "inconclusive"."""
 
     def to_dict(self) -> dict:
         return {
             "split": self.split,
             "num_problems": self.num_problems,
+            "conclusive": self.conclusive,
             "base": {k: v.to_dict() for k, v in self.base.items()},
             "trained": {k: v.to_dict() for k, v in self.trained.items()},
         }
@@ -108,13 +117,25 @@ class TransferResult:
         }
 
 
-def solved_by_base(num_correct) -> np.ndarray:
-    """Boolean mask: the base model got at least one of its n samples right.
+def solved_by_base(
+    num_samples, num_correct, split_k: int = DEFAULT_SPLIT_K,
+    threshold: float = DEFAULT_SPLIT_THRESHOLD,
+) -> np.ndarray:  # fmt: skip
+    """Base-solved at a fixed budget: the base model's pass@split_k >= threshold.
 
-    >>> solved_by_base([0, 3, 1]).tolist()
+    n = 8, pass@4 of c = 1 is 1 - C(7,4)/C(8,4) = 0.5: solved at threshold 0.5.
+
+    >>> solved_by_base([8, 8, 8], [0, 1, 4], split_k=4, threshold=0.5).tolist()
     [False, True, True]
     """
-    return np.asarray(num_correct) > 0
+    n = np.asarray(num_samples)
+    if n.size and split_k > int(n.min()):
+        raise ValueError(
+            f"transfer split budget split_k={split_k} exceeds the base model's smallest sample "
+            f"count {int(n.min())}: lower evaluation.transfer_split_k or raise "
+            "rollout.num_samples"
+        )
+    return pass_at_k(n, num_correct, split_k) >= threshold
 
 
 def crossover_k(
@@ -192,6 +213,9 @@ def transfer_analysis(
     num_resamples: int = DEFAULT_RESAMPLES,
     confidence: float = DEFAULT_CONFIDENCE,
     seed: int = 0,
+    split_k: int = DEFAULT_SPLIT_K,
+    split_threshold: float = DEFAULT_SPLIT_THRESHOLD,
+    min_split: int = DEFAULT_MIN_SPLIT,
 ) -> TransferResult:
     """Every metric on base-solved and base-unsolved problems, base vs trained, plus crossover.
 
@@ -200,13 +224,13 @@ def transfer_analysis(
     Only problems in both tables are analysed (a warning says how many were dropped). A
     metric that is NaN on every problem of a split is left out of that split.
 
-    >>> b = pd.DataFrame({"num_samples": [4, 4], "num_correct": [1, 0], "distinct_outcomes": [3, 4]},
+    >>> b = pd.DataFrame({"num_samples": [4, 4], "num_correct": [3, 0], "distinct_outcomes": [3, 4]},
     ...                  index=["p1", "p2"])
     >>> t = pd.DataFrame({"num_samples": [4, 4], "num_correct": [4, 0], "distinct_outcomes": [1, 2]},
     ...                  index=["p1", "p2"])
-    >>> r = transfer_analysis(b, t, ["distinct_outcomes"], num_resamples=20)
-    >>> r.splits["unsolved"].trained["distinct_outcomes"].estimate
-    2.0
+    >>> r = transfer_analysis(b, t, ["distinct_outcomes"], num_resamples=20, split_k=1)
+    >>> r.splits["unsolved"].trained["distinct_outcomes"].estimate, r.splits["unsolved"].conclusive
+    (2.0, False)
     """
     for name, table in (("base", base), ("trained", trained)):
         missing = {"num_samples", "num_correct"} - set(table.columns)
@@ -226,12 +250,14 @@ def transfer_analysis(
     if metrics is None:
         numeric = [c for c in b.columns if c in t.columns and pd.api.types.is_numeric_dtype(b[c])]
         metrics = [c for c in numeric if c not in ("num_samples", "num_correct")]
-    solved = solved_by_base(b["num_correct"].to_numpy())
+    solved = solved_by_base(b["num_samples"].to_numpy(), b["num_correct"].to_numpy(), split_k,
+                            split_threshold)  # fmt: skip
     splits = {}
     for offset, (name, mask) in enumerate((("solved", solved), ("unsolved", ~solved))):
-        splits[name] = _split_metrics(
+        split = _split_metrics(
             name, b[mask], t[mask], metrics, num_resamples, confidence, seed + offset
         )
+        splits[name] = replace(split, conclusive=split.num_problems >= min_split)
     crossover = crossover_k(
         b["num_samples"].to_numpy(),
         b["num_correct"].to_numpy(),

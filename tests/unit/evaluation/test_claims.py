@@ -7,7 +7,6 @@ import pytest
 from breadth.evaluation.bootstrap import hierarchical_bootstrap_ci
 from breadth.evaluation.claims import (
     ClaimSettings,
-    base_solved,
     claims_markdown,
     evaluate_claims,
     pass_metric,
@@ -29,14 +28,6 @@ from breadth.evaluation.claims import (
 )
 def test_verdict(low, high, sign, expected):
     assert verdict(low, high, sign) == expected
-
-
-def test_split_rule_is_a_fixed_base_budget_not_any_of_n():
-    # n = 8. pass@4 for c = 1 is 1 - C(7,4)/C(8,4) = 1 - 35/70 = 0.5: solved at threshold 0.5.
-    n, c = [8] * 5, [0, 1, 2, 4, 8]
-    assert base_solved(n, c, split_k=4, threshold=0.5).tolist() == [False, True, True, True, True]
-    # pass@1 = c/n: only c >= 4 reaches 0.5. "Any of n" would call c = 1 solved.
-    assert base_solved(n, c, split_k=1, threshold=0.5).tolist() == [False, False, False, True, True]
 
 
 def test_mcq_pass_at_k_is_taken_above_chance():

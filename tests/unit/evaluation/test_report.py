@@ -31,7 +31,9 @@ def _results():
     return evaluate_models(pd.DataFrame(rows), base_model="base", num_bootstrap=50)
 
 
-def test_write_report_writes_the_four_files(tmp_path):
+def test_write_report_writes_the_report_files_and_per_problem_tables(tmp_path):
+    import pandas as pd
+
     results = _results()
     paths = write_report(results, tmp_path / "out")
     assert [p.name for p in paths] == [
@@ -39,7 +41,13 @@ def test_write_report_writes_the_four_files(tmp_path):
         "diversity.png",
         "report.md",
         "metrics.json",
+        "per_problem_base.parquet",
+        "per_problem_rl.parquet",
     ]
+    table = pd.read_parquet(paths[5])
+    expected = results["rl"].per_problem
+    assert table["problem_id"].tolist() == expected.index.tolist()
+    assert table["num_correct"].tolist() == expected["num_correct"].tolist()
     for png in paths[:2]:
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     data = json.loads(paths[3].read_text())

@@ -59,7 +59,7 @@ def test_headline_values_by_hand():
 
 
 def test_metric_names_are_mlflow_safe_and_cover_the_contract():
-    r = evaluate_rollouts(rollouts(), base=rollouts("base"), num_bootstrap=20)
+    r = evaluate_rollouts(rollouts(), base=rollouts("base"), num_bootstrap=20, min_split=1)
     names = r.metrics()
     for name in names:
         assert MLFLOW_SAFE.match(name) and "@" not in name, name
@@ -116,7 +116,7 @@ def test_transfer_analysis_against_a_broader_base():
         ("b", 2, "9", False, 0.0),
         ("b", 3, "2", False, 0.0),
     ]
-    r = evaluate_rollouts(rollouts(), base=rollouts("base", base_rows), num_bootstrap=50)
+    r = evaluate_rollouts(rollouts(), base=rollouts("base", base_rows), num_bootstrap=50, min_split=1)
     assert r.base_model == "base"
     t = r.transfer
     assert t is not None and t.num_problems == 2

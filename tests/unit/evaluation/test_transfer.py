@@ -10,12 +10,27 @@ from breadth.evaluation.metrics import pass_at_k
 from breadth.evaluation.transfer import crossover_k, solved_by_base, transfer_analysis
 
 
-@pytest.mark.parametrize(
-    ("num_correct", "expected"),
-    [([0, 1, 5], [False, True, True]), ([0, 0], [False, False]), ([16], [True])],
-)
-def test_solved_by_base_table(num_correct, expected):
-    assert solved_by_base(num_correct).tolist() == expected
+def test_split_rule_is_a_fixed_base_budget_not_any_of_n():
+    # n = 8. pass@4 for c = 1 is 1 - C(7,4)/C(8,4) = 1 - 35/70 = 0.5: solved at threshold 0.5.
+    n, c = [8] * 5, [0, 1, 2, 4, 8]
+    assert solved_by_base(n, c, split_k=4, threshold=0.5).tolist() == [False, True, True, True, True]
+    # pass@1 = c/n: only c >= 4 reaches 0.5. "Any of n" would call c = 1 solved.
+    assert solved_by_base(n, c, split_k=1, threshold=0.5).tolist() == [False, False, False, True, True]
+    # A 64-sample base that hits an answer once by chance is not "solved" at pass@4 >= 0.5.
+    assert not solved_by_base([64], [1], split_k=4, threshold=0.5)[0]
+
+
+def test_split_budget_above_the_sample_count_is_refused_with_the_fix():
+    with pytest.raises(ValueError, match="lower evaluation.transfer_split_k"):
+        solved_by_base([4, 4], [1, 2], split_k=8)
+
+
+def test_a_split_below_min_split_is_marked_inconclusive():
+    base = pd.DataFrame({"num_samples": [8] * 30, "num_correct": [8] * 25 + [0] * 5,
+                         "distinct_outcomes": [2.0] * 30}, index=[f"p{i}" for i in range(30)])
+    r = transfer_analysis(base, base, ["distinct_outcomes"], num_resamples=20, min_split=20)
+    assert (r.splits["solved"].num_problems, r.splits["solved"].conclusive) == (25, True)
+    assert (r.splits["unsolved"].num_problems, r.splits["unsolved"].conclusive) == (5, False)
 
 
 def test_crossover_when_base_is_broader():

@@ -1,0 +1,78 @@
+"""A grid's cells, read back from what the pipeline logged, as the study frame of its claims.
+
+Each cell's parent run carries the evaluation report as artifacts under `report/`
+(`per_problem_<model>.parquet` and, when search ran, `search.json`). The study frame has one
+row per (format, objective, seed, model, problem_id); see `breadth.evaluation.claims`.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+
+import pandas as pd
+
+__all__ = ["load_study_frame", "study_frame_from_reports"]
+
+MODELS = ("sft", "rl")
+
+
+def study_frame_from_reports(cells: Iterable[tuple[str, str, int, Path]]) -> pd.DataFrame:
+    """(format, objective, seed, report folder) per cell -> the study frame.
+
+    A cell whose folder lacks a model's per-problem table is an error that names the folder:
+    a claim must not silently lose an arm.
+    """
+    frames = []
+    for fmt, objective, seed, folder in cells:
+        folder = Path(folder)
+        searches = _search_outcomes(folder / "search.json")
+        for model in MODELS:
+            path = folder / f"per_problem_{model}.parquet"
+            if not path.exists():
+                raise FileNotFoundError(
+                    f"cell {fmt}/{objective}/seed{seed}: {path} is missing; the cell's "
+                    "evaluation predates per-problem tables, re-run it to include it in the claims"
+                )
+            table = pd.read_parquet(path)
+            table["problem_id"] = table["problem_id"].astype(str)
+            for method, solved in searches.get(model, {}).items():
+                table[f"search_{method}"] = table["problem_id"].map(solved).astype(float)
+            frames.append(table.assign(format=fmt, objective=objective, seed=int(seed),
+                                       model=model))  # fmt: skip
+    if not frames:
+        raise ValueError("no cells to build a study frame from")
+    return pd.concat(frames, ignore_index=True)
+
+
+def _search_outcomes(path: Path) -> dict[str, dict[str, dict[str, int]]]:
+    """model -> method -> {problem_id: 1 if solved within the budget else 0}."""
+    if not path.exists():
+        return {}
+    searches = json.loads(path.read_text())
+    return {
+        model: {
+            method: {str(pid): int(first is not None)
+                     for pid, first in zip(result["problem_ids"], result["first_success"])}
+            for method, result in comparison.items()
+        }
+        for model, comparison in searches.items()
+    }  # fmt: skip
+
+
+def load_study_frame(tracking_uri: str, grid_id: str) -> pd.DataFrame:
+    """Download every finished cell's `report/` artifacts of grid `grid_id` -> study frame."""
+    from mlflow import MlflowClient
+
+    from breadth.tracking.compare import fetch_runs
+
+    runs = fetch_runs(tracking_uri, grid_id=grid_id)
+    client = MlflowClient(tracking_uri)
+    with tempfile.TemporaryDirectory() as scratch:
+        cells = []
+        for row in runs.itertuples():
+            local = client.download_artifacts(row.run_id, "report", str(Path(scratch) / row.run_id))
+            cells.append((row.format, row.reward, int(row.seed), Path(local)))
+        return study_frame_from_reports(cells)
