@@ -1,5 +1,6 @@
-"""The nightly study: formats x reward specs x seeds, each cell a pipeline subflow, then a grid
-summary run in MLflow, a Prefect artifact, and the collapse alarm against the previous grid.
+"""The nightly study: formats x objectives x seeds, each cell a pipeline subflow, then a grid
+summary run in MLflow, the claims report (each literature claim with its effect, CI and
+verdict), Prefect artifacts, and the collapse alarm against the previous grid.
 
 SFT warm starts are shared across reward specs of the same format and seed without extra code:
 their cache key does not involve the reward, so the second cell that needs one gets a cache hit.
@@ -13,6 +14,7 @@ from prefect import flow, runtime
 
 from breadth.config import GridConfig
 from flows.pipeline import pipeline
+from tasks.claims import publish_claims
 from tasks.grid import alarm_against_previous, summarise_grid
 
 
@@ -31,6 +33,7 @@ def grid(study: GridConfig = GridConfig()) -> dict[str, Any]:  # noqa: B008 - th
         )
         results.append({"format": fmt, "reward": reward, "seed": seed, **result})
     summary = summarise_grid(study, grid_id)
+    claims = publish_claims(study, grid_id, summary["run_id"])
     alarm = alarm_against_previous(study, grid_id, summary)
     return {"grid_id": grid_id, "cells": len(results), "summary_run": summary["run_id"],
-            "alarm": alarm}  # fmt: skip
+            "claims": claims["markdown"], "alarm": alarm}  # fmt: skip

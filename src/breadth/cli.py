@@ -204,6 +204,25 @@ def compare(
     Console(width=max(console.width, 220)).print(render_table(summary))
     for path in plot_grid(runs, summary, out):
         console.print(f"wrote {path}", highlight=False)
+    if grid_id:
+        _print_claims(uri, grid_id, out)
+
+
+def _print_claims(uri: str, grid_id: str, out: Path) -> None:
+    """The grid's claims: each literature claim with its effect, CI and verdict."""
+    from breadth.evaluation.claims import evaluate_claims
+    from breadth.evaluation.study_report import write_study_report
+    from breadth.tracking.study import load_study_frame
+
+    try:
+        frame = load_study_frame(uri, grid_id)
+    except FileNotFoundError as error:
+        console.print(f"no claims: {error}", highlight=False)
+        return
+    paths = write_study_report(frame, evaluate_claims(frame), out / "claims",
+                               header=f"# Claims of grid {grid_id}")  # fmt: skip
+    console.print(paths[0].read_text(), highlight=False, markup=False)
+    console.print(f"wrote {out / 'claims'}", highlight=False)
 
 
 @app.command()

@@ -102,3 +102,18 @@ def test_proportion_intervals_stay_in_the_unit_interval(num_seeds):
     for matrix in (values, 1 - values):
         ci = hierarchical_bootstrap_ci(matrix, num_resamples=400)
         assert 0.0 <= ci.low <= ci.estimate <= ci.high <= 1.0
+
+
+def test_study_report_writes_the_table_and_a_curve_per_arm(tmp_path):
+    from breadth.evaluation.study_report import write_study_report
+
+    frame = pd.concat([_cells([8, 0] * 20), _cells([8, 8] * 20, objective="correctness+batch")])
+    claims = evaluate_claims(frame)
+    paths = write_study_report(frame, claims, tmp_path, header="# test study")
+    assert [p.name for p in paths] == ["claims.md", "claims.json", "pass_at_k_by_objective.png",
+                                       "pass_at_k_by_objective.csv"]
+    curves = pd.read_csv(paths[3])
+    assert set(curves["arm"]) == {"sft", "correctness", "correctness+batch"}
+    batch_at_1 = curves[(curves["arm"] == "correctness+batch") & (curves["k"] == 1)].iloc[0]
+    assert batch_at_1["estimate"] == pytest.approx(1.0) and batch_at_1["low"] == pytest.approx(1.0)
+    assert "| **sharpening** |" in paths[0].read_text()

@@ -1,0 +1,91 @@
+"""The study's report: the claims table, its JSON, and pass@k per objective with CIs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from breadth.evaluation.bootstrap import hierarchical_bootstrap_means, percentile_interval
+from breadth.evaluation.claims import Claim, ClaimSettings, claims_markdown, pass_metric
+
+__all__ = ["pass_at_k_by_objective", "plot_pass_at_k_by_objective", "write_study_report"]
+
+
+def pass_at_k_by_objective(frame: pd.DataFrame, settings: ClaimSettings) -> pd.DataFrame:
+    """Mean pass@k (above chance for mcq) per format and arm, with a seeds x problems CI.
+
+    Arms: `sft` (the shared warm start) and every objective's RL policy. Columns: format,
+    arm, k, estimate, low, high.
+    """
+    rows = []
+    for fmt, by_format in frame.groupby("format"):
+        sft = by_format[by_format["model"] == "sft"]
+        sft = sft[sft["objective"] == sft["objective"].iloc[0]]
+        arms = {"sft": sft, **{objective: group for objective, group in
+                               by_format[by_format["model"] == "rl"].groupby("objective")}}
+        n = int(by_format["num_samples"].min())
+        ks = [k for k in (1, 2, 4, 8, 16, 32, 64, 128, 256) if k <= n]
+        for arm, rows_of_arm in arms.items():
+            seeds = sorted(rows_of_arm["seed"].unique())
+            problems = sorted(rows_of_arm["problem_id"].unique())
+            stacked = np.stack([np.stack([
+                pass_metric(k)(rows_of_arm[rows_of_arm["seed"] == s].set_index("problem_id")
+                               .reindex(problems)) for k in ks], axis=-1)
+                for s in seeds])  # (S, P, K)  # fmt: skip
+            boot = hierarchical_bootstrap_means(stacked, settings.num_resamples, settings.seed)
+            low, high = percentile_interval(boot, settings.confidence)
+            point = np.nanmean(stacked, axis=(0, 1))
+            for j, k in enumerate(ks):
+                rows.append({"format": fmt, "arm": arm, "k": k, "estimate": float(point[j]),
+                             "low": float(low[j]), "high": float(high[j])})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def plot_pass_at_k_by_objective(curves: pd.DataFrame, path: Path) -> Path:
+    """One panel per format: pass@k of SFT and of each objective, 95% CI bands."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    formats = sorted(curves["format"].unique())
+    figure, axes = plt.subplots(1, len(formats), figsize=(6 * len(formats), 4.5), squeeze=False)
+    for axis, fmt in zip(axes[0], formats):
+        for arm, curve in curves[curves["format"] == fmt].groupby("arm", sort=False):
+            style = {"color": "black", "linestyle": "--"} if arm == "sft" else {}
+            axis.plot(curve["k"], curve["estimate"], marker="o", label=arm, **style)
+            axis.fill_between(curve["k"], curve["low"], curve["high"], alpha=0.12,
+                              color=style.get("color"))  # fmt: skip
+        axis.set_xscale("log", base=2)
+        above = " above chance, (p - chance) / (1 - chance)" if fmt == "mcq" else ""
+        axis.set(title=f"{fmt}: pass@k{above}", xlabel="k", ylabel="pass@k (95% CI band: "
+                 "seeds x problems)")  # fmt: skip
+        axis.grid(alpha=0.3)
+        axis.legend(fontsize=7)
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
+    return path
+
+
+def write_study_report(
+    frame: pd.DataFrame, claims: list[Claim], out_dir: Path, *, header: str = "",
+    settings: ClaimSettings | None = None,
+) -> list[Path]:  # fmt: skip
+    """claims.md (the table), claims.json, pass_at_k_by_objective.{png,csv} -> their paths."""
+    settings = settings or ClaimSettings()
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    curves = pass_at_k_by_objective(frame, settings)
+    png = plot_pass_at_k_by_objective(curves, out / "pass_at_k_by_objective.png")
+    csv = out / "pass_at_k_by_objective.csv"
+    curves.to_csv(csv, index=False, float_format="%.4f")
+    table = out / "claims.md"
+    table.write_text(claims_markdown(claims, header) + "\n![pass@k per objective]"
+                     "(pass_at_k_by_objective.png)\n")  # fmt: skip
+    data = out / "claims.json"
+    data.write_text(json.dumps([c.to_dict() for c in claims], indent=1))
+    return [table, data, png, csv]

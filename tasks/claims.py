@@ -1,0 +1,43 @@
+"""The study's claims: computed from a grid's cells, published on its MLflow summary run (a
+table artifact and the report files) and as a Prefect markdown artifact."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from prefect import task
+from prefect.artifacts import create_markdown_artifact
+
+from breadth.config import GridConfig
+from breadth.evaluation.claims import ClaimSettings, evaluate_claims
+from breadth.evaluation.study_report import write_study_report
+from breadth.tracking.runs import tracking_uri
+from breadth.tracking.study import load_study_frame
+from tasks.common import NEVER_CACHE
+
+
+@task(name="study-claims", cache_policy=NEVER_CACHE, retries=1)
+def publish_claims(study: GridConfig, grid_id: str, summary_run_id: str) -> dict[str, Any]:
+    """Each claim's effect, CI and verdict -> `claims/` on the summary run + a Prefect artifact."""
+    import pandas as pd
+    from mlflow import MlflowClient
+
+    frame = load_study_frame(tracking_uri(), grid_id)
+    cell = study.cells()[0][3].evaluation
+    settings = ClaimSettings(split_k=cell.transfer_split_k, min_split=cell.transfer_min_split,
+                             split_threshold=cell.transfer_split_threshold)  # fmt: skip
+    claims = evaluate_claims(frame, settings)
+    header = (f"# Claims of grid {grid_id}\n\npreset `{study.preset}`, formats "
+              f"{', '.join(study.formats)}, seeds: {len(study.seeds)}")  # fmt: skip
+    client = MlflowClient(tracking_uri())
+    with tempfile.TemporaryDirectory() as scratch:
+        paths = write_study_report(frame, claims, Path(scratch), header=header, settings=settings)
+        client.log_artifacts(summary_run_id, scratch, "claims")
+        markdown = paths[0].read_text()
+    client.log_table(summary_run_id, pd.DataFrame([c.to_dict() for c in claims]),
+                     "claims/claims_table.json")  # fmt: skip
+    create_markdown_artifact(key="breadth-claims", description=f"claims of grid {grid_id}",
+                             markdown=markdown)  # fmt: skip
+    return {"claims": [c.to_dict() for c in claims], "markdown": markdown}
