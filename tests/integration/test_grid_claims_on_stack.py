@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import pytest
 
@@ -40,7 +41,7 @@ def test_the_summary_run_carries_the_claims_table(grid_run, live_stack):
     assert {"claims/claims.md", "claims/claims.json", "claims/pass_at_k_by_objective.png",
             "claims/claims_table.json"} <= names
     local = client.download_artifacts(summary.info.run_id, "claims/claims.json")
-    claims = {c["claim"]: c for c in json.load(open(local))}
+    claims = {c["claim"]: c for c in json.loads(Path(local).read_text())}
     # Both arms ran, so the sharpening and batch rows carry a measured interval; arms the grid
     # lacks (ucb, darling, ...) are inconclusive, never a number.
     assert claims["sharpening"]["low"] is not None
