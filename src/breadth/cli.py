@@ -93,8 +93,16 @@ def config(
     preset: Annotated[str, typer.Option(help="Preset name or YAML path.")] = "default",
     set_: Annotated[list[str] | None, typer.Option("--set", help="key=value override.")] = None,
     keys: Annotated[bool, typer.Option(help="List every config key with its help.")] = False,
+    rewards: Annotated[
+        bool, typer.Option(help="Print the reward terms and their parameters (markdown).")
+    ] = False,
 ) -> None:
-    """Print the resolved config (validated), or every key with its description."""
+    """Print the resolved config (validated), every key with its description, or the rewards."""
+    if rewards:
+        from breadth.rewards.registry import reward_table_markdown
+
+        console.print(reward_table_markdown(), highlight=False, markup=False)
+        return
     if keys:
         from breadth.config import describe_keys
 

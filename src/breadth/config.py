@@ -14,7 +14,18 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    create_model,
+    field_validator,
+    model_validator,
+)
+
+from breadth.rewards.registry import REWARDS, reward_names
+from breadth.rewards.spec import parse_reward_spec
 
 
 class _Section(BaseModel):
@@ -84,25 +95,43 @@ class SFTConfig(_Section):
     batch_size: int = Field(64, ge=1, description="SFT batch size per device.")
 
 
-class RewardConfig(_Section):
+class _RewardSpecSection(_Section):
     spec: str = Field(
         "correctness",
-        description="Reward terms joined by '+', each NAME[:key=val][*weight]: correctness, "
-        "format, ucb, batch, darling, passk, vector, unlikeliness. E.g. 'correctness+ucb*0.5'.",
+        description="Reward terms joined by '+', each NAME[:key=val][*weight]: "
+        f"{', '.join(reward_names())}. E.g. 'correctness+ucb*0.5'; `breadth config --rewards` "
+        "describes each term and its parameters.",
     )
-    ucb_coef: float = Field(0.5, ge=0, description="Outcome-count UCB bonus coefficient c.")
-    ucb_variant: Literal["ucb", "ucb_mean"] = Field(
-        "ucb", description="ucb: raw bonus; ucb_mean: bonus minus its group mean."
-    )
-    ucb_apply_to: Literal["all", "correct"] = Field(
-        "all", description="Give the UCB bonus to all completions or only correct ones."
-    )
-    batch_coef: float = Field(0.5, ge=0, description="Within-group repetition penalty coefficient.")
-    passk_k: int = Field(4, ge=1, description="Target k of the pass@k advantage.")
-    vector_draws: int = Field(64, ge=1, description="Dirichlet draws of the set-level reward.")
-    vector_alpha: float = Field(1.0, gt=0, description="Dirichlet concentration of the draws.")
-    unlikeliness_beta: float = Field(0.25, ge=0, le=1, description="Unlikeliness reward beta.")
-    seed: int = Field(0, description="Seed of randomised rewards (vector draws).")
+
+    @field_validator("spec")
+    @classmethod
+    def _spec_parses(cls, spec: str) -> str:
+        parse_reward_spec(spec)  # its ValueError names the term at fault and the fix
+        return spec
+
+
+def _reward_param_fields() -> dict[str, Any]:
+    # One field `<reward>_<param>` per registered parameter: its type, default, range and help
+    # are the registry's, so a new reward's parameters appear here (and in the UI form) as is.
+    fields: dict[str, Any] = {}
+    for entry in REWARDS.values():
+        for param in entry.params:
+            annotation = Literal[param.choices] if param.choices else param.kind  # type: ignore[valid-type]
+            description = f"{entry.name}: {param.help}."
+            fields[entry.config_key(param)] = (annotation, Field(
+                param.default, description=description, ge=param.ge, gt=param.gt, le=param.le
+            ))  # fmt: skip
+    return fields
+
+
+RewardConfig = create_model(
+    "RewardConfig",
+    __base__=_RewardSpecSection,
+    __module__=__name__,
+    __doc__="The reward spec and every registered reward parameter "
+    "(`breadth.rewards.registry`); inline spec parameters override these fields.",
+    **_reward_param_fields(),
+)
 
 
 class RLConfig(_Section):

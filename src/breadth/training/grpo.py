@@ -100,7 +100,7 @@ def train_grpo(
     from breadth.rewards.callback import RewardStateCallback, load_reward_state
     from breadth.rewards.trl_adapter import build_trl_rewards
 
-    rewards = build_trl_rewards(config.reward, num_generations=config.num_generations)
+    rewards = build_trl_rewards(config.reward, seed=seed, num_generations=config.num_generations)
     args = build_grpo_config(config, output_dir=output_dir, seed=seed,
                              overrides={**rewards.grpo_overrides,
                                         "reward_weights": rewards.reward_weights})  # fmt: skip
