@@ -24,7 +24,7 @@ from pydantic import (
     model_validator,
 )
 
-from breadth.rewards.registry import REWARDS, reward_names
+from breadth.rewards.registry import REWARDS, resolve_params, reward_names
 from breadth.rewards.spec import parse_reward_spec
 
 
@@ -54,6 +54,14 @@ class DataConfig(_Section):
     on_bad_rows: Literal["fail", "skip"] = Field(
         "fail", description="fail: stop with a report of bad rows; skip: drop and record them."
     )
+
+    @field_validator("source")
+    @classmethod
+    def _source_parses(cls, source: str) -> str:
+        from breadth.data.sources import parse_source_spec
+
+        parse_source_spec(source)  # its ValueError lists the accepted forms
+        return source
 
 
 class ModelConfig(_Section):
@@ -171,6 +179,22 @@ class RLConfig(_Section):
     )
     save_steps: int = Field(25, ge=1, description="Checkpoint every N steps (to S3 under the run).")
     reward: RewardConfig = Field(default_factory=RewardConfig)
+
+    @model_validator(mode="after")
+    def _reward_terms_fit_training(self) -> RLConfig:
+        # Checked here, not at the first GRPO step: prepare and SFT must not run for a spec
+        # that training would refuse.
+        for term in parse_reward_spec(self.reward.spec).terms:
+            entry = REWARDS[term.name]
+            if entry.not_in_training:
+                usable = ", ".join(e.name for e in REWARDS.values() if not e.not_in_training)
+                raise ValueError(
+                    f"rl.reward.spec={self.reward.spec!r}: the reward {term.name!r} cannot be "
+                    f"trained here: {entry.not_in_training} Use one of: {usable}"
+                )
+            params = resolve_params(term.name, term.params, self.reward)
+            entry.term.check_group_sizes(params, {"rl.num_generations": self.num_generations})
+        return self
 
 
 class RolloutConfig(_Section):
