@@ -250,12 +250,13 @@ def evaluate(
     seed: int = 0,
 ) -> None:
     """Metrics, transfer analysis and the report from rollout files, offline."""
-    from breadth.stages import evaluate_files
+    from breadth.stages import evaluate_stage
 
     for path in [rollouts, base]:
         if path is not None and not path.exists():
             _fail(f"rollouts file {path} does not exist")
-    written = evaluate_files(rollouts, out, base=base, seed=seed)
+    paths = {"base": base, "trained": rollouts} if base else {"trained": rollouts}
+    _, written = evaluate_stage(PipelineConfig(seed=seed), paths, out, base_model=next(iter(paths)))
     for path in written:
         console.print(f"wrote {path}", highlight=False)
 

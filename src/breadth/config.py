@@ -217,6 +217,21 @@ class EvaluationConfig(_Section):
     search_budget: int = Field(
         16, ge=0, description="Samples per problem for evolutionary search (0 = skip search)."
     )
+    search_initial_share: float = Field(
+        0.5, gt=0, le=1, description="Share of the search budget drawn from the plain prompt "
+        "(generation 0); at least one sample.",
+    )
+    search_children_share: float = Field(
+        0.25, gt=0, le=1, description="Share of the search budget drawn from each child prompt "
+        "per generation; at least one sample.",
+    )
+    search_max_attempt_chars: int = Field(
+        32, ge=1, description="Each earlier attempt shown in a child prompt is cut to this many "
+        "characters (prompts stay short for small models).",
+    )
+    search_chunk: int = Field(
+        64, ge=1, description="Prompts per generation call during search (bounds memory).",
+    )
 
 
 class TrackingConfig(_Section):
