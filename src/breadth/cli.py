@@ -189,14 +189,10 @@ def compare(
     model: Annotated[str, typer.Option(help="Trained model to compare.")] = "rl",
 ) -> None:
     """Side-by-side table (terminal) and plots (PNG) of pipeline runs or a grid, from MLflow."""
+    from breadth.evaluation.grid import grid_summary
+    from breadth.evaluation.grid_report import plot_grid, render_table
     from breadth.stack import StackSettings
-    from breadth.tracking.compare import (
-        CompareError,
-        fetch_runs,
-        grid_summary,
-        plot_grid,
-        render_table,
-    )
+    from breadth.tracking.fetch import CompareError, fetch_runs
     from breadth.tracking.runs import TrackingError, check_tracking_server
 
     if not run_ids and not grid_id:
