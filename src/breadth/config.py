@@ -80,7 +80,7 @@ class ModelConfig(_Section):
 
     @model_validator(mode="after")
     def _head_dim_at_least_32(self) -> ModelConfig:
-        # vLLM's attention backends refuse head dimensions below 32 (VERSIONS.md).
+        # vLLM's attention backends refuse head dimensions below 32 (docs/design/versions.md).
         if self.name_or_path is None:
             if self.hidden_size % self.num_heads:
                 raise ValueError(

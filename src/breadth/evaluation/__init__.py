@@ -1,7 +1,7 @@
 """Evaluation the way models are deployed: many samples and a selector, plus diversity.
 
 Pure numpy/pandas (no torch); matplotlib is imported only inside the report functions.
-Formulas and names: ALGORITHMS.md "Metrics" and "Search at test time".
+Formulas and names: docs/design/algorithms.md, "Metrics" and "Search at test time".
 """
 
 from breadth.evaluation.bootstrap import (

@@ -1,6 +1,6 @@
 """Rollouts DataFrame -> EvaluationResult: curves with CIs, diversity, transfer, flat metrics.
 
-Input rows follow the "Rollout row" schema (ARCHITECTURE.md): one row per sample with at
+Input rows follow the "Rollout row" schema (docs/design/architecture.md): one row per sample with at
 least `problem_id` and `correct`; `sample_index`, `outcome` (else `extracted`), `score`,
 `text`, `entropy`, `format`, `options`, `model` are used when present, and so are two
 optional extras: `class_id` (a solution-class partition, e.g. DARLING's) and `embedding`.

@@ -1,6 +1,6 @@
 """Diversity-aware rewards: pure group functions (numpy only) and the TRL adapter.
 
-Formulas and sources: ALGORITHMS.md. Importing this package imports neither torch nor
+Formulas and sources: docs/design/algorithms.md. Importing this package imports neither torch nor
 transformers; the checkpoint callback lives in `breadth.rewards.callback`, which does.
 """
 

@@ -1,7 +1,7 @@
 """Rollouts from a vLLM server: the client of its OpenAI-compatible completions endpoint.
 
 One request per problem with `n` samples and the problem's own seed (`request_seed`): one seed
-shared by several prompts correlates their samples (VERSIONS.md). Requests go out concurrently
+shared by several prompts correlates their samples (docs/design/versions.md). Requests go out concurrently
 so the server batches them. Per token we keep the sampled token's id and log-prob; the log-prob
 is of the distribution sampled from (the server runs with `--logprobs-mode processed_logprobs`,
 temperature and top-p applied), as in the transformers backend.

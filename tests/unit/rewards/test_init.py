@@ -13,7 +13,7 @@ def test_pure_package_imports_neither_torch_nor_transformers():
     assert out.stdout.strip() == "[]"
 
 
-def test_public_names_from_algorithms_md_are_exported():
+def test_public_names_of_the_formulas_are_exported():
     for name in (
         "OutcomeUCB",
         "batch_repetition_penalty",

@@ -77,7 +77,8 @@ def _pipeline_run(client, exp, fmt, reward, seed, *, grid=GRID, full_copy=True, 
                 "model.role": name}).info.run_id  # fmt: skip
             _log(client, child, metrics[name], result.curves()["eval/pass_at_k"])
             children[name] = child
-    # The current publish_report copies only a subset; the lead's change copies everything.
+    # publish_report copies every metric onto the parent; runs logged by older versions carry
+    # only the pass@k subset there (full_copy=False), the rest only on the evaluate children.
     copied = {
         f"{n}/{k}": v
         for n, m in metrics.items()
