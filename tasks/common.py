@@ -10,7 +10,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from prefect.cache_policies import NO_CACHE
 from prefect.context import TaskRunContext
 
 import breadth
@@ -95,6 +94,3 @@ def child_run(parent: RunHandle, stage: str, key: str) -> RunHandle:
     return start_run(experiment, stage, parent=parent, tags={"breadth.stage": stage,
                                                             "breadth.stage_key": key})
 
-
-# Tasks that must run every time (opening runs, publishing) opt out of caching explicitly.
-NEVER_CACHE = NO_CACHE

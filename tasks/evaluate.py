@@ -7,11 +7,12 @@ from pathlib import Path
 
 from prefect import task
 from prefect.artifacts import create_markdown_artifact
+from prefect.cache_policies import NO_CACHE
 
 from breadth.config import PipelineConfig
 from breadth.stages import evaluate_stage
 from breadth.tracking.runs import RunHandle, log_curves
-from tasks.common import NEVER_CACHE, StageResult, child_run, stage_cache_key, work_dir
+from tasks.common import StageResult, child_run, stage_cache_key, work_dir
 
 
 @task(name="evaluate", retries=1, cache_key_fn=stage_cache_key, persist_result=True)
@@ -42,7 +43,7 @@ def evaluate(
                         "files": [str(p) for p in written]})  # fmt: skip
 
 
-@task(name="publish-report", cache_policy=NEVER_CACHE)
+@task(name="publish-report", cache_policy=NO_CACHE)
 def publish_report(parent: RunHandle, evaluation: StageResult) -> str:
     """Attach the report to this run's parent (also on cache hits) and publish it in Prefect."""
     folder = evaluation.ensure_local()

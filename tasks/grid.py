@@ -8,6 +8,7 @@ from typing import Any
 
 from prefect import runtime, task
 from prefect.artifacts import create_markdown_artifact
+from prefect.cache_policies import NO_CACHE
 
 from breadth.config import GridConfig
 from breadth.evaluation.alarm import collapse_alarm
@@ -15,10 +16,9 @@ from breadth.evaluation.grid import grid_summary
 from breadth.evaluation.grid_report import plot_grid, summary_markdown
 from breadth.tracking.fetch import GRID_SUMMARY_KIND, fetch_runs, previous_grid_id
 from breadth.tracking.runs import start_run, tracking_uri
-from tasks.common import NEVER_CACHE
 
 
-@task(name="summarise-grid", cache_policy=NEVER_CACHE, retries=1)
+@task(name="summarise-grid", cache_policy=NO_CACHE, retries=1)
 def summarise_grid(study: GridConfig, grid_id: str) -> dict[str, Any]:
     """One MLflow run with the grid's table and plots, and the same as a Prefect artifact."""
     runs = fetch_runs(tracking_uri(), grid_id=grid_id)
@@ -50,7 +50,7 @@ def load_experiment_name(study: GridConfig) -> str:
     return config.tracking.experiment or config.preset
 
 
-@task(name="collapse-alarm", cache_policy=NEVER_CACHE, retries=1)
+@task(name="collapse-alarm", cache_policy=NO_CACHE, retries=1)
 def alarm_against_previous(study: GridConfig, grid_id: str, current: dict[str, Any]) -> dict:
     """Compare with the newest earlier grid of the same study; publish the verdict."""
     import pandas as pd

@@ -238,7 +238,6 @@ class TrackingConfig(_Section):
     experiment: str | None = Field(
         None, description="MLflow experiment; empty = the preset name."
     )
-    bucket: str = Field("breadth", description="S3 bucket for datasets, checkpoints, rollouts.")
     log_models: bool = Field(
         True, description="Log SFT and RL policies as MLflow models (mlflow.transformers)."
     )

@@ -146,17 +146,14 @@ def evaluate_stage(
     import pandas as pd
 
     from breadth.evaluation.report import write_report, write_search_report
-    from breadth.evaluation.summary import evaluate_rollouts
+    from breadth.evaluation.summary import evaluate_models
 
-    frames = {name: pd.read_parquet(path) for name, path in rollouts.items()}
-    settings = {"num_bootstrap": config.evaluation.bootstrap_samples,
-                "maj_resamples": config.evaluation.maj_resamples, "seed": config.seed}
-    results = {
-        name: evaluate_rollouts(
-            frame, base=None if name == base_model else frames[base_model], model=name, **settings
-        )
-        for name, frame in frames.items()
-    }
+    # The names given here (e.g. "base"/"trained" from the CLI) name the models in the report.
+    frames = pd.concat([pd.read_parquet(path).assign(model=name)
+                        for name, path in rollouts.items()], ignore_index=True)  # fmt: skip
+    results = evaluate_models(frames, base_model=base_model,
+                              num_bootstrap=config.evaluation.bootstrap_samples,
+                              maj_resamples=config.evaluation.maj_resamples, seed=config.seed)
     written = write_report(results, Path(out_dir))
     if searches:
         written.append(write_search_report(searches, Path(out_dir)))

@@ -45,13 +45,6 @@ class CellComparison:
     verdict: str
     """One line: why it dropped, or why not (within CI, drop too small, not measured)."""
 
-    @property
-    def relative_drop(self) -> float:
-        """(previous - current) / |previous|; NaN when either is missing or previous is 0."""
-        if not (math.isfinite(self.previous) and math.isfinite(self.current)) or not self.previous:
-            return math.nan
-        return (self.previous - self.current) / abs(self.previous)
-
 
 @dataclass(frozen=True)
 class AlarmResult:
@@ -105,17 +98,8 @@ def collapse_alarm(
     `min_relative_drop_without_ci`. Rises never fire. Cells in only one grid, metrics measured
     in only one, and a different largest k are reported in `notes`, never alarmed.
 
-    Why both conditions. A grid makes many comparisons (2 formats x 7 objectives x 2 metrics
-    = 28 per night), so a rule that is rarely wrong per comparison is often wrong per night.
-    Simulated through `grid_summary` (400 nights each; previous and current grids differ only
-    in their seeds, per-seed noise 5-10% of the cell mean; tests/unit/evaluation/test_alarm.py
-    checks the reduced-grid version): with 28 comparisons, (1) alone fired on 10% of nights
-    with 2 seeds and 26% with 3 (the t-interval of 3 seeds is narrower); (1) and (2) together
-    fired on 0-4%. A halving of both metrics in one objective (its two cells) was caught on
-    99% of nights at 5% noise and on every night with 3 seeds; with 2 seeds and 10% noise on
-    76-80%: the 1-df t-interval (12.7 x sd / sqrt(2)) is wide, so run 3 seeds where the alarm
-    must be sensitive. A collapse meets both conditions; seed-to-seed wobble rarely meets (2)
-    and, when it does, rarely (1).
+    Why both conditions, and how often each fires on noise alone (simulated):
+    docs/design/algorithms.md, "Grid statistics and the collapse alarm".
 
     >>> prev = pd.DataFrame({"format": ["mcq"], "reward": ["correctness"], "pass_at_kmax": [0.8],
     ...     "pass_at_kmax_ci_low": [0.7], "pass_at_kmax_ci_high": [0.9]})

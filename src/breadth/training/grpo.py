@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from breadth.config import RLConfig
-from breadth.training.common import MetricsCallback, device_arguments
+from breadth.training.trainer_setup import MetricsCallback, device_arguments
 
 # Columns the reward functions read; everything else (e.g. `target`) stays out of TRL's way.
 REWARD_COLUMNS = ("problem_id", "answer", "format", "task", "options", "letter", "meta", "split")
@@ -120,7 +120,7 @@ def train_grpo(
 
     callbacks: list[Any] = [RewardStateCallback(rewards.stateful), _FinishCheckpoint()]
     if log_metric:
-        callbacks.insert(0, MetricsCallback(log_metric, "train/")())
+        callbacks.insert(0, MetricsCallback(log_metric, "train/"))
     trainer = GRPOTrainer(
         model=model, reward_funcs=rewards.reward_funcs, args=args, train_dataset=dataset,
         processing_class=tokenizer, callbacks=callbacks,

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import subprocess
 
-from tasks.common import code_version, content_key
+import pytest
+
+from tasks.common import StageResult, code_version, content_key
 
 
 def test_content_key_is_deterministic_and_sensitive_to_every_part():
@@ -58,3 +60,37 @@ def test_code_version_runs_git_once_per_process(monkeypatch):
     first = code_version()
     assert code_version() == first and content_key("x") == content_key("x")
     assert len(calls) == 2  # rev-parse and diff, on first use only
+
+
+@pytest.fixture()
+def s3(monkeypatch):
+    moto = pytest.importorskip("moto")
+    from breadth.tracking.objects import ObjectStore
+
+    with moto.mock_aws():
+        store = ObjectStore("https://s3.amazonaws.com", "breadth-test", "key", "secret")
+        store.endpoint = None  # moto intercepts the default AWS endpoint
+        store.ensure_bucket()
+        monkeypatch.setattr(ObjectStore, "from_env", classmethod(lambda cls, env=None: store))
+        yield store
+
+
+def test_ensure_local_keeps_an_existing_copy(tmp_path):
+    (tmp_path / "model").mkdir()
+    result = StageResult("sft", "k", str(tmp_path / "model"), "s3://nowhere/x", "run")
+    assert result.ensure_local() == tmp_path / "model"  # no S3 configured: not touched
+
+
+def test_ensure_local_fetches_a_folder_and_a_parquet_file_back_from_s3(s3, tmp_path):
+    source = tmp_path / "made-elsewhere"
+    (source / "model").mkdir(parents=True)
+    (source / "model" / "weights.bin").write_bytes(b"w")
+    (source / "rollouts").mkdir()
+    (source / "rollouts" / "rl.parquet").write_bytes(b"p")
+    s3.upload_dir(source / "model", "runs/r1/models/sft")
+    uri = s3.upload_file(source / "rollouts" / "rl.parquet", "runs/r1/rollouts/rl.parquet")
+    here = tmp_path / "wiped"
+    folder = StageResult("sft", "k", str(here / "sft"), "s3://breadth-test/runs/r1/models/sft", "r")
+    assert (folder.ensure_local() / "weights.bin").read_bytes() == b"w"
+    parquet = StageResult("rollout-rl", "k", str(here / "roll" / "rl.parquet"), uri, "r")
+    assert parquet.ensure_local().read_bytes() == b"p"
