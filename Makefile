@@ -7,7 +7,7 @@ BIN = $(VENV)/bin
 
 install: $(VENV)/.installed
 
-# Re-installs when pyproject.toml changes. torch==2.13.0 is the CPU wheel (see VERSIONS.md).
+# Re-installs when pyproject.toml changes. torch==2.13.0 is the CPU wheel (see docs/design/versions.md).
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV) && $(BIN)/pip install -q -e ".[dev]" && touch $@
 

@@ -64,7 +64,7 @@ class StepClock:
     def install(self) -> None:
         from trl import GRPOTrainer
 
-        from breadth.rewards.trl_adapter import RewardTermFunc
+        from breadth.rewards.terms import RewardTermFunc
 
         clock, training_step, reward_call = self, GRPOTrainer.training_step, RewardTermFunc.__call__
 

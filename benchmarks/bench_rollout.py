@@ -1,4 +1,4 @@
-"""Benchmark: rollout throughput of our backends against the raw tools they wrap (issue 5, 4).
+"""Benchmark: rollout throughput of our backends against the raw tools they wrap.
 
 Run: .venv/bin/python benchmarks/bench_rollout.py [--policy DIR] [--problems P] [--samples N]
      [--large-n 64] [--max-new-tokens T] [--repeats R]

@@ -6,7 +6,7 @@
 #   docker build -f docker/cpu-worker.Dockerfile -t breadth-cpu .
 #
 # vLLM is not in this image (its fastapi pin conflicts with Prefect's, see
-# ../shared/design/VERSIONS.md); rollouts use the transformers backend here, or an existing
+# docs/design/versions.md); rollouts use the transformers backend here, or an existing
 # vLLM server given by BREADTH_VLLM_URL.
 FROM python:3.11-slim
 

@@ -1,7 +1,7 @@
 # syntax=docker/dockerfile:1
 #
 # breadth GPU worker: CUDA 12.8 runtime, Python 3.12, and two separate environments, because
-# vLLM's fastapi pin conflicts with Prefect's (../shared/design/VERSIONS.md):
+# vLLM's fastapi pin conflicts with Prefect's (docs/design/versions.md):
 #
 #   /opt/venv   the pipeline: breadth + Prefect + MLflow + TRL (torch CUDA build). Default CMD:
 #               a Prefect process worker polling the `breadth-gpu` work pool.

@@ -1,4 +1,5 @@
-"""The pipeline flow: prepare -> SFT -> GRPO -> rollouts (SFT and RL) -> evaluation -> report.
+"""The pipeline flow: prepare -> SFT -> GRPO -> rollouts and search (SFT and RL) -> evaluation
+-> report.
 
 Each stage is a cached Prefect task keyed on content (its config slice and its inputs' keys),
 so a re-run with nothing changed is served from the cache; each is a child MLflow run of one
@@ -16,6 +17,7 @@ from tasks.common import content_key
 from tasks.evaluate import evaluate, publish_report
 from tasks.prepare import prepare
 from tasks.rollout import rollout
+from tasks.search import search, search_key
 from tasks.tracking import open_parent_run
 from tasks.train import init_model, rl, sft
 
@@ -60,11 +62,17 @@ def run_pipeline(config: PipelineConfig, extra_tags: dict[str, str] | None = Non
                           parent, dataset, model, name)
             for name, model in models.items()
         }  # fmt: skip
+        searches = {}
+        if config.evaluation.search_budget > 0:
+            searches = {name: search(config, search_key(config, model, data_key), parent,
+                                     dataset, model, name)
+                        for name, model in models.items()}  # fmt: skip
         evaluation_key = content_key("evaluate", *(r.key for r in rollouts.values()),
+                                     *(s.key for s in searches.values()),
                                      config.content_hash("evaluation"), str(config.seed))
-        evaluation = evaluate(config, evaluation_key, parent, rollouts, base_name, models, dataset)
+        evaluation = evaluate(config, evaluation_key, parent, rollouts, base_name, searches)
         report = publish_report(parent, evaluation)
-        stages = [dataset, *models.values(), *rollouts.values(), evaluation]
+        stages = [dataset, *models.values(), *rollouts.values(), *searches.values(), evaluation]
         # Which child run produced each stage: on a cache hit it is an earlier run's.
         parent.set_tags({f"stage_run.{r.stage}": r.mlflow_run_id for r in stages})
         parent.finish()

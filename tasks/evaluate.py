@@ -7,36 +7,33 @@ from pathlib import Path
 
 from prefect import task
 from prefect.artifacts import create_markdown_artifact
+from prefect.cache_policies import NO_CACHE
 
 from breadth.config import PipelineConfig
 from breadth.stages import evaluate_stage
-from breadth.tracking.runs import MetricBuffer, RunHandle
-from tasks.common import NEVER_CACHE, StageResult, child_run, stage_cache_key, work_dir
+from breadth.tracking.runs import RunHandle, log_curves
+from tasks.common import StageResult, child_run, stage_cache_key, work_dir
 
 
 @task(name="evaluate", retries=1, cache_key_fn=stage_cache_key, persist_result=True)
 def evaluate(
     config: PipelineConfig, key: str, parent: RunHandle, rollouts: dict[str, StageResult],
-    base_model: str, policies: dict[str, StageResult], dataset: StageResult,
+    base_model: str, searches: dict[str, StageResult],
 ) -> StageResult:  # fmt: skip
     out = work_dir(key)
     paths = {name: result.ensure_local() for name, result in rollouts.items()}
-    results, searches, written = evaluate_stage(
-        config, paths, out / "report", base_model=base_model, dataset_dir=dataset.ensure_local(),
-        policies={name: policy.ensure_local() for name, policy in policies.items()},
-    )  # fmt: skip
+    comparisons = {name: search.info["comparison"] for name, search in searches.items()}
+    results, written = evaluate_stage(config, paths, out / "report", base_model=base_model,
+                                      searches=comparisons)  # fmt: skip
     metrics, curves, run_ids = {}, {}, {}
     for name, result in results.items():
         run = child_run(parent, f"evaluate-{name}", key)
         run.set_tags({"model.role": name})
-        metrics[name] = {**result.metrics(), **(searches[name].metrics() if name in searches else {})}
+        search_metrics = comparisons[name].metrics() if name in comparisons else {}
+        metrics[name] = {**result.metrics(), **search_metrics}
         curves[name] = result.curves()
         run.log_metrics(metrics[name])
-        buffer = MetricBuffer(run)
-        for curve_name, points in curves[name].items():
-            for k, value in points:
-                buffer(curve_name, value, k)
-        buffer.flush()
+        log_curves(run, curves[name])
         run.finish()
         run_ids[name] = run.run_id
     report_md = (out / "report" / "report.md").read_text()
@@ -46,21 +43,17 @@ def evaluate(
                         "files": [str(p) for p in written]})  # fmt: skip
 
 
-@task(name="publish-report", cache_policy=NEVER_CACHE)
+@task(name="publish-report", cache_policy=NO_CACHE)
 def publish_report(parent: RunHandle, evaluation: StageResult) -> str:
     """Attach the report to this run's parent (also on cache hits) and publish it in Prefect."""
     folder = evaluation.ensure_local()
     parent.log_artifact(folder, "report")
     # Every model's metrics on the parent too (`rl/eval/pass_at_16`, ...): the runs table and
     # `breadth compare` then compare pipelines without opening child runs.
-    buffer = MetricBuffer(parent)
     for name, metrics in evaluation.info["metrics"].items():
         parent.log_metrics({f"{name}/{key}": value for key, value in metrics.items()})
         # ... and the curves, so the chart view overlays e.g. rl/eval/pass_at_k across runs.
-        for curve_name, points in evaluation.info["curves"][name].items():
-            for k, value in points:
-                buffer(f"{name}/{curve_name}", value, k)
-    buffer.flush()
+        log_curves(parent, evaluation.info["curves"][name], prefix=f"{name}/")
     create_markdown_artifact(
         key="breadth-report",
         markdown=f"[MLflow run]({parent.url()})\n\n" + evaluation.info["report_markdown"],

@@ -8,24 +8,24 @@ from typing import Any
 
 from prefect import runtime, task
 from prefect.artifacts import create_markdown_artifact
+from prefect.cache_policies import NO_CACHE
 
 from breadth.config import GridConfig
 from breadth.evaluation.alarm import collapse_alarm
-from breadth.tracking.compare import fetch_runs, grid_summary, plot_grid, summary_markdown
+from breadth.evaluation.grid import grid_summary
+from breadth.evaluation.grid_report import plot_grid, summary_markdown
+from breadth.tracking.fetch import GRID_SUMMARY_KIND, fetch_runs, previous_grid_id
 from breadth.tracking.runs import start_run, tracking_uri
-from tasks.common import NEVER_CACHE
-
-SUMMARY_KIND = "grid-summary"
 
 
-@task(name="summarise-grid", cache_policy=NEVER_CACHE, retries=1)
+@task(name="summarise-grid", cache_policy=NO_CACHE, retries=1)
 def summarise_grid(study: GridConfig, grid_id: str) -> dict[str, Any]:
     """One MLflow run with the grid's table and plots, and the same as a Prefect artifact."""
     runs = fetch_runs(tracking_uri(), grid_id=grid_id)
     summary = grid_summary(runs)
     experiment = load_experiment_name(study)
     run = start_run(experiment, f"{grid_id}-summary", tags={
-        "grid.id": grid_id, "breadth.kind": SUMMARY_KIND, "grid.config_hash": study.content_hash(),
+        "grid.id": grid_id, "breadth.kind": GRID_SUMMARY_KIND, "grid.config_hash": study.content_hash(),
         "prefect.flow_run_id": runtime.flow_run.id or "",
     })  # fmt: skip
     markdown = summary_markdown(summary)
@@ -50,25 +50,17 @@ def load_experiment_name(study: GridConfig) -> str:
     return config.tracking.experiment or config.preset
 
 
-@task(name="collapse-alarm", cache_policy=NEVER_CACHE, retries=1)
+@task(name="collapse-alarm", cache_policy=NO_CACHE, retries=1)
 def alarm_against_previous(study: GridConfig, grid_id: str, current: dict[str, Any]) -> dict:
     """Compare with the newest earlier grid of the same study; publish the verdict."""
     import pandas as pd
-    from mlflow import MlflowClient
 
-    client = MlflowClient(tracking_uri())
-    experiment = client.get_experiment_by_name(load_experiment_name(study))
-    previous = client.search_runs(
-        [experiment.experiment_id],
-        f"tags.`breadth.kind` = '{SUMMARY_KIND}' and "
-        f"tags.`grid.config_hash` = '{study.content_hash()}' and tags.`grid.id` != '{grid_id}'",
-        order_by=["attributes.start_time DESC"], max_results=1,
-    )  # fmt: skip
-    if not previous:
+    previous_id = previous_grid_id(tracking_uri(), load_experiment_name(study),
+                                   study.content_hash(), grid_id)  # fmt: skip
+    if previous_id is None:
         verdict = {"fired": False, "previous_grid": None,
                    "markdown": "No earlier grid of this study: nothing to compare."}  # fmt: skip
     else:
-        previous_id = previous[0].data.tags["grid.id"]
         result = collapse_alarm(grid_summary(fetch_runs(tracking_uri(), grid_id=previous_id)),
                                 pd.DataFrame(current["summary"]))  # fmt: skip
         verdict = {"fired": result.fired, "previous_grid": previous_id,

@@ -93,8 +93,16 @@ def config(
     preset: Annotated[str, typer.Option(help="Preset name or YAML path.")] = "default",
     set_: Annotated[list[str] | None, typer.Option("--set", help="key=value override.")] = None,
     keys: Annotated[bool, typer.Option(help="List every config key with its help.")] = False,
+    rewards: Annotated[
+        bool, typer.Option(help="Print the reward terms and their parameters (markdown).")
+    ] = False,
 ) -> None:
-    """Print the resolved config (validated), or every key with its description."""
+    """Print the resolved config (validated), every key with its description, or the rewards."""
+    if rewards:
+        from breadth.rewards.registry import reward_table_markdown
+
+        console.print(reward_table_markdown(), highlight=False, markup=False)
+        return
     if keys:
         from breadth.config import describe_keys
 
@@ -181,14 +189,10 @@ def compare(
     model: Annotated[str, typer.Option(help="Trained model to compare.")] = "rl",
 ) -> None:
     """Side-by-side table (terminal) and plots (PNG) of pipeline runs or a grid, from MLflow."""
+    from breadth.evaluation.grid import grid_summary
+    from breadth.evaluation.grid_report import plot_grid, render_table
     from breadth.stack import StackSettings
-    from breadth.tracking.compare import (
-        CompareError,
-        fetch_runs,
-        grid_summary,
-        plot_grid,
-        render_table,
-    )
+    from breadth.tracking.fetch import CompareError, fetch_runs
     from breadth.tracking.runs import TrackingError, check_tracking_server
 
     if not run_ids and not grid_id:
@@ -261,12 +265,13 @@ def evaluate(
     seed: int = 0,
 ) -> None:
     """Metrics, transfer analysis and the report from rollout files, offline."""
-    from breadth.stages import evaluate_files
+    from breadth.stages import evaluate_stage
 
     for path in [rollouts, base]:
         if path is not None and not path.exists():
             _fail(f"rollouts file {path} does not exist")
-    written = evaluate_files(rollouts, out, base=base, seed=seed)
+    paths = {"base": base, "trained": rollouts} if base else {"trained": rollouts}
+    _, written = evaluate_stage(PipelineConfig(seed=seed), paths, out, base_model=next(iter(paths)))
     for path in written:
         console.print(f"wrote {path}", highlight=False)
 

@@ -14,7 +14,18 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    create_model,
+    field_validator,
+    model_validator,
+)
+
+from breadth.rewards.registry import REWARDS, resolve_params, reward_names
+from breadth.rewards.spec import parse_reward_spec
 
 
 class _Section(BaseModel):
@@ -46,6 +57,14 @@ class DataConfig(_Section):
         "fail", description="fail: stop with a report of bad rows; skip: drop and record them."
     )
 
+    @field_validator("source")
+    @classmethod
+    def _source_parses(cls, source: str) -> str:
+        from breadth.data.sources import parse_source_spec
+
+        parse_source_spec(source)  # its ValueError lists the accepted forms
+        return source
+
 
 class ModelConfig(_Section):
     name_or_path: str | None = Field(
@@ -63,7 +82,7 @@ class ModelConfig(_Section):
 
     @model_validator(mode="after")
     def _head_dim_at_least_32(self) -> ModelConfig:
-        # vLLM's attention backends refuse head dimensions below 32 (VERSIONS.md).
+        # vLLM's attention backends refuse head dimensions below 32 (docs/design/versions.md).
         if self.name_or_path is None:
             if self.hidden_size % self.num_heads:
                 raise ValueError(
@@ -86,41 +105,43 @@ class SFTConfig(_Section):
     batch_size: int = Field(64, ge=1, description="SFT batch size per device.")
 
 
-class RewardConfig(_Section):
+class _RewardSpecSection(_Section):
     spec: str = Field(
         "correctness",
-        description="Reward terms joined by '+', each NAME[:key=val][*weight]: correctness, "
-        "format, ucb, batch, darling, passk, vector, unlikeliness. E.g. 'correctness+ucb*0.5'.",
+        description="Reward terms joined by '+', each NAME[:key=val][*weight]: "
+        f"{', '.join(reward_names())}. E.g. 'correctness+ucb*0.5'; `breadth config --rewards` "
+        "describes each term and its parameters.",
     )
-    ucb_coef: float = Field(
-        0.2, ge=0, description="Outcome-count UCB bonus coefficient `c` (the paper uses 0.2)."
-    )
-    ucb_variant: Literal["ucb", "ucb_mean", "ucb_con"] = Field(
-        "ucb_con", description="`b = min(1, 1/sqrt(N))`. `ucb`: `c*b`; `ucb_mean`: `c*(b - group "
-        "mean of b)`; `ucb_con` (the paper's best): `c*(b - ucb_baseline)`.",
-    )
-    ucb_baseline: float = Field(
-        0.5, ge=0, le=1, description="Constant baseline `b0` of `ucb_con` (the paper: 0.5, or 1 "
-        "on easy data).",
-    )
-    ucb_apply_to: Literal["all", "correct"] = Field(
-        "all", description="Give the UCB bonus to all completions (the paper) or only correct "
-        "ones (a deviation).",
-    )
-    ucb_placement: Literal["advantage", "reward"] = Field(
-        "advantage", description="`advantage`: add the bonus to GRPO's normalised advantage (the "
-        "paper); `reward`: add it to the reward before normalisation (a deviation).",
-    )
-    batch_coef: float = Field(0.5, ge=0, description="Within-group repetition penalty coefficient.")
-    batch_placement: Literal["advantage", "reward"] = Field(
-        "advantage", description="`advantage`: subtract the penalty from GRPO's normalised "
-        "advantage (the paper); `reward`: from the reward before normalisation.",
-    )
-    passk_k: int = Field(4, ge=1, description="Target k of the pass@k advantage.")
-    vector_draws: int = Field(64, ge=1, description="Dirichlet draws of the set-level reward.")
-    vector_alpha: float = Field(1.0, gt=0, description="Dirichlet concentration of the draws.")
-    unlikeliness_beta: float = Field(0.25, ge=0, le=1, description="Unlikeliness reward beta.")
-    seed: int = Field(0, description="Seed of randomised rewards (vector draws).")
+
+    @field_validator("spec")
+    @classmethod
+    def _spec_parses(cls, spec: str) -> str:
+        parse_reward_spec(spec)  # its ValueError names the term at fault and the fix
+        return spec
+
+
+def _reward_param_fields() -> dict[str, Any]:
+    # One field `<reward>_<param>` per registered parameter: its type, default, range and help
+    # are the registry's, so a new reward's parameters appear here (and in the UI form) as is.
+    fields: dict[str, Any] = {}
+    for entry in REWARDS.values():
+        for param in entry.params:
+            annotation = Literal[param.choices] if param.choices else param.kind  # type: ignore[valid-type]
+            description = f"{entry.name}: {param.help}."
+            fields[entry.config_key(param)] = (annotation, Field(
+                param.default, description=description, ge=param.ge, gt=param.gt, le=param.le
+            ))  # fmt: skip
+    return fields
+
+
+RewardConfig = create_model(
+    "RewardConfig",
+    __base__=_RewardSpecSection,
+    __module__=__name__,
+    __doc__="The reward spec and every registered reward parameter "
+    "(`breadth.rewards.registry`); inline spec parameters override these fields.",
+    **_reward_param_fields(),
+)
 
 
 class RLConfig(_Section):
@@ -161,6 +182,22 @@ class RLConfig(_Section):
     save_steps: int = Field(25, ge=1, description="Checkpoint every N steps (to S3 under the run).")
     reward: RewardConfig = Field(default_factory=RewardConfig)
 
+    @model_validator(mode="after")
+    def _reward_terms_fit_training(self) -> RLConfig:
+        # Checked here, not at the first GRPO step: prepare and SFT must not run for a spec
+        # that training would refuse.
+        for term in parse_reward_spec(self.reward.spec).terms:
+            entry = REWARDS[term.name]
+            if entry.not_in_training:
+                usable = ", ".join(e.name for e in REWARDS.values() if not e.not_in_training)
+                raise ValueError(
+                    f"rl.reward.spec={self.reward.spec!r}: the reward {term.name!r} cannot be "
+                    f"trained here: {entry.not_in_training} Use one of: {usable}"
+                )
+            params = resolve_params(term.name, term.params, self.reward)
+            entry.term.check_group_sizes(params, {"rl.num_generations": self.num_generations})
+        return self
+
 
 class RolloutConfig(_Section):
     backend: Literal["transformers", "vllm"] = Field(
@@ -193,13 +230,27 @@ class EvaluationConfig(_Section):
     transfer_min_split: int = Field(
         20, ge=1, description="A transfer split with fewer problems is reported as inconclusive.",
     )
+    search_initial_share: float = Field(
+        0.5, gt=0, le=1, description="Share of the search budget drawn from the plain prompt "
+        "(generation 0); at least one sample.",
+    )
+    search_children_share: float = Field(
+        0.25, gt=0, le=1, description="Share of the search budget drawn from each child prompt "
+        "per generation; at least one sample.",
+    )
+    search_max_attempt_chars: int = Field(
+        32, ge=1, description="Each earlier attempt shown in a child prompt is cut to this many "
+        "characters (prompts stay short for small models).",
+    )
+    search_chunk: int = Field(
+        64, ge=1, description="Prompts per generation call during search (bounds memory).",
+    )
 
 
 class TrackingConfig(_Section):
     experiment: str | None = Field(
         None, description="MLflow experiment; empty = the preset name."
     )
-    bucket: str = Field("breadth", description="S3 bucket for datasets, checkpoints, rollouts.")
     log_models: bool = Field(
         True, description="Log SFT and RL policies as MLflow models (mlflow.transformers)."
     )
@@ -442,10 +493,11 @@ def check_fair(cells: list[tuple[str, str, int, PipelineConfig]]) -> None:
     """Refuse cells that differ in anything but the objective (and their format and seed).
 
     >>> a, b = load_config("default"), load_config("default", ["rl.num_problems=64"])
-    >>> check_fair([("free_form", "x", 0, a), ("free_form", "y", 0, b)])
-    Traceback (most recent call last):
-    ...
-    breadth.config.ConfigError: grid cells differ beyond the objective in rl.num_problems ...
+    >>> try:
+    ...     check_fair([("free_form", "x", 0, a), ("free_form", "y", 0, b)])
+    ... except ConfigError as error:
+    ...     print(str(error)[:62])
+    grid cells differ beyond the objective in rl.num_problems (rl.
     """
     if not cells:
         return

@@ -96,116 +96,70 @@ def rollout_stage(
     config: PipelineConfig, dataset_dir: Path, policy_dir: Path, model_name: str, out_path: Path,
     progress: bool = True,
 ) -> Path:  # fmt: skip
-    """n samples per evaluation problem -> rollouts parquet (schema in ARCHITECTURE.md)."""
+    """n samples per evaluation problem -> rollouts parquet (schema in docs/design)."""
     import pandas as pd
 
+    from breadth.rollout.backends import rollout_backend
+
     problems = read_rows(Path(dataset_dir) / "eval.parquet")
-    if config.rollout.backend == "vllm":
-        from breadth.rollout.vllm_backend import rollout_vllm
-
-        rows = rollout_vllm(policy_dir, problems, config.rollout, model_name=model_name,
-                            seed=config.seed, progress=progress)  # fmt: skip
-    else:
-        from breadth.models.tiny import load_policy
-        from breadth.rollout.transformers_backend import rollout_transformers
-
-        model, tokenizer = load_policy(policy_dir)
-        rows = rollout_transformers(model, tokenizer, problems, config.rollout,
-                                    model_name=model_name, seed=config.seed,
-                                    progress=progress)  # fmt: skip
+    rows = rollout_backend(config.rollout).rollout(
+        Path(policy_dir), problems, config.rollout, model_name=model_name, seed=config.seed,
+        progress=progress,
+    )  # fmt: skip
     out_path = Path(out_path)
     out_path.parent.mkdir(parents=True, exist_ok=True)
     pd.DataFrame(rows).to_parquet(out_path, index=False)
     return out_path
 
 
+def search_stage(config: PipelineConfig, dataset_dir: Path, policy_dir: Path) -> Any:
+    """Evolutionary search vs independent sampling at `evaluation.search_budget` samples per
+    evaluation problem, through the configured rollout backend -> a SearchComparison."""
+    from breadth.data.verifiers import verify
+    from breadth.evaluation.search import EvolutionConfig, compare_search
+    from breadth.rollout.backends import rollout_backend
+
+    settings = config.evaluation
+    budget = settings.search_budget
+    evolution = EvolutionConfig(
+        sample_budget=budget,
+        initial_samples=max(1, int(budget * settings.search_initial_share)),
+        children_per_generation=max(1, int(budget * settings.search_children_share)),
+        max_attempt_chars=settings.search_max_attempt_chars,
+        seed=config.seed,
+    )
+    problems = read_rows(Path(dataset_dir) / "eval.parquet")
+    backend = rollout_backend(config.rollout)
+    with backend.sampler(Path(policy_dir), config.rollout, seed=config.seed,
+                         chunk=settings.search_chunk) as sampler:  # fmt: skip
+        return compare_search(problems, sampler, verify, evolution)
+
+
 def evaluate_stage(
     config: PipelineConfig, rollouts: dict[str, Path], out_dir: Path, *, base_model: str,
-    policies: dict[str, Path] | None = None, dataset_dir: Path | None = None,
-) -> tuple[dict[str, Any], dict[str, Any], list[Path]]:  # fmt: skip
+    searches: dict[str, Any] | None = None,
+) -> tuple[dict[str, Any], list[Path]]:  # fmt: skip
     """Rollouts of every model -> EvaluationResults (trained models vs `base_model`) + report.
 
-    With `policies` and `dataset_dir` and `evaluation.search_budget > 0`, each policy also runs
-    evolutionary search against independent sampling at the same per-problem sample budget.
+    Pure analysis of files: `searches` (model -> SearchComparison from `search_stage`) only
+    adds their plot and JSON to the report.
     """
     import pandas as pd
 
-    from breadth.evaluation.report import write_report
-    from breadth.evaluation.summary import evaluate_rollouts
+    from breadth.evaluation.report import write_report, write_search_report
+    from breadth.evaluation.summary import evaluate_models
 
-    frames = {name: pd.read_parquet(path) for name, path in rollouts.items()}
+    # The names given here (e.g. "base"/"trained" from the CLI) name the models in the report.
+    frames = pd.concat([pd.read_parquet(path).assign(model=name)
+                        for name, path in rollouts.items()], ignore_index=True)  # fmt: skip
     evaluation = config.evaluation
-    settings = {"num_bootstrap": evaluation.bootstrap_samples,
-                "maj_resamples": evaluation.maj_resamples, "seed": config.seed,
-                "split_k": evaluation.transfer_split_k,
-                "split_threshold": evaluation.transfer_split_threshold,
-                "min_split": evaluation.transfer_min_split}
-    results = {
-        name: evaluate_rollouts(
-            frame, base=None if name == base_model else frames[base_model], model=name, **settings
-        )
-        for name, frame in frames.items()
-    }
+    results = evaluate_models(frames, base_model=base_model,
+                              num_bootstrap=evaluation.bootstrap_samples,
+                              maj_resamples=evaluation.maj_resamples, seed=config.seed,
+                              split_k=evaluation.transfer_split_k,
+                              split_threshold=evaluation.transfer_split_threshold,
+                              min_split=evaluation.transfer_min_split)  # fmt: skip
     written = write_report(results, Path(out_dir))
-    searches = {}
-    if policies and dataset_dir is not None and config.evaluation.search_budget > 0:
-        problems = read_rows(Path(dataset_dir) / "eval.parquet")
-        searches = {name: search_stage(config, policy_dir, problems)
-                    for name, policy_dir in policies.items()}  # fmt: skip
+    if searches:
         written.append(write_search_report(searches, Path(out_dir)))
-    return results, searches, written
-
-
-def write_search_report(searches: dict[str, Any], out_dir: Path) -> Path:
-    """Success against samples spent, evolutionary vs independent, one line per model."""
-    import json
-
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    figure, axis = plt.subplots(figsize=(6, 4))
-    for name, comparison in searches.items():
-        for result, style in ((comparison.evolutionary, "-"), (comparison.independent, "--")):
-            points = result.success_curve()
-            axis.plot([p[0] for p in points], [p[1] for p in points], style, marker="o",
-                      label=f"{name} {result.method}")  # fmt: skip
-    axis.set_xscale("log", base=2)
-    axis.set(xlabel="samples per problem", ylabel="share of problems solved",
-             title="Evolutionary search vs independent sampling (same budget)")  # fmt: skip
-    axis.grid(alpha=0.3)
-    axis.legend(fontsize=8)
-    figure.tight_layout()
-    figure.savefig(out_dir / "search.png", dpi=120)
-    plt.close(figure)
-    (out_dir / "search.json").write_text(
-        json.dumps({name: c.to_dict() for name, c in searches.items()}, indent=1)
-    )
-    return out_dir / "search.png"
-
-
-def search_stage(config: PipelineConfig, policy_dir: Path, problems: list[dict]) -> Any:
-    """Evolutionary search vs independent sampling at `evaluation.search_budget` per problem."""
-    from breadth.data.verifiers import verify
-    from breadth.evaluation.search import EvolutionConfig, compare_search
-    from breadth.models.tiny import load_policy
-    from breadth.rollout.transformers_backend import transformers_sampler
-
-    model, tokenizer = load_policy(policy_dir)
-    budget = config.evaluation.search_budget
-    evolution = EvolutionConfig(sample_budget=budget, initial_samples=max(1, budget // 2),
-                                children_per_generation=max(1, budget // 4),
-                                max_attempt_chars=32, seed=config.seed)  # fmt: skip
-    return compare_search(problems, transformers_sampler(model, tokenizer, config.rollout),
-                          verify, evolution)  # fmt: skip
-
-
-def evaluate_files(
-    rollouts: Path, out_dir: Path, *, base: Path | None = None, seed: int = 0
-) -> list[Path]:
-    """`breadth evaluate`: the same evaluation and report from rollout files, offline."""
-    config = PipelineConfig(seed=seed)
-    paths = {"base": Path(base), "trained": Path(rollouts)} if base else {"trained": Path(rollouts)}
-    _, _, written = evaluate_stage(config, paths, Path(out_dir), base_model=next(iter(paths)))
-    return written
+    return results, written

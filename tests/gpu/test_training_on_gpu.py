@@ -26,7 +26,7 @@ def test_transformers_rollouts_run_on_cuda():
 
 
 def test_device_arguments_enable_bf16_on_cuda():
-    from breadth.training.common import device_arguments
+    from breadth.training.trainer_setup import device_arguments
 
     arguments = device_arguments()
     assert arguments["use_cpu"] is False

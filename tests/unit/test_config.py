@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import pytest
+from pydantic import ValidationError
 
 from breadth.config import (
     ConfigError,
+    GridConfig,
     PipelineConfig,
     available_presets,
     describe_keys,
@@ -35,6 +37,17 @@ def test_overrides_are_typed():
         ("default", ["rl.max_steps"], ["not key=value"]),
         ("default", ["model.num_heads=8"], ["head dim", "below 32"]),
         ("default", ["rl.top_entropy_quantile=2"], ["rl.top_entropy_quantile", "less than or equal"]),
+        ("default", ["rl.reward.spec=corectness+ucb"],
+         ["rl.reward.spec", "unknown reward 'corectness'", "Did you mean 'correctness'?"]),
+        ("default", ["rl.reward.spec=passk", "rl.reward.passk_k=9"],
+         ["k=9 must be between 1 and rl.num_generations=8"]),
+        ("default", ["rl.reward.spec=passk:k=8"], ["k=8 equals rl.num_generations=8", "k < "]),
+        ("default", ["rl.reward.spec=passk", "rl.num_generations=4"],
+         ["k=4 equals rl.num_generations=4"]),
+        ("default", ["rl.reward.spec=unlikeliness"],
+         ["'unlikeliness' cannot be trained", "completion_mean_logprob", "Use one of: correctness"]),
+        ("default", ["data.source=jsonl"], ["data.source", "not one of", "jsonl:PATH"]),
+        ("default", ["data.source=synthetic:algebra"], ["unknown synthetic task 'algebra'"]),
     ],
 )
 def test_bad_config_names_the_key_and_the_fix(preset, overrides, must_mention):
@@ -114,3 +127,33 @@ def test_a_preset_that_extends_itself_is_refused(tmp_path):
     path.write_text(f"extends: {path}\n")
     with pytest.raises(ConfigError, match="`extends` must name another preset"):
         load_config(str(path))
+
+
+BAD_BEFORE_COMPUTE = {
+    "rl": {"reward": {"spec": "corectness"}},
+    "data": {"source": "csv:problems.csv"},
+}
+
+
+@pytest.mark.parametrize("section", sorted(BAD_BEFORE_COMPUTE))
+def test_the_prefect_form_refuses_bad_values_at_validation(section):
+    # The flow's parameter is a PipelineConfig: Prefect validates the form with this model.
+    with pytest.raises(ValidationError, match=section):
+        PipelineConfig.model_validate({section: BAD_BEFORE_COMPUTE[section]})
+
+
+def test_the_grid_refuses_a_bad_reward_before_any_cell_runs():
+    with pytest.raises(ConfigError, match="Did you mean 'darling'"):
+        GridConfig(rewards=["correctness", "darlin"], seeds=[0]).cells()
+
+
+def test_the_run_command_refuses_a_bad_reward_before_the_stack_starts(monkeypatch):
+    from typer.testing import CliRunner
+
+    from breadth import cli
+
+    monkeypatch.setattr(cli, "_bring_up_stack", lambda: pytest.fail("stack started"))
+    result = CliRunner().invoke(cli.app, ["run", "--set", "rl.reward.spec=corectness+ucb"])
+    assert result.exit_code == 2
+    assert "Did you mean 'correctness'?" in result.output
+    assert "Traceback" not in result.output

@@ -42,7 +42,8 @@ DOCKERFILES = {
 # The work pool each image's default command polls.
 IMAGE_POOLS = {"cpu": "breadth-cpu", "gpu": "breadth-gpu"}
 
-# Ports from ARCHITECTURE.md / the brief: what each service listens on and publishes.
+# Ports documented in docs/design/architecture.md and infra/README.md: what each service
+# listens on and publishes.
 DOCUMENTED_PORTS: dict[str, set[int]] = {
     "postgres": {5432},
     "minio": {9000, 9001},
@@ -1136,8 +1137,8 @@ def test_job_template_gpu_count_is_a_job_variable():
 
 
 def test_readmes_give_the_commands_and_name_existing_paths():
-    docker_readme = require_file(DOCKER / "README.md", "the brief").read_text()
-    infra_readme = require_file(INFRA / "README.md", "the brief").read_text()
+    docker_readme = require_file(DOCKER / "README.md", "the repository layout").read_text()
+    infra_readme = require_file(INFRA / "README.md", "the repository layout").read_text()
     assert "docker build -f docker/cpu-worker.Dockerfile -t breadth-cpu ." in docker_readme
     assert "docker build -f docker/gpu-worker.Dockerfile -t breadth-gpu ." in docker_readme
     assert re.search(

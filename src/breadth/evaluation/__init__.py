@@ -1,7 +1,7 @@
 """Evaluation the way models are deployed: many samples and a selector, plus diversity.
 
 Pure numpy/pandas (no torch); matplotlib is imported only inside the report functions.
-Formulas and names: ALGORITHMS.md "Metrics" and "Search at test time".
+Formulas and names: docs/design/algorithms.md, "Metrics" and "Search at test time".
 """
 
 from breadth.evaluation.bootstrap import (
@@ -40,11 +40,9 @@ from breadth.evaluation.search import (
     EvolutionConfig,
     SearchComparison,
     SearchResult,
-    budget_sweep_plan,
     compare_search,
     evolutionary_search,
     independent_sampling,
-    token_budget_sweep,
 )
 from breadth.evaluation.summary import (
     DIVERSITY_METRICS,
@@ -84,7 +82,6 @@ __all__ = [
     "bootstrap_ci",
     "bootstrap_means",
     "bootstrap_weights",
-    "budget_sweep_plan",
     "chance_corrected_pass_at_k",
     "chance_pass_at_k",
     "compare_search",
@@ -111,7 +108,6 @@ __all__ = [
     "pass_at_k_curve",
     "per_problem_table",
     "solved_by_base",
-    "token_budget_sweep",
     "transfer_analysis",
     "utility_k",
     "write_report",

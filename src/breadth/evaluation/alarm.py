@@ -1,6 +1,6 @@
 """The collapse alarm: tonight's grid summary against the previous one, cell by cell.
 
-Pure pandas: both inputs are `breadth.tracking.compare.grid_summary` frames (columns format,
+Pure pandas: both inputs are `breadth.evaluation.grid.grid_summary` frames (columns format,
 reward, and per metric `<name>`, `<name>_ci_low`, `<name>_ci_high`); nothing here reads MLflow.
 """
 
@@ -11,6 +11,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pandas as pd
+
+from breadth.evaluation.grid import estimate_text, summary_k
 
 __all__ = [
     "DEFAULT_ALARM_METRICS",
@@ -43,13 +45,6 @@ class CellComparison:
     verdict: str
     """One line: why it dropped, or why not (within CI, drop too small, not measured)."""
 
-    @property
-    def relative_drop(self) -> float:
-        """(previous - current) / |previous|; NaN when either is missing or previous is 0."""
-        if not (math.isfinite(self.previous) and math.isfinite(self.current)) or not self.previous:
-            return math.nan
-        return (self.previous - self.current) / abs(self.previous)
-
 
 @dataclass(frozen=True)
 class AlarmResult:
@@ -75,8 +70,8 @@ class AlarmResult:
         for c in self.compared:
             lines.append(
                 f"| {c.format} | {c.reward} | {c.metric} | "
-                f"{_ci(c.previous, c.previous_low, c.previous_high)} | "
-                f"{_ci(c.current, c.current_low, c.current_high)} | {c.verdict} |"
+                f"{estimate_text(c.previous, c.previous_low, c.previous_high)} | "
+                f"{estimate_text(c.current, c.current_low, c.current_high)} | {c.verdict} |"
             )
         return "\n".join(lines) + "\n"
 
@@ -103,17 +98,8 @@ def collapse_alarm(
     `min_relative_drop_without_ci`. Rises never fire. Cells in only one grid, metrics measured
     in only one, and a different largest k are reported in `notes`, never alarmed.
 
-    Why both conditions. A grid makes many comparisons (2 formats x 7 objectives x 2 metrics
-    = 28 per night), so a rule that is rarely wrong per comparison is often wrong per night.
-    Simulated through `grid_summary` (400 nights each; previous and current grids differ only
-    in their seeds, per-seed noise 5-10% of the cell mean; tests/unit/evaluation/test_alarm.py
-    checks the reduced-grid version): with 28 comparisons, (1) alone fired on 10% of nights
-    with 2 seeds and 26% with 3 (the t-interval of 3 seeds is narrower); (1) and (2) together
-    fired on 0-4%. A halving of both metrics in one objective (its two cells) was caught on
-    99% of nights at 5% noise and on every night with 3 seeds; with 2 seeds and 10% noise on
-    76-80%: the 1-df t-interval (12.7 x sd / sqrt(2)) is wide, so run 3 seeds where the alarm
-    must be sensitive. A collapse meets both conditions; seed-to-seed wobble rarely meets (2)
-    and, when it does, rarely (1).
+    Why both conditions, and how often each fires on noise alone (simulated):
+    docs/design/algorithms.md, "Grid statistics and the collapse alarm".
 
     >>> prev = pd.DataFrame({"format": ["mcq"], "reward": ["correctness"], "pass_at_kmax": [0.8],
     ...     "pass_at_kmax_ci_low": [0.7], "pass_at_kmax_ci_high": [0.9]})
@@ -148,7 +134,7 @@ def collapse_alarm(
         notes.append(f"{cell[0]} / {cell[1]}: only in the previous grid (not compared)")
     for cell in sorted(set(cur_cells) - set(prev_cells), key=str):
         notes.append(f"{cell[0]} / {cell[1]}: only in the current grid (not compared)")
-    prev_k, cur_k = _k_of(previous), _k_of(current)
+    prev_k, cur_k = summary_k(previous), summary_k(current)
     if prev_k is not None and cur_k is not None and prev_k != cur_k:
         notes.append(f"largest k differs: previous {prev_k}, current {cur_k} (pass@k read at each)")
 
@@ -174,7 +160,7 @@ def _compare(cell, metric, prev, cur, min_drop, min_drop_without_ci) -> CellComp
         return None
     drop = p - c
     relative = drop / abs(p) if p else math.nan
-    change = f"{_ci(p, p_low, p_high)} -> {_ci(c, c_low, c_high)}"
+    change = f"{estimate_text(p, p_low, p_high)} -> {estimate_text(c, c_low, c_high)}"
     where = f"{cell[0]} / {cell[1]}: {metric}"
     has_ci = math.isfinite(p_low) and math.isfinite(c_high)
     floor = min_drop if has_ci else min_drop_without_ci
@@ -207,18 +193,3 @@ def _float(value) -> float:
         return float(value)
     except (TypeError, ValueError):
         return math.nan
-
-
-def _k_of(summary: pd.DataFrame):
-    k = summary.attrs.get("k")
-    if k is None and "k" in summary.columns and len(summary):
-        k = summary["k"].iloc[0]
-    return None if k is None or (isinstance(k, float) and math.isnan(k)) else int(k)
-
-
-def _ci(estimate: float, low: float, high: float) -> str:
-    if not math.isfinite(estimate):
-        return "-"
-    if math.isfinite(low) and math.isfinite(high):
-        return f"{estimate:.3f} [{low:.3f}, {high:.3f}]"
-    return f"{estimate:.3f}"

@@ -10,6 +10,7 @@ import json
 import math
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from breadth.evaluation.summary import EvaluationResult
 from breadth.evaluation.transfer import SPLITS
@@ -101,6 +102,31 @@ def plot_pass_at_k(results: Mapping[str, EvaluationResult], path: str | Path) ->
     finally:
         plt.close(fig)
     return Path(path)
+
+
+def write_search_report(searches: Mapping[str, Any], out_dir: str | Path) -> Path:
+    """Success against samples spent, evolutionary vs independent, one line per model
+    (`searches`: model -> SearchComparison) -> search.png and search.json."""
+    out_dir = Path(out_dir)
+    plt = _pyplot()
+    figure, axis = plt.subplots(figsize=(6, 4))
+    for name, comparison in searches.items():
+        for result, style in ((comparison.evolutionary, "-"), (comparison.independent, "--")):
+            points = result.success_curve()
+            axis.plot([p[0] for p in points], [p[1] for p in points], style, marker="o",
+                      label=f"{name} {result.method}")  # fmt: skip
+    axis.set_xscale("log", base=2)
+    axis.set(xlabel="samples per problem", ylabel="share of problems solved",
+             title="Evolutionary search vs independent sampling (same budget)")  # fmt: skip
+    axis.grid(alpha=0.3)
+    axis.legend(fontsize=8)
+    figure.tight_layout()
+    figure.savefig(out_dir / "search.png", dpi=120)
+    plt.close(figure)
+    (out_dir / "search.json").write_text(
+        json.dumps({name: c.to_dict() for name, c in searches.items()}, indent=1)
+    )
+    return out_dir / "search.png"
 
 
 def diversity_by_split(

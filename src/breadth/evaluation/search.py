@@ -16,37 +16,30 @@ scorer maps (text, row) to anything with `.score` and `.correct` (e.g.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 import numpy as np
 
-from breadth.evaluation.bootstrap import ConfidenceInterval, bootstrap_ci
-from breadth.evaluation.metrics import maj_at_k, pass_at_k
+from breadth.evaluation.metrics import pass_at_k
 
 __all__ = [
     "CHILD_PROMPT_TEMPLATE",
-    "BudgetPoint",
-    "BudgetSampler",
     "EvolutionConfig",
     "Sampler",
     "Scorer",
     "SearchComparison",
     "SearchResult",
-    "budget_sweep_plan",
     "build_child_prompt",
     "compare_search",
     "evolutionary_search",
     "independent_sampling",
     "select_parents",
-    "token_budget_sweep",
 ]
 
 Sampler = Callable[[list[str], int, int], list[list[str]]]
 """(prompts, n samples per prompt, seed) -> one list of n completion texts per prompt."""
 
-BudgetSampler = Callable[[list[str], int, int, int], list[list[str]]]
-"""(prompts, n, seed, max_tokens) -> texts; the budget sweep varies max_tokens."""
 
 
 class Scored(Protocol):
@@ -368,95 +361,6 @@ def compare_search(
             problems, sampler, scorer, cfg.sample_budget, seed=cfg.seed
         ),
     )
-
-
-@dataclass(frozen=True)
-class BudgetPoint:
-    """One way to spend the token budget: `num_samples` samples of at most `max_tokens`."""
-
-    max_tokens: int
-    num_samples: int
-    accuracy: ConfidenceInterval
-    """Mean per-sample correctness (pass@1)."""
-    success: ConfidenceInterval
-    """Share of problems with at least one correct sample (pass@num_samples)."""
-    majority: ConfidenceInterval
-    """Majority vote over all samples (outcome = the scorer's `.outcome` if it has one, else the text)."""
-    extra: dict[str, float] = field(default_factory=dict)
-
-    def to_dict(self) -> dict:
-        return {
-            "max_tokens": self.max_tokens,
-            "num_samples": self.num_samples,
-            "accuracy": self.accuracy.to_dict(),
-            "success": self.success.to_dict(),
-            "majority": self.majority.to_dict(),
-            **self.extra,
-        }
-
-
-def budget_sweep_plan(
-    token_budget: int, max_tokens_options: Sequence[int]
-) -> list[tuple[int, int]]:
-    """[(max_tokens, num_samples)] that spend at most `token_budget` tokens per problem each.
-
-    The budget is counted as max_tokens per sample (the worst case a sampler may use).
-
-    >>> budget_sweep_plan(64, [8, 16, 64, 128])
-    [(8, 8), (16, 4), (64, 1)]
-    """
-    plan = []
-    for length in sorted({int(m) for m in max_tokens_options}):
-        if length < 1:
-            raise ValueError(f"max_tokens options must be >= 1, got {length}")
-        if token_budget // length >= 1:
-            plan.append((length, token_budget // length))
-    if not plan:
-        raise ValueError(
-            f"token_budget {token_budget} is below every max_tokens option {list(max_tokens_options)}"
-        )
-    return plan
-
-
-def token_budget_sweep(
-    problems: Sequence[Mapping[str, Any]],
-    sampler: BudgetSampler,
-    scorer: Scorer,
-    token_budget: int,
-    max_tokens_options: Sequence[int],
-    *,
-    seed: int = 0,
-    num_bootstrap: int = 500,
-) -> list[BudgetPoint]:
-    """Spend the same token budget as many short samples or fewer long ones (Ghosal et al. 2025).
-
-    For each (max_tokens, num_samples) of `budget_sweep_plan`, sample and score every problem
-    and report accuracy, success (pass@num_samples) and majority vote with bootstrap CIs.
-    """
-    points = []
-    for j, (max_tokens, n) in enumerate(budget_sweep_plan(token_budget, max_tokens_options)):
-        prompts = [str(p["prompt"]) for p in problems]
-        texts = sampler(prompts, n, seed + j, max_tokens)
-        _check_shape(texts, len(prompts), n, "sampler")
-        correct = np.zeros((len(problems), n), dtype=bool)
-        outcomes = np.empty((len(problems), n), dtype=object)
-        for i, (row, outs) in enumerate(zip(problems, texts)):
-            for s, text in enumerate(outs):
-                v = scorer(text, row)
-                correct[i, s] = bool(v.correct)
-                outcomes[i, s] = getattr(v, "outcome", text)
-        c = correct.sum(axis=1)
-        per_problem = {
-            "accuracy": c / n,
-            "success": pass_at_k(np.full(len(c), n), c, n),
-            "majority": maj_at_k(outcomes, correct, n, 1, seed),
-        }
-        cis = {
-            k: bootstrap_ci(v, num_resamples=num_bootstrap, seed=seed)
-            for k, v in per_problem.items()
-        }
-        points.append(BudgetPoint(max_tokens, n, cis["accuracy"], cis["success"], cis["majority"]))
-    return points
 
 
 def _call_sampler(sampler: Sampler, prompts: list[str], n: int, seed: int) -> list[list[str]]:

@@ -1,6 +1,6 @@
 """Rollouts DataFrame -> EvaluationResult: curves with CIs, diversity, transfer, flat metrics.
 
-Input rows follow the "Rollout row" schema (ARCHITECTURE.md): one row per sample with at
+Input rows follow the "Rollout row" schema (docs/design/architecture.md): one row per sample with at
 least `problem_id` and `correct`; `sample_index`, `outcome` (else `extracted`), `score`,
 `text`, `entropy`, `format`, `options`, `model` are used when present, and so are two
 optional extras: `class_id` (a solution-class partition, e.g. DARLING's) and `embedding`.
@@ -122,7 +122,7 @@ def evaluate_rollouts(
         "patience": patience,
         "tokenize": tokenize,
     }
-    samples = _SampleMatrix.from_rollouts(rollouts)
+    samples = _SamplesByProblem.from_rollouts(rollouts)
     table = per_problem_table(rollouts, samples=samples, **table_kw)
     num_samples = int(table["num_samples"].min())
     ks = [int(k) for k in (ks if ks is not None else default_ks(num_samples))]
@@ -226,7 +226,7 @@ def per_problem_table(
     novelty_k: int = DEFAULT_NOVELTY_K,
     patience: float = div.DEFAULT_PATIENCE,
     tokenize: Callable[[str], Sequence] = str.split,
-    samples: _SampleMatrix | None = None,
+    samples: _SamplesByProblem | None = None,
 ) -> pd.DataFrame:
     """One row per problem (index problem_id): num_samples, num_correct, pass_at_1, num_options
     and every column of DIVERSITY_METRICS (NaN where the needed rollout column is absent).
@@ -236,7 +236,7 @@ def per_problem_table(
     >>> per_problem_table(rows)[["num_samples", "num_correct", "distinct_outcomes"]].to_dict("list")
     {'num_samples': [2, 1], 'num_correct': [1, 0], 'distinct_outcomes': [2, 0]}
     """
-    s = samples if samples is not None else _SampleMatrix.from_rollouts(rollouts)
+    s = samples if samples is not None else _SamplesByProblem.from_rollouts(rollouts)
     df = s.rows
     counts = np.diff(s.bounds)
     table = pd.DataFrame(index=pd.Index(s.problem_ids, name="problem_id"))
@@ -287,7 +287,7 @@ def per_problem_table(
 
 
 @dataclass
-class _SampleMatrix:
+class _SamplesByProblem:
     """Rollout rows sorted by (problem, sample_index), with per-sample arrays and problem bounds."""
 
     rows: pd.DataFrame
@@ -298,7 +298,7 @@ class _SampleMatrix:
     scores: np.ndarray
 
     @classmethod
-    def from_rollouts(cls, rollouts: pd.DataFrame) -> _SampleMatrix:
+    def from_rollouts(cls, rollouts: pd.DataFrame) -> _SamplesByProblem:
         if not isinstance(rollouts, pd.DataFrame):
             raise TypeError(f"rollouts must be a pandas DataFrame, got {type(rollouts).__name__}")
         missing = {"problem_id", "correct"} - set(rollouts.columns)

@@ -1,6 +1,6 @@
 """Diversity-aware rewards: pure group functions (numpy only) and the TRL adapter.
 
-Formulas and sources: ALGORITHMS.md. Importing this package imports neither torch nor
+Formulas and sources: docs/design/algorithms.md. Importing this package imports neither torch nor
 transformers; the checkpoint callback lives in `breadth.rewards.callback`, which does.
 """
 
@@ -13,8 +13,15 @@ from breadth.rewards.darling import (
 )
 from breadth.rewards.groups import IncompleteGroupError, RowGroup, group_rows
 from breadth.rewards.passk import group_passk, passk_advantages
+from breadth.rewards.registry import (
+    REWARDS,
+    RewardEntry,
+    RewardParam,
+    register,
+    reward_names,
+)
 from breadth.rewards.repetition import batch_repetition_penalty
-from breadth.rewards.spec import REWARD_NAMES, RewardSpec, RewardTerm, parse_reward_spec
+from breadth.rewards.spec import RewardSpec, RewardTerm, parse_reward_spec
 from breadth.rewards.state import load_reward_state, reward_state_filename, save_reward_state
 from breadth.rewards.trl_adapter import TrlRewardSetup, build_trl_rewards
 from breadth.rewards.ucb import OutcomeUCB
@@ -22,10 +29,12 @@ from breadth.rewards.unlikeliness import likelihood_ranks, unlikeliness_reward
 from breadth.rewards.vector import set_level_vector_reward
 
 __all__ = [
-    "REWARD_NAMES",
+    "REWARDS",
     "IncompleteGroupError",
     "NgramOverlapJudge",
     "OutcomeUCB",
+    "RewardEntry",
+    "RewardParam",
     "RewardSpec",
     "RewardTerm",
     "RowGroup",
@@ -41,6 +50,8 @@ __all__ = [
     "ngram_overlap",
     "parse_reward_spec",
     "passk_advantages",
+    "register",
+    "reward_names",
     "reward_state_filename",
     "save_reward_state",
     "set_level_vector_reward",

@@ -26,7 +26,7 @@ class RewardStateCallback(TrainerCallback):
     Register it before any callback that uploads the checkpoint folder, so the upload sees it.
 
     >>> from breadth.rewards.ucb import OutcomeUCB
-    >>> RewardStateCallback([OutcomeUCB()]).stateful[0].coef
+    >>> RewardStateCallback([OutcomeUCB(coef=0.5)]).stateful[0].coef
     0.5
     """
 

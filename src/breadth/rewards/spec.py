@@ -5,36 +5,20 @@
     "passk:k=8"                        pass@k advantages with k = 8
     "darling:judge=text,threshold=0.6" DARLING with the n-gram text judge
 
-Inline params override the RewardConfig fields. A spec holds at most one *base* term (one
-that contains the task reward itself: correctness, darling, passk, vector, unlikeliness);
-`darling`, `passk`, `vector` and `unlikeliness` already multiply or transform correctness, so
-adding `correctness` beside them would count it twice.
+Names, parameters and their types come from `breadth.rewards.registry`. Inline params
+override the RewardConfig fields. A spec holds at most one *base* term (one that contains the
+task reward itself, e.g. correctness or darling): `darling`, `passk`, `vector` and
+`unlikeliness` already multiply or transform correctness, so adding `correctness` beside them
+would count it twice.
 """
 
 from __future__ import annotations
 
+import difflib
 import math
 from dataclasses import dataclass, field
-from typing import Any
 
-ParamValue = int | float | str
-
-# name -> {param -> type or tuple of allowed strings}
-PARAM_SCHEMA: dict[str, dict[str, type | tuple[str, ...]]] = {
-    "correctness": {},
-    "format": {"bonus": float},
-    "ucb": {"coef": float, "variant": ("ucb", "ucb_mean", "ucb_con"), "baseline": float,
-            "apply_to": ("all", "correct"), "placement": ("advantage", "reward")},
-    "batch": {"coef": float, "placement": ("advantage", "reward")},
-    "darling": {"judge": ("outcome", "text"), "n": int, "threshold": float},
-    "passk": {"k": int},
-    "vector": {"draws": int, "alpha": float},
-    "unlikeliness": {"beta": float},
-}
-REWARD_NAMES: tuple[str, ...] = tuple(PARAM_SCHEMA)
-BASE_TERMS: frozenset[str] = frozenset(
-    {"correctness", "darling", "passk", "vector", "unlikeliness"}
-)
+from breadth.rewards.registry import REWARDS, ParamValue, reward_names
 
 
 @dataclass(frozen=True)
@@ -42,9 +26,9 @@ class RewardTerm:
     """One term of a reward spec."""
 
     name: str
-    """One of REWARD_NAMES."""
+    """A registered reward name (`breadth.rewards.registry`)."""
     params: dict[str, ParamValue] = field(default_factory=dict)
-    """Inline parameters (`passk:k=8` gives {"k": 8}), typed by PARAM_SCHEMA."""
+    """Inline parameters (`passk:k=8` gives {"k": 8}), typed and checked by the registry."""
     weight: float = 1.0
     """TRL reward weight of this term (`ucb*0.5` gives 0.5)."""
 
@@ -54,7 +38,6 @@ class RewardSpec:
     """A parsed reward spec: its terms in the order written."""
 
     terms: tuple[RewardTerm, ...]
-    text: str = ""
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -64,24 +47,13 @@ class RewardSpec:
         return next((term for term in self.terms if term.name == name), None)
 
 
-def _coerce(spec: str, name: str, key: str, raw: str) -> ParamValue:
-    expected = PARAM_SCHEMA[name][key]
-    if isinstance(expected, tuple):
-        if raw not in expected:
-            raise ValueError(
-                f"reward spec {spec!r}: {name}:{key}={raw!r} is not allowed; use one of "
-                f"{', '.join(expected)}"
-            )
-        return raw
-    try:
-        value: Any = expected(raw)
-    except ValueError:
-        raise ValueError(
-            f"reward spec {spec!r}: {name}:{key}={raw!r} must be {expected.__name__}"
-        ) from None
-    if isinstance(value, float) and not math.isfinite(value):
-        raise ValueError(f"reward spec {spec!r}: {name}:{key}={raw!r} must be finite")
-    return value
+def _unknown_name(spec: str, name: str) -> ValueError:
+    close = difflib.get_close_matches(name, reward_names(), n=1)
+    hint = f" Did you mean {close[0]!r}?" if close else ""
+    return ValueError(
+        f"reward spec {spec!r}: unknown reward {name!r}.{hint} Allowed names: "
+        f"{', '.join(reward_names())}"
+    )
 
 
 def _parse_term(spec: str, text: str) -> RewardTerm:
@@ -99,11 +71,9 @@ def _parse_term(spec: str, text: str) -> RewardTerm:
             raise ValueError(f"reward spec {spec!r}: weight in term {text!r} must be finite")
     name, _, raw_params = body.partition(":")
     name = name.strip()
-    if name not in PARAM_SCHEMA:
-        raise ValueError(
-            f"reward spec {spec!r}: unknown reward {name!r}; allowed names: "
-            f"{', '.join(REWARD_NAMES)}"
-        )
+    if name not in REWARDS:
+        raise _unknown_name(spec, name)
+    entry = REWARDS[name]
     params: dict[str, ParamValue] = {}
     for item in filter(None, (part.strip() for part in raw_params.split(","))):
         key, eq, raw = (part.strip() for part in item.partition("="))
@@ -112,14 +82,18 @@ def _parse_term(spec: str, text: str) -> RewardTerm:
                 f"reward spec {spec!r}: parameter {item!r} of {name} is not key=value "
                 "(write e.g. passk:k=8)"
             )
-        if key not in PARAM_SCHEMA[name]:
-            allowed = ", ".join(PARAM_SCHEMA[name]) or "none"
+        param = entry.param(key)
+        if param is None:
+            allowed = ", ".join(p.name for p in entry.params) or "none"
             raise ValueError(
                 f"reward spec {spec!r}: {name} has no parameter {key!r}; allowed: {allowed}"
             )
         if key in params:
             raise ValueError(f"reward spec {spec!r}: {name}:{key} is given twice")
-        params[key] = _coerce(spec, name, key, raw)
+        try:
+            params[key] = param.check(raw, f"{name}:{key}")
+        except ValueError as error:
+            raise ValueError(f"reward spec {spec!r}: {error}") from None
     return RewardTerm(name=name, params=params, weight=weight)
 
 
@@ -137,7 +111,7 @@ def parse_reward_spec(spec: str) -> RewardSpec:
     if not isinstance(spec, str) or not spec.strip():
         raise ValueError(
             f"reward spec must be a non-empty string like 'correctness+ucb', got {spec!r}; "
-            f"allowed names: {', '.join(REWARD_NAMES)}"
+            f"allowed names: {', '.join(reward_names())}"
         )
     texts = [part.strip() for part in spec.split("+")]
     if any(not text for text in texts):
@@ -150,11 +124,12 @@ def parse_reward_spec(spec: str) -> RewardSpec:
             f"reward spec {spec!r} repeats {', '.join(repeated)}; give each term once "
             "(use *weight to scale it)"
         )
-    bases = [name for name in names if name in BASE_TERMS]
+    bases = [name for name in names if REWARDS[name].base]
     if len(bases) > 1:
+        all_bases = ", ".join(entry.name for entry in REWARDS.values() if entry.base)
         raise ValueError(
             f"reward spec {spec!r} combines {' and '.join(bases)}, which each contain the task "
-            "reward (darling, passk, vector and unlikeliness transform correctness); keep one "
-            "of them, e.g. 'darling' or 'correctness+batch'"
+            f"reward (base terms: {all_bases}); keep one of them, e.g. 'darling' or "
+            "'correctness+batch'"
         )
-    return RewardSpec(terms=terms, text=spec)
+    return RewardSpec(terms=terms)

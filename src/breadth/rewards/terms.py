@@ -1,15 +1,17 @@
 """The per-term TRL reward callables (one small picklable class per reward name).
 
 Each term reads the batch its `BatchScorer` verified once (`breadth.rewards.scoring`), computes
-one value per completion and records its diagnostics; `breadth.rewards.trl_adapter` builds them
-from a reward spec and re-exports these names.
+one value per completion and records its diagnostics. Every term is built the same way,
+`Term(name, scorer, log_batch_diagnostics=..., seed=..., **params)`, with the parameters (and
+their defaults) declared once in `breadth.rewards.registry`; `breadth.rewards.trl_adapter`
+builds them from a reward spec.
 """
 
 from __future__ import annotations
 
 import zlib
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -26,7 +28,7 @@ LOGPROB_MEAN_COLUMN = "completion_mean_logprob"
 LOGPROBS_COLUMN = "completion_logprobs"
 
 
-PLACEMENTS = ("reward", "advantage")
+PLACEMENTS = ("advantage", "reward")
 
 
 class RewardTermFunc:
@@ -39,15 +41,24 @@ class RewardTermFunc:
     mean, and the bonus is not rescaled by the group's reward std).
     """
 
+    grpo_overrides: ClassVar[dict[str, Any]] = {}
+    """GRPOConfig fields this term's formula requires."""
+
     def __init__(
-        self, name: str, scorer: BatchScorer, log_batch_diagnostics: bool = False,
+        self,
+        name: str,
+        scorer: BatchScorer,
+        *,
+        log_batch_diagnostics: bool = False,
+        seed: int = 0,
         placement: str = "reward",
-    ):  # fmt: skip
+    ) -> None:
         if placement not in PLACEMENTS:
             raise ValueError(f"reward {name}: placement must be one of {PLACEMENTS}, got {placement!r}")
         self.__name__ = name
         self.scorer = scorer
         self.log_batch_diagnostics = log_batch_diagnostics
+        self.seed = seed
         self.placement = placement
         self.pending_advantage: np.ndarray | None = None
         self.last_stats: dict[str, float] = {}
@@ -56,6 +67,11 @@ class RewardTermFunc:
         """The advantage-placed values of the last call, once (None if nothing is pending)."""
         pending, self.pending_advantage = self.pending_advantage, None
         return pending
+
+    @classmethod
+    def check_group_sizes(cls, params: Mapping[str, Any], sizes: Mapping[str, int | None]) -> None:
+        """Raise ValueError when `params` cannot work with these group sizes (config key ->
+        size, e.g. {"rl.num_generations": 8}); called by the config and by the adapter."""
 
     def compute(self, batch: ScoredBatch, kwargs: Mapping[str, Any]) -> tuple[np.ndarray, dict]:
         raise NotImplementedError
@@ -97,7 +113,7 @@ class CorrectnessReward(RewardTermFunc):
 class FormatReward(RewardTermFunc):
     """`bonus` when an answer could be extracted (a well-formed answer line), else 0."""
 
-    def __init__(self, name: str, scorer: BatchScorer, bonus: float = 0.1, **kw: Any):
+    def __init__(self, name: str, scorer: BatchScorer, *, bonus: float, **kw: Any):
         super().__init__(name, scorer, **kw)
         self.bonus = bonus
 
@@ -107,11 +123,16 @@ class FormatReward(RewardTermFunc):
 
 
 class UCBReward(RewardTermFunc):
-    """Outcome-count UCB bonus; counts updated after scoring, on training groups only."""
+    """Outcome-count UCB bonus; counts updated after scoring, on training groups only.
 
-    def __init__(self, name: str, scorer: BatchScorer, ucb: OutcomeUCB, **kw: Any):
-        super().__init__(name, scorer, **kw)
-        self.ucb = ucb
+    The keywords beyond the base class's are OutcomeUCB's constructor arguments.
+    """
+
+    def __init__(self, name: str, scorer: BatchScorer, **kw: Any):
+        base = {key: kw.pop(key) for key in ("log_batch_diagnostics", "seed", "placement")
+                if key in kw}  # fmt: skip
+        super().__init__(name, scorer, **base)
+        self.ucb = OutcomeUCB(**kw)
 
     def compute(self, batch, kwargs):
         groups = batch.require_groups(self.__name__)
@@ -139,7 +160,7 @@ class UCBReward(RewardTermFunc):
 class BatchRepetitionReward(RewardTermFunc):
     """Minus the within-group repetition penalty."""
 
-    def __init__(self, name: str, scorer: BatchScorer, coef: float = 0.5, **kw: Any):
+    def __init__(self, name: str, scorer: BatchScorer, *, coef: float, **kw: Any):
         super().__init__(name, scorer, **kw)
         self.coef = coef
 
@@ -153,14 +174,11 @@ class BatchRepetitionReward(RewardTermFunc):
 class DarlingReward(RewardTermFunc):
     """correctness * DARLING diversity; judge "outcome" (equal outcomes) or "text"."""
 
+    # DARLING mean-centres r * div without dividing by the group std.
+    grpo_overrides: ClassVar[dict[str, Any]] = {"scale_rewards": "none"}
+
     def __init__(
-        self,
-        name: str,
-        scorer: BatchScorer,
-        judge: str = "outcome",
-        n: int = 2,
-        threshold: float = 0.5,
-        **kw: Any,
+        self, name: str, scorer: BatchScorer, *, judge: str, n: int, threshold: float, **kw: Any
     ):
         super().__init__(name, scorer, **kw)
         self.judge = judge
@@ -181,9 +199,36 @@ class DarlingReward(RewardTermFunc):
 class PassKReward(RewardTermFunc):
     """Pass@k advantages A (use with scale_rewards="none": the advantage is then A)."""
 
-    def __init__(self, name: str, scorer: BatchScorer, k: int = 4, **kw: Any):
+    # A is already the advantage (group mean 0, unit-free): TRL must not rescale it.
+    grpo_overrides: ClassVar[dict[str, Any]] = {"scale_rewards": "none"}
+
+    def __init__(self, name: str, scorer: BatchScorer, *, k: int, **kw: Any):
         super().__init__(name, scorer, **kw)
         self.k = k
+
+    @classmethod
+    def check_group_sizes(cls, params: Mapping[str, Any], sizes: Mapping[str, int | None]) -> None:
+        """1 <= k <= every group size, and k < the first (training) group size.
+
+        >>> PassKReward.check_group_sizes({"k": 4}, {"rl.num_generations": 8}) is None
+        True
+        """
+        k = int(params["k"])
+        for key, size in sizes.items():
+            if k < 1 or (size is not None and k > size):
+                raise ValueError(
+                    f"reward passk: k={k} must be between 1 and {key}={size}; lower "
+                    f"rl.reward.passk_k (or passk:k=...) or raise {key}"
+                )
+        train_key, train_size = next(iter(sizes.items()), ("", None))
+        if train_size is not None and k == train_size:
+            # Every k-subset is then the whole group: one pass@k for all its completions,
+            # so the advantage is zero everywhere and training silently does nothing.
+            raise ValueError(
+                f"reward passk: k={k} equals {train_key}={train_size}, which makes every pass@k "
+                f"advantage zero; use k < {train_key} (e.g. rl.reward.passk_k="
+                f"{max(1, train_size // 2)}) or raise {train_key}"
+            )
 
     def compute(self, batch, kwargs):
         values = np.zeros(len(batch.texts))
@@ -202,17 +247,9 @@ class VectorReward(RewardTermFunc):
     draws are seeded by (seed, global step, problem_id), so a resumed run draws the same.
     """
 
-    def __init__(
-        self,
-        name: str,
-        scorer: BatchScorer,
-        draws: int = 64,
-        alpha: float = 1.0,
-        seed: int = 0,
-        **kw: Any,
-    ):
+    def __init__(self, name: str, scorer: BatchScorer, *, draws: int, alpha: float, **kw: Any):
         super().__init__(name, scorer, **kw)
-        self.draws, self.alpha, self.seed = draws, alpha, seed
+        self.draws, self.alpha = draws, alpha
 
     def compute(self, batch, kwargs):
         step = int(getattr(kwargs.get("trainer_state"), "global_step", 0) or 0)
@@ -235,7 +272,7 @@ class UnlikelinessReward(RewardTermFunc):
     `completion_mean_logprob` (float) or `completion_logprobs` (per-token list) field.
     """
 
-    def __init__(self, name: str, scorer: BatchScorer, beta: float = 0.25, **kw: Any):
+    def __init__(self, name: str, scorer: BatchScorer, *, beta: float, **kw: Any):
         super().__init__(name, scorer, **kw)
         self.beta = beta
 

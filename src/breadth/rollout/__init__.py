@@ -1,1 +1,1 @@
-"""Generation backends behind one interface and one output schema (ARCHITECTURE.md)."""
+"""Generation backends behind one interface and one output schema (docs/design/architecture.md)."""

@@ -25,7 +25,7 @@ class Sample:
 def request_seed(run_seed: int, problem_id: str, sample_index: int = 0) -> int:
     """A per-request seed from the run seed and the problem id.
 
-    One seed shared by all prompts of a request correlates their samples (VERSIONS.md); this
+    One seed shared by all prompts of a request correlates their samples (docs/design/versions.md); this
     gives every problem its own stream, reproducibly.
 
     >>> request_seed(0, "abc") == request_seed(0, "abc") != request_seed(1, "abc")

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import contextlib
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from breadth.config import RolloutConfig
@@ -111,3 +113,26 @@ def transformers_sampler(model: Any, tokenizer: Any, config: RolloutConfig, chun
         return texts
 
     return sample
+
+
+class TransformersBackend:
+    """`breadth.rollout.backends.RolloutBackend` over transformers `generate`, in process."""
+
+    def rollout(
+        self, policy_dir: Path, problems: Sequence[Mapping[str, Any]], config: RolloutConfig,
+        *, model_name: str, seed: int, progress: bool = True,
+    ) -> list[dict[str, Any]]:  # fmt: skip
+        from breadth.models.tiny import load_policy
+
+        model, tokenizer = load_policy(policy_dir)
+        return rollout_transformers(model, tokenizer, problems, config, model_name=model_name,
+                                    seed=seed, progress=progress)  # fmt: skip
+
+    @contextlib.contextmanager
+    def sampler(
+        self, policy_dir: Path, config: RolloutConfig, *, seed: int, chunk: int
+    ) -> Iterator[Any]:
+        from breadth.models.tiny import load_policy
+
+        model, tokenizer = load_policy(policy_dir)
+        yield transformers_sampler(model, tokenizer, config, chunk=chunk)

@@ -1,7 +1,7 @@
 """Rollouts from a vLLM server: the client of its OpenAI-compatible completions endpoint.
 
 One request per problem with `n` samples and the problem's own seed (`request_seed`): one seed
-shared by several prompts correlates their samples (VERSIONS.md). Requests go out concurrently
+shared by several prompts correlates their samples (docs/design/versions.md). Requests go out concurrently
 so the server batches them. Per token we keep the sampled token's id and log-prob; the log-prob
 is of the distribution sampled from (the server runs with `--logprobs-mode processed_logprobs`,
 temperature and top-p applied), as in the transformers backend.
@@ -226,3 +226,47 @@ def rollout_vllm(
         assert samples is not None
         rows.extend(rollout_rows(problem, samples, model=model_name, backend="vllm", seed=seed))
     return rows
+
+
+class VLLMBackend:
+    """`breadth.rollout.backends.RolloutBackend` over a vLLM server (configured or started)."""
+
+    def rollout(
+        self, policy_dir: Path, problems: Sequence[Mapping[str, Any]], config: RolloutConfig,
+        *, model_name: str, seed: int, progress: bool = True,
+    ) -> list[dict[str, Any]]:  # fmt: skip
+        return rollout_vllm(policy_dir, problems, config, model_name=model_name, seed=seed,
+                            progress=progress)  # fmt: skip
+
+    @contextlib.contextmanager
+    def sampler(
+        self, policy_dir: Path, config: RolloutConfig, *, seed: int, chunk: int
+    ) -> Iterator[Any]:
+        """One server for the whole search; each call sends one request per prompt (the server
+        batches them), at most `chunk` in flight."""
+        import httpx
+
+        tokenizer = _local_tokenizer(policy_dir)
+        eos = getattr(tokenizer, "eos_token_id", None)
+        in_flight = max(1, min(MAX_IN_FLIGHT, chunk))
+        with (
+            vllm_endpoint(policy_dir, config, seed=seed) as url,
+            httpx.Client(timeout=REQUEST_TIMEOUT_S) as client,
+            ThreadPoolExecutor(max_workers=in_flight) as pool,
+        ):
+            served = _pick_model(url, policy_dir, "search")
+
+            def sample(prompts: list[str], n: int, call_seed: int) -> list[list[str]]:
+                request = config.model_copy(update={"num_samples": n})
+                bodies = [
+                    completion_request({"problem_id": f"prompt-{i}", "prompt": prompt}, request,
+                                       model=served, seed=call_seed,
+                                       stop_token_ids=[eos] if eos is not None else [])
+                    for i, prompt in enumerate(prompts)
+                ]  # fmt: skip
+                answers = pool.map(lambda ib: post_completion(client, url, ib[1], f"prompt-{ib[0]}"),
+                                   enumerate(bodies))  # fmt: skip
+                return [[c["text"] for c in sorted(answer["choices"], key=lambda c: c["index"])]
+                        for answer in answers]  # fmt: skip
+
+            yield sample

@@ -1,7 +1,7 @@
 """Start, stop and health-check an OpenAI-compatible vLLM server for one model directory.
 
 vLLM runs in its own environment (`${BREADTH_HOME:-.breadth}/envs/vllm`, made by
-scripts/install_vllm_env.sh) because its fastapi pin conflicts with Prefect's (VERSIONS.md);
+scripts/install_vllm_env.sh) because its fastapi pin conflicts with Prefect's (docs/design/versions.md);
 this module only launches that environment's python as a subprocess and speaks HTTP to it.
 The module entry point is used, not the `vllm` console script: with the CPU build the script
 fails (`PackageNotFoundError: vllm`, it looks up the wrong distribution name).

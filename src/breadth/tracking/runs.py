@@ -204,3 +204,15 @@ def log_dataset_input(run: RunHandle, parquet: Path, *, name: str, source: str) 
             DatasetInput(dataset._to_mlflow_entity(), tags=[InputTag("mlflow.data.context", "train")])
         ],
     )
+
+
+def log_curves(
+    run: RunHandle, curves: Mapping[str, list[tuple[int, float]]], prefix: str = ""
+) -> None:
+    """Log each curve (`eval/pass_at_k` -> [(k, value), ...]) as one metric with step = k, so
+    MLflow's chart view draws it and overlays it across runs."""
+    buffer = MetricBuffer(run)
+    for name, points in curves.items():
+        for k, value in points:
+            buffer(f"{prefix}{name}", value, k)
+    buffer.flush()

@@ -66,7 +66,7 @@ def load_study_frame(tracking_uri: str, grid_id: str) -> pd.DataFrame:
     """Download every finished cell's `report/` artifacts of grid `grid_id` -> study frame."""
     from mlflow import MlflowClient
 
-    from breadth.tracking.compare import fetch_runs
+    from breadth.tracking.fetch import fetch_runs
 
     runs = fetch_runs(tracking_uri, grid_id=grid_id)
     client = MlflowClient(tracking_uri)

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from breadth.config import RLConfig
-from breadth.training.common import MetricsCallback, device_arguments
+from breadth.training.trainer_setup import MetricsCallback, device_arguments
 
 # Columns the reward functions read; everything else (e.g. `target`) stays out of TRL's way.
 REWARD_COLUMNS = ("problem_id", "answer", "format", "task", "options", "letter", "meta", "split")
@@ -137,7 +137,7 @@ def train_grpo(
     from breadth.rewards.callback import RewardStateCallback, load_reward_state
     from breadth.rewards.trl_adapter import build_trl_rewards
 
-    rewards = build_trl_rewards(config.reward, num_generations=config.num_generations)
+    rewards = build_trl_rewards(config.reward, seed=seed, num_generations=config.num_generations)
     args = build_grpo_config(config, output_dir=output_dir, seed=seed,
                              overrides={**rewards.grpo_overrides,
                                         "reward_weights": rewards.reward_weights})  # fmt: skip
@@ -157,7 +157,7 @@ def train_grpo(
 
     callbacks: list[Any] = [RewardStateCallback(rewards.stateful), _FinishCheckpoint()]
     if log_metric:
-        callbacks.insert(0, MetricsCallback(log_metric, "train/")())
+        callbacks.insert(0, MetricsCallback(log_metric, "train/"))
     trainer = _trainer_class(rewards.advantage_terms)(
         model=model, reward_funcs=rewards.reward_funcs, args=args, train_dataset=dataset,
         processing_class=tokenizer, callbacks=callbacks,

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from breadth.config import SFTConfig
-from breadth.training.common import MetricsCallback, device_arguments
+from breadth.training.trainer_setup import MetricsCallback, device_arguments
 
 
 def train_sft(
@@ -42,7 +42,7 @@ def train_sft(
         max_length=None,
         **device_arguments(),
     )
-    callbacks = [MetricsCallback(log_metric, "sft/")()] if log_metric else []
+    callbacks = [MetricsCallback(log_metric, "sft/")] if log_metric else []
     trainer = SFTTrainer(
         model=model, args=args, train_dataset=dataset, processing_class=tokenizer,
         callbacks=callbacks,

@@ -13,7 +13,7 @@ import pytest
 
 from breadth.evaluation import alarm
 from breadth.evaluation.alarm import AlarmResult, collapse_alarm
-from breadth.tracking.compare import grid_summary
+from breadth.evaluation.grid import grid_summary
 
 FORMATS = ("free_form", "mcq")
 REWARDS = ("correctness", "correctness+ucb", "darling")

@@ -13,13 +13,11 @@ from breadth.evaluation.search import (
     CHILD_PROMPT_TEMPLATE,
     Attempt,
     EvolutionConfig,
-    budget_sweep_plan,
     build_child_prompt,
     compare_search,
     evolutionary_search,
     independent_sampling,
     select_parents,
-    token_budget_sweep,
 )
 
 
@@ -186,40 +184,3 @@ def test_sampler_returning_the_wrong_shape_is_named():
     bad = lambda prompts, n, seed: [["1"]]
     with pytest.raises(ValueError, match="sampler returned"):
         independent_sampling(PROBLEMS[:2], bad, scorer, budget=2)
-
-
-@pytest.mark.parametrize(
-    ("budget", "options", "plan"),
-    [(64, [8, 16, 64, 128], [(8, 8), (16, 4), (64, 1)]), (10, [3, 4], [(3, 3), (4, 2)])],
-)
-def test_budget_sweep_plan_table(budget, options, plan):
-    assert budget_sweep_plan(budget, options) == plan
-
-
-def test_budget_sweep_plan_rejects_impossible_budgets():
-    with pytest.raises(ValueError, match="below every max_tokens"):
-        budget_sweep_plan(4, [8])
-
-
-def test_token_budget_sweep_reports_each_split_of_the_budget():
-    def sampler(prompts, n, seed, max_tokens):
-        # Long samples are right more often; short ones are many.
-        rng = np.random.default_rng(seed)
-        p = min(1.0, max_tokens / 64)
-        return [
-            [row_answer(prompt) if rng.random() < p else "0" for _ in range(n)]
-            for prompt in prompts
-        ]
-
-    def row_answer(prompt):
-        return next(r["answer"] for r in PROBLEMS if r["prompt"] == prompt)
-
-    points = token_budget_sweep(
-        PROBLEMS, sampler, scorer, token_budget=64, max_tokens_options=[8, 64], num_bootstrap=50
-    )
-    assert [(p.max_tokens, p.num_samples) for p in points] == [(8, 8), (64, 1)]
-    long_point = points[1]
-    assert long_point.accuracy.estimate == 1.0 and long_point.success.estimate == 1.0
-    assert 0.0 < points[0].accuracy.estimate < 1.0
-    assert points[0].success.estimate >= points[0].accuracy.estimate
-    json.dumps([p.to_dict() for p in points])

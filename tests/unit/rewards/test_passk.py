@@ -21,7 +21,7 @@ def test_passk_advantages_rejects(case):
 
 
 def test_issue_check_values_R():
-    # ALGORITHMS.md: n=8, c=3, k=4 gives R=0.92857.
+    # The paper's check (docs/design/algorithms.md): n=8, c=3, k=4 gives R=0.92857.
     assert group_passk([1, 1, 1, 0, 0, 0, 0, 0], 4) == pytest.approx(0.92857, abs=1e-5)
 
 

@@ -6,7 +6,8 @@ import pytest
 
 from breadth.rewards.groups import IncompleteGroupError
 from breadth.rewards.passk import passk_advantages
-from breadth.rewards.trl_adapter import build_trl_rewards, completion_text
+from breadth.rewards.scoring import completion_text
+from breadth.rewards.trl_adapter import build_trl_rewards
 
 from ._fakes import CountingVerify, call, combined, fake_verify, make_batch, reward_config
 
@@ -202,7 +203,7 @@ def test_passk_with_k_equal_to_group_size_would_give_zero_advantage_everywhere()
 
 def test_vector_is_mean_centred_seeded_and_prefers_rare_correct():
     setup = build_trl_rewards(
-        reward_config("vector", seed=3), num_generations=4, verify_fn=fake_verify
+        reward_config("vector"), seed=3, num_generations=4, verify_fn=fake_verify
     )
     func = setup.reward_funcs[0]
     batch = make_batch(
@@ -214,6 +215,18 @@ def test_vector_is_mean_centred_seeded_and_prefers_rare_correct():
     np.testing.assert_array_equal(first, call(func, batch))  # same seed and step: same draws
     # Group q: the correct answer is also as unique as the others, so it dominates every draw.
     np.testing.assert_allclose(first[4:], [0.75, -0.25, -0.25, -0.25])
+
+
+def test_vector_draws_follow_the_run_seed():
+    # Common-but-correct against rare-but-wrong: the value depends on the Dirichlet draws.
+    batch = make_batch([("r", "4", ["4", "4", "4", "7"])], global_step=1)
+    values = {
+        seed: call(build_trl_rewards(reward_config("vector:draws=4"), seed=seed,
+                                     num_generations=4, verify_fn=fake_verify).reward_funcs[0],
+                   batch)
+        for seed in (0, 1)
+    }  # fmt: skip
+    assert values[0] != values[1]
 
 
 def test_unlikeliness_needs_logprobs_and_uses_them():

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from tasks.common import code_version, content_key
+import subprocess
+
+import pytest
+
+from tasks.common import StageResult, code_version, content_key
 
 
 def test_content_key_is_deterministic_and_sensitive_to_every_part():
@@ -15,6 +19,78 @@ def test_content_key_is_deterministic_and_sensitive_to_every_part():
     assert key not in others and len(others) == 3
 
 
-def test_code_version_is_stable_between_calls():
-    assert code_version() == code_version()
-    assert len(code_version()) >= 5
+def _git(repo, *args):
+    subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True)
+
+
+def _version_after(repo, path: str, text: str, commit: bool = False) -> str:
+    (repo / path).write_text(text)
+    if commit:
+        _git(repo, "add", "-A")
+        _git(repo, "commit", "-qm", f"change {path}")
+    code_version.cache_clear()
+    return code_version(repo)
+
+
+def test_code_version_follows_pipeline_code_and_ignores_docs_and_tests(tmp_path):
+    for folder in ("src", "tasks", "flows", "docs", "tests"):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "a.py").write_text("x = 1\n")
+    _git(tmp_path, "init", "-q")
+    _git(tmp_path, "config", "user.name", "t")
+    _git(tmp_path, "config", "user.email", "t@t")
+    _git(tmp_path, "add", "-A")
+    _git(tmp_path, "commit", "-qm", "start")
+    try:
+        start = _version_after(tmp_path, "docs/a.py", "x = 1\n")
+        assert _version_after(tmp_path, "docs/a.py", "x = 2\n") == start
+        assert _version_after(tmp_path, "tests/a.py", "x = 2\n", commit=True) == start
+        edited = _version_after(tmp_path, "src/a.py", "x = 2\n")  # uncommitted
+        committed = _version_after(tmp_path, "flows/a.py", "x = 2\n", commit=True)
+        assert len({start, edited, committed}) == 3
+    finally:
+        code_version.cache_clear()
+
+
+def test_code_version_runs_git_once_per_process(monkeypatch):
+    code_version.cache_clear()
+    calls = []
+    real_run = subprocess.run
+    monkeypatch.setattr(subprocess, "run", lambda *a, **k: calls.append(a) or real_run(*a, **k))
+    first = code_version()
+    assert code_version() == first and content_key("x") == content_key("x")
+    assert len(calls) == 2  # rev-parse and diff, on first use only
+
+
+@pytest.fixture()
+def s3(monkeypatch):
+    moto = pytest.importorskip("moto")
+    from breadth.tracking.objects import ObjectStore
+
+    with moto.mock_aws():
+        store = ObjectStore("https://s3.amazonaws.com", "breadth-test", "key", "secret")
+        store.endpoint = None  # moto intercepts the default AWS endpoint
+        store.ensure_bucket()
+        monkeypatch.setattr(ObjectStore, "from_env", classmethod(lambda cls, env=None: store))
+        yield store
+
+
+def test_ensure_local_keeps_an_existing_copy(tmp_path):
+    (tmp_path / "model").mkdir()
+    result = StageResult("sft", "k", str(tmp_path / "model"), "s3://nowhere/x", "run")
+    assert result.ensure_local() == tmp_path / "model"  # no S3 configured: not touched
+
+
+def test_ensure_local_fetches_a_folder_and_a_parquet_file_back_from_s3(s3, tmp_path):
+    source = tmp_path / "made-elsewhere"
+    (source / "model").mkdir(parents=True)
+    (source / "model" / "weights.bin").write_bytes(b"w")
+    (source / "rollouts").mkdir()
+    (source / "rollouts" / "rl.parquet").write_bytes(b"p")
+    s3.upload_dir(source / "model", "runs/r1/models/sft")
+    uri = s3.upload_file(source / "rollouts" / "rl.parquet", "runs/r1/rollouts/rl.parquet")
+    here = tmp_path / "wiped"
+    folder = StageResult("sft", "k", str(here / "sft"), "s3://breadth-test/runs/r1/models/sft", "r")
+    assert (folder.ensure_local() / "weights.bin").read_bytes() == b"w"
+    parquet = StageResult("rollout-rl", "k", str(here / "roll" / "rl.parquet"), uri, "r")
+    assert parquet.ensure_local().read_bytes() == b"p"

@@ -5,7 +5,6 @@ curve (step=k), the evaluate metrics copied onto the parent as <model>/<name>.""
 
 from __future__ import annotations
 
-import doctest
 import math
 import os
 import tempfile
@@ -16,18 +15,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from breadth.evaluation.grid import grid_summary
+from breadth.evaluation.grid_report import plot_grid, render_table, summary_markdown
 from breadth.evaluation.summary import evaluate_models
-from breadth.tracking import compare
-from breadth.tracking.compare import (
-    CompareError,
-    fetch_runs,
-    grid_summary,
-    mean_curve,
-    plot_grid,
-    render_table,
-    summary_markdown,
-    t_quantile_975,
-)
+from breadth.tracking.fetch import GRID_SUMMARY_KIND, CompareError, fetch_runs, previous_grid_id
 
 GRID = "grid-2026-11-22"
 FORMATS = ("free_form", "mcq")
@@ -86,7 +77,8 @@ def _pipeline_run(client, exp, fmt, reward, seed, *, grid=GRID, full_copy=True, 
                 "model.role": name}).info.run_id  # fmt: skip
             _log(client, child, metrics[name], result.curves()["eval/pass_at_k"])
             children[name] = child
-    # The current publish_report copies only a subset; the lead's change copies everything.
+    # publish_report copies every metric onto the parent; runs logged by older versions carry
+    # only the pass@k subset there (full_copy=False), the rest only on the evaluate children.
     copied = {
         f"{n}/{k}": v
         for n, m in metrics.items()
@@ -259,81 +251,6 @@ def test_plot_grid_writes_two_pngs(store, tmp_path):
 
 # --------------------------------------------------------------------- pure, table-driven
 
-_RUN_CI = {"rl/eval/pass_at_1_ci_low": 0.35, "rl/eval/pass_at_1_ci_high": 0.45}
-
-
-@pytest.mark.parametrize(
-    ("runs", "column", "expected"),
-    [
-        # one seed: the run's own bootstrap interval
-        ([{"rl/eval/pass_at_1": 0.4, **_RUN_CI}], "pass_at_1", (0.4, 0.35, 0.45)),
-        # one seed, no interval logged: NaN bounds
-        ([{"rl/eval/pass_at_1": 0.4}], "pass_at_1", (0.4, math.nan, math.nan)),
-        # two seeds: mean ± 12.706 * sd / sqrt(2); sd of (0.2, 0.4) = 0.1414
-        ([{"rl/eval/pass_at_1": 0.2}, {"rl/eval/pass_at_1": 0.4}], "pass_at_1",
-         (0.3, 0.3 - 1.2706, 0.3 + 1.2706)),
-        # three seeds: t(2) = 4.303, sd of (1, 2, 3) = 1
-        ([{"rl/transfer/unsolved/distinct_outcomes": v} for v in (1.0, 2.0, 3.0)],
-         "distinct_unsolved", (2.0, 2.0 - 4.303 / math.sqrt(3), 2.0 + 4.303 / math.sqrt(3))),
-        # a seed without the metric is left out of the mean
-        ([{"rl/eval/pass_at_1": 0.2}, {"rl/eval/pass_at_1": math.nan, **_RUN_CI}], "pass_at_1",
-         (0.2, math.nan, math.nan)),
-        # absent everywhere: NaN
-        ([{"rl/eval/pass_at_1": 0.2}], "crossover_k", (math.nan, math.nan, math.nan)),
-        # paired delta: (0.5 - 0.3 + 0.7 - 0.3) / 2, t interval of (0.2, 0.4)
-        ([{"rl/eval/pass_at_1": 0.5, "sft/eval/pass_at_1": 0.3},
-          {"rl/eval/pass_at_1": 0.7, "sft/eval/pass_at_1": 0.3}], "pass_at_1_delta",
-         (0.3, 0.3 - 1.2706, 0.3 + 1.2706)),
-    ],
-)  # fmt: skip
-def test_grid_summary_statistics(runs, column, expected):
-    frame = pd.DataFrame([{"format": "mcq", "reward": "correctness", "seed": i, **r}
-                          for i, r in enumerate(runs)])  # fmt: skip
-    row = grid_summary(frame).iloc[0]
-    got = (row[column], row[f"{column}_ci_low"], row[f"{column}_ci_high"])
-    np.testing.assert_allclose(got, expected, atol=1e-3)
-    assert row["seeds"] == len(runs)
-
-
-def test_grid_summary_reads_pass_at_k_at_the_largest_k_every_run_measured():
-    frame = pd.DataFrame([
-        {"format": "mcq", "reward": "a", "rl/eval/pass_at_8": 0.6, "rl/eval/pass_at_16": 0.8},
-        {"format": "mcq", "reward": "b", "rl/eval/pass_at_8": 0.5, "rl/eval/pass_at_16": math.nan},
-    ])  # fmt: skip
-    summary = grid_summary(frame)
-    assert summary.attrs["k"] == 8 and list(summary["k"]) == [8, 8]
-    assert list(summary["pass_at_kmax"]) == [0.6, 0.5]
-
-
-def test_grid_summary_errors_name_the_missing_columns():
-    with pytest.raises(ValueError, match=r"\['reward'\].*fetch_runs"):
-        grid_summary(pd.DataFrame({"format": ["mcq"]}))
-    with pytest.raises(ValueError, match="no runs"):
-        grid_summary(pd.DataFrame(columns=["format", "reward"]))
-
-
-@pytest.mark.parametrize(
-    ("curves", "expected"),
-    [
-        ([{1: 0.2, 2: 0.4}, {1: 0.4, 2: 0.6}], {1: 0.3, 2: 0.5}),
-        ([{1: 0.2, 2: 0.4, 4: 0.5}, {1: 0.4, 2: 0.6}], {1: 0.3, 2: 0.5}),  # common ks only
-        ([{1: 0.2}, {}, None], {1: 0.2}),  # runs without a curve are skipped
-        ([{}, None], {}),
-    ],
-)
-def test_mean_curve(curves, expected):
-    got = mean_curve(curves)
-    assert list(got) == list(expected)
-    assert list(got.values()) == pytest.approx(list(expected.values()))
-
-
-@pytest.mark.parametrize(("df", "expected"), [(1, 12.706), (2, 4.303), (30, 2.042), (120, 1.98)])
-def test_t_quantile(df, expected):
-    assert t_quantile_975(df) == pytest.approx(expected, abs=2e-3)
-
-
-def test_docstring_examples():
-    assert doctest.testmod(compare, optionflags=doctest.NORMALIZE_WHITESPACE).failed == 0
 
 
 def test_a_cached_evaluate_stage_is_read_from_the_run_that_filled_the_cache(store):
@@ -350,3 +267,21 @@ def test_a_cached_evaluate_stage_is_read_from_the_run_that_filled_the_cache(stor
     assert row["rl/transfer/unsolved/distinct_outcomes"] == pytest.approx(
         metrics["rl"]["transfer/unsolved/distinct_outcomes"]
     )
+
+
+def test_previous_grid_id_is_the_newest_earlier_summary_of_the_same_study(store):
+    from mlflow import MlflowClient
+
+    uri, _ = store
+    client = MlflowClient(uri)
+    experiment = "previous-grid-lookup"
+    exp = client.create_experiment(experiment)
+    for grid, study in (("g1", "h"), ("g2", "other"), ("g3", "h"), ("g4", "h")):
+        client.create_run(exp, tags={"breadth.kind": GRID_SUMMARY_KIND, "grid.id": grid,
+                                     "grid.config_hash": study})  # fmt: skip
+        time.sleep(0.01)  # distinct start times
+    assert previous_grid_id(uri, experiment, "h", "g4") == "g3"
+    assert previous_grid_id(uri, experiment, "other", "g2") is None
+    assert previous_grid_id(uri, "no-such-experiment", "h", "g4") is None
+    with pytest.raises(ValueError, match="grid id .* quote"):
+        previous_grid_id(uri, experiment, "h", "g4' or tags.x = 'y")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import torch
+from transformers import TrainerCallback
 
 
 def device_arguments() -> dict[str, Any]:
@@ -23,7 +24,7 @@ def device_arguments() -> dict[str, Any]:
     }
 
 
-class MetricsCallback:
+class MetricsCallback(TrainerCallback):
     """Forward trainer logs to a sink `(name, value, step)` under a prefix (e.g. `train/`).
 
     We log ourselves instead of transformers' MLflowCallback: it would log every
@@ -34,15 +35,7 @@ class MetricsCallback:
         self.sink = sink
         self.prefix = prefix
 
-    def __call__(self) -> Any:
-        from transformers import TrainerCallback
-
-        sink, prefix = self.sink, self.prefix
-
-        class _Callback(TrainerCallback):
-            def on_log(self, args, state, control, logs=None, **kwargs):
-                for name, value in (logs or {}).items():
-                    if isinstance(value, (int, float)) and not isinstance(value, bool):
-                        sink(prefix + name.replace("@", "_at_"), float(value), state.global_step)
-
-        return _Callback()
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        for name, value in (logs or {}).items():
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                self.sink(self.prefix + name.replace("@", "_at_"), float(value), state.global_step)

@@ -1,0 +1,47 @@
+"""The one interface every rollout backend offers, and the table that picks one by config.
+
+A backend samples from one policy folder in two shapes: rollout rows for evaluation (n
+samples per problem, verified, in the shared row schema) and a `Sampler` for search (prompts
+-> texts, called many times while the policy stays loaded or served). `breadth.stages` reads
+`rollout.backend` once through `rollout_backend` and never branches on it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager
+from pathlib import Path
+from typing import Any, Protocol
+
+from breadth.config import RolloutConfig
+
+Sampler = Any  # breadth.evaluation.search.Sampler: (prompts, n, seed) -> n texts per prompt
+
+
+class RolloutBackend(Protocol):
+    """What the stages need from a backend (transformers `generate`, a vLLM server)."""
+
+    def rollout(
+        self, policy_dir: Path, problems: Sequence[Mapping[str, Any]], config: RolloutConfig,
+        *, model_name: str, seed: int, progress: bool = True,
+    ) -> list[dict[str, Any]]:  # fmt: skip
+        """n samples for every problem -> rollout rows, deterministic for a given seed."""
+        ...
+
+    def sampler(
+        self, policy_dir: Path, config: RolloutConfig, *, seed: int, chunk: int
+    ) -> AbstractContextManager[Sampler]:
+        """A Sampler over this policy, valid inside the `with` block (the policy stays loaded
+        or served between calls); `chunk` bounds the prompts sent in one generation call."""
+        ...
+
+
+def rollout_backend(config: RolloutConfig) -> RolloutBackend:
+    """The backend `config.backend` names."""
+    from breadth.rollout.transformers_backend import TransformersBackend
+    from breadth.rollout.vllm_backend import VLLMBackend
+
+    backends: dict[str, type[RolloutBackend]] = {
+        "transformers": TransformersBackend, "vllm": VLLMBackend,
+    }  # fmt: skip
+    return backends[config.backend]()

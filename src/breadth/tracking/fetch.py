@@ -1,0 +1,223 @@
+"""Read pipeline runs back from MLflow: one row per pipeline parent run, for comparisons.
+
+Reads what the pipeline logs (README "MLflow layout"): one parent run per pipeline run with
+the tags `format`, `reward`, `seed` (and `grid.id` in a grid), the evaluate metrics copied onto
+it as `<model>/<name>` (`rl/eval/pass_at_16`, `sft/eval/pass_at_1`, ...), and one evaluate child
+per model (`evaluate-sft`, `evaluate-rl`) holding the curve `eval/pass_at_k` with step=k.
+Everything goes through `MlflowClient` and explicit run ids; every value put into an MLflow
+filter string is quoted by `quoted` (which refuses what MLflow cannot escape). The statistics
+over these rows live in `breadth.evaluation.grid`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import pandas as pd
+
+_IDENTITY_COLUMNS = ("run_id", "experiment_id", "run_name", "status", "grid_id", "grid_cell",
+                     "format", "reward", "seed", "preset", "config_hash")  # fmt: skip
+_CURVE = "eval/pass_at_k"
+# The kind tag of a grid's summary run (one per grid, beside its cell runs).
+GRID_SUMMARY_KIND = "grid-summary"
+
+
+class CompareError(LookupError):
+    """A run id or grid id that MLflow does not know; the message names it and the fix."""
+
+
+def fetch_runs(
+    tracking_uri: str, run_ids: list[str] | None = None, grid_id: str | None = None
+) -> pd.DataFrame:
+    """One row per pipeline parent run: identity columns, every parent metric, and per model
+    the `eval/pass_at_k` curve of its evaluate child as a {k: value} dict (`curve_sft`, ...).
+
+    Give `run_ids` (parent runs, any experiment) or `grid_id` (every FINISHED parent run
+    tagged `grid.id`; a cell run twice with the same seed keeps its newest run). Metrics an
+    evaluate child has but the parent lacks are filled in as `<model>/<name>`. When the
+    evaluate stage was served from cache, its child runs belong to an earlier pipeline run;
+    they are found through the parent's `stage_run.evaluate` tag.
+    """
+    from mlflow import MlflowClient
+
+    if (run_ids is None) == (grid_id is None):
+        raise ValueError("give either run_ids or grid_id (e.g. `breadth compare --grid GRID_ID`)")
+    client = MlflowClient(tracking_uri)
+    experiment_ids = [e.experiment_id for e in _all_pages(client.search_experiments)]
+    if run_ids is not None:
+        parents = _parents_by_id(client, experiment_ids, list(run_ids), tracking_uri)
+    else:
+        parents = _parents_of_grid(client, experiment_ids, str(grid_id), tracking_uri)
+    rows = [_row_of(client, run, experiment_ids) for run in parents]
+    frame = pd.DataFrame(rows)
+    curve_columns = sorted(c for c in frame.columns if c.startswith("curve_"))
+    metric_columns = sorted(set(frame.columns) - {*_IDENTITY_COLUMNS, *curve_columns})
+    frame = frame[[*_IDENTITY_COLUMNS, *metric_columns, *curve_columns]]
+    for column in curve_columns:  # a run without that evaluate child: an empty curve
+        frame[column] = [c if isinstance(c, dict) else {} for c in frame[column]]
+    if grid_id is not None:
+        frame = frame.sort_values(["format", "reward", "seed"], kind="stable")
+    return frame.reset_index(drop=True)
+
+
+def _all_pages(search, *args, **kwargs) -> list:
+    out, token = [], None
+    while True:
+        page = search(*args, page_token=token, **kwargs)
+        out.extend(page)
+        token = page.token
+        if not token:
+            return out
+
+
+def quoted(value: str, what: str) -> str:
+    # MLflow filter strings have no escape for quotes; refuse rather than mis-parse.
+    if "'" in value or "\\" in value:
+        raise ValueError(f"{what} {value!r} contains a quote or backslash; MLflow cannot search it")
+    return f"'{value}'"
+
+
+def _search(client, experiment_ids: list[str], filter_string: str) -> list:
+    return _all_pages(client.search_runs, experiment_ids, filter_string=filter_string)
+
+
+def previous_grid_id(
+    tracking_uri: str, experiment: str, config_hash: str, grid_id: str
+) -> str | None:
+    """The newest earlier grid of the same study (same `grid.config_hash`) in `experiment`,
+    other than `grid_id`, found through its summary run; None when there is none."""
+    from mlflow import MlflowClient
+
+    client = MlflowClient(tracking_uri)
+    found = client.get_experiment_by_name(experiment)
+    if found is None:
+        return None
+    previous = client.search_runs(
+        [found.experiment_id],
+        f"tags.`breadth.kind` = {quoted(GRID_SUMMARY_KIND, 'kind')} and "
+        f"tags.`grid.config_hash` = {quoted(config_hash, 'grid config hash')} and "
+        f"tags.`grid.id` != {quoted(grid_id, 'grid id')}",
+        order_by=["attributes.start_time DESC"], max_results=1,
+    )  # fmt: skip
+    return previous[0].data.tags["grid.id"] if previous else None
+
+
+def _parents_by_id(client, experiment_ids, run_ids: list[str], uri: str) -> list:
+    if not run_ids:
+        raise ValueError("no run ids given: pass parent run ids, e.g. `breadth compare RUN_ID...`")
+    ids = ", ".join(quoted(r, "run id") for r in run_ids)
+    found = {
+        r.info.run_id: r for r in _search(client, experiment_ids, f"attributes.run_id IN ({ids})")
+    }
+    missing = [r for r in run_ids if r not in found]
+    if missing:
+        raise CompareError(
+            f"run id(s) {', '.join(missing)} not found in MLflow at {uri} (deleted runs are "
+            "not searched). Check MLFLOW_TRACKING_URI / --tracking-uri and copy the parent run "
+            "id from the MLflow UI (the run named pipeline-<preset>)."
+        )
+    children = [r for r in run_ids if "mlflow.parentRunId" in found[r].data.tags]
+    if children:
+        hints = ", ".join(f"{r} -> {found[r].data.tags['mlflow.parentRunId']}" for r in children)
+        raise CompareError(
+            f"run id(s) {', '.join(children)} are stage (child) runs, not pipeline runs; pass "
+            f"their parent run ids instead ({hints})."
+        )
+    return [found[r] for r in dict.fromkeys(run_ids)]
+
+
+def _parents_of_grid(client, experiment_ids, grid_id: str, uri: str) -> list:
+    runs = _search(client, experiment_ids, f"tags.`grid.id` = {quoted(grid_id, 'grid id')}")
+    # The grid's summary run carries the grid id too, but no format/reward: not a cell.
+    cells = [
+        r for r in runs
+        if "mlflow.parentRunId" not in r.data.tags and {"format", "reward"} <= set(r.data.tags)
+    ]  # fmt: skip
+    finished = [r for r in cells if r.info.status == "FINISHED"]
+    if not finished:
+        state = (
+            f"{len(cells)} cell run(s) tagged with it, none FINISHED"
+            if cells
+            else "no run is tagged with it"
+        )
+        raise CompareError(
+            f"grid id {grid_id!r} matches nothing to compare in MLflow at {uri}: {state}. Check "
+            "the id (the `grid.id` tag of the grid's runs; the grid flow prints it) and "
+            "MLFLOW_TRACKING_URI, or wait for the grid to finish."
+        )
+    newest: dict[tuple, Any] = {}
+    for run in sorted(finished, key=lambda r: r.info.start_time or 0):
+        tags = run.data.tags
+        newest[(tags["format"], _objective(tags), tags.get("seed"))] = run
+    return list(newest.values())
+
+
+def _objective(tags: Mapping[str, str]) -> str:
+    # A grid may tag a label that tells apart cells with the same reward spec (the
+    # entropy-knob variant trains under `correctness` too).
+    return tags.get("grid.objective") or tags["reward"]
+
+
+def _row_of(client, run, experiment_ids: list[str]) -> dict[str, Any]:
+    tags = run.data.tags
+    row: dict[str, Any] = {
+        "run_id": run.info.run_id,
+        "experiment_id": run.info.experiment_id,
+        "run_name": tags.get("mlflow.runName", run.info.run_name),
+        "status": run.info.status,
+        "grid_id": tags.get("grid.id"),
+        "grid_cell": tags.get("grid.cell"),
+        "format": tags.get("format"),
+        "reward": _objective(tags) if "reward" in tags else None,
+        "seed": _seed(tags.get("seed")),
+        "preset": tags.get("preset"),
+        "config_hash": tags.get("config.hash"),
+        **run.data.metrics,
+    }
+    for model, child in _evaluate_children(client, run, experiment_ids).items():
+        for name, value in child.data.metrics.items():
+            if name != _CURVE:
+                row.setdefault(f"{model}/{name}", value)
+        row[f"curve_{model}"] = _curve_of(client, child.info.run_id)
+    return row
+
+
+def _seed(value: str | None) -> int | float:
+    try:
+        return int(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def _evaluate_children(client, parent, experiment_ids: list[str]) -> dict[str, Any]:
+    """{model: evaluate child run}: this parent's own, else the cached run's siblings (the
+    run that filled the cache may sit in another experiment: cache keys ignore it)."""
+    experiment = [parent.info.experiment_id]
+    pid = quoted(parent.info.run_id, "run id")
+    runs = _search(
+        client, experiment,
+        f"tags.`mlflow.parentRunId` = {pid} AND attributes.run_name LIKE 'evaluate-%'",
+    )  # fmt: skip
+    cached = parent.data.tags.get("stage_run.evaluate")
+    if not runs and cached:
+        source = _search(client, experiment_ids, f"attributes.run_id = {quoted(cached, 'run id')}")
+        if source:
+            tags = source[0].data.tags
+            earlier = quoted(tags.get("mlflow.parentRunId", ""), "run id")
+            key = quoted(tags.get("breadth.stage_key", ""), "stage key")
+            runs = _search(
+                client, [source[0].info.experiment_id],
+                f"tags.`mlflow.parentRunId` = {earlier} AND tags.`breadth.stage_key` = {key}",
+            )  # fmt: skip
+    out = {}
+    for child in sorted(runs, key=lambda r: r.info.start_time or 0):
+        name = child.data.tags.get("model.role") or child.info.run_name.removeprefix("evaluate-")
+        out[name] = child
+    return out
+
+
+def _curve_of(client, run_id: str) -> dict[int, float]:
+    points = sorted(client.get_metric_history(run_id, _CURVE), key=lambda m: m.timestamp)
+    return {int(m.step): float(m.value) for m in sorted(points, key=lambda m: m.step)}

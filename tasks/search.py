@@ -1,0 +1,37 @@
+"""Search: evolutionary search vs independent sampling for one policy, its own cached stage."""
+
+from __future__ import annotations
+
+import json
+
+from prefect import task
+
+from breadth.config import PipelineConfig
+from breadth.stages import search_stage
+from breadth.tracking.runs import RunHandle
+from tasks.common import StageResult, child_run, content_key, stage_cache_key, work_dir
+
+
+def search_key(config: PipelineConfig, policy: StageResult, data_key: str) -> str:
+    """What search reads: the policy, the data, the sampling settings and the search settings
+    (not the bootstrap settings of the evaluation, which search does not use)."""
+    settings = {name: value for name, value in config.evaluation.model_dump().items()
+                if name.startswith("search_")}  # fmt: skip
+    return content_key("search", policy.key, data_key, config.content_hash("rollout"),
+                       json.dumps(settings, sort_keys=True), str(config.seed))  # fmt: skip
+
+
+@task(name="search", retries=1, cache_key_fn=stage_cache_key, persist_result=True,
+      task_run_name="search-{model_name}")
+def search(
+    config: PipelineConfig, key: str, parent: RunHandle, dataset: StageResult,
+    policy: StageResult, model_name: str,
+) -> StageResult:  # fmt: skip
+    run = child_run(parent, f"search-{model_name}", key)
+    comparison = search_stage(config, dataset.ensure_local(), policy.ensure_local())
+    path = work_dir(key) / "search.json"
+    path.write_text(json.dumps(comparison.to_dict(), indent=1))
+    run.log_metrics(comparison.metrics())
+    run.finish()
+    return StageResult(f"search-{model_name}", key, str(path), "", run.run_id,
+                       {"model_name": model_name, "comparison": comparison})  # fmt: skip

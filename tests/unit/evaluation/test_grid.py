@@ -1,0 +1,105 @@
+"""Grid statistics over the frame fetch_runs returns: means, t-intervals, paired deltas."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from breadth.evaluation.grid import (
+    estimate_text,
+    grid_summary,
+    mean_curve,
+    summary_k,
+    t_quantile_975,
+)
+
+_RUN_CI = {"rl/eval/pass_at_1_ci_low": 0.35, "rl/eval/pass_at_1_ci_high": 0.45}
+
+@pytest.mark.parametrize(
+    ("runs", "column", "expected"),
+    [
+        # one seed: the run's own bootstrap interval
+        ([{"rl/eval/pass_at_1": 0.4, **_RUN_CI}], "pass_at_1", (0.4, 0.35, 0.45)),
+        # one seed, no interval logged: NaN bounds
+        ([{"rl/eval/pass_at_1": 0.4}], "pass_at_1", (0.4, math.nan, math.nan)),
+        # two seeds: mean ± 12.706 * sd / sqrt(2); sd of (0.2, 0.4) = 0.1414
+        ([{"rl/eval/pass_at_1": 0.2}, {"rl/eval/pass_at_1": 0.4}], "pass_at_1",
+         (0.3, 0.3 - 1.2706, 0.3 + 1.2706)),
+        # three seeds: t(2) = 4.303, sd of (1, 2, 3) = 1
+        ([{"rl/transfer/unsolved/distinct_outcomes": v} for v in (1.0, 2.0, 3.0)],
+         "distinct_unsolved", (2.0, 2.0 - 4.303 / math.sqrt(3), 2.0 + 4.303 / math.sqrt(3))),
+        # a seed without the metric is left out of the mean
+        ([{"rl/eval/pass_at_1": 0.2}, {"rl/eval/pass_at_1": math.nan, **_RUN_CI}], "pass_at_1",
+         (0.2, math.nan, math.nan)),
+        # absent everywhere: NaN
+        ([{"rl/eval/pass_at_1": 0.2}], "crossover_k", (math.nan, math.nan, math.nan)),
+        # paired delta: (0.5 - 0.3 + 0.7 - 0.3) / 2, t interval of (0.2, 0.4)
+        ([{"rl/eval/pass_at_1": 0.5, "sft/eval/pass_at_1": 0.3},
+          {"rl/eval/pass_at_1": 0.7, "sft/eval/pass_at_1": 0.3}], "pass_at_1_delta",
+         (0.3, 0.3 - 1.2706, 0.3 + 1.2706)),
+    ],
+)  # fmt: skip
+def test_grid_summary_statistics(runs, column, expected):
+    frame = pd.DataFrame([{"format": "mcq", "reward": "correctness", "seed": i, **r}
+                          for i, r in enumerate(runs)])  # fmt: skip
+    row = grid_summary(frame).iloc[0]
+    got = (row[column], row[f"{column}_ci_low"], row[f"{column}_ci_high"])
+    np.testing.assert_allclose(got, expected, atol=1e-3)
+    assert row["seeds"] == len(runs)
+
+
+def test_grid_summary_reads_pass_at_k_at_the_largest_k_every_run_measured():
+    frame = pd.DataFrame([
+        {"format": "mcq", "reward": "a", "rl/eval/pass_at_8": 0.6, "rl/eval/pass_at_16": 0.8},
+        {"format": "mcq", "reward": "b", "rl/eval/pass_at_8": 0.5, "rl/eval/pass_at_16": math.nan},
+    ])  # fmt: skip
+    summary = grid_summary(frame)
+    assert summary.attrs["k"] == 8 and list(summary["k"]) == [8, 8]
+    assert list(summary["pass_at_kmax"]) == [0.6, 0.5]
+
+
+def test_grid_summary_errors_name_the_missing_columns():
+    with pytest.raises(ValueError, match=r"\['reward'\].*fetch_runs"):
+        grid_summary(pd.DataFrame({"format": ["mcq"]}))
+    with pytest.raises(ValueError, match="no runs"):
+        grid_summary(pd.DataFrame(columns=["format", "reward"]))
+
+
+@pytest.mark.parametrize(
+    ("curves", "expected"),
+    [
+        ([{1: 0.2, 2: 0.4}, {1: 0.4, 2: 0.6}], {1: 0.3, 2: 0.5}),
+        ([{1: 0.2, 2: 0.4, 4: 0.5}, {1: 0.4, 2: 0.6}], {1: 0.3, 2: 0.5}),  # common ks only
+        ([{1: 0.2}, {}, None], {1: 0.2}),  # runs without a curve are skipped
+        ([{}, None], {}),
+    ],
+)
+def test_mean_curve(curves, expected):
+    got = mean_curve(curves)
+    assert list(got) == list(expected)
+    assert list(got.values()) == pytest.approx(list(expected.values()))
+
+
+@pytest.mark.parametrize(("df", "expected"), [(1, 12.706), (2, 4.303), (30, 2.042), (120, 1.98)])
+def test_t_quantile(df, expected):
+    assert t_quantile_975(df) == pytest.approx(expected, abs=2e-3)
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [((0.5, 0.4, 0.6), "0.500 [0.400, 0.600]"), ((0.5,), "0.500"), ((12.34, 11.0, 13.0), "12.3 [11.0, 13.0]"),
+     ((math.nan, 0.1, 0.2), "-"), ((None,), "-"), ((0.5, math.nan, 0.6), "0.500")],
+)  # fmt: skip
+def test_estimate_text(args, expected):
+    assert estimate_text(*args) == expected
+
+
+def test_summary_k_reads_the_attribute_then_the_column():
+    frame = pd.DataFrame({"k": [4]})
+    assert summary_k(frame) == 4
+    frame.attrs["k"] = 16
+    assert summary_k(frame) == 16
+    assert summary_k(pd.DataFrame({"format": []})) is None

@@ -1,0 +1,38 @@
+"""GridConfig: every cell a validated pipeline config; a study hash that ignores seeds."""
+
+from __future__ import annotations
+
+import pytest
+
+from breadth.config import ConfigError, GridConfig
+
+
+def test_cells_are_formats_x_rewards_x_seeds_with_each_config_set():
+    study = GridConfig(formats=["mcq", "free_form"], rewards=["correctness", "darling@entropy"],
+                       seeds=[0, 3], overrides=["rl.max_steps=2"])  # fmt: skip
+    cells = study.cells()
+    assert [(f, r, s) for f, r, s, _ in cells] == [
+        (f, r, s) for f in ("mcq", "free_form") for r in ("correctness", "darling@entropy")
+        for s in (0, 3)
+    ]  # fmt: skip
+    for fmt, reward, seed, config in cells:
+        assert (config.data.format, config.seed, config.rl.max_steps) == (fmt, seed, 2)
+        assert config.rl.reward.spec == reward.removesuffix("@entropy")
+        entropy = reward.endswith("@entropy")
+        assert (config.rl.epsilon_high == 0.28) is entropy
+        assert (config.rl.top_entropy_quantile == 0.2) is entropy
+
+
+def test_cells_refuse_an_unknown_variant():
+    with pytest.raises(ConfigError, match="unknown variant 'hot'"):
+        GridConfig(rewards=["correctness@hot"], seeds=[0]).cells()
+
+
+def test_content_hash_ignores_seeds_and_grid_id_but_not_the_study():
+    base = GridConfig(rewards=["correctness"], seeds=[0])
+    same_study = GridConfig(rewards=["correctness"], seeds=[5, 6], grid_id="night-2")
+    assert base.content_hash() == same_study.content_hash()
+    for other in (GridConfig(rewards=["darling"], seeds=[0]),
+                  GridConfig(rewards=["correctness"], seeds=[0], formats=["mcq"]),
+                  GridConfig(rewards=["correctness"], seeds=[0], overrides=["rl.max_steps=2"])):  # fmt: skip
+        assert other.content_hash() != base.content_hash()
