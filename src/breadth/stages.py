@@ -38,6 +38,8 @@ def prepare_stage(config: PipelineConfig, out_dir: Path) -> Any:
         num_train=data.num_train, num_eval=data.num_eval,
         difficulty=None if data.difficulty == "mixed" else data.difficulty,
         schema=data.schema_name, on_bad_rows=data.on_bad_rows, reasoning=data.reasoning,
+        eval_fraction=data.eval_fraction, eval_source=data.eval_source,
+        eval_only=data.eval_only,
     )  # fmt: skip
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from breadth.data.records import BadRow, BadRowsError
-from breadth.data.sources import SourceSpec, load_records, parse_source_spec
+from breadth.data.sources import SourceError, SourceSpec, load_records, parse_source_spec
 
 GSM8K_ROWS = [
     {"question": "Natalia sold clips to 48 friends in April and half as many in May. How many "
@@ -176,8 +176,6 @@ def test_skip_keeps_the_good_rows_and_lists_the_bad(tmp_path) -> None:
      "options", "expected 5 options A-E, got 6"),
     ({"question": "q", "options": ["A)1", "B)2", "C)3", "D)4", "X)5"], "correct": "A"},
      "options", "does not start with 'E)'"),
-    ({"question": "q", "options": ["A)1", "B)1", "C)3", "D)4", "E)5"], "correct": "A"},
-     "options", "same text"),
     ({"question": "q", "options": ["A)1", "B)2", "C)3", "D)4", "E)5"], "correct": "F"},
      "correct", "not one of the option letters"),
     ({"question": "q", "options": "A)1 B)2", "correct": "A"}, "options", "expected a list"),
@@ -229,5 +227,5 @@ def test_options_are_checked() -> None:
         load_records("synthetic:arithmetic", num=1, on_bad_rows="ignore")
     with pytest.raises(ValueError, match="schema"):
         load_records("jsonl:x.jsonl", schema="mmlu")
-    with pytest.raises(FileNotFoundError, match="does not exist"):
+    with pytest.raises(SourceError, match="does not exist"):
         load_records("jsonl:/nonexistent/x.jsonl")
