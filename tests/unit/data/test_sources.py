@@ -106,23 +106,15 @@ def test_parquet_file(tmp_path) -> None:
     assert result.bad_rows == [BadRow(3, "answer", "no '#### N' final answer", "row")]
 
 
-@pytest.fixture
-def local_hub_cache(tmp_path, monkeypatch):
-    datasets = pytest.importorskip("datasets")
-    monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", tmp_path / "hf-cache")
-    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
-    return tmp_path
-
-
-def test_hf_loader_takes_a_local_file(local_hub_cache) -> None:
-    path = write_jsonl(local_hub_cache / "aqua.jsonl", AQUA_ROWS)
+def test_hf_loader_takes_a_local_file(offline_hub) -> None:
+    path = write_jsonl(offline_hub / "aqua.jsonl", AQUA_ROWS)
     result = load_records(f"hf:{path}")
     assert result.schema == "aqua"
     assert [r.answer for r in result.records] == ["23", "5 and 1"]
 
 
-def test_hf_loader_takes_a_local_directory_with_splits(local_hub_cache) -> None:
-    folder = local_hub_cache / "gsm8k"
+def test_hf_loader_takes_a_local_directory_with_splits(offline_hub) -> None:
+    folder = offline_hub / "gsm8k"
     folder.mkdir()
     write_jsonl(folder / "train.jsonl", GSM8K_ROWS[:2])
     write_jsonl(folder / "test.jsonl", GSM8K_ROWS[2:] + [{"question": "q", "answer": "x"}])
