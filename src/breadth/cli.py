@@ -58,9 +58,12 @@ def stack_up() -> None:
     env = _bring_up_stack()
     stack_status()
     console.print("\nClient environment (export these to use the stack from another shell):")
+    from breadth.stack import without_userinfo
+
     for key in ("PREFECT_API_URL", "MLFLOW_TRACKING_URI", "BREADTH_S3_ENDPOINT",
                 "BREADTH_S3_BUCKET", "AWS_ACCESS_KEY_ID"):  # fmt: skip
-        console.print(f"  export {key}={env[key]}", highlight=False)
+        # A URL's user:password (MLFLOW_TRACKING_URI may carry them) is never printed.
+        console.print(f"  export {key}={without_userinfo(env[key])}", highlight=False)
     console.print("  export AWS_SECRET_ACCESS_KEY=... (in .breadth/credentials.json)")
 
 
@@ -295,9 +298,17 @@ def evaluate(
     from breadth.stages import evaluate_files
 
     for path in [rollouts, base]:
-        if path is not None and not path.exists():
-            _fail(f"rollouts file {path} does not exist")
-    written = evaluate_files(rollouts, out, base=base, seed=seed)
+        if path is not None and not path.is_file():
+            state = "is a folder" if path.is_dir() else "does not exist"
+            _fail(f"rollouts file {path} {state}: give the parquet file written by the "
+                  "rollout stage (rollouts/<model>.parquet)")
+    if out.exists() and not out.is_dir():
+        _fail(f"output folder {out} is a file: give a folder path (it is created if missing)")
+    try:
+        written = evaluate_files(rollouts, out, base=base, seed=seed)
+    except (ValueError, KeyError, OSError) as error:  # pyarrow's ArrowInvalid is a ValueError
+        message = " ".join(str(error).split())
+        _fail(f"cannot evaluate {rollouts}{f' against {base}' if base else ''}: {message}")
     for path in written:
         console.print(f"wrote {path}", highlight=False)
 

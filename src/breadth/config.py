@@ -328,8 +328,8 @@ def available_presets() -> list[str]:
 
 def _preset_values(name: str, _chain: tuple[str, ...] = ()) -> dict[str, Any]:
     path = Path(name)
-    if path.suffix in {".yaml", ".yml"} and path.exists():
-        text = path.read_text()
+    if path.suffix in {".yaml", ".yml"}:
+        text = _preset_file_text(path)
     else:
         if name not in available_presets():
             raise ConfigError(
@@ -337,7 +337,14 @@ def _preset_values(name: str, _chain: tuple[str, ...] = ()) -> dict[str, Any]:
                 "Pass one of these with --preset, or a path to a YAML file."
             )
         text = (resources.files("breadth") / "presets" / f"{name}.yaml").read_text()
-    values = yaml.safe_load(text) or {}
+    try:
+        values = yaml.safe_load(text) or {}
+    except yaml.YAMLError as error:
+        where = getattr(error, "problem_mark", None)
+        at = f" at line {where.line + 1}, column {where.column + 1}" if where else ""
+        problem = getattr(error, "problem", None) or "malformed"
+        raise ConfigError(f"preset file {name} is not valid YAML{at}: {problem}. Fix the "
+                          "file, or start from `breadth config` output.") from None
     if not isinstance(values, dict):
         raise ConfigError(f"preset {name!r} must be a YAML mapping, got {type(values).__name__}")
     parent = values.pop("extends", None)
@@ -356,6 +363,22 @@ def _merge(base: dict[str, Any], update: dict[str, Any]) -> dict[str, Any]:
         both_sections = isinstance(value, dict) and isinstance(merged.get(key), dict)
         merged[key] = _merge(merged[key], value) if both_sections else value
     return merged
+
+
+def _preset_file_text(path: Path) -> str:
+    if not path.exists():
+        raise ConfigError(f"preset file {path} does not exist. Check the path (relative to the "
+                          f"current directory), or use a preset name: "
+                          f"{', '.join(available_presets())}.")
+    if not path.is_file():
+        raise ConfigError(f"preset file {path} is a folder, not a YAML file.")
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise ConfigError(f"preset file {path} is not UTF-8 text (a binary file?); a preset is "
+                          "a YAML mapping such as `rl: {max_steps: 4}`.") from None
+    except OSError as error:
+        raise ConfigError(f"preset file {path} cannot be read: {error.strerror}.") from None
 
 
 def _set_dotted(tree: dict[str, Any], dotted: str, value: Any) -> None:
