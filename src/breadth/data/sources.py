@@ -187,6 +187,11 @@ def _read_hub(source: SourceSpec, split: str | None, named: list[str]) -> Iterat
 def _load_hub(name: str, config: str | None, **kwargs: Any) -> Any:
     import datasets  # heavy: only when a hub source is used
 
+    # Local files load in a blink; their progress bars would only bury the summary.
+    quiet = bool(kwargs.get("data_files") or Path(name).exists())
+    bars_were_on = datasets.is_progress_bar_enabled()
+    if quiet:
+        datasets.disable_progress_bars()
     try:
         return datasets.load_dataset(name, config, **kwargs)
     except Exception as error:  # noqa: BLE001 - datasets raises many kinds; one message for all
@@ -198,6 +203,9 @@ def _load_hub(name: str, config: str | None, **kwargs: Any) -> Any:
             "access, or point the source at a local copy: jsonl:PATH, parquet:PATH or "
             "hf:/path/to/folder."
         ) from None
+    finally:
+        if quiet and bars_were_on:
+            datasets.enable_progress_bars()
 
 
 def _hub_splits(available: list[str], wanted: str | None) -> list[tuple[str, str]]:
