@@ -16,12 +16,17 @@ normalised text instead.
 
 from __future__ import annotations
 
+import json
 import math
-import multiprocessing
+import os
 import re
+import select
 import signal
+import subprocess
+import sys
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 MATH_VERIFY_MAX_CHARS = 160
@@ -29,6 +34,7 @@ MATH_VERIFY_MAX_DEPTH = 6
 MAIN_THREAD_TIMEOUT_S = 1
 SUBPROCESS_TIMEOUT_S = 1.0
 """Hard limit on one symbolic check off the main thread; the helper process is then killed."""
+STARTUP_TIMEOUT_S = 60.0
 
 _SAFE_EXPONENT = re.compile(r"\^(?:\{-?\d{1,2}\}|-?\d{1,2}(?!\d)|[a-zA-Z](?![\w{]))")
 _LONG_DIGITS = re.compile(r"\d{19,}")
@@ -120,23 +126,28 @@ def _equal(answer: str, text: str, timeout: int | None) -> bool | None:
         return None
 
 
-def _serve(connection: Any) -> None:
-    """The helper process: answer (gold, text) requests until the pipe closes."""
-    while True:
-        try:
-            answer, text = connection.recv()
-        except EOFError:
-            return
-        connection.send(_equal(answer, text, None))
-
-
 class _Helpers:
     """Idle helper processes, one taken per concurrent check; a helper that overruns is killed
-    (its sympy computation cannot be interrupted otherwise) and replaced on the next call."""
+    (its sympy computation cannot be interrupted otherwise) and replaced on the next call.
+
+    A helper is `python -m breadth.data.symbolic` speaking one JSON line per request on its
+    stdin and stdout: unlike multiprocessing's spawn and forkserver, it never re-runs the
+    caller's main script, and unlike fork it is safe in a threaded (torch-laden) process.
+    """
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
-        self.idle: list[tuple[Any, Any]] = []
+        self.idle: list[subprocess.Popen[bytes]] = []
+
+    def warm_up(self) -> None:
+        """Start one helper now and let it import the LaTeX parser."""
+        with self.lock:
+            if self.idle:
+                return
+        helper = self._start()
+        if helper is not None:
+            with self.lock:
+                self.idle.append(helper)
 
     def check(self, answer: str, text: str) -> bool | None:
         with self.lock:
@@ -145,37 +156,71 @@ class _Helpers:
             helper = self._start()
             if helper is None:
                 return None
-        process, connection = helper
-        try:
-            connection.send((answer, text))
-            if connection.poll(SUBPROCESS_TIMEOUT_S):
-                result = connection.recv()
-                with self.lock:
-                    self.idle.append(helper)
-                return result
-        except (OSError, EOFError):
-            pass
-        process.kill()
-        process.join(timeout=1)
-        return None
+        verdict = self._ask(helper, answer, text, SUBPROCESS_TIMEOUT_S)
+        if verdict is _FAILED:
+            return None
+        with self.lock:
+            self.idle.append(helper)
+        return verdict
 
     @staticmethod
-    def _start() -> tuple[Any, Any] | None:
-        # forkserver: forking this (threaded, maybe torch-laden) process is unsafe, and
-        # spawning per helper would re-import sympy; the server imports it once.
-        context = multiprocessing.get_context("forkserver")
-        context.set_forkserver_preload(["math_verify", "breadth.data.symbolic"])
-        ours, theirs = context.Pipe()
+    def _ask(helper: subprocess.Popen[bytes], answer: str, text: str, timeout: float) -> Any:
+        """The helper's verdict, or _FAILED (the helper is then killed)."""
+        assert helper.stdin is not None and helper.stdout is not None
         try:
-            process = context.Process(target=_serve, args=(theirs,), daemon=True)
-            process.start()
-        except (AssertionError, OSError):  # inside a daemon process: no children allowed
+            helper.stdin.write(json.dumps([answer, text]).encode() + b"\n")
+            helper.stdin.flush()
+            ready, _, _ = select.select([helper.stdout], [], [], timeout)
+            if ready:
+                line = helper.stdout.readline()
+                if line:
+                    return json.loads(line)
+        except (OSError, ValueError):
+            pass
+        helper.kill()
+        helper.wait()
+        return _FAILED
+
+    def _start(self) -> subprocess.Popen[bytes] | None:
+        """A helper that has answered once (so sympy and the LaTeX parser are imported: the
+        start-up does not count against a check's time limit), or None."""
+        helper = self._spawn()
+        if helper is None or self._ask(helper, "1", "1", STARTUP_TIMEOUT_S) is _FAILED:
             return None
-        theirs.close()
-        return process, ours
+        return helper
+
+    @staticmethod
+    def _spawn() -> subprocess.Popen[bytes] | None:
+        package_root = str(Path(__file__).resolve().parents[2])  # the folder holding breadth/
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+            [package_root, *filter(None, [os.environ.get("PYTHONPATH")])])}
+        try:
+            return subprocess.Popen(
+                [sys.executable, "-m", "breadth.data.symbolic"], stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
+            )  # fmt: skip
+        except OSError:
+            return None
 
 
+_FAILED = object()
 _HELPERS = _Helpers()
+
+
+def warm_up() -> None:
+    """Start a helper process for symbolic checks off the main thread (about half a second on
+    an idle machine: a fresh interpreter importing sympy). Call it before verifying from worker
+    threads, so that the first check is bounded like every other; otherwise that check also
+    waits for the start-up (which does not depend on the input)."""
+    _HELPERS.warm_up()
+
+
+def _serve() -> None:
+    """The helper's loop: one JSON [gold, text] per line in, one JSON verdict per line out."""
+    for line in sys.stdin.buffer:
+        answer, text = json.loads(line)
+        sys.stdout.write(json.dumps(_equal(answer, text, None)) + "\n")
+        sys.stdout.flush()
 
 
 class _KeepOuterAlarm:
@@ -191,3 +236,7 @@ class _KeepOuterAlarm:
         if self.armed and self.remaining:
             elapsed = time.monotonic() - self.started
             signal.alarm(max(1, math.ceil(self.remaining - elapsed)))
+
+
+if __name__ == "__main__":
+    _serve()

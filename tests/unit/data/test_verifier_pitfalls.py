@@ -12,7 +12,7 @@ import time
 import pytest
 
 from breadth.data.extraction import extract_choice
-from breadth.data.symbolic import refusal
+from breadth.data.symbolic import refusal, warm_up
 from breadth.data.verifiers import verify_free_form, verify_mcq
 
 THREAD_TIME_LIMIT_S = 2.0
@@ -145,6 +145,7 @@ def test_superscripts_and_vulgar_fractions(completion, gold, correct) -> None:
 # Bounded off the main thread, where signal-based timeouts cannot fire.
 SLOW_FOR_SYMPY = [
     ("Answer: 72^75^46^24^86", "33", False),
+    ("Answer: 72^75^46^24^86", "x+1", False),
     ("Answer: (9^99)^99", "33", False),
     ("Answer: 2^{3^{4}}", "33", False),
     ("Answer: 9^{99}", "x+1", False),
@@ -154,8 +155,16 @@ SLOW_FOR_SYMPY = [
 ]
 
 
+@pytest.fixture(scope="module")
+def helper_started() -> None:
+    # The helper's one-time start-up (an interpreter importing sympy) does not depend on the
+    # input; the bound below is on the work an input causes.
+    warm_up()
+
+
 @_cases(SLOW_FOR_SYMPY)
-def test_verify_in_a_worker_thread_is_bounded(completion, gold, correct) -> None:
+def test_verify_in_a_worker_thread_is_bounded(helper_started, completion, gold,
+                                              correct) -> None:
     verdicts = []
     started = time.monotonic()
     worker = threading.Thread(target=lambda: verdicts.append(verify_free_form(completion, gold)))
@@ -170,3 +179,22 @@ def test_power_towers_are_refused_before_parsing() -> None:
     assert refusal("72^75^46^24^86") == "power towers are not evaluated"
     assert refusal("x^2+y^2") is None
     assert refusal("10^{10^{10}}") == "power towers are not evaluated"
+
+
+def test_a_check_that_overruns_in_a_worker_thread_is_cut_off(monkeypatch) -> None:
+    # Past the screen, sympy can still be slow: the helper is killed at the time limit.
+    from breadth.data import symbolic
+
+    monkeypatch.setattr(symbolic, "SUBPROCESS_TIMEOUT_S", 0.0)
+    verdicts: list[bool | None] = []
+    worker = threading.Thread(target=lambda: verdicts.append(
+        symbolic.symbolic_equal("x+1", "1+x")))
+    worker.start()
+    worker.join(timeout=30)
+    assert verdicts == [None]
+    monkeypatch.undo()
+    worker = threading.Thread(target=lambda: verdicts.append(
+        symbolic.symbolic_equal("x+1", "1+x")))
+    worker.start()
+    worker.join(timeout=30)
+    assert verdicts == [None, True]  # a fresh helper replaces the killed one
