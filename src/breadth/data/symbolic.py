@@ -35,6 +35,8 @@ MAIN_THREAD_TIMEOUT_S = 1
 SUBPROCESS_TIMEOUT_S = 1.0
 """Hard limit on one symbolic check off the main thread; the helper process is then killed."""
 STARTUP_TIMEOUT_S = 60.0
+MAX_HELPERS = 4
+"""Helper processes at most; further concurrent checks wait for one (each waits <= 1 s)."""
 
 _SAFE_EXPONENT = re.compile(r"\^(?:\{-?\d{1,2}\}|-?\d{1,2}(?!\d)|[a-zA-Z](?![\w{]))")
 _LONG_DIGITS = re.compile(r"\d{19,}")
@@ -138,6 +140,8 @@ class _Helpers:
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.idle: list[subprocess.Popen[bytes]] = []
+        # Each helper is an interpreter with sympy (~100 MB): many threads share a few.
+        self.slots = threading.BoundedSemaphore(MAX_HELPERS)
 
     def warm_up(self) -> None:
         """Start one helper now and let it import the LaTeX parser."""
@@ -150,6 +154,10 @@ class _Helpers:
                 self.idle.append(helper)
 
     def check(self, answer: str, text: str) -> bool | None:
+        with self.slots:
+            return self._check(answer, text)
+
+    def _check(self, answer: str, text: str) -> bool | None:
         with self.lock:
             helper = self.idle.pop() if self.idle else None
         if helper is None:
