@@ -25,7 +25,15 @@ from typing import Any
 from breadth.data.formats import FORMATS, RenderError, render
 from breadth.data.records import BadRow, BadRowsError, Record, check_on_bad_rows
 from breadth.data.sources import LoadResult, load_records, parse_source_spec
-from breadth.data.splits import Splits, limit, split_source, split_with_eval_source
+from breadth.data.splits import (
+    SplitError,
+    Splits,
+    check_not_empty,
+    empty_message,
+    limit,
+    split_source,
+    split_with_eval_source,
+)
 
 MANIFEST_VERSION = 2
 """Bump when the row shape or rendering changes: it is hashed into `content_hash`."""
@@ -146,46 +154,47 @@ def prepare_dataset(
                          "if missing)")
     source = parse_source_spec(spec)
     bad_rows: list[BadRow] = []
-    duplicates = 0
+    options = _LoadOptions(schema, on_bad_rows, columns, bad_rows)
     if source.kind == "synthetic":
-        used_schema = "synthetic"
-        generated = {
-            name: load_records(spec, split=name, num=count, seed=seed,
-                               difficulty=difficulty).records if count else []
-            for name, count in (("train", 0 if eval_only else _or(num_train, SYNTHETIC_NUM_TRAIN)),
-                                ("eval", _or(num_eval, SYNTHETIC_NUM_EVAL)))
-        }
+        used_schema, duplicates = "synthetic", 0
+        counts = {"train": 0 if eval_only else _or(num_train, SYNTHETIC_NUM_TRAIN),
+                  "eval": None if eval_source else _or(num_eval, SYNTHETIC_NUM_EVAL)}
+        generated = {name: load_records(spec, split=name, num=count, seed=seed,
+                                        difficulty=difficulty).records if count else []
+                     for name, count in counts.items()}
         splits = Splits(generated["train"], generated["eval"], "synthetic")
         if eval_source:
-            evaluation = _load(eval_source, schema, on_bad_rows, columns, bad_rows)
+            evaluation = options.load(eval_source)
             splits = split_with_eval_source(splits.train, (), evaluation.records,
                                             evaluation.named_splits)
     else:
-        loaded = _load(spec, schema, on_bad_rows, columns, bad_rows)
+        loaded = options.load(spec)
         used_schema = loaded.schema
         unique, duplicates = _drop_duplicates(loaded.records)
         if eval_source:
-            evaluation = _load(eval_source, schema, on_bad_rows, columns, bad_rows)
+            evaluation = options.load(eval_source)
             splits = split_with_eval_source(unique, loaded.named_splits, evaluation.records,
                                             evaluation.named_splits)
+        elif not unique:
+            raise SplitError(empty_message(spec, len(bad_rows)))
         else:
-            if not unique:
-                raise ValueError(_empty_message(spec, bad_rows))
-            splits = split_source(unique, loaded.named_splits, spec=spec, eval_fraction=eval_fraction,
-                                  eval_only=eval_only)
+            splits = split_source(unique, loaded.named_splits, spec=spec,
+                                  eval_fraction=eval_fraction, eval_only=eval_only)
+        counts = {"train": None, "eval": None}
 
     rows, render_bad = _render_all({"train": splits.train, "eval": splits.eval}, fmt, reasoning)
     bad_rows += render_bad
     if render_bad and on_bad_rows == "fail":
         raise BadRowsError(render_bad, f"{spec} (rendered as {fmt})")
     available = {name: len(rows[name]) for name in ("train", "eval")}
-    _check_not_empty(available, spec, eval_source, eval_only, bad_rows)
+    check_not_empty(available, spec, eval_source, eval_only, len(bad_rows))
+    # Generated splits have their size already; rows read from a file or hub are limited here.
     limits = {"train": num_train, "eval": num_eval}
-    if source.kind != "synthetic":
-        rows = {name: limit(rows[name], limits[name], seed, name) for name in rows}
-    else:
-        limits = {"train": 0 if eval_only else _or(num_train, SYNTHETIC_NUM_TRAIN),
-                  "eval": _or(num_eval, SYNTHETIC_NUM_EVAL)}
+    for name in ("train", "eval"):
+        if counts[name] is None:
+            rows[name] = limit(rows[name], limits[name], seed, name)
+        else:
+            limits[name] = counts[name]
 
     out.mkdir(parents=True, exist_ok=True)
     files = {f"{name}.parquet": write_rows(rows[name], out / f"{name}.parquet")
@@ -210,39 +219,23 @@ def _or(value: int | None, default: int) -> int:
     return default if value is None else value
 
 
-def _load(spec: str, schema: str, on_bad_rows: str, columns: Mapping[str, str] | None,
-          bad_rows: list[BadRow]) -> LoadResult:
-    """A file or hub source's records; its bad rows join `bad_rows`."""
-    if parse_source_spec(spec).kind == "synthetic":
-        raise ValueError(f"eval source {spec}: synthetic problems cannot be an eval source; "
-                         "give a file or hub source, or leave the eval source empty")
-    loaded = load_records(spec, schema=schema, on_bad_rows=on_bad_rows, columns=columns)
-    bad_rows += loaded.bad_rows
-    return loaded
+@dataclass(frozen=True)
+class _LoadOptions:
+    """How file and hub sources are read; every source's bad rows collect in `bad_rows`."""
 
+    schema: str
+    on_bad_rows: str
+    columns: Mapping[str, str] | None
+    bad_rows: list[BadRow]
 
-def _empty_message(spec: str, bad_rows: list[BadRow]) -> str:
-    skipped = f" ({len(bad_rows)} bad rows were skipped)" if bad_rows else ""
-    return (f"source {spec} has no usable rows{skipped}: the file or split is empty or blank. "
-            "Check the path, or the schema (--schema / data.schema_name).")
-
-
-def _check_not_empty(available: dict[str, int], spec: str, eval_source: str | None,
-                     eval_only: bool, bad_rows: list[BadRow]) -> None:
-    if available["eval"] == 0:
-        where = f"eval source {eval_source}" if eval_source else f"source {spec}"
-        raise ValueError(
-            f"no evaluation problems: {where} left 0 rows for the eval split"
-            + (f" ({len(bad_rows)} bad rows skipped)" if bad_rows else "")
-            + ". Give more rows, raise data.eval_fraction, or name an eval source "
-            "(--eval-source / data.eval_source)."
-        )
-    if available["train"] == 0 and not eval_only:
-        raise ValueError(
-            f"no training problems: source {spec} left 0 rows for the train split"
-            + (f" ({len(bad_rows)} bad rows skipped)" if bad_rows else "")
-            + ". Give training rows, or evaluate only (--eval-only / data.eval_only=true)."
-        )
+    def load(self, spec: str) -> LoadResult:
+        if parse_source_spec(spec).kind == "synthetic":
+            raise ValueError(f"eval source {spec}: synthetic problems cannot be an eval "
+                             "source; give a file or hub source, or leave the eval source empty")
+        loaded = load_records(spec, schema=self.schema, on_bad_rows=self.on_bad_rows,
+                              columns=self.columns)
+        self.bad_rows.extend(loaded.bad_rows)
+        return loaded
 
 
 def _drop_duplicates(records: list[Record]) -> tuple[list[Record], int]:

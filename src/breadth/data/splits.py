@@ -109,6 +109,32 @@ def _hash_unit(record_id: str) -> float:
     return int.from_bytes(digest[:8], "big") / 2**64
 
 
+def empty_message(spec: str, bad_rows: int) -> str:
+    """Why a source gave no records at all, and what to check."""
+    skipped = f" ({bad_rows} bad rows were skipped)" if bad_rows else ""
+    return (f"source {spec} has no usable rows{skipped}: the file or split is empty or blank. "
+            "Check the path, or the schema (--schema / data.schema_name).")
+
+
+def check_not_empty(available: dict[str, int], spec: str, eval_source: str | None,
+                    eval_only: bool, bad_rows: int) -> None:
+    """Refuse a data set that would leave evaluation (or, unless eval-only, training) empty."""
+    if available["eval"] == 0:
+        where = f"eval source {eval_source}" if eval_source else f"source {spec}"
+        raise SplitError(
+            f"no evaluation problems: {where} left 0 rows for the eval split"
+            + (f" ({bad_rows} bad rows skipped)" if bad_rows else "")
+            + ". Give more rows, raise data.eval_fraction, or name an eval source "
+            "(--eval-source / data.eval_source)."
+        )
+    if available["train"] == 0 and not eval_only:
+        raise SplitError(
+            f"no training problems: source {spec} left 0 rows for the train split"
+            + (f" ({bad_rows} bad rows skipped)" if bad_rows else "")
+            + ". Give training rows, or evaluate only (--eval-only / data.eval_only=true)."
+        )
+
+
 def limit(records: list[T], count: int | None, seed: int, name: str) -> list[T]:
     """A seeded sample of `count` records in source order (None or more than there are: all).
 

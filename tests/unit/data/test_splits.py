@@ -64,6 +64,12 @@ def test_a_synthetic_source_can_evaluate_on_a_file(tmp_path) -> None:
     manifest = prepare_dataset("synthetic:arithmetic", fmt="free_form", out_dir=tmp_path / "o",
                                num_train=20, difficulty=2, eval_source=f"jsonl:{test}")
     assert manifest.counts == {"train": 20, "eval": len(ROWS)}
+    assert manifest.limits == {"train": 20, "eval": None}
+    sampled = prepare_dataset("synthetic:arithmetic", fmt="free_form", out_dir=tmp_path / "s",
+                              num_train=20, num_eval=5, difficulty=2,
+                              eval_source=f"jsonl:{test}")
+    assert sampled.counts == {"train": 20, "eval": 5}
+    assert sampled.available == {"train": 20, "eval": len(ROWS)}
 
 
 def test_file_sources_keep_every_row_unless_limited(tmp_path) -> None:
