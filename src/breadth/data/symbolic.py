@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
 import select
 import signal
@@ -132,8 +131,8 @@ class _Helpers:
     """Idle helper processes, one taken per concurrent check; a helper that overruns is killed
     (its sympy computation cannot be interrupted otherwise) and replaced on the next call.
 
-    A helper is `python -m breadth.data.symbolic` speaking one JSON line per request on its
-    stdin and stdout: unlike multiprocessing's spawn and forkserver, it never re-runs the
+    A helper is this file run as a script, speaking one JSON line per request on its stdin
+    and stdout: unlike multiprocessing's spawn and forkserver, it never re-runs the
     caller's main script, and unlike fork it is safe in a threaded (torch-laden) process.
     """
 
@@ -199,13 +198,13 @@ class _Helpers:
 
     @staticmethod
     def _spawn() -> subprocess.Popen[bytes] | None:
-        package_root = str(Path(__file__).resolve().parents[2])  # the folder holding breadth/
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-            [package_root, *filter(None, [os.environ.get("PYTHONPATH")])])}
+        # This file run as a script needs only the standard library and math_verify (not the
+        # breadth package, whatever version of it the path would find); -P keeps this
+        # folder's modules from shadowing any of theirs.
         try:
             return subprocess.Popen(
-                [sys.executable, "-m", "breadth.data.symbolic"], stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
+                [sys.executable, "-P", str(Path(__file__).resolve())], stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
             )  # fmt: skip
         except OSError:
             return None
