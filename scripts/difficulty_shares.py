@@ -38,8 +38,9 @@ def main() -> None:
     for difficulty in (1, 2, 3):
         # Difficulty 1 has only ~15 distinct evaluation problems; ask for what exists.
         num_eval = 15 if difficulty == 1 else config.data.num_eval
+        limit = [] if num_eval is None else [f"data.num_eval={num_eval}"]  # None: the default
         level = load_config("default", [*args.overrides, f"data.difficulty={difficulty}",
-                                        f"data.num_eval={num_eval}", "data.num_train=50"])
+                                        *limit, "data.num_train=50"])
         data_dir = work / f"eval-d{difficulty}"
         stages.prepare_stage(level, data_dir)
         path = stages.rollout_stage(level, data_dir, sft_dir, "sft", work / f"d{difficulty}.parquet",

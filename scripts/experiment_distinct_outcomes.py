@@ -126,7 +126,7 @@ def main() -> None:
     print(
         f"\nG = {base_config.rl.num_generations} completions per prompt, "
         f"{base_config.rl.prompts_per_step} prompts per step, {steps} steps, "
-        f"{args.rl_problems or base_config.data.num_train} training problems; "
+        f"{args.rl_problems or base_config.data.num_train or 'all'} training problems; "
         f"MLflow {parent.tracking_uri} "
         f"experiment {args.experiment!r}, parent run {parent.run_id}"
     )

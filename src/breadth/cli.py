@@ -58,9 +58,12 @@ def stack_up() -> None:
     env = _bring_up_stack()
     stack_status()
     console.print("\nClient environment (export these to use the stack from another shell):")
+    from breadth.stack import without_userinfo
+
     for key in ("PREFECT_API_URL", "MLFLOW_TRACKING_URI", "BREADTH_S3_ENDPOINT",
                 "BREADTH_S3_BUCKET", "AWS_ACCESS_KEY_ID"):  # fmt: skip
-        console.print(f"  export {key}={env[key]}", highlight=False)
+        # A URL's user:password (MLFLOW_TRACKING_URI may carry them) is never printed.
+        console.print(f"  export {key}={without_userinfo(env[key])}", highlight=False)
     console.print("  export AWS_SECRET_ACCESS_KEY=... (in .breadth/credentials.json)")
 
 
@@ -229,32 +232,63 @@ def _print_claims(uri: str, grid_id: str, out: Path) -> None:
     console.print(f"wrote {out / 'claims'}", highlight=False)
 
 
+def _data_help(key: str) -> str:
+    """A prepare option's help: the config field's own description, so the CLI and the config
+    document (and default) the same thing once."""
+    from breadth.config import DataConfig
+
+    return f"{DataConfig.model_fields[key].description} [config: data.{key}]"
+
+
 @app.command()
 def prepare(
-    source: Annotated[str, typer.Option(help="synthetic:arithmetic, jsonl:PATH, hf:NAME, ...")],
-    format: Annotated[str, typer.Option(help="mcq or free_form.")],
-    out: Annotated[Path, typer.Option(help="Output folder.")],
-    schema: Annotated[str, typer.Option(help="auto, gsm8k, aqua or generic.")] = "auto",
-    on_bad_rows: Annotated[str, typer.Option(help="fail or skip.")] = "fail",
-    num_train: Annotated[int, typer.Option(help="Synthetic: training problems.")] = 1000,
-    num_eval: Annotated[int, typer.Option(help="Synthetic: evaluation problems.")] = 100,
-    difficulty: Annotated[int, typer.Option(help="Synthetic difficulty 1-3.")] = 1,
-    reasoning: Annotated[bool, typer.Option(help="Reasoning traces in targets.")] = False,
-    seed: int = 0,
+    out: Annotated[Path, typer.Option(help="Output folder (created if missing).")],
+    source: Annotated[str | None, typer.Option(help=_data_help("source"))] = None,
+    format: Annotated[str | None, typer.Option(help=_data_help("format"))] = None,
+    eval_source: Annotated[str | None, typer.Option(help=_data_help("eval_source"))] = None,
+    eval_only: Annotated[bool, typer.Option(help=_data_help("eval_only"))] = False,
+    eval_fraction: Annotated[float | None, typer.Option(help=_data_help("eval_fraction"))] = None,
+    schema: Annotated[str | None, typer.Option(help=_data_help("schema_name"))] = None,
+    on_bad_rows: Annotated[str | None, typer.Option(help=_data_help("on_bad_rows"))] = None,
+    num_train: Annotated[int | None, typer.Option(help=_data_help("num_train"))] = None,
+    num_eval: Annotated[int | None, typer.Option(help=_data_help("num_eval"))] = None,
+    difficulty: Annotated[
+        str | None, typer.Option(help="1, 2, 3 or mixed. " + _data_help("difficulty"))
+    ] = None,
+    reasoning: Annotated[bool, typer.Option(help=_data_help("reasoning"))] = False,
+    seed: Annotated[int, typer.Option(help="Seed for synthetic problems and samples.")] = 0,
 ) -> None:
-    """Write train.parquet, eval.parquet and manifest.json for one source and format."""
-    overrides = [f"data.source={source}", f"data.format={format}", f"data.schema_name={schema}",
-                 f"data.on_bad_rows={on_bad_rows}", f"data.num_train={num_train}",
-                 f"data.num_eval={num_eval}", f"data.difficulty={difficulty}",
-                 f"data.reasoning={reasoning}", f"seed={seed}"]  # fmt: skip
-    config = _load("default", overrides)
+    """Write train.parquet, eval.parquet and manifest.json for one source and format.
+
+    Every option left out takes the config's default (`breadth config --keys`)."""
+    from breadth.config import validated
+
+    given = {"source": source, "format": format, "eval_source": eval_source,
+             "eval_fraction": eval_fraction, "schema_name": schema, "on_bad_rows": on_bad_rows,
+             "num_train": num_train, "num_eval": num_eval}  # fmt: skip
+    data = {key: value for key, value in given.items() if value is not None}
+    data.update(eval_only=eval_only, reasoning=reasoning)
+    if difficulty is not None:
+        data["difficulty"] = int(difficulty) if difficulty.isdigit() else difficulty
+    # prepare trains nothing, so an eval-only data set needs no training switched off by hand.
+    training = {"enabled": not eval_only}
+    try:
+        config = validated({"seed": seed, "data": data, "sft": training, "rl": training})
+    except ConfigError as error:
+        _fail(f"{error} (prepare's --NAME options set the config keys data.NAME)")
     from breadth.stages import prepare_stage
 
     try:
         manifest = prepare_stage(config, out)
-    except (ValueError, FileNotFoundError) as error:
+    except (ValueError, OSError) as error:
         _fail(str(error))
-    console.print(f"wrote {out} (content hash {manifest.content_hash})", highlight=False)
+    counts = ", ".join(f"{manifest.counts[name]} {name}" for name in ("train", "eval"))
+    console.print(f"wrote {out}: {counts} rows (content hash {manifest.content_hash})",
+                  highlight=False)  # fmt: skip
+    limited = {name: n for name, n in manifest.available.items() if n > manifest.counts[name]}
+    if limited:
+        console.print("  limited from " + ", ".join(f"{n} {name}" for name, n in limited.items())
+                      + " rows by --num-train / --num-eval", highlight=False)  # fmt: skip
 
 
 @app.command()
@@ -268,10 +302,19 @@ def evaluate(
     from breadth.stages import evaluate_stage
 
     for path in [rollouts, base]:
-        if path is not None and not path.exists():
-            _fail(f"rollouts file {path} does not exist")
+        if path is not None and not path.is_file():
+            state = "is a folder" if path.is_dir() else "does not exist"
+            _fail(f"rollouts file {path} {state}: give the parquet file written by the "
+                  "rollout stage (rollouts/<model>.parquet)")
+    if out.exists() and not out.is_dir():
+        _fail(f"output folder {out} is a file: give a folder path (it is created if missing)")
     paths = {"base": base, "trained": rollouts} if base else {"trained": rollouts}
-    _, written = evaluate_stage(PipelineConfig(seed=seed), paths, out, base_model=next(iter(paths)))
+    try:
+        _, written = evaluate_stage(PipelineConfig(seed=seed), paths, out,
+                                    base_model=next(iter(paths)))
+    except (ValueError, KeyError, OSError) as error:  # pyarrow's ArrowInvalid is a ValueError
+        message = " ".join(str(error).split())
+        _fail(f"cannot evaluate {rollouts}{f' against {base}' if base else ''}: {message}")
     for path in written:
         console.print(f"wrote {path}", highlight=False)
 

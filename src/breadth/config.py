@@ -24,6 +24,8 @@ from pydantic import (
     model_validator,
 )
 
+from breadth.data.prepare import DEFAULT_EVAL_FRACTION, SYNTHETIC_NUM_EVAL, SYNTHETIC_NUM_TRAIN
+from breadth.data.sources import parse_source_spec
 from breadth.rewards.registry import REWARDS, resolve_params, reward_names
 from breadth.rewards.spec import parse_reward_spec
 
@@ -37,7 +39,24 @@ class DataConfig(_Section):
     source: str = Field(
         "synthetic:arithmetic",
         description="Problem source: synthetic:arithmetic | synthetic:countdown | jsonl:PATH | "
-        "parquet:PATH | hf:NAME[:CONFIG].",
+        "parquet:PATH | hf:NAME[:CONFIG] (NAME may be a local folder of split files).",
+    )
+    eval_source: str | None = Field(
+        None,
+        description="Separate source of evaluation problems (jsonl:PATH | parquet:PATH | "
+        "hf:NAME[:CONFIG]): all its rows (its test split, if it has one) evaluate, and "
+        "`source` gives training problems only. Empty = split `source` itself.",
+    )
+    eval_only: bool = Field(
+        False,
+        description="Every problem of `source` (its test split, if it has one) is an "
+        "evaluation problem and none trains: to evaluate a model on a test set. Needs "
+        "sft.enabled=false and rl.enabled=false.",
+    )
+    eval_fraction: float = Field(
+        DEFAULT_EVAL_FRACTION, gt=0, lt=1,
+        description="Share of a file or hub source without its own train/test splits held "
+        "out for evaluation (chosen by a hash of each problem, so stable under reordering).",
     )
     format: Literal["free_form", "mcq"] = Field(
         "free_form", description="How problems are shown to the model: free_form or mcq."
@@ -45,8 +64,18 @@ class DataConfig(_Section):
     schema_name: Literal["auto", "gsm8k", "aqua", "generic"] = Field(
         "auto", description="Column layout of file and hub sources (auto-detected by default)."
     )
-    num_train: int = Field(4000, ge=1, description="Training problems (synthetic sources).")
-    num_eval: int = Field(64, ge=1, description="Evaluation problems (synthetic sources).")
+    num_train: int | None = Field(
+        None, ge=1,
+        description=f"Training problems. Synthetic sources generate this many (empty = "
+        f"{SYNTHETIC_NUM_TRAIN}); file and hub sources keep every row unless it is set, then a "
+        "seeded sample of this many.",
+    )
+    num_eval: int | None = Field(
+        None, ge=1,
+        description=f"Evaluation problems. Synthetic sources generate this many (empty = "
+        f"{SYNTHETIC_NUM_EVAL}); file and hub sources keep every row unless it is set, then a "
+        "seeded sample of this many.",
+    )
     difficulty: Literal[1, 2, 3, "mixed"] = Field(
         2, description="Synthetic difficulty, 1 (easy) to 3, or `mixed` (equal shares of 1-3)."
     )
@@ -57,13 +86,26 @@ class DataConfig(_Section):
         "fail", description="fail: stop with a report of bad rows; skip: drop and record them."
     )
 
-    @field_validator("source")
+    @field_validator("source", "eval_source")
     @classmethod
-    def _source_parses(cls, source: str) -> str:
-        from breadth.data.sources import parse_source_spec
+    def _source_spec_is_known(cls, spec: str | None) -> str | None:
+        if spec is not None:
+            parse_source_spec(spec)  # raises ValueError listing the accepted forms
+        return spec
 
-        parse_source_spec(source)  # its ValueError lists the accepted forms
-        return source
+    @model_validator(mode="after")
+    def _one_way_to_choose_eval_problems(self) -> DataConfig:
+        if self.eval_only and self.eval_source:
+            raise ValueError(
+                "data.eval_only and data.eval_source exclude each other: eval_only makes "
+                "data.source the evaluation set; set only one"
+            )
+        if self.eval_source and self.eval_source.startswith("synthetic:"):
+            raise ValueError(
+                "data.eval_source cannot be synthetic; a synthetic data.source already "
+                "generates its own evaluation problems"
+            )
+        return self
 
 
 class ModelConfig(_Section):
@@ -279,6 +321,16 @@ class PipelineConfig(_Section):
             )
         return self
 
+    @model_validator(mode="after")
+    def _eval_only_trains_nothing(self) -> PipelineConfig:
+        if self.data.eval_only and (self.sft.enabled or self.rl.enabled):
+            raise ValueError(
+                "data.eval_only=true leaves no training problems, but training is on: also "
+                "set sft.enabled=false and rl.enabled=false (and model.name_or_path to the "
+                "model to evaluate)"
+            )
+        return self
+
     def content_hash(self, *sections: str) -> str:
         """sha256 of the config (or of the named sections): a cache key and an MLflow tag."""
         dumped = self.model_dump(mode="json")
@@ -311,8 +363,8 @@ def available_presets() -> list[str]:
 
 def _preset_values(name: str, _chain: tuple[str, ...] = ()) -> dict[str, Any]:
     path = Path(name)
-    if path.suffix in {".yaml", ".yml"} and path.exists():
-        text = path.read_text()
+    if path.suffix in {".yaml", ".yml"}:
+        text = _preset_file_text(path)
     else:
         if name not in available_presets():
             raise ConfigError(
@@ -320,7 +372,14 @@ def _preset_values(name: str, _chain: tuple[str, ...] = ()) -> dict[str, Any]:
                 "Pass one of these with --preset, or a path to a YAML file."
             )
         text = (resources.files("breadth") / "presets" / f"{name}.yaml").read_text()
-    values = yaml.safe_load(text) or {}
+    try:
+        values = yaml.safe_load(text) or {}
+    except yaml.YAMLError as error:
+        where = getattr(error, "problem_mark", None)
+        at = f" at line {where.line + 1}, column {where.column + 1}" if where else ""
+        problem = getattr(error, "problem", None) or "malformed"
+        raise ConfigError(f"preset file {name} is not valid YAML{at}: {problem}. Fix the "
+                          "file, or start from `breadth config` output.") from None
     if not isinstance(values, dict):
         raise ConfigError(f"preset {name!r} must be a YAML mapping, got {type(values).__name__}")
     parent = values.pop("extends", None)
@@ -339,6 +398,22 @@ def _merge(base: dict[str, Any], update: dict[str, Any]) -> dict[str, Any]:
         both_sections = isinstance(value, dict) and isinstance(merged.get(key), dict)
         merged[key] = _merge(merged[key], value) if both_sections else value
     return merged
+
+
+def _preset_file_text(path: Path) -> str:
+    if not path.exists():
+        raise ConfigError(f"preset file {path} does not exist. Check the path (relative to the "
+                          f"current directory), or use a preset name: "
+                          f"{', '.join(available_presets())}.")
+    if not path.is_file():
+        raise ConfigError(f"preset file {path} is a folder, not a YAML file.")
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise ConfigError(f"preset file {path} is not UTF-8 text (a binary file?); a preset is "
+                          "a YAML mapping such as `rl: {max_steps: 4}`.") from None
+    except OSError as error:
+        raise ConfigError(f"preset file {path} cannot be read: {error.strerror}.") from None
 
 
 def _set_dotted(tree: dict[str, Any], dotted: str, value: Any) -> None:
@@ -410,6 +485,11 @@ def load_config(preset: str = "default", overrides: list[str] | None = None) -> 
     for text in overrides or []:
         key, value = parse_override(text)
         _set_dotted(values, key, value)
+    return validated(values)
+
+
+def validated(values: dict[str, Any]) -> PipelineConfig:
+    """A nested dict of config values -> a PipelineConfig, or a ConfigError naming each key."""
     try:
         return PipelineConfig.model_validate(values)
     except ValidationError as error:

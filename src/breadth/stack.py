@@ -17,12 +17,27 @@ import subprocess
 import sys
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from breadth.processes import pid_alive, stop_process_group
+
+
+def without_userinfo(url: str) -> str:
+    """A URL safe to print: "user:password@" removed (MLFLOW_TRACKING_URI may carry them).
+
+    >>> without_userinfo("https://me:s3cret@mlflow.example.com:5000/x")
+    'https://mlflow.example.com:5000/x'
+    >>> without_userinfo("http://127.0.0.1:5000")
+    'http://127.0.0.1:5000'
+    """
+    parts = urllib.parse.urlsplit(url)
+    if "@" not in parts.netloc:
+        return url
+    return urllib.parse.urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]))
 
 
 class StackError(RuntimeError):
@@ -89,8 +104,7 @@ class StackSettings:
                 "AWS_ACCESS_KEY_ID": "breadth" + secrets.token_hex(6),
                 "AWS_SECRET_ACCESS_KEY": secrets.token_urlsafe(30),
             }
-            path.write_text(json.dumps(keys))
-            path.chmod(0o600)
+            _create_private(path, json.dumps(keys))
         return json.loads(path.read_text())
 
     def client_env(self) -> dict[str, str]:
@@ -108,6 +122,22 @@ class StackSettings:
             "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
             "PREFECT_UI_URL": self.prefect_ui_url,
         }
+
+
+def _create_private(path: Path, text: str) -> None:
+    """Create `path` holding `text`, readable by its owner only from the first byte (never
+    world-readable, even briefly). If another process created it first, theirs is kept."""
+    staging = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
+    descriptor = os.open(staging, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        try:
+            os.link(staging, path)  # atomic, and fails rather than replace a file in use
+        except FileExistsError:
+            pass
+    finally:
+        staging.unlink(missing_ok=True)
 
 
 @dataclass(frozen=True)
@@ -262,7 +292,8 @@ class LocalStack:
                     else f"starting or unhealthy (pid {pid})" if pid
                     else "stopped"
                 )  # fmt: skip
-            rows.append({"service": service.name, "url": service.url, "state": state})
+            rows.append({"service": service.name, "url": without_userinfo(service.url),
+                         "state": state})
         return rows
 
     def up(self, only: list[str] | None = None) -> None:
@@ -278,7 +309,8 @@ class LocalStack:
         if service.is_external():
             if not service.healthy(self.settings):
                 raise StackError(
-                    f"{service.name} at {service.url} (from ${service.external_env}) does not "
+                    f"{service.name} at {without_userinfo(service.url)} (from "
+                    f"${service.external_env}) does not "
                     f"answer. Start that service, or unset {service.external_env} to let "
                     "`breadth stack up` run a local one."
                 )

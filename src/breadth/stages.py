@@ -38,6 +38,8 @@ def prepare_stage(config: PipelineConfig, out_dir: Path) -> Any:
         num_train=data.num_train, num_eval=data.num_eval,
         difficulty=None if data.difficulty == "mixed" else data.difficulty,
         schema=data.schema_name, on_bad_rows=data.on_bad_rows, reasoning=data.reasoning,
+        eval_fraction=data.eval_fraction, eval_source=data.eval_source,
+        eval_only=data.eval_only,
     )  # fmt: skip
 
 
@@ -150,8 +152,12 @@ def evaluate_stage(
     from breadth.evaluation.summary import evaluate_models
 
     # The names given here (e.g. "base"/"trained" from the CLI) name the models in the report.
-    frames = pd.concat([pd.read_parquet(path).assign(model=name)
-                        for name, path in rollouts.items()], ignore_index=True)  # fmt: skip
+    loaded = {name: pd.read_parquet(path) for name, path in rollouts.items()}
+    for name, frame in loaded.items():
+        if frame.empty:
+            raise ValueError(f"rollouts are empty: {rollouts[name]} ({name}) holds no rows")
+    frames = pd.concat([frame.assign(model=name) for name, frame in loaded.items()],
+                       ignore_index=True)  # fmt: skip
     evaluation = config.evaluation
     results = evaluate_models(frames, base_model=base_model,
                               num_bootstrap=evaluation.bootstrap_samples,

@@ -752,9 +752,19 @@ def test_postgres_init_creates_the_databases_the_services_use():
     svcs = services()
     url = environment(svcs["prefect-server"])["PREFECT_API_DATABASE_CONNECTION_URL"]
     assert re.fullmatch(r"postgresql\+asyncpg://[^:]+:[^@]+@postgres:5432/prefect", url), url
-    script = "\n".join(as_list(svcs["mlflow"].get("command")))
-    m = re.search(r"--backend-store-uri \"?(postgresql://\S+?)\"?\s", script)
-    assert m and m.group(1).endswith("@postgres:5432/mlflow"), script
+    # The store URI (with the password) is an environment variable, never on a command line.
+    assert "--backend-store-uri" not in "\n".join(as_list(svcs["mlflow"].get("command")))
+    store = environment(svcs["mlflow"])["MLFLOW_BACKEND_STORE_URI"]
+    assert re.fullmatch(r"postgresql://[^:]+:[^@]+@postgres:5432/mlflow", store), store
+
+
+def test_packages_installed_at_container_start_are_pinned():
+    for name, svc in services().items():
+        script = "\n".join(as_list(svc.get("command")))
+        for install in re.findall(r"pip install ([^\n]+)", script):
+            packages = [word for word in install.split() if not word.startswith("-")]
+            unpinned = [p for p in packages if not re.fullmatch(r"[\w.\-\[\]]+==[\w.]+", p)]
+            assert packages and not unpinned, f"compose service {name}: unpinned {unpinned}"
 
 
 def test_every_compose_variable_is_defined_in_env_example_or_has_a_default():
@@ -1113,6 +1123,11 @@ def test_job_template_renders_a_gpu_job_of_the_gpu_image():
     volumes = {v["name"] for v in pod.get("volumes", [])}
     for mount in container.get("volumeMounts", []):
         assert mount["name"] in volumes, f"volumeMount {mount['name']} has no volume"
+    assert pod["securityContext"].get("seccompProfile") == {"type": "RuntimeDefault"}
+    for container in pod["containers"]:
+        hardening = container.get("securityContext", {})
+        assert hardening.get("allowPrivilegeEscalation") is False, container["name"]
+        assert hardening.get("capabilities", {}).get("drop") == ["ALL"], container["name"]
     user = pod.get("securityContext", {}).get("runAsUser")
     if user is not None:
         gpu_user = Dockerfile(DOCKERFILES["gpu"]).last("USER").args.split(":")[0]

@@ -70,6 +70,40 @@ def test_credentials_are_generated_once_and_private(tmp_path, monkeypatch):
     assert (tmp_path / "credentials.json").stat().st_mode & 0o077 == 0
 
 
+def test_credentials_are_private_before_they_appear_under_their_name(tmp_path, monkeypatch):
+    import os
+
+    monkeypatch.delenv("AWS_ACCESS_KEY_ID", raising=False)
+    monkeypatch.delenv("AWS_SECRET_ACCESS_KEY", raising=False)
+    real_link, modes = os.link, []
+
+    def link(source, target):
+        modes.append(os.stat(source).st_mode & 0o777)
+        real_link(source, target)
+
+    monkeypatch.setattr(os, "link", link)
+    old_umask = os.umask(0)  # the most permissive umask must not leak the secret either
+    try:
+        keys = StackSettings(home=tmp_path).credentials()
+    finally:
+        os.umask(old_umask)
+    assert modes == [0o600]
+    assert [p.name for p in tmp_path.iterdir()] == ["credentials.json"]  # no staging file left
+    (tmp_path / "credentials.json").unlink()
+    (tmp_path / "credentials.json").write_text('{"AWS_ACCESS_KEY_ID": "theirs"}')
+    assert StackSettings(home=tmp_path).credentials() == {"AWS_ACCESS_KEY_ID": "theirs"}
+    assert keys["AWS_ACCESS_KEY_ID"] != "theirs"
+
+
+def test_printed_urls_carry_no_credentials():
+    from breadth.stack import without_userinfo
+    from breadth.tracking.runs import RunHandle
+
+    url = RunHandle("abc", "1", "https://me:s3cret@mlflow.example.com").url()
+    assert "s3cret" not in url and url.startswith("https://mlflow.example.com/#/experiments/1/")
+    assert without_userinfo("http://127.0.0.1:5000") == "http://127.0.0.1:5000"
+
+
 def test_down_stops_what_it_started_even_when_clients_point_at_it(tmp_path, monkeypatch):
     import subprocess
     import time

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import math
 import re
-import unicodedata
 from collections.abc import Sequence
 from decimal import Decimal, InvalidOperation
+
+from breadth.data.unicode_text import normalize_text
 
 MAX_TAIL_CHARS = 2000
 """Only the end of a completion is searched: the final answer is there."""
@@ -33,25 +34,13 @@ _PLAIN_NUMBER = re.compile(r"\s*\$?\s*(" + _NUMBER.pattern + r")\s*\.?\s*")
 _LEADING_LETTER = re.compile(r"\s*[(\[]?([A-Z])(?:[)\]]|(?=[\s.,;:!?]|$))")
 _LETTER_MENTION = re.compile(r"\(([A-Z])\)|(?<![\w])([A-Z])\)")
 _TRAILING_LETTER = re.compile(r"(?<![\w])([A-Z])[\s.!]*$")
+_FIRST_CLAUSE = re.compile(r"(?<!\d)[.;](?:\s|$)|\.\s")
+_NEGATION = re.compile(r"\b(?:not|no|never|neither|nor|except|isn't|cannot)\b", re.IGNORECASE)
+_STANDALONE_LETTER = re.compile(r"\(([A-Z])\)|(?<![\w'])([A-Z])(?![\w'])")
 _EXPRESSION_RUN = re.compile(r"[0-9+\-*/() ]+")
 _SYMBOLS = {"\u00d7": "*", "\u00f7": "/", "\u2212": "-", "\u2013": "-", "\u22c5": "*"}
 _LATEX_SYMBOLS = (("\\times", "*"), ("\\cdot", "*"), ("\\div", "/"), ("\\left", ""),
                   ("\\right", ""), ("$", ""))
-
-
-def normalize_text(text: str) -> str:
-    """NFKC (fullwidth digits become ASCII) plus other scripts' decimal digits mapped to ASCII.
-
-    >>> normalize_text("\\uff13\\uff13 and \\u0663\\u0663")
-    '33 and 33'
-    """
-    text = unicodedata.normalize("NFKC", text)
-    if text.isascii():
-        return text
-    return "".join(
-        str(unicodedata.decimal(char)) if not char.isascii() and char.isdecimal() else char
-        for char in text
-    )
 
 
 def answer_segment(text: object) -> tuple[str, bool]:
@@ -197,6 +186,8 @@ def extract_choice(text: object, options: Sequence[str]) -> tuple[str | None, st
     if not segment:
         return None, None
     valid = LETTERS[: len(options)]
+    if _hedged(segment, options, valid):
+        return None, None
     bare = segment.strip("()[]. ")
     if len(bare) == 1 and bare.isalpha():  # "b", "(E)": the whole answer is one letter
         letter = bare.upper()
@@ -218,6 +209,24 @@ def extract_choice(text: object, options: Sequence[str]) -> tuple[str | None, st
     if trailing and trailing.group(1) in valid:
         return trailing.group(1), trailing.group(1)
     return None, None
+
+
+def _hedged(segment: str, options: Sequence[str], valid: str) -> bool:
+    """Whether the answer names no single letter: "not B", "A, B, C or D", "B or C".
+
+    Only the first clause counts (the answer proper; reasons may follow), and an option's own
+    text is not read as letters ("C) A and B" picks C when option C is "A and B").
+    """
+    clause = _FIRST_CLAUSE.split(segment.split("\n", 1)[0], maxsplit=1)[0]
+    leading = _LEADING_LETTER.match(clause)
+    if leading and leading.group(1) in valid:
+        rest = normalize_option(clause[leading.end():])
+        if rest == normalize_option(options[LETTERS.index(leading.group(1))]):
+            return False
+    if _NEGATION.search(clause):
+        return True
+    letters = {a or b for a, b in _STANDALONE_LETTER.findall(clause)} & set(valid)
+    return len(letters) > 1
 
 
 def _match_option_text(segment: str, options: Sequence[str]) -> tuple[str, str] | None:

@@ -37,6 +37,14 @@ from breadth.data.records import Record
 FORMATS = ("mcq", "free_form")
 DEFAULT_NUM_OPTIONS = 4
 _CALCULATOR_NOTE = re.compile(r"<<[^<>]*>>")  # GSM8K's "<<48/2=24>>" annotations
+# How AQuA rationales name an option: "Answer: C", "ANSWER IS C", "Ans - (B)", "option D",
+# "(E)", or a closing line that is just the letter.
+_OPTION_REFERENCE = re.compile(
+    r"(?P<head>(?i:\b(?:correct\s+)?(?:answer|ans|option|choice)\b)\s*(?:(?i:is)\s*)?"
+    r"[:=.\-]?\s*(?:(?i:option|choice)\s*)?\(?|(?<![A-Za-z])\(|"
+    r"\n\s*\(?(?=[A-J]\)?\.?[ \t]*(?:\n|$)))"
+    r"(?P<letter>[A-J])(?P<tail>(?<=\(.)\)|(?![A-Za-z]))"
+)
 
 
 class RenderError(ValueError):
@@ -124,9 +132,13 @@ def render_mcq(
     if not 2 <= num_options <= len(LETTERS):
         raise ValueError(f"num_options must be 2..{len(LETTERS)}, got {num_options}")
     rng = random.Random(_seed_from_id(record.id, "mcq"))
-    gold, options = _options(record, num_options, rng)
-    rng.shuffle(options)
-    letter = LETTERS[options.index(gold)]
+    gold, listed_options = _options(record, num_options, rng)
+    order = list(range(len(listed_options)))
+    rng.shuffle(order)  # the same permutation as shuffling the options themselves
+    options = [listed_options[i] for i in order]
+    letter = LETTERS[order.index(_gold_index(record, listed_options, gold))]
+    # Where the source's rationale names an option ("Answer: C"), it must name the new letter.
+    moved = {LETTERS[old]: LETTERS[new] for new, old in enumerate(order)}
     listed = " ".join(f"{LETTERS[i]}){option}" for i, option in enumerate(options))
     if record.task == "arithmetic":
         stem, sep = f"{record.question}=?", " "
@@ -136,7 +148,7 @@ def render_mcq(
         stem, sep = record.question, "\n"
         listed = "\n".join(f"{LETTERS[i]}) {option}" for i, option in enumerate(options))
     prompt = f"{stem}{sep}{listed}" + ("\n" if reasoning else f"{sep}Answer:")
-    target = _mcq_trace(record, options, letter) if reasoning else letter
+    target = _mcq_trace(record, options, letter, moved) if reasoning else letter
     row = _base_row(record, "mcq")
     row.update(prompt=prompt, target=target, options=options, letter=letter)
     return row
@@ -144,6 +156,13 @@ def render_mcq(
 
 def _seed_from_id(record_id: str, purpose: str) -> int:
     return int.from_bytes(hashlib.sha256(f"{purpose}:{record_id}".encode()).digest()[:8], "big")
+
+
+def _gold_index(record: Record, options: list[str], gold: str) -> int:
+    """Where the gold sits among the unshuffled options: the source's own letter when it lists
+    the gold text twice (so its rationale's letter follows it), else the text's position."""
+    index = record.meta.get("answer_index") if record.choices else None
+    return index if isinstance(index, int) and options[index] == gold else options.index(gold)
 
 
 def _options(record: Record, num_options: int, rng: random.Random) -> tuple[str, list[str]]:
@@ -201,7 +220,7 @@ def _countdown_solution(record: Record) -> str:
     return record.solution
 
 
-def _mcq_trace(record: Record, options: list[str], letter: str) -> str:
+def _mcq_trace(record: Record, options: list[str], letter: str, moved: dict[str, str]) -> str:
     if record.task == "countdown":
         weighed = []
         for index, option in enumerate(options):
@@ -209,17 +228,34 @@ def _mcq_trace(record: Record, options: list[str], letter: str) -> str:
             verdict = "yes" if LETTERS[index] == letter else "no"
             weighed.append(f"{LETTERS[index]}){option}={value} {verdict}")
         return f"{'; '.join(weighed)}. Answer: {letter}"
-    weighed = [f"{LETTERS[i]}){option} {'yes' if LETTERS[i] == letter else 'no'}"
-               for i, option in enumerate(options)]
+    gold = options[LETTERS.index(letter)]
+    # A gold text listed twice is right under both letters.
+    verdicts = ["yes" if option == gold else "no" for option in options]
+    weighed = [f"{LETTERS[i]}){option} {verdicts[i]}" for i, option in enumerate(options)]
     if record.task == "arithmetic":
         return f"{_arithmetic_solution(record)}. {'; '.join(weighed)}. Answer: {letter}"
     # Long source options are weighed by letter only, to keep the trace short.
     if any(len(option) > 20 for option in options):
-        weighed = [f"{LETTERS[i]} {'yes' if LETTERS[i] == letter else 'no'}"
-                   for i in range(len(options))]
-    reasoning = _clean_solution(record.solution)
+        weighed = [f"{LETTERS[i]} {verdicts[i]}" for i in range(len(options))]
+    reasoning = remap_letters(_clean_solution(record.solution), moved) if record.choices else (
+        _clean_solution(record.solution))
     head = f"{reasoning}\n" if reasoning else ""
     return f"{head}{'; '.join(weighed)}. Answer: {letter}"
+
+
+def remap_letters(text: str, moved: dict[str, str]) -> str:
+    """Rename the option letters a rationale refers to ("Answer: C", "option (B)", "(D)", a
+    closing line "E") after the options were shuffled; other capitals are left alone.
+
+    >>> remap_letters("so 3*4=12\\nAnswer: C", {"A": "B", "B": "C", "C": "A"})
+    'so 3*4=12\\nAnswer: A'
+    """
+    def rename(match: re.Match[str]) -> str:
+        # One pass over every form, so a renamed letter is never renamed again.
+        head, old, tail = match.group("head"), match.group("letter"), match.group("tail")
+        return f"{head}{moved.get(old, old)}{tail}"
+
+    return _OPTION_REFERENCE.sub(rename, text)
 
 
 def _generic_trace(record: Record, answer: str) -> str:

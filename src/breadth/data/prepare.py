@@ -17,7 +17,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import random
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,13 +24,24 @@ from typing import Any
 
 from breadth.data.formats import FORMATS, RenderError, render
 from breadth.data.records import BadRow, BadRowsError, Record, check_on_bad_rows
-from breadth.data.sources import load_records, parse_source_spec
+from breadth.data.sources import LoadResult, load_records, parse_source_spec
+from breadth.data.splits import (
+    SplitError,
+    Splits,
+    check_not_empty,
+    empty_message,
+    limit,
+    split_source,
+    split_with_eval_source,
+)
 
-MANIFEST_VERSION = 1
+MANIFEST_VERSION = 2
 """Bump when the row shape or rendering changes: it is hashed into `content_hash`."""
 DEFAULT_EVAL_FRACTION = 0.1
-DEFAULT_SYNTHETIC_TRAIN = 1000
-DEFAULT_SYNTHETIC_EVAL = 200
+SYNTHETIC_NUM_TRAIN = 4000
+"""Training problems a synthetic source generates when no number is given."""
+SYNTHETIC_NUM_EVAL = 64
+"""Evaluation problems a synthetic source generates when no number is given."""
 MAX_BAD_ROWS_IN_MANIFEST = 1000
 ROW_COLUMNS = ("id", "source", "split", "question", "answer", "choices", "solution",
                "difficulty", "task", "meta", "problem_id", "format", "prompt", "target",
@@ -58,7 +68,7 @@ class Manifest:
     counts: dict[str, int]
     """Rows written per split: {"train": n, "eval": m}."""
     eval_fraction: float
-    """Share of a single-split file source held out for eval (by record id hash)."""
+    """Share of a source without its own train/test split held out for eval (by record id hash)."""
     on_bad_rows: str
     bad_rows_count: int
     bad_rows: list[dict[str, Any]]
@@ -67,6 +77,19 @@ class Manifest:
     """Records dropped because an earlier one had the same id (same source, question, answer)."""
     files: dict[str, dict[str, Any]]
     """Per file: sha256, bytes and rows, to verify uploads and downloads."""
+    available: dict[str, int] = dataclasses.field(default_factory=dict)
+    """Records per split before the num_train / num_eval limits (after bad rows, duplicates
+    and rows that cannot render are removed)."""
+    limits: dict[str, int | None] = dataclasses.field(default_factory=dict)
+    """The num_train / num_eval limits applied (None: every record kept)."""
+    eval_source: str | None = None
+    """The separate source of evaluation problems, if any."""
+    split_origin: str = "hash"
+    """How train and eval were chosen: "source splits", "hash", "eval source", "eval only",
+    "synthetic"."""
+    left_out: dict[str, int] = dataclasses.field(default_factory=dict)
+    """Records the split rules did not use, by reason (e.g. a source's test split when a
+    separate eval source is given)."""
     version: int = MANIFEST_VERSION
 
     def to_dict(self) -> dict[str, Any]:
@@ -97,15 +120,18 @@ def prepare_dataset(
     on_bad_rows: str = "fail",
     reasoning: bool = False,
     eval_fraction: float = DEFAULT_EVAL_FRACTION,
+    eval_source: str | None = None,
+    eval_only: bool = False,
     columns: Mapping[str, str] | None = None,
 ) -> Manifest:
     """Write out_dir/{train,eval}.parquet and manifest.json; return the manifest.
 
-    Synthetic sources generate num_train / num_eval problems (defaults 1000 / 200) from
-    disjoint halves of the problem space. File and hub sources keep their own train/test
-    splits when they have both; otherwise eval_fraction of the records (chosen by a hash of
-    the record id, so stable under reordering) is held out. num_train / num_eval then cap
-    each split with a seeded sample (None: everything).
+    Synthetic sources generate num_train / num_eval problems (None: SYNTHETIC_NUM_TRAIN /
+    SYNTHETIC_NUM_EVAL) from disjoint halves of the problem space. File and hub sources keep
+    every row unless num_train / num_eval are given (then a seeded sample of each split); the
+    split follows `splits.split_source` (own train/test splits, else an id hash with
+    eval_fraction), or takes eval rows from `eval_source`, or, with `eval_only`, makes every
+    row an evaluation problem. An empty result is an error, never a 0-row data set.
 
     >>> import tempfile
     >>> with tempfile.TemporaryDirectory() as tmp:
@@ -119,31 +145,57 @@ def prepare_dataset(
     check_on_bad_rows(on_bad_rows)
     if not 0.0 < eval_fraction < 1.0:
         raise ValueError(f"eval_fraction must be between 0 and 1, got {eval_fraction}")
+    if eval_only and eval_source:
+        raise ValueError("eval_only and eval_source exclude each other: eval_only makes the "
+                         "source itself the evaluation set; give one of them")
+    out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"output folder {out} is a file: give a folder path (it is created "
+                         "if missing)")
     source = parse_source_spec(spec)
     bad_rows: list[BadRow] = []
-    duplicates = 0
+    options = _LoadOptions(schema, on_bad_rows, columns, bad_rows)
     if source.kind == "synthetic":
-        used_schema = "synthetic"
-        splits = {
-            name: load_records(spec, split=name, num=count, seed=seed,
-                               difficulty=difficulty).records
-            for name, count in (("train", _or(num_train, DEFAULT_SYNTHETIC_TRAIN)),
-                                ("eval", _or(num_eval, DEFAULT_SYNTHETIC_EVAL)))
-        }
+        used_schema, duplicates = "synthetic", 0
+        counts = {"train": 0 if eval_only else _or(num_train, SYNTHETIC_NUM_TRAIN),
+                  "eval": None if eval_source else _or(num_eval, SYNTHETIC_NUM_EVAL)}
+        generated = {name: load_records(spec, split=name, num=count, seed=seed,
+                                        difficulty=difficulty).records if count else []
+                     for name, count in counts.items()}
+        splits = Splits(generated["train"], generated["eval"], "synthetic")
+        if eval_source:
+            evaluation = options.load(eval_source)
+            splits = split_with_eval_source(splits.train, (), evaluation.records,
+                                            evaluation.named_splits)
     else:
-        loaded = load_records(spec, schema=schema, on_bad_rows=on_bad_rows, columns=columns)
-        used_schema, bad_rows = loaded.schema, list(loaded.bad_rows)
+        loaded = options.load(spec)
+        used_schema = loaded.schema
         unique, duplicates = _drop_duplicates(loaded.records)
-        splits = _split(unique, eval_fraction)
-        splits = {"train": _sample(splits["train"], num_train, seed, "train"),
-                  "eval": _sample(splits["eval"], num_eval, seed, "eval")}
+        if eval_source:
+            evaluation = options.load(eval_source)
+            splits = split_with_eval_source(unique, loaded.named_splits, evaluation.records,
+                                            evaluation.named_splits)
+        elif not unique:
+            raise SplitError(empty_message(spec, len(bad_rows)))
+        else:
+            splits = split_source(unique, loaded.named_splits, spec=spec,
+                                  eval_fraction=eval_fraction, eval_only=eval_only)
+        counts = {"train": None, "eval": None}
 
-    rows, render_bad = _render_all(splits, fmt, reasoning)
+    rows, render_bad = _render_all({"train": splits.train, "eval": splits.eval}, fmt, reasoning)
     bad_rows += render_bad
     if render_bad and on_bad_rows == "fail":
         raise BadRowsError(render_bad, f"{spec} (rendered as {fmt})")
+    available = {name: len(rows[name]) for name in ("train", "eval")}
+    check_not_empty(available, spec, eval_source, eval_only, len(bad_rows))
+    # Generated splits have their size already; rows read from a file or hub are limited here.
+    limits = {"train": num_train, "eval": num_eval}
+    for name in ("train", "eval"):
+        if counts[name] is None:
+            rows[name] = limit(rows[name], limits[name], seed, name)
+        else:
+            limits[name] = counts[name]
 
-    out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     files = {f"{name}.parquet": write_rows(rows[name], out / f"{name}.parquet")
              for name in ("train", "eval")}
@@ -156,7 +208,8 @@ def prepare_dataset(
         eval_fraction=eval_fraction, on_bad_rows=on_bad_rows,
         bad_rows_count=len(bad_rows),
         bad_rows=[row.to_dict() for row in bad_rows[:MAX_BAD_ROWS_IN_MANIFEST]],
-        duplicates_dropped=duplicates, files=files,
+        duplicates_dropped=duplicates, files=files, available=available, limits=limits,
+        eval_source=eval_source, split_origin=splits.origin, left_out=splits.left_out,
     )
     (out / "manifest.json").write_text(manifest.to_json(), encoding="utf-8")
     return manifest
@@ -164,6 +217,25 @@ def prepare_dataset(
 
 def _or(value: int | None, default: int) -> int:
     return default if value is None else value
+
+
+@dataclass(frozen=True)
+class _LoadOptions:
+    """How file and hub sources are read; every source's bad rows collect in `bad_rows`."""
+
+    schema: str
+    on_bad_rows: str
+    columns: Mapping[str, str] | None
+    bad_rows: list[BadRow]
+
+    def load(self, spec: str) -> LoadResult:
+        if parse_source_spec(spec).kind == "synthetic":
+            raise ValueError(f"eval source {spec}: synthetic problems cannot be an eval "
+                             "source; give a file or hub source, or leave the eval source empty")
+        loaded = load_records(spec, schema=self.schema, on_bad_rows=self.on_bad_rows,
+                              columns=self.columns)
+        self.bad_rows.extend(loaded.bad_rows)
+        return loaded
 
 
 def _drop_duplicates(records: list[Record]) -> tuple[list[Record], int]:
@@ -174,33 +246,6 @@ def _drop_duplicates(records: list[Record]) -> tuple[list[Record], int]:
             seen.add(record.id)
             unique.append(record)
     return unique, len(records) - len(unique)
-
-
-def _split(records: list[Record], eval_fraction: float) -> dict[str, list[Record]]:
-    if any(r.split == "eval" for r in records) and any(r.split == "train" for r in records):
-        return {name: [r for r in records if r.split == name] for name in ("train", "eval")}
-    splits: dict[str, list[Record]] = {"train": [], "eval": []}
-    for record in records:
-        name = "eval" if _hash_unit(record.id) < eval_fraction else "train"
-        splits[name].append(record if record.split == name else
-                            dataclasses.replace(record, split=name))
-    return splits
-
-
-def _hash_unit(record_id: str) -> float:
-    digest = hashlib.sha256(f"split:{record_id}".encode()).digest()
-    return int.from_bytes(digest[:8], "big") / 2**64
-
-
-def _sample(records: list[Record], count: int | None, seed: int, name: str) -> list[Record]:
-    if count is None or count >= len(records):
-        return records
-    if count < 0:
-        raise ValueError(f"num_{name} must be >= 0, got {count}")
-    rng = random.Random(int.from_bytes(hashlib.sha256(f"{seed}|{name}".encode()).digest()[:8],
-                                       "big"))
-    keep = sorted(rng.sample(range(len(records)), count))  # source order is kept
-    return [records[i] for i in keep]
 
 
 def _render_all(splits: dict[str, list[Record]], fmt: str, reasoning: bool

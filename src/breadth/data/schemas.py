@@ -118,16 +118,25 @@ def _from_aqua(row: Mapping[str, Any], source: str, split: str) -> Record:
         if not match or match.group(1) != LETTERS[index]:
             raise RowError("options", f"option {index + 1} {str(option)[:30]!r} does not start "
                                       f"with '{LETTERS[index]})'")
-        texts.append(match.group(2).strip())
+        # "A)A)59": a label typed twice is one label, not part of the option's text.
+        texts.append(_strip_label(match.group(2).strip(), LETTERS[index]))
     _check_choices(texts, "options")
     correct = _text(row, "correct").strip("() ").upper()
     if len(correct) != 1 or correct not in LETTERS[: len(texts)]:
         raise RowError("correct", f"{correct[:10]!r} is not one of the option letters "
                                   f"{LETTERS[:len(texts)]}")
     rationale = row.get("rationale")
-    return Record.create(source=source, split=split, question=question,
-                         answer=texts[LETTERS.index(correct)], choices=tuple(texts),
+    gold = texts[LETTERS.index(correct)]
+    # With the gold text listed twice, keep which letter the source meant (its rationale says so).
+    meta = {"answer_index": LETTERS.index(correct)} if texts.count(gold) > 1 else {}
+    return Record.create(source=source, split=split, question=question, answer=gold,
+                         choices=tuple(texts), meta=meta,
                          solution=str(rationale).strip() if rationale else None)
+
+
+def _strip_label(text: str, letter: str) -> str:
+    repeated = _AQUA_OPTION.fullmatch(text)
+    return repeated.group(2).strip() if repeated and repeated.group(1) == letter else text
 
 
 def _is_list(value: Any) -> bool:
@@ -140,8 +149,8 @@ def _check_choices(texts: list[str], field: str) -> None:
         raise RowError(field, f"expected 2 to {MAX_CHOICES} options, got {len(texts)}")
     if any(not text for text in texts):
         raise RowError(field, "an option is empty")
-    if len(set(texts)) != len(texts):
-        raise RowError(field, "two options have the same text")
+    # Two options with the same text are kept: free-form never shows them, and in mcq either
+    # letter of a duplicated gold is accepted (a duplicated distractor is merely wrong twice).
 
 
 def _column(row: Mapping[str, Any], role: str, columns: Mapping[str, str]) -> str | None:

@@ -69,6 +69,9 @@ class LoadResult:
     bad_rows: list[BadRow] = field(default_factory=list)
     schema: str = "synthetic"
     """The schema used (after "auto" detection), or "synthetic"."""
+    named_splits: tuple[str, ...] = ()
+    """Our split names ("train", "eval") that came from the source's own split names (a hub
+    data set's or a folder's train/test); () for single files and synthetic sources."""
 
 
 def load_records(
@@ -102,62 +105,107 @@ def load_records(
     if synthetic_kwargs:
         raise ValueError(f"{spec}: options {sorted(synthetic_kwargs)} apply to synthetic "
                          "sources only")
-    rows = _read_rows(source, split)
+    named: list[str] = []
+    rows = _read_rows(source, split, named)
     records, bad_rows, used_schema = _to_records(rows, spec, schema, columns)
     if bad_rows and on_bad_rows == "fail":
         raise BadRowsError(bad_rows, spec)
-    return LoadResult(records, bad_rows, used_schema)
+    return LoadResult(records, bad_rows, used_schema, tuple(named))
+
+
+class SourceError(ValueError):
+    """A source that cannot be read at all (missing, unreachable); the message says the fix."""
 
 
 # One raw row: (our split, position, unit of the position, the row or why it is unreadable).
 RawRow = tuple[str, int, str, Any]
 
 
-def _read_rows(source: SourceSpec, split: str | None) -> Iterator[RawRow]:
+def _read_rows(source: SourceSpec, split: str | None, named: list[str]) -> Iterator[RawRow]:
     if source.kind == "jsonl":
         return _read_jsonl(Path(source.name), split or "train")
     if source.kind == "parquet":
         return _read_parquet(Path(source.name), split or "train")
-    return _read_hub(source, split)
+    return _read_hub(source, split, named)
 
 
 def _read_jsonl(path: Path, split: str) -> Iterator[RawRow]:
     if not path.is_file():
-        raise FileNotFoundError(f"jsonl source {path} does not exist")
-    with path.open(encoding="utf-8") as lines:
-        for number, line in enumerate(lines, start=1):
-            if not line.strip():
-                continue
-            try:
-                yield split, number, "line", json.loads(line)
-            except json.JSONDecodeError as error:
-                yield split, number, "line", RowError("<json>", f"invalid JSON: {error.msg}")
+        raise SourceError(f"jsonl source {path} is not a file{_missing_hint(path)}")
+    number = 0
+    try:
+        with path.open(encoding="utf-8") as lines:
+            for number, line in enumerate(lines, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    yield split, number, "line", json.loads(line)
+                except json.JSONDecodeError as error:
+                    yield split, number, "line", RowError("<json>", f"invalid JSON: {error.msg}")
+    except UnicodeDecodeError:
+        raise SourceError(f"jsonl source {path} is not UTF-8 text (line {number + 1}): is it "
+                          "a binary file? Parquet files take parquet:PATH") from None
+
+
+def _missing_hint(path: Path) -> str:
+    if path.is_dir():
+        return " but a folder: read a folder of split files with hf:PATH"
+    return " (it does not exist): check the path, relative to the current directory"
 
 
 def _read_parquet(path: Path, split: str) -> Iterator[RawRow]:
     import pyarrow.parquet as pq
 
     if not path.is_file():
-        raise FileNotFoundError(f"parquet source {path} does not exist")
-    for index, row in enumerate(pq.read_table(path).to_pylist()):
+        raise SourceError(f"parquet source {path} is not a file{_missing_hint(path)}")
+    try:
+        table = pq.read_table(path)
+    except (OSError, ValueError) as error:  # pyarrow's ArrowInvalid is a ValueError
+        raise SourceError(f"parquet source {path} cannot be read as parquet: {error}") from None
+    for index, row in enumerate(table.to_pylist()):
         yield split, index, "row", row
 
 
-def _read_hub(source: SourceSpec, split: str | None) -> Iterator[RawRow]:
-    import datasets  # heavy: only when a hub source is used
-
+def _read_hub(source: SourceSpec, split: str | None, named: list[str]) -> Iterator[RawRow]:
     path = Path(source.name)
     if path.is_file():
         builder = _DATA_FILE_BUILDERS.get(path.suffix.lower())
         if builder is None:
-            raise ValueError(f"hf:{path}: unknown data file type {path.suffix!r}; use one of "
-                             f"{sorted(_DATA_FILE_BUILDERS)}")
-        loaded = datasets.load_dataset(builder, data_files=str(path))
+            raise SourceError(f"hf:{path}: unknown data file type {path.suffix!r}; use one of "
+                              f"{sorted(_DATA_FILE_BUILDERS)}")
+        loaded = _load_hub(builder, None, data_files=str(path))
     else:
-        loaded = datasets.load_dataset(source.name, source.config)
-    for hub_split, ours in _hub_splits(list(loaded.keys()), split):
+        loaded = _load_hub(source.name, source.config)
+    chosen = _hub_splits(list(loaded.keys()), split)
+    if not path.is_file():  # a single data file has no split names of its own
+        named.extend(ours for _, ours in chosen)
+    for hub_split, ours in chosen:
         for index, row in enumerate(loaded[hub_split]):
             yield ours, index, f"{hub_split} row", row
+
+
+def _load_hub(name: str, config: str | None, **kwargs: Any) -> Any:
+    import datasets  # heavy: only when a hub source is used
+
+    # Local files load in a blink; their progress bars would only bury the summary.
+    quiet = bool(kwargs.get("data_files") or Path(name).exists())
+    bars_were_on = datasets.is_progress_bar_enabled()
+    if quiet:
+        datasets.disable_progress_bars()
+    try:
+        return datasets.load_dataset(name, config, **kwargs)
+    except Exception as error:  # noqa: BLE001 - datasets raises many kinds; one message for all
+        reason = " ".join(str(error).split())[:300] or type(error).__name__
+        raise SourceError(
+            f"hf:{name}{':' + config if config else ''} could not be loaded "
+            f"({type(error).__name__}: {reason}). If the hub is unreachable (offline, or "
+            "HF_DATASETS_OFFLINE=1 without a cached copy), download it once with network "
+            "access, or point the source at a local copy: jsonl:PATH, parquet:PATH or "
+            "hf:/path/to/folder."
+        ) from None
+    finally:
+        if quiet and bars_were_on:
+            datasets.enable_progress_bars()
 
 
 def _hub_splits(available: list[str], wanted: str | None) -> list[tuple[str, str]]:
@@ -165,8 +213,12 @@ def _hub_splits(available: list[str], wanted: str | None) -> list[tuple[str, str
     evals = [name for name in HUB_EVAL_SPLITS if name in available][:1]
     if wanted == "eval":
         if not evals:
-            raise ValueError(f"no eval split among {available}; expected one of {HUB_EVAL_SPLITS}")
+            raise SourceError(f"no eval split among {available}; expected one of "
+                              f"{HUB_EVAL_SPLITS}")
         return [(evals[0], "eval")]
+    if wanted == "train" and "train" not in available and evals:
+        # Reading the test split as training data would leak it.
+        raise SourceError(f"no train split among {available}, only {evals[0]!r}")
     if wanted == "train" or not evals:
         trains = ["train"] if "train" in available else available[:1]
         return [(name, "train") for name in trains]

@@ -203,8 +203,9 @@ def _generate(
         if len(records) < num:
             raise ValueError(
                 f"only {len(records)} distinct difficulty-{difficulty} {task} problems exist in "
-                f"the {split!r} split, asked for {num}: ask for fewer, or use a higher difficulty "
-                "or difficulty=None (levels mixed)"
+                f"the {split!r} split, asked for {num}: ask for fewer (data.num_{split} / "
+                f"--num-{split}), a higher difficulty (data.difficulty / --difficulty), or "
+                "mixed levels (data.difficulty=mixed / --difficulty mixed)"
             )
         return records
     # Mixed: an equal share per level; what a small level cannot supply goes to the next.

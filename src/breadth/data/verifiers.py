@@ -11,12 +11,10 @@ from __future__ import annotations
 import json
 import math
 import re
-import signal
-import threading
-import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from decimal import Decimal, localcontext
 from typing import Any
 
 from breadth.data.expressions import (
@@ -28,27 +26,23 @@ from breadth.data.expressions import (
 )
 from breadth.data.extraction import (
     LETTERS,
+    MAX_NUMBER_CHARS,
     answer_segment,
     extract_choice,
     extract_expression,
     extract_number,
     format_number,
     normalize_option,
+    normalize_text,
     parse_number,
     plain_number,
 )
+from breadth.data.symbolic import refusal, symbolic_equal
 
 RELATIVE_TOLERANCE = 1e-6
 ABSOLUTE_TOLERANCE = 1e-9
 MAX_OUTCOME_CHARS = 200
-
-# math_verify (sympy underneath) can take seconds on "10^{10^{10}}" or 200 nested
-# parentheses, so only short, shallow text without factorials or big exponents reaches it.
-MATH_VERIFY_MAX_CHARS = 160
-MATH_VERIFY_MAX_DEPTH = 6
 _LATEX_HINT = re.compile(r"\\[a-zA-Z]+|[{}^]")
-_SAFE_EXPONENT = re.compile(r"\^(?:\{-?\d{1,2}\}|-?\d{1,2}(?!\d)|[a-zA-Z](?![\w{]))")
-_LONG_DIGITS = re.compile(r"\d{19,}")
 
 
 @dataclass(frozen=True)
@@ -131,41 +125,76 @@ def verify_mcq(completion: object, options: Sequence[str], letter: str) -> Verif
         valid = LETTERS[: len(options)]
         return _verdict(False, extracted, None, f"letter {extracted} is not one of {valid}")
     outcome = normalize_option(options[LETTERS.index(chosen)])
-    correct = chosen == letter
+    # A source may list the gold text twice (AQuA does): either letter is that answer.
+    correct = chosen == letter or (letter in LETTERS[: len(options)] and
+                                   outcome == normalize_option(options[LETTERS.index(letter)]))
     return _verdict(correct, extracted, outcome, "correct" if correct else "wrong choice")
 
 
 def verify_free_form(completion: object, answer: str) -> Verification:
-    """Free-form: numeric equivalence (1e-6 relative) for numeric gold, else math_verify.
+    """Free-form: exact equality for an integer gold, 1e-6 relative for other numbers, else
+    the normalised text or (for LaTeX and symbolic answers) math_verify.
 
     >>> verify_free_form("so 1,000.0 in all", "1000").correct
     True
+    >>> verify_free_form("Answer: 1450001", "1450000").correct
+    False
     >>> verify_free_form("Answer: \\\\frac{1}{2}", "0.5").correct
     True
     """
     gold_token = plain_number(answer)
     gold = parse_number(gold_token) if gold_token else None
     segment, _ = answer_segment(completion)
-    if gold is None:
+    if gold_token is None or gold is None:
         return _verify_symbolic(segment, answer)
-    numeric = _verify_number(completion, gold)
+    numeric = _verify_number(completion, gold_token, gold)
     if numeric.correct or not _LATEX_HINT.search(segment):
         return numeric
-    # "\frac{1}{2}" against 0.5: the number reader sees 1 and 2, math_verify sees one half.
+    # "\\frac{1}{2}" against 0.5: the number reader sees 1 and 2, math_verify sees one half.
     symbolic = _verify_symbolic(segment, answer)
     return symbolic if symbolic.correct else numeric
 
 
-def _verify_number(completion: object, gold: float) -> Verification:
+def _verify_number(completion: object, gold_token: str, gold: float) -> Verification:
     token = extract_number(completion)
     if token is None:
         return _verdict(False, None, None, "no number found")
     value = parse_number(token)
-    token = token[:MAX_OUTCOME_CHARS]
     if value is None:
-        return _verdict(False, token, None, "number out of range")
-    correct = math.isclose(value, gold, rel_tol=RELATIVE_TOLERANCE, abs_tol=ABSOLUTE_TOLERANCE)
+        return _verdict(False, token[:MAX_OUTCOME_CHARS], None, "number out of range")
+    integer_gold = _as_integer(gold_token)
+    if integer_gold is not None:
+        # A relative tolerance would accept 1450001 for 1450000: integers compare exactly.
+        correct = _exactly(token, integer_gold)
+    else:
+        correct = math.isclose(value, gold, rel_tol=RELATIVE_TOLERANCE,
+                               abs_tol=ABSOLUTE_TOLERANCE)
     return _verdict(correct, token, format_number(value), "correct" if correct else "wrong answer")
+
+
+def _as_integer(token: str) -> int | None:
+    """The integer a gold token spells ("1,000" -> 1000); None for decimals and fractions."""
+    digits = token.replace(",", "")
+    return int(digits) if digits.lstrip("-").isdigit() else None
+
+
+def _exactly(token: str, gold: int) -> bool:
+    """Whether a number token ("1,000", "33.0", "66/2", "3.3e1") is exactly `gold`."""
+    numerator, _, denominator = token.replace(",", "").partition("/")
+    try:
+        with localcontext() as context:
+            context.prec = 2 * MAX_NUMBER_CHARS  # exact for every token extract_number yields
+            if denominator:
+                return Decimal(denominator) != 0 and (
+                    Decimal(numerator) == Decimal(gold) * Decimal(denominator))
+            return Decimal(numerator) == Decimal(gold)
+    except (ArithmeticError, ValueError):
+        return False
+
+
+def _text_form(text: str) -> str:
+    """How non-numeric answers compare as text: case, spaces, "$" and end periods ignored."""
+    return "".join(normalize_text(text).casefold().split()).strip("$").rstrip(".")
 
 
 def _verify_symbolic(segment: str, answer: str) -> Verification:
@@ -173,81 +202,15 @@ def _verify_symbolic(segment: str, answer: str) -> Verification:
         return _verdict(False, None, None, "no answer found")
     extracted = segment.split("\n", 1)[0].strip()[:MAX_OUTCOME_CHARS]
     outcome = " ".join(extracted.split())
-    if outcome == " ".join(answer.split()):
+    if _text_form(extracted) == _text_form(answer):
         return _verdict(True, extracted, outcome, "correct")
-    unsafe = _math_verify_refusal(extracted)
+    unsafe = refusal(extracted)
     if unsafe:
         return _verdict(False, extracted, outcome or None, unsafe)
-    verdict = _math_verify_equal(answer, extracted)
+    verdict = symbolic_equal(answer, extracted)
     if verdict is None:
         return _verdict(False, extracted, outcome or None, "math_verify could not decide")
     return _verdict(verdict, extracted, outcome or None, "correct" if verdict else "wrong answer")
-
-
-def _math_verify_refusal(text: str) -> str | None:
-    """Why `text` must not reach math_verify (too big to parse in bounded time), or None."""
-    if len(text) > MATH_VERIFY_MAX_CHARS:
-        return f"answer longer than {MATH_VERIFY_MAX_CHARS} characters"
-    depth = deepest = 0
-    for char in text:
-        if char in "({[":
-            depth += 1
-            deepest = max(deepest, depth)
-        elif char in ")}]":
-            depth -= 1
-    if deepest > MATH_VERIFY_MAX_DEPTH:
-        return f"brackets nested deeper than {MATH_VERIFY_MAX_DEPTH}"
-    if "!" in text or "\\prod" in text or "\\sum" in text:
-        return "factorials, sums and products are not evaluated"
-    if text.count("^") != len(_SAFE_EXPONENT.findall(text)):
-        return "exponents above two digits are not evaluated"
-    if _LONG_DIGITS.search(text):
-        return "numbers longer than 18 digits are not evaluated"
-    return None
-
-
-def _math_verify_equal(answer: str, text: str) -> bool | None:
-    """math_verify's verdict on gold `answer` vs `text`; None when it cannot parse either."""
-    try:
-        from math_verify import parse
-        from math_verify import verify as math_verify
-    except ImportError:  # the string comparison above already ran
-        return None
-    # signal-based timeouts work only in the main thread; elsewhere the screen above is the
-    # only bound (math_verify refuses a timeout off the main thread).
-    timeout = 1 if threading.current_thread() is threading.main_thread() else None
-    with _keep_outer_alarm():
-        try:
-            gold = parse(_as_latex(answer), parsing_timeout=timeout)
-            predicted = parse(_as_latex(text), parsing_timeout=timeout)
-            if not gold or not predicted:
-                return None
-            return bool(math_verify(gold, predicted, timeout_seconds=timeout))
-        except Exception:  # noqa: BLE001 - math_verify and sympy raise many kinds; none may escape
-            return None
-
-
-def _as_latex(text: str) -> str:
-    text = text.strip()
-    if text.startswith("$") or "\\boxed" in text:
-        return text
-    return f"${text}$"
-
-
-class _keep_outer_alarm:
-    """math_verify's timeout uses signal.alarm, which cancels any alarm already set (by
-    pytest-timeout, say); re-arm the outer one afterwards."""
-
-    def __enter__(self) -> None:
-        self.main = (hasattr(signal, "alarm")
-                     and threading.current_thread() is threading.main_thread())
-        self.remaining = signal.alarm(0) if self.main else 0
-        self.started = time.monotonic()
-
-    def __exit__(self, *exc: object) -> None:
-        if self.main and self.remaining:
-            elapsed = time.monotonic() - self.started
-            signal.alarm(max(1, math.ceil(self.remaining - elapsed)))
 
 
 def verify_countdown(completion: object, numbers: Sequence[int], target: int) -> Verification:

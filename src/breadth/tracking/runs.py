@@ -43,7 +43,10 @@ class RunHandle:
         return MlflowClient(self.tracking_uri)
 
     def url(self) -> str:
-        return f"{self.tracking_uri}/#/experiments/{self.experiment_id}/runs/{self.run_id}"
+        from breadth.stack import without_userinfo  # printed and logged: no credentials
+
+        return (f"{without_userinfo(self.tracking_uri)}/#/experiments/{self.experiment_id}"
+                f"/runs/{self.run_id}")
 
     def log_params(self, params: Mapping[str, Any]) -> None:
         from mlflow.entities import Param
@@ -130,6 +133,8 @@ def check_tracking_server(uri: str) -> None:
     import urllib.error
     import urllib.request
 
+    from breadth.stack import without_userinfo
+
     if not uri.startswith("http"):
         return
     try:
@@ -137,7 +142,8 @@ def check_tracking_server(uri: str) -> None:
             return
     except (urllib.error.URLError, OSError) as error:
         raise TrackingError(
-            f"MLflow at {uri} does not answer ({error}). Start it with `breadth stack up`, or "
+            f"MLflow at {without_userinfo(uri)} does not answer ({error}). Start it with "
+            "`breadth stack up`, or "
             "set MLFLOW_TRACKING_URI to a running MLflow server."
         ) from None
 

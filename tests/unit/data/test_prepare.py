@@ -167,17 +167,17 @@ def test_bad_rows_fail_by_default_and_skip_into_the_manifest(tmp_path) -> None:
 def test_rows_mcq_cannot_render_are_bad_rows(tmp_path) -> None:
     source = write_jsonl(tmp_path / "text.jsonl", [
         {"question": "Capital of France?", "answer": "Paris"},
-        {"question": "2+2?", "answer": "4"},
+        *({"question": f"{n}+2?", "answer": str(n + 2)} for n in range(6)),
     ])
     with pytest.raises(BadRowsError, match="not a number"):
-        prepare_dataset(f"jsonl:{source}", fmt="mcq", out_dir=tmp_path / "a", eval_fraction=0.01)
+        prepare_dataset(f"jsonl:{source}", fmt="mcq", out_dir=tmp_path / "a", eval_fraction=0.5)
     manifest = prepare_dataset(f"jsonl:{source}", fmt="mcq", out_dir=tmp_path / "b",
-                               on_bad_rows="skip", eval_fraction=0.01)
+                               on_bad_rows="skip", eval_fraction=0.5)
     assert manifest.bad_rows_count == 1
-    assert manifest.counts["train"] + manifest.counts["eval"] == 1
+    assert manifest.counts["train"] + manifest.counts["eval"] == 6
     free = prepare_dataset(f"jsonl:{source}", fmt="free_form", out_dir=tmp_path / "c",
-                           eval_fraction=0.01)
-    assert free.bad_rows_count == 0
+                           eval_fraction=0.5)
+    assert free.bad_rows_count == 0 and sum(free.counts.values()) == 7
 
 
 @pytest.mark.parametrize("kwargs,message", [

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from breadth.data.records import BadRow, BadRowsError
-from breadth.data.sources import SourceSpec, load_records, parse_source_spec
+from breadth.data.sources import SourceError, SourceSpec, load_records, parse_source_spec
 
 GSM8K_ROWS = [
     {"question": "Natalia sold clips to 48 friends in April and half as many in May. How many "
@@ -106,23 +106,15 @@ def test_parquet_file(tmp_path) -> None:
     assert result.bad_rows == [BadRow(3, "answer", "no '#### N' final answer", "row")]
 
 
-@pytest.fixture
-def local_hub_cache(tmp_path, monkeypatch):
-    datasets = pytest.importorskip("datasets")
-    monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", tmp_path / "hf-cache")
-    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
-    return tmp_path
-
-
-def test_hf_loader_takes_a_local_file(local_hub_cache) -> None:
-    path = write_jsonl(local_hub_cache / "aqua.jsonl", AQUA_ROWS)
+def test_hf_loader_takes_a_local_file(offline_hub) -> None:
+    path = write_jsonl(offline_hub / "aqua.jsonl", AQUA_ROWS)
     result = load_records(f"hf:{path}")
     assert result.schema == "aqua"
     assert [r.answer for r in result.records] == ["23", "5 and 1"]
 
 
-def test_hf_loader_takes_a_local_directory_with_splits(local_hub_cache) -> None:
-    folder = local_hub_cache / "gsm8k"
+def test_hf_loader_takes_a_local_directory_with_splits(offline_hub) -> None:
+    folder = offline_hub / "gsm8k"
     folder.mkdir()
     write_jsonl(folder / "train.jsonl", GSM8K_ROWS[:2])
     write_jsonl(folder / "test.jsonl", GSM8K_ROWS[2:] + [{"question": "q", "answer": "x"}])
@@ -176,8 +168,6 @@ def test_skip_keeps_the_good_rows_and_lists_the_bad(tmp_path) -> None:
      "options", "expected 5 options A-E, got 6"),
     ({"question": "q", "options": ["A)1", "B)2", "C)3", "D)4", "X)5"], "correct": "A"},
      "options", "does not start with 'E)'"),
-    ({"question": "q", "options": ["A)1", "B)1", "C)3", "D)4", "E)5"], "correct": "A"},
-     "options", "same text"),
     ({"question": "q", "options": ["A)1", "B)2", "C)3", "D)4", "E)5"], "correct": "F"},
      "correct", "not one of the option letters"),
     ({"question": "q", "options": "A)1 B)2", "correct": "A"}, "options", "expected a list"),
@@ -229,5 +219,5 @@ def test_options_are_checked() -> None:
         load_records("synthetic:arithmetic", num=1, on_bad_rows="ignore")
     with pytest.raises(ValueError, match="schema"):
         load_records("jsonl:x.jsonl", schema="mmlu")
-    with pytest.raises(FileNotFoundError, match="does not exist"):
+    with pytest.raises(SourceError, match="does not exist"):
         load_records("jsonl:/nonexistent/x.jsonl")

@@ -1,0 +1,152 @@
+"""Every documented bad input to the CLI (config, preset files, prepare, evaluate): exit code 2,
+a one-paragraph message naming the problem, no traceback, and no output folder left behind."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from breadth.cli import app
+
+runner = CliRunner()
+GOOD_GSM8K = {"question": "Sam has 3 apples and buys 4. How many now?", "answer": "3+4=7\n#### 7"}
+
+
+@pytest.fixture
+def inputs(tmp_path, monkeypatch) -> Path:
+    """A folder of bad (and a few good) input files; the CLI runs from inside it."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("BREADTH_HOME", str(tmp_path / ".breadth"))
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf-home"))
+    Path("binary.yaml").write_bytes(b"\xff\xfe\x00\x01rl: 1")
+    Path("folder.yaml").mkdir()
+    Path("malformed.yaml").write_text("rl: [1, 2\n")
+    Path("list.yaml").write_text("- 1\n- 2\n")
+    Path("unknown-key.yaml").write_text("rl:\n  max_stepz: 4\n")
+    Path("binary.jsonl").write_bytes(b"\xff\xd8\xff\xe0 JFIF")
+    Path("garbage.parquet").write_bytes(b"\x00\x01 not parquet")
+    Path("empty.jsonl").write_text("")
+    Path("blank.jsonl").write_text("\n  \n\n")
+    Path("a-file").write_text("x")
+    Path("folder.jsonl").mkdir()
+    Path("good.jsonl").write_text("\n".join(
+        json.dumps({"question": f"Sam has {n} apples. Twice that?", "answer": f"#### {2 * n}"})
+        for n in range(20)) + "\n")
+    Path("bad-rows.jsonl").write_text(json.dumps(GOOD_GSM8K) + "\n"
+                                      + json.dumps({"question": "q", "answer": "no marker"}) + "\n")
+    Path("text-answers.jsonl").write_text("\n".join(
+        json.dumps({"question": f"Capital number {n}?", "answer": f"City {n}"}) for n in range(9)))
+    Path("only-test").mkdir()
+    Path("only-test/test.jsonl").write_text(Path("good.jsonl").read_text())
+    rollouts = {"problem_id": ["a"] * 4, "correct": [True, False, False, False],
+                "outcome": ["1", "2", "2", "3"], "text": ["x"] * 4, "model": ["m"] * 4}
+    pd.DataFrame(rollouts).to_parquet("good-rollouts.parquet")
+    pd.DataFrame({**rollouts, "problem_id": ["z"] * 4}).to_parquet("other-problems.parquet")
+    pd.DataFrame({"x": [1, 2]}).to_parquet("no-columns.parquet")
+    pd.DataFrame({"problem_id": [], "correct": [], "outcome": []}).to_parquet("no-rows.parquet")
+    return tmp_path
+
+
+CONFIG_CASES = [
+    (["run", "--preset", "nope"], "unknown preset 'nope'"),
+    (["run", "--set", "rl.max_steps=abc"], "rl.max_steps"),
+    (["run", "--set", "rl.max_stepz=4"], "unknown config key 'rl.max_stepz'"),
+    (["run", "--set", "data.source=csv:x.csv"], "jsonl:PATH"),
+    (["run", "--set", "data.eval_only=true"], "sft.enabled=false and rl.enabled=false"),
+    (["run", "--set", "data.eval_fraction=0"], "data.eval_fraction"),
+    (["config", "--preset", "missing.yaml"], "preset file missing.yaml does not exist"),
+    (["config", "--preset", "folder.yaml"], "is a folder"),
+    (["config", "--preset", "binary.yaml"], "not UTF-8"),
+    (["config", "--preset", "malformed.yaml"], "not valid YAML at line"),
+    (["config", "--preset", "list.yaml"], "must be a YAML mapping"),
+    (["config", "--preset", "unknown-key.yaml"], "rl.max_stepz"),
+]
+PREPARE_CASES = [
+    (["--source", "jsonl:missing.jsonl"], "does not exist"),
+    (["--source", "jsonl:folder.jsonl"], "but a folder"),
+    (["--source", "jsonl:binary.jsonl"], "not UTF-8"),
+    (["--source", "parquet:garbage.parquet"], "cannot be read as parquet"),
+    (["--source", "jsonl:empty.jsonl"], "has no usable rows"),
+    (["--source", "jsonl:blank.jsonl"], "has no usable rows"),
+    (["--source", "jsonl:bad-rows.jsonl"], "line 2, field 'answer'"),
+    (["--source", "jsonl:text-answers.jsonl", "--format", "mcq"], "is not a number"),
+    (["--source", "hf:someone/not-cached"], "could not be loaded"),
+    (["--source", "hf:only-test"], "only an evaluation split"),
+    (["--source", "jsonl:good.jsonl", "--eval-only", "--eval-source", "jsonl:good.jsonl"],
+     "exclude each other"),
+    (["--source", "nope:x"], "is not one of"),
+    (["--format", "essay"], "data.format"),
+    (["--num-train", "0"], "data.num_train"),
+    (["--difficulty", "7"], "data.difficulty"),
+    (["--eval-fraction", "1.5"], "data.eval_fraction"),
+    (["--difficulty", "1"], "only 85 distinct difficulty-1"),
+]
+EVALUATE_CASES = [
+    (["--rollouts", "missing.parquet"], "does not exist"),
+    (["--rollouts", "folder.jsonl"], "is a folder"),
+    (["--rollouts", "garbage.parquet"], "magic bytes"),
+    (["--rollouts", "no-columns.parquet"], "lack required columns"),
+    (["--rollouts", "no-rows.parquet"], "rollouts are empty"),
+    (["--rollouts", "good-rollouts.parquet", "--base", "other-problems.parquet"],
+     "share no problem_id"),
+]
+
+
+def check_refused(args: list[str], must_mention: str, inputs: Path, out: Path | None) -> None:
+    before = sorted(p.relative_to(inputs) for p in inputs.rglob("*") if "hf-home" not in p.parts)
+    result = runner.invoke(app, args)
+    text = result.output
+    assert result.exit_code == 2, text
+    assert isinstance(result.exception, SystemExit), repr(result.exception)
+    assert "Traceback" not in text and text.startswith("error: "), text
+    assert "\n\n" not in text.strip(), f"more than one paragraph:\n{text}"
+    assert must_mention in " ".join(text.split()), text
+    if out is not None:
+        assert not out.exists(), "no partial output may be left"
+    after = sorted(p.relative_to(inputs) for p in inputs.rglob("*") if "hf-home" not in p.parts
+                   and ".breadth" not in p.parts)
+    assert after == [p for p in before if ".breadth" not in p.parts], "a file was written"
+
+
+@pytest.mark.parametrize("args,must_mention", CONFIG_CASES, ids=[m for _, m in CONFIG_CASES])
+def test_bad_config_and_preset_files(inputs, args, must_mention) -> None:
+    check_refused(args, must_mention, inputs, None)
+    assert not (inputs / ".breadth" / "run").exists(), "no service may start"
+
+
+@pytest.mark.parametrize("args,must_mention", PREPARE_CASES, ids=[m for _, m in PREPARE_CASES])
+def test_bad_prepare_inputs(inputs, args, must_mention) -> None:
+    check_refused(["prepare", "--out", "out", *args], must_mention, inputs, inputs / "out")
+
+
+def test_prepare_into_a_file(inputs) -> None:
+    check_refused(["prepare", "--out", "a-file", "--source", "jsonl:good.jsonl"], "is a file",
+                  inputs, None)
+    assert (inputs / "a-file").read_text() == "x"
+
+
+@pytest.mark.parametrize("args,must_mention", EVALUATE_CASES, ids=[m for _, m in EVALUATE_CASES])
+def test_bad_evaluate_inputs(inputs, args, must_mention) -> None:
+    check_refused(["evaluate", "--out", "report", *args], must_mention, inputs, inputs / "report")
+
+
+def test_evaluate_into_a_file(inputs) -> None:
+    check_refused(["evaluate", "--out", "a-file", "--rollouts", "good-rollouts.parquet"],
+                  "is a file", inputs, None)
+
+
+def test_the_same_commands_succeed_on_good_input(inputs) -> None:
+    # Positive controls: the checks above refuse bad input, not every input.
+    assert runner.invoke(app, ["prepare", "--out", "p", "--source", "jsonl:good.jsonl"]
+                         ).exit_code == 0
+    assert sum(json.loads((inputs / "p" / "manifest.json").read_text())["counts"].values()) == 20
+    assert runner.invoke(app, ["prepare", "--out", "defaults"]).exit_code == 0
+    assert runner.invoke(app, ["evaluate", "--out", "r", "--rollouts", "good-rollouts.parquet"]
+                         ).exit_code == 0
+    assert runner.invoke(app, ["config", "--set", "data.eval_fraction=0.2"]).exit_code == 0
