@@ -79,6 +79,10 @@ class DataConfig(_Section):
     difficulty: Literal[1, 2, 3, "mixed"] = Field(
         2, description="Synthetic difficulty, 1 (easy) to 3, or `mixed` (equal shares of 1-3)."
     )
+    num_options: int = Field(
+        4, ge=2, le=10, description="mcq: options per question, the gold one and generated "
+        "distractors (chance pass@1 = 1/num_options); a source's own choices are kept as given.",
+    )
     reasoning: bool = Field(
         False, description="Include a reasoning trace in SFT targets (longer sequences)."
     )

@@ -51,9 +51,12 @@ class RenderError(ValueError):
     """A record that cannot be shown in the asked format (the message names it and why)."""
 
 
-def render(record: Record, fmt: str, *, reasoning: bool = False) -> dict[str, Any]:
+def render(
+    record: Record, fmt: str, *, reasoning: bool = False, num_options: int = DEFAULT_NUM_OPTIONS
+) -> dict[str, Any]:
     """One rendered row (all record fields plus problem_id, format, prompt, target, options,
-    letter) in format "mcq" or "free_form".
+    letter) in format "mcq" or "free_form". `num_options` applies to generated distractors;
+    a source's own choices are kept as they are.
 
     >>> from breadth.data.records import Record
     >>> r = Record.create(source="synthetic:arithmetic", split="train", question="3+4",
@@ -63,7 +66,7 @@ def render(record: Record, fmt: str, *, reasoning: bool = False) -> dict[str, An
     ('3+4=', '7', True)
     """
     if fmt == "mcq":
-        return render_mcq(record, reasoning=reasoning)
+        return render_mcq(record, reasoning=reasoning, num_options=num_options)
     if fmt == "free_form":
         return render_free_form(record, reasoning=reasoning)
     raise ValueError(f"format must be one of {FORMATS}, got {fmt!r}")

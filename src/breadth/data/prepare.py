@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from breadth.data.formats import FORMATS, RenderError, render
+from breadth.data.formats import DEFAULT_NUM_OPTIONS, FORMATS, RenderError, render
 from breadth.data.records import BadRow, BadRowsError, Record, check_on_bad_rows
 from breadth.data.sources import LoadResult, load_records, parse_source_spec
 from breadth.data.splits import (
@@ -123,6 +123,7 @@ def prepare_dataset(
     eval_source: str | None = None,
     eval_only: bool = False,
     columns: Mapping[str, str] | None = None,
+    num_options: int = DEFAULT_NUM_OPTIONS,
 ) -> Manifest:
     """Write out_dir/{train,eval}.parquet and manifest.json; return the manifest.
 
@@ -182,7 +183,8 @@ def prepare_dataset(
                                   eval_fraction=eval_fraction, eval_only=eval_only)
         counts = {"train": None, "eval": None}
 
-    rows, render_bad = _render_all({"train": splits.train, "eval": splits.eval}, fmt, reasoning)
+    rows, render_bad = _render_all({"train": splits.train, "eval": splits.eval}, fmt, reasoning,
+                                   num_options)
     bad_rows += render_bad
     if render_bad and on_bad_rows == "fail":
         raise BadRowsError(render_bad, f"{spec} (rendered as {fmt})")
@@ -248,7 +250,7 @@ def _drop_duplicates(records: list[Record]) -> tuple[list[Record], int]:
     return unique, len(records) - len(unique)
 
 
-def _render_all(splits: dict[str, list[Record]], fmt: str, reasoning: bool
+def _render_all(splits: dict[str, list[Record]], fmt: str, reasoning: bool, num_options: int
                 ) -> tuple[dict[str, list[dict[str, Any]]], list[BadRow]]:
     rows: dict[str, list[dict[str, Any]]] = {}
     bad: list[BadRow] = []
@@ -256,7 +258,7 @@ def _render_all(splits: dict[str, list[Record]], fmt: str, reasoning: bool
         rows[name] = []
         for index, record in enumerate(records, start=1):
             try:
-                rows[name].append(render(record, fmt, reasoning=reasoning))
+                rows[name].append(render(record, fmt, reasoning=reasoning, num_options=num_options))
             except RenderError as error:
                 bad.append(BadRow(index, "answer", str(error), unit=f"{name} record"))
     return rows, bad

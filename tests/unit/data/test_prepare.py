@@ -188,3 +188,13 @@ def test_rows_mcq_cannot_render_are_bad_rows(tmp_path) -> None:
 def test_arguments_are_checked(tmp_path, kwargs, message) -> None:
     with pytest.raises(ValueError, match=message):
         prepare_dataset("synthetic:arithmetic", out_dir=tmp_path, **kwargs)
+
+
+def test_mcq_num_options_sets_the_generated_choices_and_chance(tmp_path):
+    import pandas as pd
+
+    prepare_dataset("synthetic:arithmetic", fmt="mcq", out_dir=tmp_path, seed=0, num_train=8,
+                    num_eval=4, difficulty=2, num_options=8)
+    rows = pd.read_parquet(tmp_path / "eval.parquet")
+    assert all(len(options) == 8 for options in rows["options"])
+    assert all(row.options[ord(row.letter) - ord("A")] == row.answer for row in rows.itertuples())
