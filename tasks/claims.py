@@ -15,7 +15,7 @@ from breadth.config import GridConfig
 from breadth.evaluation.claims import ClaimSettings, evaluate_claims
 from breadth.evaluation.study_report import write_study_report
 from breadth.tracking.runs import tracking_uri
-from breadth.tracking.study import load_study_frame
+from breadth.tracking.study import grid_provenance, load_study_frame, provenance_header
 
 
 @task(name="study-claims", cache_policy=NO_CACHE, retries=1)
@@ -29,8 +29,7 @@ def publish_claims(study: GridConfig, grid_id: str, summary_run_id: str) -> dict
     settings = ClaimSettings(split_k=cell.transfer_split_k, min_split=cell.transfer_min_split,
                              split_threshold=cell.transfer_split_threshold)  # fmt: skip
     claims = evaluate_claims(frame, settings)
-    header = (f"# Claims of grid {grid_id}\n\npreset `{study.preset}`, formats "
-              f"{', '.join(study.formats)}, seeds: {len(study.seeds)}")  # fmt: skip
+    header = provenance_header(grid_provenance(tracking_uri(), grid_id))
     client = MlflowClient(tracking_uri())
     with tempfile.TemporaryDirectory() as scratch:
         paths = write_study_report(frame, claims, Path(scratch), header=header, settings=settings)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import platform
 import subprocess
 from pathlib import Path
 
@@ -33,6 +35,9 @@ def open_parent_run(config: PipelineConfig, extra_tags: dict[str, str] | None = 
         "model": config.model.name_or_path or "tiny-from-scratch",
         "preset": config.preset,
         "seed": str(config.seed),
+        # Where it ran: a study's report states its machine and wall time from these.
+        "host.name": platform.node(),
+        "host.cpus": str(os.cpu_count()),
         **(extra_tags or {}),
     }
     run = start_run(experiment, f"pipeline-{config.preset}", tags=tags)

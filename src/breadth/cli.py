@@ -219,15 +219,15 @@ def _print_claims(uri: str, grid_id: str, out: Path) -> None:
     """The grid's claims: each literature claim with its effect, CI and verdict."""
     from breadth.evaluation.claims import evaluate_claims
     from breadth.evaluation.study_report import write_study_report
-    from breadth.tracking.study import load_study_frame
+    from breadth.tracking.study import grid_provenance, load_study_frame, provenance_header
 
     try:
         frame = load_study_frame(uri, grid_id)
     except FileNotFoundError as error:
         console.print(f"no claims: {error}", highlight=False)
         return
-    paths = write_study_report(frame, evaluate_claims(frame), out / "claims",
-                               header=f"# Claims of grid {grid_id}")  # fmt: skip
+    header = provenance_header(grid_provenance(uri, grid_id))
+    paths = write_study_report(frame, evaluate_claims(frame), out / "claims", header=header)
     console.print(paths[0].read_text(), highlight=False, markup=False)
     console.print(f"wrote {out / 'claims'}", highlight=False)
 

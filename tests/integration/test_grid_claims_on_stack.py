@@ -55,4 +55,7 @@ def test_compare_prints_the_claims(grid_run, live_stack, tmp_path):
     code, output, _ = run_cli(["compare", "--grid", grid_run, "--out", str(tmp_path)], live_stack)
     assert code == 0, output[-3000:]
     assert "| **sharpening** | free_form |" in output
+    # The report opens with where and how the grid ran.
+    for line in ("- seeds: 1", "- cells: 2 (free_form x 2 objectives", "CPU cores", "wall time"):
+        assert line in output
     assert (tmp_path / "claims" / "claims.md").exists()

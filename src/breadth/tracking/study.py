@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pandas as pd
 
-__all__ = ["load_study_frame", "study_frame_from_reports"]
+__all__ = ["grid_provenance", "load_study_frame", "provenance_header",
+           "study_frame_from_reports"]
 
 MODELS = ("sft", "rl")
 
@@ -76,3 +77,41 @@ def load_study_frame(tracking_uri: str, grid_id: str) -> pd.DataFrame:
             local = client.download_artifacts(row.run_id, "report", str(Path(scratch) / row.run_id))
             cells.append((row.format, row.reward, int(row.seed), Path(local)))
         return study_frame_from_reports(cells)
+
+
+def grid_provenance(tracking_uri: str, grid_id: str) -> dict:
+    """Cells, seeds, machines and wall time (first cell start to last cell end) of a grid."""
+    from mlflow import MlflowClient
+
+    from breadth.tracking.fetch import fetch_runs
+
+    runs = fetch_runs(tracking_uri, grid_id=grid_id)
+    client = MlflowClient(tracking_uri)
+    infos = [client.get_run(run_id) for run_id in runs["run_id"]]
+    starts = [r.info.start_time for r in infos if r.info.start_time]
+    ends = [r.info.end_time for r in infos if r.info.end_time]
+    hosts = sorted({f"{r.data.tags.get('host.name', '?')} ({r.data.tags.get('host.cpus', '?')} "
+                    "CPU cores)" for r in infos})  # fmt: skip
+    shas = sorted({r.data.tags.get("git.sha", "?")[:12] for r in infos})
+    return {
+        "grid_id": grid_id, "cells": len(infos), "seeds": int(runs["seed"].nunique()),
+        "formats": sorted(runs["format"].unique()), "objectives": sorted(runs["reward"].unique()),
+        "hosts": hosts, "git_sha": shas,
+        "wall_minutes": round((max(ends) - min(starts)) / 60000, 1) if starts and ends else None,
+    }  # fmt: skip
+
+
+def provenance_header(provenance: dict, command: str = "") -> str:
+    """The lines a claims report opens with: what ran, where, how long, with how many seeds."""
+    lines = [f"# Claims of grid {provenance['grid_id']}", ""]
+    if command:
+        lines += ["```", command, "```", ""]
+    lines += [
+        f"- seeds: {provenance['seeds']}",
+        (f"- cells: {provenance['cells']} ({', '.join(provenance['formats'])} x "
+         f"{len(provenance['objectives'])} objectives: {', '.join(provenance['objectives'])})"),
+        f"- machine: {', '.join(provenance['hosts'])}; no GPU",
+        f"- wall time (first cell start to last cell end): {provenance['wall_minutes']} min",
+        f"- code: git {', '.join(provenance['git_sha'])}",
+    ]
+    return "\n".join(lines)
