@@ -207,6 +207,7 @@ def maj_at_k(outcomes, correct, k: int, num_resamples: int = 32, seed: int = 0) 
         rng = np.random.default_rng(seed)
         rows = np.arange(num_problems)[:, None]
         result = np.zeros(num_problems, dtype=np.float64)
+        # One draw at a time: batching all draws into one sort measured slower (cache misses).
         for drawn in _draws_without_replacement(num_problems, n, k, num_resamples, rng):
             result += _plurality_accuracy(keys[rows, drawn])
         result /= num_resamples
@@ -235,14 +236,26 @@ def _draws_without_replacement(num_problems: int, n: int, k: int, num_draws: int
 def _plurality_accuracy(keys: np.ndarray) -> np.ndarray:
     """Tie-aware plurality accuracy per row of (P, m) keys = code * 2 + correct."""
     num_rows, m = keys.shape
+    if m <= 2:
+        # One sample wins if it has an outcome; of two with outcomes, equal or tied, the
+        # vote is right with probability (c1 + c2) / 2: the sorted-run result, without a sort.
+        answered = keys >= 0
+        right = (answered & (keys & 1 == 1)).sum(axis=1)
+        voters = answered.sum(axis=1)
+        return np.divide(right, voters, out=np.zeros(num_rows), where=voters > 0)
+    # int32 sorts faster than int64; keys are small unless there are billions of outcomes.
+    if keys.size and -(2**31) < keys.min() and keys.max() < 2**31:
+        keys = keys.astype(np.int32)
     flat = np.sort(keys, axis=1).ravel()
     codes = flat >> 1  # arithmetic shift: code -1 (none) stays negative
     starts = _run_starts(codes, m)
-    lengths = np.diff(np.append(starts, codes.size))
+    ends = np.append(starts[1:], codes.size)
+    lengths = ends - starts
     run_rows = starts // m
-    run_correct = np.add.reduceat(flat & 1, starts) / lengths
+    correct_so_far = np.concatenate(([0], np.cumsum(flat & 1)))
+    run_correct = (correct_so_far[ends] - correct_so_far[starts]) / lengths
     lengths = np.where(codes[starts] < 0, 0, lengths)  # "nothing extracted" never wins
-    first_run = np.searchsorted(run_rows, np.arange(num_rows))
+    first_run = np.flatnonzero(starts % m == 0)  # every row starts a run
     top = np.maximum.reduceat(lengths, first_run)
     winner = (lengths == top[run_rows]) & (lengths > 0)
     num = np.bincount(run_rows, weights=winner * run_correct, minlength=num_rows)

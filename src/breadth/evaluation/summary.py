@@ -15,14 +15,14 @@ Metric names are MLflow-safe (`/` and `_`, never `@`): `eval/pass_at_16`, `eval/
 
 from __future__ import annotations
 
-import math
+import warnings
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
 from breadth.evaluation import diversity as div
+from breadth.evaluation import grouped
 from breadth.evaluation.bootstrap import (
     DEFAULT_CONFIDENCE,
     DEFAULT_RESAMPLES,
@@ -32,15 +32,13 @@ from breadth.evaluation.bootstrap import (
     percentile_interval,
 )
 from breadth.evaluation.metrics import (
-    best_of_k_curve,
     chance_corrected_pass_at_k,
     chance_pass_at_k,
     default_ks,
-    maj_at_k,
-    outcome_codes,
     pass_at_k,
 )
 from breadth.evaluation.result import ChancePoint, CurvePoint, EvaluationResult
+from breadth.evaluation.samples import SampleMatrix
 from breadth.evaluation.transfer import (
     DEFAULT_MIN_SPLIT,
     DEFAULT_SPLIT_K,
@@ -53,6 +51,7 @@ __all__ = [
     "ChancePoint",
     "CurvePoint",
     "EvaluationResult",
+    "UnevenSamplesWarning",
     "evaluate_models",
     "evaluate_rollouts",
     "per_problem_table",
@@ -122,9 +121,10 @@ def evaluate_rollouts(
         "patience": patience,
         "tokenize": tokenize,
     }
-    samples = _SamplesByProblem.from_rollouts(rollouts)
+    samples = SampleMatrix.from_rollouts(rollouts)
     table = per_problem_table(rollouts, samples=samples, **table_kw)
     num_samples = int(table["num_samples"].min())
+    _warn_if_uneven(table["num_samples"], name)
     ks = [int(k) for k in (ks if ks is not None else default_ks(num_samples))]
     bad = [k for k in ks if not 1 <= k <= num_samples]
     if bad:
@@ -136,15 +136,22 @@ def evaluate_rollouts(
     n_arr, c_arr = table["num_samples"].to_numpy(), table["num_correct"].to_numpy()
     pass_matrix = np.stack([pass_at_k(n_arr, c_arr, k) for k in ks], axis=1)
     maj_matrix, best_matrix = samples.maj_and_best(ks, maj_resamples, seed)
-    curves = {
-        name_: _curve(ks, matrix, weights, confidence)
-        for name_, matrix in (("pass", pass_matrix), ("maj", maj_matrix), ("best", best_matrix))
-    }
-    diversity = {}
-    for metric in DIVERSITY_METRICS:
-        values = table[metric].to_numpy(dtype=np.float64)
-        if not np.all(np.isnan(values)):
-            diversity[metric] = _ci(values, weights, confidence)
+    present = [
+        m for m in DIVERSITY_METRICS if not table[m].isna().all()
+    ]  # a metric without its input column (text, entropy, ...) is left out
+    # Every curve point and diversity metric in one resampling pass over the weights.
+    columns = np.concatenate(
+        [pass_matrix, maj_matrix, best_matrix, table[present].to_numpy(dtype=np.float64)], axis=1
+    )
+    estimate, low, high = _intervals(columns, weights, confidence)
+    intervals = [ConfidenceInterval(float(e), float(lo), float(hi))
+                 for e, lo, hi in zip(estimate, low, high)]  # fmt: skip
+    curves = {name_: [] for name_ in ("pass", "maj", "best")}
+    for i, name_ in enumerate(curves):
+        for j, k in enumerate(ks):
+            ci = intervals[i * len(ks) + j]
+            curves[name_].append(CurvePoint(k, ci.estimate, ci.low, ci.high))
+    diversity = dict(zip(present, intervals[3 * len(ks) :]))
 
     transfer = None
     base_name = None
@@ -226,7 +233,7 @@ def per_problem_table(
     novelty_k: int = DEFAULT_NOVELTY_K,
     patience: float = div.DEFAULT_PATIENCE,
     tokenize: Callable[[str], Sequence] = str.split,
-    samples: _SamplesByProblem | None = None,
+    samples: SampleMatrix | None = None,
 ) -> pd.DataFrame:
     """One row per problem (index problem_id): num_samples, num_correct, pass_at_1, num_options
     and every column of DIVERSITY_METRICS (NaN where the needed rollout column is absent).
@@ -236,18 +243,19 @@ def per_problem_table(
     >>> per_problem_table(rows)[["num_samples", "num_correct", "distinct_outcomes"]].to_dict("list")
     {'num_samples': [2, 1], 'num_correct': [1, 0], 'distinct_outcomes': [2, 0]}
     """
-    s = samples if samples is not None else _SamplesByProblem.from_rollouts(rollouts)
+    s = samples if samples is not None else SampleMatrix.from_rollouts(rollouts)
     df = s.rows
     counts = np.diff(s.bounds)
+    num_problems = len(counts)
     table = pd.DataFrame(index=pd.Index(s.problem_ids, name="problem_id"))
     table["num_samples"] = counts
     table["num_correct"] = np.add.reduceat(s.correct.astype(np.int64), s.bounds[:-1])
     table["pass_at_1"] = table["num_correct"] / table["num_samples"]
     table["num_options"] = _num_options(df, s.bounds)
 
-    distinct = np.zeros(len(counts), dtype=np.int64)
-    fraction = np.zeros(len(counts))
-    entropy = np.zeros(len(counts))
+    distinct = np.zeros(num_problems, dtype=np.int64)
+    fraction = np.zeros(num_problems)
+    entropy = np.zeros(num_problems)
     for members, idx in s.by_size():
         d = div.outcome_diversity(s.codes[idx])
         distinct[members], fraction[members], entropy[members] = d.distinct, d.fraction, d.entropy
@@ -255,175 +263,45 @@ def per_problem_table(
     table["distinct_outcome_fraction"] = fraction
     table["outcome_entropy"] = entropy
 
-    # The per-problem loops below run over problems (not samples) and call plain functions.
-    classes = s.class_ids()
-    scores = s.scores
-    cols: dict[str, list[float]] = {m: [] for m in DIVERSITY_METRICS[3:]}
-    has_text = "text" in df.columns
-    has_entropy = "entropy" in df.columns and entropy_threshold is not None
-    has_embedding = "embedding" in df.columns
-    for p, (lo, hi) in enumerate(zip(s.bounds[:-1], s.bounds[1:])):
-        cls = classes[lo:hi]
-        cols["distinct_classes"].append(float(len(np.unique(cls))))
-        texts = [_as_text(t) for t in df["text"].iloc[lo:hi]] if has_text else None
-        for n in range(1, 5):
-            cols[f"distinct_{n}"].append(
-                div.distinct_n(texts, n, tokenize=tokenize) if has_text else math.nan
-            )
-        k = min(novelty_k, hi - lo)
-        cols["distinct_k"].append(float(div.distinct_k(cls, k)))
-        cols["utility_k"].append(div.utility_k(cls, scores[lo:hi], k, patience))
-        ents = list(df["entropy"].iloc[lo:hi]) if has_entropy else []
-        cols["token_entropy"].append(div.mean_token_entropy(ents) if has_entropy else math.nan)
-        cols["forking_token_share"].append(
-            div.forking_token_share(ents, entropy_threshold) if has_entropy else math.nan
+    # Every metric below is computed for all problems at once from per-sample arrays.
+    classes, group, position = s.class_ids(), s.group, s.position
+    first_k = np.minimum(novelty_k, counts)
+    table["distinct_classes"] = grouped.distinct_per_group(classes, group, num_problems)
+    nan = np.full(num_problems, np.nan)
+    if "text" in df.columns:
+        texts = [t if isinstance(t, str) else _as_text(t) for t in df["text"].to_numpy(object)]
+        distinct_n = grouped.distinct_n_by_group(texts, group, num_problems, tokenize=tokenize)
+    for n in range(1, 5):
+        table[f"distinct_{n}"] = distinct_n[n] if "text" in df.columns else nan
+    table["distinct_k"] = grouped.distinct_k_by_group(classes, group, position, first_k)
+    table["utility_k"] = grouped.utility_k_by_group(
+        classes, s.scores, group, position, first_k, patience
+    )
+    if "entropy" in df.columns and entropy_threshold is not None:
+        token_entropy, forking = grouped.token_entropy_by_group(
+            df["entropy"].to_numpy(object), group, num_problems, entropy_threshold
         )
-        cols["embedding_diversity"].append(
-            _embedding_diversity(df["embedding"].iloc[lo:hi]) if has_embedding else math.nan
-        )
-    for metric, values in cols.items():
-        table[metric] = np.asarray(values, dtype=np.float64)
+    else:
+        token_entropy = forking = nan
+    table["token_entropy"] = token_entropy
+    table["forking_token_share"] = forking
+    table["embedding_diversity"] = (
+        grouped.embedding_diversity_by_group(df["embedding"].to_numpy(object), s.bounds)
+        if "embedding" in df.columns
+        else nan
+    )
     return table
 
 
-@dataclass
-class _SamplesByProblem:
-    """Rollout rows sorted by (problem, sample_index), with per-sample arrays and problem bounds."""
-
-    rows: pd.DataFrame
-    problem_ids: list
-    bounds: np.ndarray  # rows of problem p are bounds[p]:bounds[p+1]
-    correct: np.ndarray
-    codes: np.ndarray  # outcome codes, -1 = nothing extracted
-    scores: np.ndarray
-
-    @classmethod
-    def from_rollouts(cls, rollouts: pd.DataFrame) -> _SamplesByProblem:
-        if not isinstance(rollouts, pd.DataFrame):
-            raise TypeError(f"rollouts must be a pandas DataFrame, got {type(rollouts).__name__}")
-        missing = {"problem_id", "correct"} - set(rollouts.columns)
-        if missing:
-            raise ValueError(
-                f"rollouts lack required columns {sorted(missing)}; expected the Rollout row schema "
-                "(problem_id, sample_index, outcome, correct, score, ...)"
-            )
-        if rollouts.empty:
-            raise ValueError("rollouts are empty: nothing to evaluate")
-        df = rollouts.reset_index(drop=True)
-        # Problems in sorted id order, so results do not depend on the order of the rows.
-        try:
-            pcode, uniques = pd.factorize(df["problem_id"], sort=True)
-        except TypeError:  # mixed id types: order by their text
-            pcode, uniques = pd.factorize(df["problem_id"].astype(str), sort=True)
-        if (pcode < 0).any():
-            raise ValueError(f"row {int(np.flatnonzero(pcode < 0)[0])} has no problem_id")
-        sample_index = (
-            df["sample_index"].to_numpy() if "sample_index" in df.columns else np.arange(len(df))
-        )
-        order = np.lexsort((sample_index, pcode))
-        df = df.iloc[order].reset_index(drop=True)
-        pcode, sample_index = pcode[order], np.asarray(sample_index)[order]
-        if "sample_index" in df.columns:
-            dup = (pcode[1:] == pcode[:-1]) & (sample_index[1:] == sample_index[:-1])
-            if dup.any():
-                i = int(np.flatnonzero(dup)[0]) + 1
-                raise ValueError(
-                    f"duplicate rollout: problem_id={df['problem_id'].iloc[i]!r} "
-                    f"sample_index={sample_index[i]} appears twice; de-duplicate the rollouts"
-                )
-        bounds = np.searchsorted(pcode, np.arange(len(uniques) + 1))
-        correct = _correct_flags(df["correct"])
-        outcome_col = (
-            "outcome"
-            if "outcome" in df.columns
-            else "extracted"
-            if "extracted" in df.columns
-            else None
-        )
-        codes = (
-            outcome_codes(df[outcome_col].to_numpy(dtype=object))
-            if outcome_col
-            else np.full(len(df), -1, dtype=np.int64)
-        )
-        scores = correct.astype(np.float64)
-        if "score" in df.columns:
-            raw = pd.to_numeric(df["score"], errors="coerce").to_numpy(dtype=np.float64)
-            scores = np.where(np.isfinite(raw), raw, scores)
-        return cls(df, list(uniques), bounds, correct, codes, scores)
-
-    def by_size(self):
-        """[(problem positions, (Pn, n) row-index matrix)] for each distinct sample count n."""
-        counts = np.diff(self.bounds)
-        out = []
-        for n in np.unique(counts):
-            members = np.flatnonzero(counts == n)
-            out.append((members, self.bounds[members][:, None] + np.arange(n)[None, :]))
-        return out
-
-    def maj_and_best(self, ks: list[int], maj_resamples: int, seed: int):
-        num_problems = len(self.bounds) - 1
-        maj = np.zeros((num_problems, len(ks)))
-        best = np.zeros((num_problems, len(ks)))
-        for members, idx in self.by_size():
-            best_curve = best_of_k_curve(self.scores[idx], ks)
-            for j, k in enumerate(ks):
-                maj[members, j] = maj_at_k(
-                    self.codes[idx], self.correct[idx], k, maj_resamples, seed
-                )
-                best[members, j] = best_curve[k]
-        return maj, best
-
-    def class_ids(self) -> np.ndarray:
-        """Solution classes: the `class_id` column if given, else the outcome partition in which
-        every sample without an outcome shares one "no answer" class."""
-        if "class_id" in self.rows.columns:
-            ids = pd.to_numeric(self.rows["class_id"], errors="coerce").to_numpy()
-            if np.isnan(ids.astype(np.float64)).any():
-                i = int(np.flatnonzero(np.isnan(ids.astype(np.float64)))[0])
-                raise ValueError(f"class_id is missing or not an integer in sorted rollout row {i}")
-            return ids.astype(np.int64)
-        return self.codes
-
-
-def _correct_flags(col: pd.Series) -> np.ndarray:
-    """`correct` as bool; missing counts as incorrect; anything but a bool/0/1 is an error."""
-    if col.dtype == bool:
-        return col.to_numpy()
-    if pd.api.types.is_numeric_dtype(col.dtype) and not pd.api.types.is_extension_array_dtype(
-        col.dtype
-    ):
-        values = col.to_numpy(dtype=np.float64)
-        ok = np.isnan(values) | (values == 0) | (values == 1)
-        if not ok.all():
-            i = int(np.flatnonzero(~ok)[0])
-            raise ValueError(
-                f"`correct` in rollout row {i} is {values[i]!r}; expected True/False (or 0/1)"
-            )
-        return values == 1
-    values = col.to_numpy(dtype=object)
-    out = np.zeros(len(values), dtype=bool)
-    for i, v in enumerate(values):
-        if v is None or (isinstance(v, float) and math.isnan(v)) or v is pd.NA:
-            continue
-        if isinstance(v, (bool, np.bool_)) or (
-            isinstance(v, (int, float, np.integer, np.floating)) and v in (0, 1)
-        ):
-            out[i] = bool(v)
-        else:
-            raise ValueError(f"`correct` in rollout row {i} is {v!r}; expected True/False (or 0/1)")
-    return out
-
-
-def _curve(ks, matrix, weights, confidence) -> list[CurvePoint]:
-    boot = bootstrap_means(matrix, weights)
-    low, high = percentile_interval(boot, confidence)
-    est = np.nanmean(matrix, axis=0)
-    return [CurvePoint(k, float(est[j]), float(low[j]), float(high[j])) for j, k in enumerate(ks)]
+def _intervals(columns: np.ndarray, weights: np.ndarray, confidence: float):
+    """(estimate, low, high) per column of (P, M) per-problem values."""
+    low, high = percentile_interval(bootstrap_means(columns, weights), confidence)
+    return np.nanmean(columns, axis=0), low, high
 
 
 def _ci(values, weights, confidence) -> ConfidenceInterval:
-    low, high = percentile_interval(bootstrap_means(values, weights), confidence)
-    return ConfidenceInterval(float(np.nanmean(values)), float(low), float(high))
+    estimate, low, high = _intervals(np.asarray(values)[:, None], weights, confidence)
+    return ConfidenceInterval(float(estimate[0]), float(low[0]), float(high[0]))
 
 
 def _chance_points(table, ks, pass_matrix, weights, confidence) -> list[ChancePoint]:
@@ -457,16 +335,30 @@ def _entropy_threshold_of(rollouts: pd.DataFrame, quantile: float) -> float | No
     return div.entropy_threshold(ents, quantile) if ents else None
 
 
-def _embedding_diversity(embeddings: pd.Series) -> float:
-    vectors = [e for e in embeddings if isinstance(e, (list, tuple, np.ndarray)) and len(e)]
-    if len(vectors) != len(embeddings):
-        return math.nan  # some samples lack an embedding: the mean would be biased
-    return div.embedding_diversity(np.stack([np.asarray(v, dtype=np.float64) for v in vectors]))
-
-
 def _as_text(value) -> str:
     return (
         value if isinstance(value, str) else "" if value is None or value is pd.NA else str(value)
+    )
+
+
+class UnevenSamplesWarning(UserWarning):
+    """Problems have different sample counts, so every curve stops at the smallest."""
+
+
+def _warn_if_uneven(counts: pd.Series, model: str, shown: int = 10) -> None:
+    most = int(counts.max())
+    short = counts[counts < most].sort_values()
+    if short.empty:
+        return
+    named = ", ".join(f"{pid!r} (n={int(n)})" for pid, n in short.head(shown).items())
+    more = f" and {len(short) - shown} more" if len(short) > shown else ""
+    warnings.warn(
+        f"model {model!r}: {len(short)} of {len(counts)} problems have fewer than {most} "
+        f"samples, so the pass@k, maj@k and best-of-k curves stop at k = {int(counts.min())} "
+        f"for every problem. Short problems: {named}{more}. Re-run their rollouts, or drop "
+        "them, to get the full curve.",
+        UnevenSamplesWarning,
+        stacklevel=3,
     )
 
 

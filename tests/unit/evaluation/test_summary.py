@@ -134,13 +134,14 @@ def test_transfer_analysis_against_a_broader_base():
 def test_ragged_sample_counts_limit_ks_and_evaluate_each_group():
     df = rollouts()
     df = df[~((df["problem_id"] == "b") & (df["sample_index"] == 3))]
-    r = evaluate_rollouts(df, num_bootstrap=20)
+    with pytest.warns(UserWarning, match="'b' \\(n=3\\)"):
+        r = evaluate_rollouts(df, num_bootstrap=20)
     assert r.ks == [1, 2, 3] and r.num_samples == 3
     table = r.per_problem
     assert table.loc["b", "num_samples"] == 3 and table.loc["a", "num_samples"] == 4
     # a (n=4, c=1): pass@3 = 1 - C(3,3)/C(4,3) = 0.75; b: 0.
     assert r.metrics()["eval/pass_at_3"] == pytest.approx(0.375)
-    with pytest.raises(ValueError, match="outside"):
+    with pytest.raises(ValueError, match="outside"), pytest.warns(UserWarning):
         evaluate_rollouts(df, ks=[4])
 
 
@@ -248,3 +249,20 @@ def test_missing_correct_values_count_as_incorrect():
     df.loc[0, "correct"] = None
     table = per_problem_table(df)
     assert table.loc["a", "num_correct"] == 0
+
+
+def test_uneven_sample_counts_warn_and_name_the_short_problems():
+    from breadth.evaluation.summary import UnevenSamplesWarning
+
+    rows = rollouts().iloc[:-2]  # problem b keeps 2 of its 4 samples
+    with pytest.warns(UnevenSamplesWarning, match=r"1 of 2 problems .*'b' \(n=2\)") as caught:
+        r = evaluate_rollouts(rows, num_bootstrap=20)
+    assert "k = 2" in str(caught[0].message) and r.ks == [1, 2]
+
+
+def test_even_sample_counts_do_not_warn():
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        evaluate_rollouts(rollouts(), num_bootstrap=20)

@@ -1,0 +1,303 @@
+"""Per-problem diversity over ragged groups of samples, vectorised across problems.
+
+The functions in `breadth.evaluation.diversity` take the samples of one problem; these compute
+the same values for every problem at once from flat per-sample arrays and a `group` array
+(the problem position of each sample, non-decreasing: samples of one problem are contiguous
+and in generation order). No Python loop runs per problem; text is split once per sample.
+
+Distinct counts use hash factorisation (`pandas.factorize` numbers values in order of first
+appearance), so a value is new exactly when its code exceeds every earlier code.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from itertools import chain
+
+import numpy as np
+import pandas as pd
+
+from breadth.evaluation.diversity import embedding_diversity
+
+__all__ = [
+    "distinct_k_by_group",
+    "distinct_n_by_group",
+    "distinct_per_group",
+    "embedding_diversity_by_group",
+    "token_entropy_by_group",
+    "utility_k_by_group",
+]
+
+
+def distinct_per_group(values: np.ndarray, group: np.ndarray, num_groups: int) -> np.ndarray:
+    """Number of distinct values in each group (every value counts, negative ones included).
+
+    >>> distinct_per_group(np.array([3, 3, -1, 5, 5]), np.array([0, 0, 0, 1, 1]), 2).tolist()
+    [2, 1]
+    """
+    if not len(values):
+        return np.zeros(num_groups, dtype=np.int64)
+    ids, uniques = pd.factorize(values)
+    first = _first_appearance(group.astype(np.int64) * len(uniques) + ids)
+    return np.bincount(group, weights=first, minlength=num_groups).astype(np.int64)
+
+
+def distinct_k_by_group(
+    classes: np.ndarray, group: np.ndarray, position: np.ndarray, k: np.ndarray
+) -> np.ndarray:
+    """NoveltyBench distinct_k per group: distinct classes among its first k[g] samples.
+
+    >>> g, pos = np.array([0, 0, 0, 1, 1]), np.array([0, 1, 2, 0, 1])
+    >>> distinct_k_by_group(np.array([0, 1, 2, 7, 7]), g, pos, np.array([2, 2])).tolist()
+    [2, 1]
+    """
+    head = position < k[group]
+    return distinct_per_group(classes[head], group[head], len(k))
+
+
+def utility_k_by_group(
+    classes: np.ndarray,
+    utilities: np.ndarray,
+    group: np.ndarray,
+    position: np.ndarray,
+    k: np.ndarray,
+    patience: float,
+) -> np.ndarray:
+    """NoveltyBench utility_k per group: patience-weighted utility of the novel generations
+    among the first k[g] (see `diversity.utility_k`).
+
+    >>> g, pos = np.array([0, 0, 0]), np.array([0, 1, 2])
+    >>> utility_k_by_group(np.array([0, 0, 1]), np.ones(3), g, pos, np.array([3]), 0.5).tolist()
+    [0.7142857142857143]
+    """
+    if not 0.0 < patience <= 1.0:
+        raise ValueError(f"patience must be in (0, 1], got {patience}")
+    head = position < k[group]
+    cls, grp, pos = classes[head], group[head], position[head]
+    ids, uniques = pd.factorize(cls)
+    novel = _first_appearance(grp.astype(np.int64) * max(len(uniques), 1) + ids)
+    weights = patience ** pos.astype(np.float64)
+    num = np.bincount(grp, weights=weights * utilities[head] * novel, minlength=len(k))
+    den = np.bincount(grp, weights=weights, minlength=len(k))
+    return num / den
+
+
+def distinct_n_by_group(
+    texts: Sequence,
+    group: np.ndarray,
+    num_groups: int,
+    ns: Sequence[int] = (1, 2, 3, 4),
+    *,
+    tokenize: Callable[[str], Sequence] = str.split,
+    max_tokens_per_text: int = 20_000,
+) -> dict[int, np.ndarray]:
+    """Distinct-n for each n in `ns`: unique n-grams / total n-grams over each group's texts
+    (0.0 for a group without n-grams); equal to `diversity.distinct_n` applied per group.
+
+    Each text is tokenised once for all n. With the default whitespace split the texts are
+    split by Arrow's string kernels (no Python string per token); empty tokens, which Arrow
+    yields at leading or trailing whitespace and `str.split` never does, are dropped.
+
+    >>> d = distinct_n_by_group(["a b a b", "a b", "x"], np.array([0, 0, 1]), 2, ns=(1, 2))
+    >>> d[1].tolist(), d[2].tolist()
+    ([0.3333333333333333, 1.0], [0.5, 0.0])
+    """
+    for n in ns:
+        if n < 1:
+            raise ValueError(f"n must be >= 1 for distinct-n, got {n}")
+    token_ids, lengths = _token_ids(texts, tokenize)
+    if lengths.max(initial=0) > max_tokens_per_text:
+        # Tokens past the cap are dropped, as `diversity.distinct_n` does per text.
+        starts = np.repeat(np.cumsum(lengths) - lengths, lengths)
+        keep = np.arange(len(token_ids)) - starts < max_tokens_per_text
+        token_ids, lengths = token_ids[keep], np.minimum(lengths, max_tokens_per_text)
+    token_group = np.repeat(group, lengths)
+    # Tokens from each one to the end of its text: an n-gram starts where at least n are left.
+    left = np.repeat(np.cumsum(lengths), lengths) - np.arange(len(token_ids))
+    bits = _id_bits(token_ids)
+    if max(ns) * bits > _KEY_BITS:  # a large vocabulary: number tokens within each group
+        token_ids = _ids_within_groups(token_ids, token_group, bits)
+        bits = _id_bits(token_ids)
+    per_group = np.bincount(token_group, minlength=num_groups)
+    width = int(per_group.max(initial=0))
+    if max(ns) * bits <= _KEY_BITS and num_groups * width <= 4 * len(token_ids) + 2**20:
+        seen = _distinct_ngrams_in_rows(token_ids, left, token_group, per_group, ns, bits)
+    else:  # very uneven groups, or over 2**(62 // n) distinct tokens in one: hash n-grams
+        seen = _distinct_ngrams_hashed(token_ids, left, token_group, num_groups, ns)
+    out: dict[int, np.ndarray] = {}
+    for n in ns:
+        total = np.bincount(group, weights=np.maximum(lengths - n + 1, 0), minlength=num_groups)
+        out[n] = np.divide(seen[n], total, out=np.zeros(num_groups), where=total > 0)
+    return out
+
+
+_KEY_BITS = 62  # packed n-gram keys stay below the int64 maximum used for padding
+
+
+def _distinct_ngrams_in_rows(token_ids, left, token_group, per_group, ns, bits):
+    """{n: distinct n-grams per group}: each group's tokens are one row of a padded matrix;
+    n-grams are n token ids packed side by side into one int64 (equal keys are exactly equal
+    n-grams), and rows are sorted one by one: many small sorts that stay in cache, several
+    times faster than hashing millions of keys."""
+    padding = np.iinfo(np.int64).max
+    num_groups, width = len(per_group), int(per_group.max(initial=0))
+    column = np.arange(len(token_ids)) - np.repeat(np.cumsum(per_group) - per_group, per_group)
+    ids = np.zeros((num_groups, width), dtype=np.int64)
+    ids[token_group, column] = token_ids
+    remaining = np.zeros((num_groups, width), dtype=np.int64)
+    remaining[token_group, column] = left
+    packed = ids.copy()
+    seen = {}
+    for n in range(1, max(ns) + 1):
+        if n > 1:  # the (n-1)-gram at each column followed by the token n - 1 columns on
+            packed[:, : width - n + 1] = (packed[:, : width - n + 1] << bits) | ids[:, n - 1 :]
+        if n not in ns:
+            continue
+        valid = remaining >= n
+        keys = np.where(valid, packed, padding)
+        keys.sort(axis=1)
+        count = np.count_nonzero(valid, axis=1)
+        changes = np.count_nonzero(keys[:, 1:] != keys[:, :-1], axis=1)
+        # A row with padding also changes once from its largest key to the padding.
+        seen[n] = np.where(count > 0, changes + 1 - (count < width), 0)
+    return seen
+
+
+def _distinct_ngrams_hashed(token_ids, left, token_group, num_groups, ns):
+    seen = {}
+    for n in ns:
+        idx = np.flatnonzero(left >= n)
+        gram = token_ids[idx]
+        for j in range(1, n):
+            gram = pd.factorize(gram * (int(token_ids.max()) + 1) + token_ids[idx + j])[0]
+        seen[n] = distinct_per_group(gram, token_group[idx], num_groups)
+    return seen
+
+
+def _id_bits(ids: np.ndarray) -> int:
+    return max(int(ids.max(initial=0)).bit_length(), 1)
+
+
+def _ids_within_groups(ids: np.ndarray, groups: np.ndarray, bits: int) -> np.ndarray:
+    """Renumber ids 0, 1, ... within each group (equal ids in a group stay equal)."""
+    keys = (groups << bits) | ids
+    uniques, dense = np.unique(keys, return_inverse=True)
+    first_of_group = np.searchsorted(uniques >> bits, np.arange(int(groups.max(initial=0)) + 1))
+    return dense.ravel() - first_of_group[groups]
+
+
+def token_entropy_by_group(
+    entropies: Sequence, group: np.ndarray, num_groups: int, threshold: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """(mean token entropy, forking-token share) per group, pooled over all tokens of its
+    samples; NaN for a group without tokens. A missing or empty sample adds no tokens."""
+    arrays = _as_vectors(entropies)
+    counts = np.fromiter((a.size for a in arrays), dtype=np.int64, count=len(arrays))
+    flat = np.concatenate(arrays) if arrays else np.empty(0)
+    token_group = np.repeat(group, counts)
+    num = np.bincount(token_group, minlength=num_groups).astype(np.float64)
+    total = np.bincount(token_group, weights=flat, minlength=num_groups)
+    above = np.bincount(token_group, weights=flat > threshold, minlength=num_groups)
+    mean = np.divide(total, num, out=np.full(num_groups, np.nan), where=num > 0)
+    share = np.divide(above, num, out=np.full(num_groups, np.nan), where=num > 0)
+    return mean, share
+
+
+def embedding_diversity_by_group(embeddings: Sequence, bounds: np.ndarray) -> np.ndarray:
+    """1 - mean pairwise cosine similarity per group (`diversity.embedding_diversity`); NaN for
+    a group where a sample lacks an embedding (the mean would be biased), 0.0 below 2 samples.
+
+    The sum over distinct pairs is |sum of unit vectors|^2 - sum of |unit vector|^2, so no
+    n x n similarity matrix is formed.
+    """
+    vectors = _as_vectors(embeddings)
+    counts = np.diff(bounds)
+    present = np.fromiter((v.size > 0 for v in vectors), dtype=np.int64, count=len(vectors))
+    complete = _group_sums(present, bounds) == counts
+    out = np.full(len(counts), np.nan)
+    rows = np.flatnonzero(complete)
+    if not len(rows):
+        return out
+    index = np.concatenate([np.arange(bounds[g], bounds[g + 1]) for g in rows])
+    if len({vectors[i].size for i in index}) > 1:
+        # Problems embedded at different sizes: rare, so each problem on its own.
+        out[rows] = [
+            embedding_diversity(np.stack(vectors[bounds[g] : bounds[g + 1]])) for g in rows
+        ]
+        return out
+    x = np.stack([vectors[i] for i in index])
+    norms = np.linalg.norm(x, axis=1, keepdims=True)
+    unit = np.divide(x, norms, out=np.zeros_like(x), where=norms > 0)
+    sub_bounds = np.concatenate(([0], np.cumsum(counts[rows])))
+    sums = np.stack([_group_sums(unit[:, j], sub_bounds) for j in range(unit.shape[1])], axis=1)
+    self_similarity = _group_sums((unit * unit).sum(axis=1), sub_bounds)
+    sizes = counts[rows]
+    pairs = np.maximum(sizes * (sizes - 1), 1)
+    value = 1.0 - ((sums * sums).sum(axis=1) - self_similarity) / pairs
+    out[rows] = np.where(sizes < 2, 0.0, value)
+    return out
+
+
+def _group_sums(values: np.ndarray, bounds: np.ndarray) -> np.ndarray:
+    """Sum of values[bounds[g]:bounds[g+1]] per group (0 for an empty group)."""
+    cumulative = np.concatenate(([0], np.cumsum(values)))
+    return cumulative[bounds[1:]] - cumulative[bounds[:-1]]
+
+
+def _as_vectors(values: Sequence) -> list[np.ndarray]:
+    """Each value as a flat float vector; a missing or non-list value is empty."""
+    values = list(values)
+    if all(type(v) is np.ndarray and v.ndim == 1 and v.dtype == np.float64 for v in values):
+        return values  # what a parquet list column holds: no conversion per sample
+    return [_as_vector(v) for v in values]
+
+
+def _first_appearance(keys: np.ndarray) -> np.ndarray:
+    """True where a key is seen for the first time."""
+    return _is_new(pd.factorize(keys)[0] if len(keys) else keys)
+
+
+def _is_new(ids: np.ndarray) -> np.ndarray:
+    """True where an id (numbered in order of first appearance) is seen for the first time."""
+    new = np.empty(len(ids), dtype=bool)
+    if len(ids):
+        new[0] = True
+        np.greater(ids[1:], np.maximum.accumulate(ids)[:-1], out=new[1:])
+    return new
+
+
+def _token_ids(
+    texts: Sequence, tokenize: Callable[[str], Sequence]
+) -> tuple[np.ndarray, np.ndarray]:
+    """(token id per token, tokens per text); equal tokens share an id."""
+    if tokenize is str.split:
+        try:
+            return _arrow_whitespace_ids(texts)
+        except (UnicodeEncodeError, TypeError, ValueError):
+            pass  # e.g. lone surrogates Arrow cannot hold: split in Python below
+    tokens = [tokenize(t) if isinstance(t, str) else list(t) for t in texts]
+    lengths = np.fromiter(map(len, tokens), dtype=np.int64, count=len(tokens))
+    flat = np.empty(int(lengths.sum()), dtype=object)
+    flat[:] = list(chain.from_iterable(tokens))
+    ids = pd.factorize(flat, use_na_sentinel=False)[0] if len(flat) else np.empty(0, np.int64)
+    return ids.astype(np.int64), lengths
+
+
+def _arrow_whitespace_ids(texts: Sequence) -> tuple[np.ndarray, np.ndarray]:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    pieces = pc.utf8_split_whitespace(pa.array(list(texts), type=pa.large_string()))
+    words = pieces.flatten()
+    nonempty = pc.greater(pc.utf8_length(words), 0).to_numpy(zero_copy_only=False)
+    offsets = pieces.offsets.to_numpy()
+    per_text = _group_sums(nonempty.astype(np.int64), offsets.astype(np.int64))
+    encoded = pc.dictionary_encode(words.filter(pa.array(nonempty)))
+    ids = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    return ids, per_text
+
+
+def _as_vector(value) -> np.ndarray:
+    if value is None or not isinstance(value, (list, tuple, np.ndarray)) or not len(value):
+        return np.empty(0)
+    return np.asarray(value, dtype=np.float64).ravel()

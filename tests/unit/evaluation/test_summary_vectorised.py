@@ -1,0 +1,146 @@
+"""The vectorised per-problem table and vote against the per-problem loop they replaced.
+
+Random frames cover what real rollouts throw at evaluation: uneven sample counts, shuffled
+rows, unicode and repeated whitespace, empty and missing texts, missing entropies and
+embeddings, NaN scores, explicit class ids.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from breadth.evaluation import grouped
+from breadth.evaluation.diversity import distinct_n
+from breadth.evaluation.metrics import _plurality_accuracy, maj_at_k
+from breadth.evaluation.summary import per_problem_table
+from tests.unit.evaluation.loop_reference import (
+    LOOP_METRICS,
+    per_problem_loop,
+    plurality_accuracy_sorted_runs,
+)
+
+WORDS = ["a", "b", "c", "7", "x y", "é", "\u3000", "\t", "  ", "\n", "\u2028", "\x1c", "", "ab"]
+
+
+def random_frame(seed: int, num_problems: int = 40, *, class_ids: bool = False) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    sizes = rng.integers(1, 12, num_problems)
+    rows = []
+    for p, size in enumerate(sizes):
+        for i in range(size):
+            text = "".join(rng.choice(WORDS, rng.integers(0, 14)))
+            entropy = rng.random(rng.integers(0, 6)) * 3
+            embedding = rng.normal(size=3) if rng.random() > 0.05 else None
+            rows.append({
+                "problem_id": f"p{p:03d}",
+                "sample_index": int(i),
+                "outcome": None if rng.random() < 0.2 else str(rng.integers(0, 4)),
+                "correct": bool(rng.random() < 0.4),
+                "score": np.nan if rng.random() < 0.1 else float(rng.random()),
+                "text": None if rng.random() < 0.05 else text,
+                "entropy": None if rng.random() < 0.05 else entropy,
+                "embedding": np.zeros(3) if rng.random() < 0.03 else embedding,
+                "class_id": int(rng.integers(0, 3)),
+            })  # fmt: skip
+    frame = pd.DataFrame(rows).sample(frac=1.0, random_state=seed)  # order must not matter
+    return frame if class_ids else frame.drop(columns="class_id")
+
+
+@pytest.mark.parametrize("seed", range(8))
+@pytest.mark.parametrize("class_ids", [False, True])
+def test_table_matches_the_per_problem_loop(seed, class_ids):
+    frame = random_frame(seed, class_ids=class_ids)
+    kwargs = {"entropy_threshold": 1.2, "novelty_k": int(3 + seed % 4), "patience": 0.7}
+    new = per_problem_table(frame, **kwargs)
+    old = per_problem_loop(frame, **kwargs)
+    assert list(new.index) == list(old.index)
+    for metric in LOOP_METRICS:
+        np.testing.assert_allclose(
+            new[metric].to_numpy(float), old[metric].to_numpy(float),
+            rtol=0, atol=1e-9, equal_nan=True, err_msg=metric,
+        )  # fmt: skip
+    # The frame exercises the edge cases it is meant to: some NaN and some whole values.
+    assert new["embedding_diversity"].isna().any() and new["embedding_diversity"].notna().any()
+
+
+def test_table_matches_the_loop_with_a_custom_tokenizer():
+    frame = random_frame(11)
+    new = per_problem_table(frame, tokenize=list)
+    old = per_problem_loop(frame, entropy_threshold=None, tokenize=list)
+    for n in range(1, 5):
+        np.testing.assert_allclose(new[f"distinct_{n}"], old[f"distinct_{n}"], rtol=0, atol=1e-9)
+
+
+def test_texts_arrow_cannot_hold_fall_back_to_python_split():
+    texts = ["a \ud800 b a", "b b", "", "  c  "]  # a lone surrogate is not valid UTF-8
+    group = np.array([0, 0, 1, 1])
+    got = grouped.distinct_n_by_group(texts, group, 2, ns=(1, 2))
+    for n in (1, 2):
+        want = [distinct_n(texts[:2], n), distinct_n(texts[2:], n)]
+        np.testing.assert_allclose(got[n], want, rtol=0, atol=1e-12)
+
+
+def test_texts_are_cut_at_the_token_cap_like_the_loop():
+    texts = ["a b c d e f", "a b x"]
+    got = grouped.distinct_n_by_group(texts, np.array([0, 0]), 1, max_tokens_per_text=3)
+    for n in range(1, 5):
+        assert got[n][0] == pytest.approx(distinct_n(texts, n, max_tokens_per_text=3))
+
+
+@pytest.mark.parametrize("width", [1, 2, 5, 16])
+def test_plurality_vote_matches_the_sorted_run_version(width):
+    rng = np.random.default_rng(width)
+    codes = rng.integers(-1, 4, (2000, width))
+    keys = codes * 2 + (rng.random((2000, width)) < 0.5)
+    np.testing.assert_allclose(
+        _plurality_accuracy(keys), plurality_accuracy_sorted_runs(keys), rtol=0, atol=1e-12
+    )
+
+
+def test_maj_at_k_is_unchanged_by_the_faster_vote():
+    rng = np.random.default_rng(5)
+    codes = rng.integers(-1, 5, (300, 9))
+    correct = rng.random((300, 9)) < 0.3
+    for k in range(1, 9):
+        expected = np.zeros(300)
+        draws = np.random.default_rng(2)
+        perm = np.tile(np.arange(9), (300, 1))
+        rows = np.arange(300)
+        steps = min(k, 9 - k)
+        for _ in range(16):  # the seeded partial Fisher-Yates draws maj_at_k documents
+            for j in range(steps):
+                pick = j + (draws.random(300) * (9 - j)).astype(np.int64)
+                held = perm[:, j].copy()
+                perm[:, j] = perm[rows, pick]
+                perm[rows, pick] = held
+            drawn = perm[:, :k] if steps == k else perm[:, steps:]
+            keys = (codes * 2 + correct)[rows[:, None], drawn]
+            expected += plurality_accuracy_sorted_runs(keys)
+        np.testing.assert_allclose(
+            maj_at_k(codes, correct, k, 16, seed=2), expected / 16, rtol=0, atol=1e-12
+        )
+
+
+@pytest.mark.parametrize("key_bits", [12, 4])
+def test_large_vocabularies_take_the_within_problem_and_hashed_paths(monkeypatch, key_bits):
+    # Fewer key bits stand in for a vocabulary too large to pack four token ids in 62 bits:
+    # 12 bits renumbers tokens within each problem; 4 bits also hashes the longer n-grams.
+    monkeypatch.setattr(grouped, "_KEY_BITS", key_bits)
+    frame = random_frame(21)
+    new = per_problem_table(frame)
+    old = per_problem_loop(frame, entropy_threshold=None)
+    for n in range(1, 5):
+        np.testing.assert_allclose(new[f"distinct_{n}"], old[f"distinct_{n}"], rtol=0, atol=1e-9)
+
+
+def test_distinct_n_in_very_uneven_problems():
+    rng = np.random.default_rng(3)
+    # One long text and 3000 one-word texts: padding to the widest would be ~9M cells.
+    texts = [" ".join(rng.choice(list("abcdefgh"), 3000))] + list(rng.choice(list("ab"), 3000))
+    group = np.arange(len(texts))
+    got = grouped.distinct_n_by_group(texts, group, len(texts))
+    for n in range(1, 5):
+        assert got[n][0] == pytest.approx(distinct_n(texts[:1], n))
+        assert got[n][1:].tolist() == [1.0 if n == 1 else 0.0] * 3000
