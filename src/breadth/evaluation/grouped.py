@@ -11,6 +11,7 @@ appearance), so a value is new exactly when its code exceeds every earlier code.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from itertools import chain
 
@@ -275,7 +276,7 @@ def _token_ids(
             return _arrow_whitespace_ids(texts)
         except (UnicodeEncodeError, TypeError, ValueError):
             pass  # e.g. lone surrogates Arrow cannot hold: split in Python below
-    tokens = [tokenize(t) if isinstance(t, str) else list(t) for t in texts]
+    tokens = [tokenize(t) if isinstance(t, str) else _as_tokens(t, tokenize) for t in texts]
     lengths = np.fromiter(map(len, tokens), dtype=np.int64, count=len(tokens))
     flat = np.empty(int(lengths.sum()), dtype=object)
     flat[:] = list(chain.from_iterable(tokens))
@@ -287,7 +288,10 @@ def _arrow_whitespace_ids(texts: Sequence) -> tuple[np.ndarray, np.ndarray]:
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    pieces = pc.utf8_split_whitespace(pa.array(list(texts), type=pa.large_string()))
+    # A missing text (None, or NaN with from_pandas) becomes "": no tokens, and no null lists
+    # whose hidden contents the offsets below would count.
+    strings = pc.fill_null(pa.array(texts, type=pa.large_string(), from_pandas=True), "")
+    pieces = pc.utf8_split_whitespace(strings)
     words = pieces.flatten()
     nonempty = pc.greater(pc.utf8_length(words), 0).to_numpy(zero_copy_only=False)
     offsets = pieces.offsets.to_numpy()
@@ -295,6 +299,13 @@ def _arrow_whitespace_ids(texts: Sequence) -> tuple[np.ndarray, np.ndarray]:
     encoded = pc.dictionary_encode(words.filter(pa.array(nonempty)))
     ids = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
     return ids, per_text
+
+
+def _as_tokens(value, tokenize: Callable[[str], Sequence]) -> Sequence:
+    """A missing text (None, NaN, NA) has no tokens; a sequence is its own tokens."""
+    if value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value)):
+        return []
+    return list(value) if isinstance(value, (list, tuple, np.ndarray)) else tokenize(str(value))
 
 
 def _as_vector(value) -> np.ndarray:

@@ -224,9 +224,14 @@ def _draws_without_replacement(num_problems: int, n: int, k: int, num_draws: int
     perm = np.tile(np.arange(n, dtype=np.int64), (num_problems, 1))
     rows = np.arange(num_problems)
     steps = min(k, n - k)  # shuffle the smaller side; its complement is uniform too
-    for _ in range(num_draws):
+    # Every uniform in one call, consumed in the same order as one call per step would.
+    offsets = np.arange(steps)[None, :, None]
+    picks = offsets + (rng.random((num_draws, steps, num_problems)) * (n - offsets)).astype(
+        np.int64
+    )
+    for draw in range(num_draws):
         for j in range(steps):
-            pick = j + (rng.random(num_problems) * (n - j)).astype(np.int64)
+            pick = picks[draw, j]
             held = perm[:, j].copy()
             perm[:, j] = perm[rows, pick]
             perm[rows, pick] = held

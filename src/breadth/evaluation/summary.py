@@ -15,6 +15,7 @@ Metric names are MLflow-safe (`/` and `_`, never `@`): `eval/pass_at_16`, `eval/
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Callable, Sequence
 
@@ -269,7 +270,9 @@ def per_problem_table(
     table["distinct_classes"] = grouped.distinct_per_group(classes, group, num_problems)
     nan = np.full(num_problems, np.nan)
     if "text" in df.columns:
-        texts = [t if isinstance(t, str) else _as_text(t) for t in df["text"].to_numpy(object)]
+        texts = df["text"].to_numpy(object)
+        if pd.api.types.infer_dtype(texts, skipna=True) != "string":
+            texts = [_as_text(t) for t in texts]
         distinct_n = grouped.distinct_n_by_group(texts, group, num_problems, tokenize=tokenize)
     for n in range(1, 5):
         table[f"distinct_{n}"] = distinct_n[n] if "text" in df.columns else nan
@@ -336,9 +339,11 @@ def _entropy_threshold_of(rollouts: pd.DataFrame, quantile: float) -> float | No
 
 
 def _as_text(value) -> str:
-    return (
-        value if isinstance(value, str) else "" if value is None or value is pd.NA else str(value)
-    )
+    """A missing text (None, NA, or the NaN pandas puts in its place) is empty."""
+    if isinstance(value, str):
+        return value
+    missing = value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value))
+    return "" if missing else str(value)
 
 
 class UnevenSamplesWarning(UserWarning):

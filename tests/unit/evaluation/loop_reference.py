@@ -83,6 +83,9 @@ def _embedding_diversity(embeddings: pd.Series) -> float:
 
 
 def _as_text(value) -> str:
-    return (
-        value if isinstance(value, str) else "" if value is None or value is pd.NA else str(value)
-    )
+    # One deliberate change from the loop as it was: a NaN text (pandas' missing value) is
+    # empty, where it used to count as the word "nan".
+    if isinstance(value, str):
+        return value
+    missing = value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value))
+    return "" if missing else str(value)

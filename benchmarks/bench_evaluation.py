@@ -1,0 +1,89 @@
+"""Benchmark: evaluation of 10,000 problems x 16 samples with text (target: <= 0.3 s).
+
+Run: .venv/bin/python benchmarks/bench_evaluation.py [--problems P] [--samples N] [--words W]
+     [--entropy] [--pairs 3]
+
+Two figures, both after a warm-up and with the machine load printed:
+  1. the per-problem table, side by side: the per-problem loop evaluation used before
+     (kept as the tests' reference) against the vectorised `per_problem_table`, interleaved;
+  2. the whole `evaluate_rollouts` (table, pass@k, maj@k with 32 resamples, best-of-k, 500
+     bootstrap resamples), min/median/max of --pairs runs, wall and CPU time.
+Texts are W words drawn from a 2,000-word vocabulary (a skewed draw, so n-grams repeat).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from side_by_side import compare, load_line
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the tests' reference loop
+
+from breadth.evaluation.summary import evaluate_rollouts, per_problem_table
+from tests.unit.evaluation.loop_reference import per_problem_loop
+
+TARGET_SECONDS = 0.3
+
+
+def make_rollouts(problems: int, samples: int, words: int, entropy: bool, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    vocabulary = np.array([f"w{i}" for i in range(2000)], dtype=object)
+    drawn = (rng.random((problems * samples, words)) ** 3 * len(vocabulary)).astype(int)
+    texts = [" ".join(row) for row in vocabulary[drawn]]
+    outcome = (rng.random(problems * samples) ** 2 * 6).astype(int).astype(str)
+    frame = pd.DataFrame({
+        "problem_id": np.repeat(np.arange(problems), samples),
+        "sample_index": np.tile(np.arange(samples), problems),
+        "outcome": outcome, "correct": outcome == "0",
+        "score": rng.random(problems * samples), "text": texts,
+    })  # fmt: skip
+    if entropy:
+        frame["entropy"] = list(rng.random((problems * samples, words)) * 2)
+    return frame
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--problems", type=int, default=10_000)
+    parser.add_argument("--samples", type=int, default=16)
+    parser.add_argument("--words", type=int, default=8, help="words per sampled text")
+    parser.add_argument("--entropy", action="store_true", help="add per-token entropies")
+    parser.add_argument("--pairs", type=int, default=3)
+    args = parser.parse_args()
+
+    frame = make_rollouts(args.problems, args.samples, args.words, args.entropy)
+    threshold = 1.6 if args.entropy else None
+    print(f"{args.problems:,} problems x {args.samples} samples, {args.words} words per text"
+          f"{', with token entropies' if args.entropy else ''}")  # fmt: skip
+    table = compare(
+        ("per-problem loop (before)", lambda: per_problem_loop(frame, entropy_threshold=threshold)),
+        ("vectorised table", lambda: per_problem_table(frame, entropy_threshold=threshold)),
+        pairs=args.pairs,
+    )
+    print(table.report("1. per-problem table", clocks=("wall", "cpu")))
+
+    evaluate_rollouts(frame)  # warm-up
+    wall, cpu = [], []
+    before = load_line()
+    for _ in range(args.pairs):
+        started, started_cpu = time.perf_counter(), time.process_time()
+        evaluate_rollouts(frame)
+        wall.append(time.perf_counter() - started)
+        cpu.append(time.process_time() - started_cpu)
+    print(f"2. evaluate_rollouts, {args.pairs} runs after a warm-up")
+    for clock, values in (("wall", wall), ("cpu", cpu)):
+        print(f"  {clock:>4} min {min(values):.3f}s  median {statistics.median(values):.3f}s  "
+              f"max {max(values):.3f}s")  # fmt: skip
+    print(f"  before: {before}\n  after:  {load_line()}")
+    verdict = "met" if statistics.median(wall) <= TARGET_SECONDS else "MISSED"
+    print(f"  target <= {TARGET_SECONDS} s (median wall): {verdict}")
+
+
+if __name__ == "__main__":
+    main()
