@@ -246,8 +246,10 @@ class RLConfig(_Section):
 
 
 class RolloutConfig(_Section):
-    backend: Literal["transformers", "vllm"] = Field(
-        "transformers", description="Generation backend (vllm = OpenAI-compatible server)."
+    backend: Literal["transformers", "vllm", "auto"] = Field(
+        "transformers",
+        description="Generation backend (vllm = OpenAI-compatible server; auto = vllm on a CUDA "
+        "device for models of >= 100M parameters when vLLM is installed, else transformers).",
     )
     vllm_url: str | None = Field(
         None, description="Existing vLLM server URL; empty = start one per model (vllm backend)."

@@ -101,11 +101,13 @@ def rollout_stage(
     """n samples per evaluation problem -> rollouts parquet (schema in docs/design)."""
     import pandas as pd
 
+    from breadth.rollout.backend_choice import resolve_backend
     from breadth.rollout.backends import rollout_backend
 
     problems = read_rows(Path(dataset_dir) / "eval.parquet")
-    rows = rollout_backend(config.rollout).rollout(
-        Path(policy_dir), problems, config.rollout, model_name=model_name, seed=config.seed,
+    rollout = resolve_backend(config.rollout, Path(policy_dir))
+    rows = rollout_backend(rollout).rollout(
+        Path(policy_dir), problems, rollout, model_name=model_name, seed=config.seed,
         progress=progress,
     )  # fmt: skip
     out_path = Path(out_path)
@@ -119,6 +121,7 @@ def search_stage(config: PipelineConfig, dataset_dir: Path, policy_dir: Path) ->
     evaluation problem, through the configured rollout backend -> a SearchComparison."""
     from breadth.data.verifiers import verify
     from breadth.evaluation.search import EvolutionConfig, compare_search
+    from breadth.rollout.backend_choice import resolve_backend
     from breadth.rollout.backends import rollout_backend
 
     settings = config.evaluation
@@ -131,8 +134,9 @@ def search_stage(config: PipelineConfig, dataset_dir: Path, policy_dir: Path) ->
         seed=config.seed,
     )
     problems = read_rows(Path(dataset_dir) / "eval.parquet")
-    backend = rollout_backend(config.rollout)
-    with backend.sampler(Path(policy_dir), config.rollout, seed=config.seed,
+    rollout = resolve_backend(config.rollout, Path(policy_dir))
+    backend = rollout_backend(rollout)
+    with backend.sampler(Path(policy_dir), rollout, seed=config.seed,
                          chunk=settings.search_chunk) as sampler:  # fmt: skip
         return compare_search(problems, sampler, verify, evolution)
 
