@@ -244,3 +244,13 @@ def verify_countdown(completion: object, numbers: Sequence[int], target: int) ->
     correct = value == target
     reason = "correct" if correct else f"value {value} is not the target {target}"
     return _verdict(correct, expression, outcome, reason)
+
+
+def warm_up_symbolic() -> None:
+    """Pay the symbolic check's one-time cost now: on the main thread, importing math_verify
+    (and sympy beneath it); off it, starting the helper process the check runs in.
+
+    A trainer calls this at start, so that cost does not land inside whichever training step
+    first meets a LaTeX-looking answer.
+    """
+    symbolic_equal("\\frac{1}{2}", "0.5")

@@ -138,6 +138,10 @@ def train_grpo(
     from breadth.rewards.trl_adapter import build_trl_rewards
 
     rewards = build_trl_rewards(config.reward, seed=seed, num_generations=config.num_generations)
+    if any(row.get("format") == "free_form" for row in rows):
+        from breadth.data.verifiers import warm_up_symbolic
+
+        warm_up_symbolic()  # the verifier's one-time imports, before the first timed step
     args = build_grpo_config(config, output_dir=output_dir, seed=seed,
                              overrides={**rewards.grpo_overrides,
                                         "reward_weights": rewards.reward_weights})  # fmt: skip
