@@ -1,0 +1,158 @@
+"""GPU benchmark: GRPO steps through breadth's reward path vs a bare TRL GRPOTrainer (<= 1.03).
+
+Run on a CUDA machine: .venv/bin/python benchmarks/bench_reward_gpu.py [--steps 300]
+    [--pairs 3] [--spec correctness] [--set key=value ...]
+Without a CUDA device it prints why and exits 0 (nothing to measure on CPU here; the CPU
+figure is benchmarks/bench_reward_overhead.py).
+
+Both arms train the same model (the default preset's, or `--set model.name_or_path=DIR`: the
+GPU machine has no network, so a hub model must already be on disk) on the same prepared data
+with the same `trl.GRPOConfig` (breadth's `build_grpo_config`):
+  A  bare TRL: GRPOTrainer with one plain reward function (completion ends with the answer), nothing else;
+  B  breadth: `train_grpo` with `--spec` (reward adapters, reward-state and checkpoint
+     callbacks, the verifiers).
+Each run trains `--steps` steps; its figure is the median step time over the steps after the
+first 10 (CUDA kernels, allocator and caches warm up there). Before the pairs, both arms run
+`--warm-up-steps` (20) steps untimed, so one-time imports (math_verify, sympy, TRL's lazy modules) are paid
+outside. Pairs interleave A B A B; the ratio is B / A per pair.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from side_by_side import compare, load_line
+
+TARGET_RATIO = 1.03
+SKIPPED_STEPS = 10
+
+
+def step_clock():
+    """A TrainerCallback recording each optimizer step's wall time (CUDA synchronised)."""
+    import torch
+    from transformers import TrainerCallback
+
+    class StepClock(TrainerCallback):
+        def __init__(self) -> None:
+            self.times: list[float] = []
+            self._start = 0.0
+
+        def on_step_begin(self, args, state, control, **kwargs):
+            if torch.cuda.is_available():
+                torch.cuda.synchronize()
+            self._start = time.perf_counter()
+
+        def on_step_end(self, args, state, control, **kwargs):
+            if torch.cuda.is_available():
+                torch.cuda.synchronize()
+            self.times.append(time.perf_counter() - self._start)
+
+    return StepClock()
+
+
+def median_step(clock) -> float:
+    timed = clock.times[SKIPPED_STEPS:] or clock.times
+    return statistics.median(timed)
+
+
+def bare_trl(config, dataset_dir: Path, policy_dir: Path, out_dir: Path, steps: int) -> float:
+    from datasets import Dataset
+    from trl import GRPOTrainer
+
+    from breadth.models.tiny import load_policy
+    from breadth.rewards.trl_adapter import build_trl_rewards
+    from breadth.stages import read_rows
+    from breadth.training.grpo import build_grpo_config
+
+    rl = config.rl.model_copy(update={"max_steps": steps, "save_steps": steps + 1})
+    rows = read_rows(dataset_dir / "train.parquet")
+    model, tokenizer = load_policy(policy_dir)
+    # The same GRPOConfig as arm B, less the reward weights of B's several reward terms.
+    overrides = build_trl_rewards(rl.reward, num_generations=rl.num_generations).grpo_overrides
+    args = build_grpo_config(rl, output_dir=out_dir, seed=config.seed, overrides=overrides)
+
+    def answer_suffix_match(completions, answer, **_):
+        return [float(str(c).strip().endswith(str(a))) for c, a in zip(completions, answer)]
+
+    clock = step_clock()
+    dataset = Dataset.from_list([{"prompt": r["prompt"], "answer": r["answer"]} for r in rows])
+    trainer = GRPOTrainer(model=model, reward_funcs=[answer_suffix_match], args=args,
+                          train_dataset=dataset, processing_class=tokenizer, callbacks=[clock])  # fmt: skip
+    trainer.train()
+    trainer.save_model(str(out_dir / "final"))  # breadth's arm saves its final model too
+    return median_step(clock)
+
+
+def breadth_path(config, dataset_dir: Path, policy_dir: Path, out_dir: Path, steps: int) -> float:
+    import trl
+
+    from breadth.stages import rl_stage
+
+    clock = step_clock()
+    original = trl.GRPOTrainer.__init__
+
+    def with_clock(trainer, *args, **kwargs):  # add the clock without touching breadth's code
+        kwargs["callbacks"] = [*(kwargs.get("callbacks") or []), clock]
+        original(trainer, *args, **kwargs)
+
+    trl.GRPOTrainer.__init__ = with_clock  # type: ignore[method-assign]
+    try:
+        rl = config.rl.model_copy(update={"max_steps": steps, "save_steps": steps + 1})
+        rl_stage(config.model_copy(update={"rl": rl}), dataset_dir, policy_dir, out_dir)
+    finally:
+        trl.GRPOTrainer.__init__ = original  # type: ignore[method-assign]
+    return median_step(clock)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=300)
+    parser.add_argument("--pairs", type=int, default=3)
+    parser.add_argument("--spec", default="correctness", help="breadth's reward spec (arm B)")
+    parser.add_argument("--set", dest="overrides", action="append", default=[])
+    parser.add_argument("--warm-up-steps", type=int, default=20)
+    parser.add_argument("--cpu-smoke", action="store_true",
+                        help="run on CPU anyway (checks the script, measures nothing useful)")  # fmt: skip
+    args = parser.parse_args()
+
+    import torch
+
+    if not torch.cuda.is_available() and not args.cpu_smoke:
+        print("skipped: no CUDA device (this benchmark measures the reward path on a GPU)")
+        return
+    if args.steps < 300:
+        print(f"note: --steps {args.steps} is below the 300 the GPU figure is quoted at")
+
+    from breadth.config import load_config
+    from breadth.stages import init_model_stage, prepare_stage
+
+    config = load_config("default", [*args.overrides, f"rl.reward.spec={args.spec}"])
+    device = torch.cuda.get_device_name() if torch.cuda.is_available() else "CPU (smoke run)"
+    print(f"{device}; {load_line()}")
+    with tempfile.TemporaryDirectory(prefix="bench-reward-gpu-") as scratch:
+        root = Path(scratch)
+        prepare_stage(config, root / "data")
+        policy = init_model_stage(config, root / "base")
+        runs = iter(range(10_000))
+
+        def arm(fn, steps):
+            return lambda: fn(config, root / "data", policy, root / f"run-{next(runs)}", steps)
+
+        # Untimed warm-up of both arms (imports, CUDA context, kernels), then the pairs.
+        arm(bare_trl, args.warm_up_steps)()
+        arm(breadth_path, args.warm_up_steps)()
+        result = compare(("bare TRL GRPOTrainer", arm(bare_trl, args.steps)),
+                         (f"breadth reward path ({args.spec})", arm(breadth_path, args.steps)),
+                         pairs=args.pairs, warm_up=False, self_timed=True)  # fmt: skip
+    print(result.report(f"median step time over steps {SKIPPED_STEPS + 1}..{args.steps}"))
+    verdict = "ok" if result.median_ratio() <= TARGET_RATIO else "OVER"
+    print(f"median ratio {result.median_ratio():.3f} (target <= {TARGET_RATIO}): {verdict}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
