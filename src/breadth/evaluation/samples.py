@@ -7,6 +7,7 @@ duplicate samples, `correct` flags, outcome codes and scores. Metrics take its a
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -14,7 +15,7 @@ import pandas as pd
 
 from breadth.evaluation.metrics import best_of_k_curve, maj_at_k, outcome_codes
 
-__all__ = ["SampleMatrix"]
+__all__ = ["SampleMatrix", "UnevenSamplesWarning", "as_text", "num_options", "warn_if_uneven"]
 
 
 @dataclass
@@ -153,3 +154,42 @@ def _correct_flags(col: pd.Series) -> np.ndarray:
         else:
             raise ValueError(f"`correct` in rollout row {i} is {v!r}; expected True/False (or 0/1)")
     return out
+
+
+def num_options(df: pd.DataFrame, bounds: np.ndarray) -> np.ndarray:
+    """Options per problem (its first row's `options` list), NaN where unknown."""
+    if "options" not in df.columns:
+        return np.full(len(bounds) - 1, np.nan)
+    first = df["options"].iloc[bounds[:-1]]
+    return np.array(
+        [len(o) if isinstance(o, (list, tuple, np.ndarray)) else np.nan for o in first], dtype=float
+    )
+
+
+def as_text(value) -> str:
+    """A sample's text as a string; a missing text (None, NA, or pandas' NaN) is empty."""
+    if isinstance(value, str):
+        return value
+    missing = value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value))
+    return "" if missing else str(value)
+
+
+class UnevenSamplesWarning(UserWarning):
+    """Problems have different sample counts, so every curve stops at the smallest."""
+
+
+def warn_if_uneven(counts: pd.Series, model: str, shown: int = 10) -> None:
+    most = int(counts.max())
+    short = counts[counts < most].sort_values()
+    if short.empty:
+        return
+    named = ", ".join(f"{pid!r} (n={int(n)})" for pid, n in short.head(shown).items())
+    more = f" and {len(short) - shown} more" if len(short) > shown else ""
+    warnings.warn(
+        f"model {model!r}: {len(short)} of {len(counts)} problems have fewer than {most} "
+        f"samples, so the pass@k, maj@k and best-of-k curves stop at k = {int(counts.min())} "
+        f"for every problem. Short problems: {named}{more}. Re-run their rollouts, or drop "
+        "them, to get the full curve.",
+        UnevenSamplesWarning,
+        stacklevel=3,
+    )

@@ -15,8 +15,6 @@ Metric names are MLflow-safe (`/` and `_`, never `@`): `eval/pass_at_16`, `eval/
 
 from __future__ import annotations
 
-import math
-import warnings
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -39,7 +37,13 @@ from breadth.evaluation.metrics import (
     pass_at_k,
 )
 from breadth.evaluation.result import ChancePoint, CurvePoint, EvaluationResult
-from breadth.evaluation.samples import SampleMatrix
+from breadth.evaluation.samples import (
+    SampleMatrix,
+    UnevenSamplesWarning,
+    as_text,
+    num_options,
+    warn_if_uneven,
+)
 from breadth.evaluation.transfer import (
     DEFAULT_MIN_SPLIT,
     DEFAULT_SPLIT_K,
@@ -125,7 +129,7 @@ def evaluate_rollouts(
     samples = SampleMatrix.from_rollouts(rollouts)
     table = per_problem_table(rollouts, samples=samples, **table_kw)
     num_samples = int(table["num_samples"].min())
-    _warn_if_uneven(table["num_samples"], name)
+    warn_if_uneven(table["num_samples"], name)
     ks = [int(k) for k in (ks if ks is not None else default_ks(num_samples))]
     bad = [k for k in ks if not 1 <= k <= num_samples]
     if bad:
@@ -252,7 +256,7 @@ def per_problem_table(
     table["num_samples"] = counts
     table["num_correct"] = np.add.reduceat(s.correct.astype(np.int64), s.bounds[:-1])
     table["pass_at_1"] = table["num_correct"] / table["num_samples"]
-    table["num_options"] = _num_options(df, s.bounds)
+    table["num_options"] = num_options(df, s.bounds)
 
     distinct = np.zeros(num_problems, dtype=np.int64)
     fraction = np.zeros(num_problems)
@@ -269,13 +273,14 @@ def per_problem_table(
     first_k = np.minimum(novelty_k, counts)
     table["distinct_classes"] = grouped.distinct_per_group(classes, group, num_problems)
     nan = np.full(num_problems, np.nan)
+    distinct_n = {}
     if "text" in df.columns:
         texts = df["text"].to_numpy(object)
-        if pd.api.types.infer_dtype(texts, skipna=True) != "string":
-            texts = [_as_text(t) for t in texts]
+        if pd.api.types.infer_dtype(texts, skipna=True) != "string":  # numbers, bytes, ...
+            texts = [as_text(t) for t in texts]
         distinct_n = grouped.distinct_n_by_group(texts, group, num_problems, tokenize=tokenize)
     for n in range(1, 5):
-        table[f"distinct_{n}"] = distinct_n[n] if "text" in df.columns else nan
+        table[f"distinct_{n}"] = distinct_n.get(n, nan)
     table["distinct_k"] = grouped.distinct_k_by_group(classes, group, position, first_k)
     table["utility_k"] = grouped.utility_k_by_group(
         classes, s.scores, group, position, first_k, patience
@@ -322,49 +327,11 @@ def _chance_points(table, ks, pass_matrix, weights, confidence) -> list[ChancePo
     return points
 
 
-def _num_options(df: pd.DataFrame, bounds: np.ndarray) -> np.ndarray:
-    if "options" not in df.columns:
-        return np.full(len(bounds) - 1, np.nan)
-    first = df["options"].iloc[bounds[:-1]]
-    return np.array(
-        [len(o) if isinstance(o, (list, tuple, np.ndarray)) else np.nan for o in first], dtype=float
-    )
-
-
 def _entropy_threshold_of(rollouts: pd.DataFrame, quantile: float) -> float | None:
     if "entropy" not in rollouts.columns:
         return None
     ents = [e for e in rollouts["entropy"] if isinstance(e, (list, tuple, np.ndarray)) and len(e)]
     return div.entropy_threshold(ents, quantile) if ents else None
-
-
-def _as_text(value) -> str:
-    """A missing text (None, NA, or the NaN pandas puts in its place) is empty."""
-    if isinstance(value, str):
-        return value
-    missing = value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value))
-    return "" if missing else str(value)
-
-
-class UnevenSamplesWarning(UserWarning):
-    """Problems have different sample counts, so every curve stops at the smallest."""
-
-
-def _warn_if_uneven(counts: pd.Series, model: str, shown: int = 10) -> None:
-    most = int(counts.max())
-    short = counts[counts < most].sort_values()
-    if short.empty:
-        return
-    named = ", ".join(f"{pid!r} (n={int(n)})" for pid, n in short.head(shown).items())
-    more = f" and {len(short) - shown} more" if len(short) > shown else ""
-    warnings.warn(
-        f"model {model!r}: {len(short)} of {len(counts)} problems have fewer than {most} "
-        f"samples, so the pass@k, maj@k and best-of-k curves stop at k = {int(counts.min())} "
-        f"for every problem. Short problems: {named}{more}. Re-run their rollouts, or drop "
-        "them, to get the full curve.",
-        UnevenSamplesWarning,
-        stacklevel=3,
-    )
 
 
 def _single_model_name(rollouts: pd.DataFrame) -> str:
