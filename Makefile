@@ -37,4 +37,6 @@ benchmark: install vllm-env
 	$(BIN)/python benchmarks/bench_orchestration.py
 	$(BIN)/python benchmarks/bench_rollout.py
 	$(BIN)/python benchmarks/bench_metrics.py
+	$(BIN)/python benchmarks/bench_evaluation.py
+	$(BIN)/python benchmarks/bench_sft.py
 	$(BIN)/python benchmarks/bench_prepare.py
