@@ -18,6 +18,8 @@ import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
+from side_by_side import load_line
+
 EVAL_SHARE = 0.1
 # Difficulty 3 has the largest problem spaces (about 150k train problems for either task).
 DIFFICULTY = 3
@@ -42,9 +44,15 @@ def run_case(task: str, fmt: str, num: int) -> dict[str, float]:
     baseline = _peak_rss_mib()
     with tempfile.TemporaryDirectory() as out:
         start = time.perf_counter()
-        manifest = prepare_dataset(f"synthetic:{task}", fmt=fmt, out_dir=out, seed=0,
-                                   num_train=num_train, num_eval=num_eval,
-                                   difficulty=DIFFICULTY)
+        manifest = prepare_dataset(
+            f"synthetic:{task}",
+            fmt=fmt,
+            out_dir=out,
+            seed=0,
+            num_train=num_train,
+            num_eval=num_eval,
+            difficulty=DIFFICULTY,
+        )
         total = time.perf_counter() - start
         size = sum(f["bytes"] for f in manifest.files.values())
 
@@ -62,10 +70,16 @@ def run_case(task: str, fmt: str, num: int) -> dict[str, float]:
         hashed = time.perf_counter() - start
     rows_total = manifest.counts["train"] + manifest.counts["eval"]
     return {
-        "rows": rows_total, "seconds": total, "rows_per_s": rows_total / total,
-        "generate_rows_per_s": num_train / generated, "render_rows_per_s": num_train / rendered,
-        "write_rows_per_s": num_train / written, "hash_rows_per_s": num_train / hashed,
-        "parquet_mib": size / 2**20, "baseline_mib": baseline, "peak_mib": _peak_rss_mib(),
+        "rows": rows_total,
+        "seconds": total,
+        "rows_per_s": rows_total / total,
+        "generate_rows_per_s": num_train / generated,
+        "render_rows_per_s": num_train / rendered,
+        "write_rows_per_s": num_train / written,
+        "hash_rows_per_s": num_train / hashed,
+        "parquet_mib": size / 2**20,
+        "baseline_mib": baseline,
+        "peak_mib": _peak_rss_mib(),
     }
 
 
@@ -76,12 +90,17 @@ def main() -> None:
     parser.add_argument("--formats", default="mcq,free_form")
     args = parser.parse_args()
 
-    print(f"prepare_dataset, {args.num:,} synthetic problems per case "
-          f"(train {args.num - int(args.num * EVAL_SHARE):,} / eval {int(args.num * EVAL_SHARE):,}, "
-          f"difficulty {DIFFICULTY})")
-    header = (f"{'task':<11}{'format':<10}{'rows':>8}{'seconds':>9}{'rows/s':>9} | "
-              f"{'gen/s':>8}{'render/s':>10}{'write/s':>9}{'hash/s':>9} | "
-              f"{'parquet':>8}{'peak RSS':>10}{'(start)':>9}")
+    print(load_line())
+    print(
+        f"prepare_dataset, {args.num:,} synthetic problems per case "
+        f"(train {args.num - int(args.num * EVAL_SHARE):,} / eval {int(args.num * EVAL_SHARE):,}, "
+        f"difficulty {DIFFICULTY})"
+    )
+    header = (
+        f"{'task':<11}{'format':<10}{'rows':>8}{'seconds':>9}{'rows/s':>9} | "
+        f"{'gen/s':>8}{'render/s':>10}{'write/s':>9}{'hash/s':>9} | "
+        f"{'parquet':>8}{'peak RSS':>10}{'(start)':>9}"
+    )
     print(header)
     print("-" * len(header))
     context = multiprocessing.get_context("spawn")
@@ -89,12 +108,16 @@ def main() -> None:
         for fmt in args.formats.split(","):
             with ProcessPoolExecutor(max_workers=1, mp_context=context) as pool:
                 stats = pool.submit(run_case, task, fmt, args.num).result()
-            print(f"{task:<11}{fmt:<10}{stats['rows']:>8,}{stats['seconds']:>9.2f}"
-                  f"{stats['rows_per_s']:>9,.0f} | {stats['generate_rows_per_s']:>8,.0f}"
-                  f"{stats['render_rows_per_s']:>10,.0f}{stats['write_rows_per_s']:>9,.0f}"
-                  f"{stats['hash_rows_per_s']:>9,.0f} | {stats['parquet_mib']:>5.1f}MiB"
-                  f"{stats['peak_mib']:>7.0f}MiB{stats['baseline_mib']:>6.0f}MiB", flush=True)
+            print(
+                f"{task:<11}{fmt:<10}{stats['rows']:>8,}{stats['seconds']:>9.2f}"
+                f"{stats['rows_per_s']:>9,.0f} | {stats['generate_rows_per_s']:>8,.0f}"
+                f"{stats['render_rows_per_s']:>10,.0f}{stats['write_rows_per_s']:>9,.0f}"
+                f"{stats['hash_rows_per_s']:>9,.0f} | {stats['parquet_mib']:>5.1f}MiB"
+                f"{stats['peak_mib']:>7.0f}MiB{stats['baseline_mib']:>6.0f}MiB",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":
     main()
+    print(load_line())

@@ -39,6 +39,8 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
+from side_by_side import load_line
+
 SPECS = [
     "correctness",
     "correctness+ucb",
@@ -165,6 +167,7 @@ def main() -> None:
                  f"rl.learning_rate={args.learning_rate}"]  # fmt: skip
     clock = StepClock()
     clock.install()
+    print(f"before: {load_line()}")
     times: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="bench-reward-") as tmp:
@@ -211,6 +214,7 @@ def main() -> None:
     print(
         f"total {time.perf_counter() - started:.0f} s; {args.repeats} rounds x {args.steps} steps"
     )
+    print(f"after: {load_line()}")
     if args.json:
         args.json.write_text(json.dumps({"rows": rows, "repeats": args.repeats,
                                          "steps": args.steps, "raw": times}, indent=2))  # fmt: skip
