@@ -150,8 +150,9 @@ def _distinct_ngrams_in_rows(token_ids, left, token_group, per_group, ns, bits):
     packed = ids.copy()
     seen = {}
     for n in range(1, max(ns) + 1):
+        starts = max(width - n + 1, 0)  # columns where an n-gram can start
         if n > 1:  # the (n-1)-gram at each column followed by the token n - 1 columns on
-            packed[:, : width - n + 1] = (packed[:, : width - n + 1] << bits) | ids[:, n - 1 :]
+            packed[:, :starts] = (packed[:, :starts] << bits) | ids[:, n - 1 :]
         if n not in ns:
             continue
         valid = remaining >= n

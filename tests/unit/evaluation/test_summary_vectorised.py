@@ -82,6 +82,15 @@ def test_texts_arrow_cannot_hold_fall_back_to_python_split():
         np.testing.assert_allclose(got[n], want, rtol=0, atol=1e-12)
 
 
+@pytest.mark.parametrize(
+    "texts", [[], ["", "  "], ["a"], ["", "a b", None], ["x y z"] * 3, ["a b", "c"]]
+)
+def test_problems_with_fewer_tokens_than_n(texts):
+    got = grouped.distinct_n_by_group(texts, np.zeros(len(texts), dtype=np.int64), 1)
+    for n in range(1, 5):
+        assert got[n][0] == distinct_n([t or "" for t in texts], n)
+
+
 def test_texts_are_cut_at_the_token_cap_like_the_loop():
     texts = ["a b c d e f", "a b x"]
     got = grouped.distinct_n_by_group(texts, np.array([0, 0]), 1, max_tokens_per_text=3)
