@@ -271,7 +271,8 @@ def per_problem_table(
     # Every metric below is computed for all problems at once from per-sample arrays.
     classes, group, position = s.class_ids(), s.group, s.position
     first_k = np.minimum(novelty_k, counts)
-    table["distinct_classes"] = grouped.distinct_per_group(classes, group, num_problems)
+    # Counts stored as floats, like every other diversity column (NaN marks "not measured").
+    table["distinct_classes"] = grouped.distinct_per_group(classes, group, num_problems) * 1.0
     nan = np.full(num_problems, np.nan)
     distinct_n = {}
     if "text" in df.columns:
@@ -281,7 +282,7 @@ def per_problem_table(
         distinct_n = grouped.distinct_n_by_group(texts, group, num_problems, tokenize=tokenize)
     for n in range(1, 5):
         table[f"distinct_{n}"] = distinct_n.get(n, nan)
-    table["distinct_k"] = grouped.distinct_k_by_group(classes, group, position, first_k)
+    table["distinct_k"] = grouped.distinct_k_by_group(classes, group, position, first_k) * 1.0
     table["utility_k"] = grouped.utility_k_by_group(
         classes, s.scores, group, position, first_k, patience
     )

@@ -153,3 +153,10 @@ def test_distinct_n_in_very_uneven_problems():
     for n in range(1, 5):
         assert got[n][0] == pytest.approx(distinct_n(texts[:1], n))
         assert got[n][1:].tolist() == [1.0 if n == 1 else 0.0] * 3000
+
+
+def test_table_columns_keep_their_types():
+    frame = random_frame(4)
+    new, old = per_problem_table(frame), per_problem_loop(frame, entropy_threshold=None)
+    for metric in LOOP_METRICS:
+        assert new[metric].dtype == old[metric].dtype == np.float64, metric
