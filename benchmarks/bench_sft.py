@@ -6,16 +6,18 @@ Run: .venv/bin/python benchmarks/bench_sft.py [--pairs 3] [--set key=value ...] 
 1. Side by side (benchmarks/side_by_side.py: warm-up, interleaved pairs, load average):
      A  bare TRL: SFTTrainer built here with the same arguments, on the same rows, no callbacks;
      B  breadth: `stages.sft_stage` (loads the base policy, reads the parquet, trains, saves).
-2. Variants, one run each after the pairs: the default settings, packing, and larger batches
-   with the learning rate scaled by sqrt(batch ratio). Each prints its wall time, its last
-   logged training loss and its loss on the held-out split (completion tokens only, no
-   packing), the figure that says whether it learned the same.
+2. Variants, in --variant-rounds rounds (each round runs every variant once, in a rotated
+   order): the default settings, packing, and larger batches with the learning rate scaled by
+   sqrt(batch ratio). Each prints its median wall time, its last logged training loss and its
+   loss on the held-out split (completion tokens only, no packing), the figure that says
+   whether it learned the same.
 """
 
 from __future__ import annotations
 
 import argparse
 import math
+import statistics
 import tempfile
 import time
 from pathlib import Path
@@ -74,6 +76,8 @@ def main() -> None:
     parser.add_argument("--pairs", type=int, default=3)
     parser.add_argument("--set", dest="overrides", action="append", default=[])
     parser.add_argument("--no-variants", action="store_true")
+    parser.add_argument("--no-pairs", action="store_true", help="only the variants")
+    parser.add_argument("--variant-rounds", type=int, default=2)
     args = parser.parse_args()
 
     import transformers
@@ -94,32 +98,50 @@ def main() -> None:
 
         # Imports and first-call costs, untimed, on a short run of each arm.
         short = config.model_copy(update={"sft": config.sft.model_copy(update={"epochs": 0.2})})
-        bare_sft(short, root / "data", root / "base", fresh())
-        sft_stage(short, root / "data", root / "base", fresh())
-        result = compare(
-            ("bare TRL SFTTrainer", lambda: bare_sft(config, root / "data", root / "base", fresh())),
-            ("breadth sft_stage", lambda: sft_stage(config, root / "data", root / "base", fresh())),
-            pairs=args.pairs, warm_up=False,
-        )  # fmt: skip
-        print(result.report(f"SFT, {config.sft.epochs} epochs, batch {config.sft.batch_size}"))
-        print(f"ratio breadth / bare (median pair): {result.median_ratio():.3f} (target <= 1.05)")
-        if args.no_variants:
-            return
+        data, base = root / "data", root / "base"
+        bare_sft(short, data, base, fresh())
+        sft_stage(short, data, base, fresh())
+        if not args.no_pairs:
+            result = compare(
+                ("bare TRL SFTTrainer", lambda: bare_sft(config, data, base, fresh())),
+                ("breadth sft_stage", lambda: sft_stage(config, data, base, fresh())),
+                pairs=args.pairs, warm_up=False,
+            )  # fmt: skip
+            print(result.report(f"SFT, {config.sft.epochs} epochs, batch {config.sft.batch_size}"))
+            print(f"ratio breadth / bare (median pair): {result.median_ratio():.3f} "
+                  "(target <= 1.05)")  # fmt: skip
+        if not args.no_variants:
+            compare_variants(config, data, base, fresh, rounds=args.variant_rounds)
 
-        base_batch, base_lr = config.sft.batch_size, config.sft.learning_rate
-        variants = {"default settings": {}, "packing": {"packing": True}}
-        for factor in (2, 4):
-            variants[f"batch {base_batch * factor}, lr x{math.sqrt(factor):.2f}"] = {
-                "per_device_train_batch_size": base_batch * factor,
-                "learning_rate": base_lr * math.sqrt(factor),
-            }
-        print(f"\nvariants (one run each; {load_line()})")
-        print(f"  {'variant':<28} {'seconds':>8} {'last train loss':>16} {'held-out loss':>14}")
-        for name, changes in variants.items():
-            out = bare_sft(config, root / "data", root / "base", fresh(), held_out=True, **changes)
-            print(f"  {name:<28} {out['seconds']:>8.1f} {out['train_loss']:>16.4f} "
-                  f"{out['held_out_loss']:>14.4f}")  # fmt: skip
-        print(f"  after: {load_line()}")
+
+def compare_variants(config, data: Path, base: Path, fresh, rounds: int) -> None:
+    """Each variant once per round, in a rotated order per round; medians over rounds."""
+    batch, learning_rate = config.sft.batch_size, config.sft.learning_rate
+    # Packing needs a length to pack to: the model's context.
+    variants = {"default settings": {},
+                "packing": {"packing": True, "max_length": config.model.max_length}}  # fmt: skip
+    for factor in (2, 4):
+        variants[f"batch {batch * factor}, lr x{math.sqrt(factor):.2f}"] = {
+            "per_device_train_batch_size": batch * factor,
+            "learning_rate": learning_rate * math.sqrt(factor),
+        }
+    print(f"\nvariants, {rounds} rounds; before: {load_line()}")
+    names = list(variants)
+    outcomes: dict[str, list[dict]] = {name: [] for name in names}
+    for round_index in range(rounds):
+        shift = round_index % len(names)
+        for name in names[shift:] + names[:shift]:
+            outcomes[name].append(
+                bare_sft(config, data, base, fresh(), held_out=True, **variants[name])
+            )
+    print(f"  {'variant':<28} {'seconds (median)':>17} {'last train loss':>16} "
+          f"{'held-out loss':>14}")  # fmt: skip
+    for name in names:
+        runs = outcomes[name]
+        seconds = statistics.median(r["seconds"] for r in runs)
+        print(f"  {name:<28} {seconds:>17.1f} {runs[-1]['train_loss']:>16.4f} "
+              f"{runs[-1]['held_out_loss']:>14.4f}")  # fmt: skip
+    print(f"  after: {load_line()}")
 
 
 if __name__ == "__main__":
