@@ -40,9 +40,15 @@ def run_direct(config) -> float:
                                        root / f"{name}.parquet", progress=False)
             for name, policy in {"sft": sft, "rl": rl}.items()
         }  # fmt: skip
-        # The flow's evaluate task also runs the search for every policy: so does this side.
+        # The flow also runs the search for every policy: so does this side.
+        policies = {"sft": sft, "rl": rl}
+        searches = (
+            {name: stages.search_stage(config, root / "data", policy)
+             for name, policy in policies.items()}
+            if config.evaluation.search_budget > 0 else {}
+        )  # fmt: skip
         stages.evaluate_stage(config, rollouts, root / "report", base_model="sft",
-                              policies={"sft": sft, "rl": rl}, dataset_dir=root / "data")  # fmt: skip
+                              searches=searches)  # fmt: skip
         return time.perf_counter() - started  # before the clean-up, as on the other side
 
 

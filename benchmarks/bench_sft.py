@@ -27,9 +27,8 @@ from side_by_side import compare, load_line
 
 def trl_arguments(sft, output_dir: Path, seed: int, **changes):
     """The TRL SFTConfig breadth's `train_sft` builds, with `changes` applied."""
-    from trl import SFTConfig
-
     from breadth.training.common import device_arguments
+    from trl import SFTConfig
 
     values = dict(
         output_dir=str(output_dir), num_train_epochs=sft.epochs, learning_rate=sft.learning_rate,

@@ -15,11 +15,11 @@ import pandas as pd
 
 from breadth.evaluation.metrics import best_of_k_curve, maj_at_k, outcome_codes
 
-__all__ = ["SampleMatrix", "UnevenSamplesWarning", "as_text", "num_options", "warn_if_uneven"]
+__all__ = ["SamplesByProblem", "UnevenSamplesWarning", "as_text", "num_options", "warn_if_uneven"]
 
 
 @dataclass
-class SampleMatrix:
+class SamplesByProblem:
     """Rollout rows sorted by (problem, sample_index), with per-sample arrays and problem bounds."""
 
     rows: pd.DataFrame
@@ -30,7 +30,7 @@ class SampleMatrix:
     scores: np.ndarray
 
     @classmethod
-    def from_rollouts(cls, rollouts: pd.DataFrame) -> SampleMatrix:
+    def from_rollouts(cls, rollouts: pd.DataFrame) -> SamplesByProblem:
         if not isinstance(rollouts, pd.DataFrame):
             raise TypeError(f"rollouts must be a pandas DataFrame, got {type(rollouts).__name__}")
         missing = {"problem_id", "correct"} - set(rollouts.columns)

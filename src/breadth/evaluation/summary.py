@@ -38,7 +38,7 @@ from breadth.evaluation.metrics import (
 )
 from breadth.evaluation.result import ChancePoint, CurvePoint, EvaluationResult
 from breadth.evaluation.samples import (
-    SampleMatrix,
+    SamplesByProblem,
     UnevenSamplesWarning,
     as_text,
     num_options,
@@ -126,7 +126,7 @@ def evaluate_rollouts(
         "patience": patience,
         "tokenize": tokenize,
     }
-    samples = SampleMatrix.from_rollouts(rollouts)
+    samples = SamplesByProblem.from_rollouts(rollouts)
     table = per_problem_table(rollouts, samples=samples, **table_kw)
     num_samples = int(table["num_samples"].min())
     warn_if_uneven(table["num_samples"], name)
@@ -238,7 +238,7 @@ def per_problem_table(
     novelty_k: int = DEFAULT_NOVELTY_K,
     patience: float = div.DEFAULT_PATIENCE,
     tokenize: Callable[[str], Sequence] = str.split,
-    samples: SampleMatrix | None = None,
+    samples: SamplesByProblem | None = None,
 ) -> pd.DataFrame:
     """One row per problem (index problem_id): num_samples, num_correct, pass_at_1, num_options
     and every column of DIVERSITY_METRICS (NaN where the needed rollout column is absent).
@@ -248,7 +248,7 @@ def per_problem_table(
     >>> per_problem_table(rows)[["num_samples", "num_correct", "distinct_outcomes"]].to_dict("list")
     {'num_samples': [2, 1], 'num_correct': [1, 0], 'distinct_outcomes': [2, 0]}
     """
-    s = samples if samples is not None else SampleMatrix.from_rollouts(rollouts)
+    s = samples if samples is not None else SamplesByProblem.from_rollouts(rollouts)
     df = s.rows
     counts = np.diff(s.bounds)
     num_problems = len(counts)

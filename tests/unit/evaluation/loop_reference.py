@@ -13,7 +13,7 @@ import pandas as pd
 
 from breadth.evaluation import diversity as div
 from breadth.evaluation.metrics import _run_starts
-from breadth.evaluation.samples import SampleMatrix
+from breadth.evaluation.samples import SamplesByProblem
 from breadth.evaluation.summary import DIVERSITY_METRICS
 
 # The metrics the loop computed; the outcome metrics were already vectorised.
@@ -28,7 +28,7 @@ def per_problem_loop(
     patience: float = div.DEFAULT_PATIENCE,
     tokenize=str.split,
 ) -> pd.DataFrame:
-    s = SampleMatrix.from_rollouts(rollouts)
+    s = SamplesByProblem.from_rollouts(rollouts)
     df = s.rows
     classes, scores = s.class_ids(), s.scores
     cols: dict[str, list[float]] = {m: [] for m in LOOP_METRICS}

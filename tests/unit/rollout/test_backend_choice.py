@@ -81,3 +81,14 @@ def test_a_configured_server_url_counts_as_vllm_available(large_model, monkeypat
 
 def test_auto_is_a_valid_config_value():
     assert load_config("default", ["rollout.backend=auto"]).rollout.backend == "auto"
+
+
+def test_resolve_backend_replaces_auto_and_keeps_the_rest(large_model, monkeypatch):
+    from breadth.rollout import backend_choice
+
+    monkeypatch.setattr(backend_choice, "_cuda_available", lambda: False)
+    auto = RolloutConfig(backend="auto", num_samples=3)
+    resolved = backend_choice.resolve_backend(auto, large_model)
+    assert resolved.backend == "transformers" and resolved.num_samples == 3
+    explicit = RolloutConfig(backend="vllm")
+    assert backend_choice.resolve_backend(explicit, large_model) is explicit
