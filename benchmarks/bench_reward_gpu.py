@@ -73,7 +73,8 @@ def bare_trl(config, dataset_dir: Path, policy_dir: Path, out_dir: Path, steps: 
     rows = read_rows(dataset_dir / "train.parquet")
     model, tokenizer = load_policy(policy_dir)
     # The same GRPOConfig as arm B, less the reward weights of B's several reward terms.
-    overrides = build_trl_rewards(rl.reward, num_generations=rl.num_generations).grpo_overrides
+    rewards = build_trl_rewards(rl.reward, seed=config.seed, num_generations=rl.num_generations)
+    overrides = rewards.grpo_overrides
     args = build_grpo_config(rl, output_dir=out_dir, seed=config.seed, overrides=overrides)
 
     def answer_suffix_match(completions, answer, **_):
