@@ -150,7 +150,8 @@ def main() -> None:
         result = compare(("bare TRL GRPOTrainer", arm(bare_trl, args.steps)),
                          (f"breadth reward path ({args.spec})", arm(breadth_path, args.steps)),
                          pairs=args.pairs, warm_up=False, self_timed=True)  # fmt: skip
-    print(result.report(f"median step time over steps {SKIPPED_STEPS + 1}..{args.steps}"))
+    first = SKIPPED_STEPS + 1 if args.steps > SKIPPED_STEPS else 1
+    print(result.report(f"median step time over steps {first}..{args.steps}"))
     verdict = "ok" if result.median_ratio() <= TARGET_RATIO else "OVER"
     print(f"median ratio {result.median_ratio():.3f} (target <= {TARGET_RATIO}): {verdict}")
 
