@@ -155,10 +155,11 @@ SLOW_FOR_SYMPY = [
 ]
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def helper_started() -> None:
-    # The helper's one-time start-up (an interpreter importing sympy) does not depend on the
-    # input; the bound below is on the work an input causes.
+    # The helper's start-up (an interpreter importing sympy) does not depend on the input; the
+    # bound below is on the work an input causes. Warmed before every case: a case that runs
+    # into the limit kills its helper, and the next would otherwise also pay a fresh start-up.
     warm_up()
 
 
