@@ -27,6 +27,31 @@ console = Console(soft_wrap=True)  # URLs must stay on one line for copy-paste
 PROJECT_DIR = Path(__file__).resolve().parents[2]
 
 
+@app.callback(invoke_without_command=True)
+def _version(
+    version: Annotated[bool, typer.Option("--version", help="Print the version and exit.")] = False,
+) -> None:
+    if version:
+        from importlib.metadata import version as installed
+
+        console.print(f"breadth {installed('breadth')}", highlight=False)
+        raise typer.Exit()
+
+
+@app.command()
+def presets() -> None:
+    """The presets, each with the first line of its description."""
+    from importlib import resources
+
+    from breadth.config import available_presets
+
+    for name in available_presets():
+        text = (resources.files("breadth") / "presets" / f"{name}.yaml").read_text()
+        first = next((line.lstrip("# ").strip() for line in text.splitlines()
+                      if line.startswith("#")), "")  # fmt: skip
+        console.print(f"{name:<12} {first}", highlight=False, markup=False)
+
+
 def _fail(message: str) -> None:
     console.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
     raise typer.Exit(2)
@@ -158,8 +183,9 @@ def grid(
     seed: Annotated[list[int] | None, typer.Option(help="Seeds (repeat).")] = None,
     set_: Annotated[list[str] | None, typer.Option("--set", help="Override for every cell.")] = None,
     grid_id: Annotated[str | None, typer.Option(help="Grid id tag (default: derived).")] = None,
+    dry_run: Annotated[bool, typer.Option(help="List the cells (validated) and stop.")] = False,
 ) -> None:
-    """Run a format x reward x seed grid locally, then its summary and the collapse alarm."""
+    """Run a format x reward x seed grid locally, then its summary, claims and collapse alarm."""
     from breadth.config import GridConfig
 
     values: dict = {"preset": preset, "overrides": set_ or [], "grid_id": grid_id}
@@ -172,6 +198,12 @@ def grid(
     except (ConfigError, ValueError) as error:
         _fail(str(error))
     console.print(f"grid of {len(cells)} cells", highlight=False)
+    if dry_run:
+        table = Table("format", "objective", "seed", "config hash")
+        for fmt, objective, cell_seed, config in cells:
+            table.add_row(fmt, objective, str(cell_seed), config.content_hash()[:12])
+        console.print(table)
+        return
     _bring_up_stack()
     from flows.grid import grid as grid_flow
 

@@ -38,13 +38,14 @@ class _Section(BaseModel):
 class DataConfig(_Section):
     source: str = Field(
         "synthetic:arithmetic",
-        description="Problem source: synthetic:arithmetic | synthetic:countdown | jsonl:PATH | "
-        "parquet:PATH | hf:NAME[:CONFIG] (NAME may be a local folder of split files).",
+        description="Problem source: `synthetic:arithmetic` | `synthetic:countdown` | "
+        "`jsonl:PATH` | `parquet:PATH` | `hf:NAME[:CONFIG]` (NAME may be a local folder of split "
+        "files).",
     )
     eval_source: str | None = Field(
         None,
-        description="Separate source of evaluation problems (jsonl:PATH | parquet:PATH | "
-        "hf:NAME[:CONFIG]): all its rows (its test split, if it has one) evaluate, and "
+        description="Separate source of evaluation problems (`jsonl:PATH` | `parquet:PATH` | "
+        "`hf:NAME[:CONFIG]`): all its rows (its test split, if it has one) evaluate, and "
         "`source` gives training problems only. Empty = split `source` itself.",
     )
     eval_only: bool = Field(
@@ -154,9 +155,9 @@ class SFTConfig(_Section):
 class _RewardSpecSection(_Section):
     spec: str = Field(
         "correctness",
-        description="Reward terms joined by '+', each NAME[:key=val][*weight]: "
-        f"{', '.join(reward_names())}. E.g. 'correctness+ucb*0.5'; `breadth config --rewards` "
-        "describes each term and its parameters.",
+        description="Reward terms joined by `+`, each `NAME[:key=val][*weight]`: "
+        f"{', '.join(f'`{name}`' for name in reward_names())}. E.g. `correctness+ucb*0.5`; "
+        "`breadth config --rewards` describes each term and its parameters.",
     )
 
     @field_validator("spec")
