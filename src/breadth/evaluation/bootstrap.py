@@ -120,10 +120,11 @@ def hierarchical_bootstrap_means(
 ) -> np.ndarray:
     """Resampled means of a (seeds x problems [x columns]) array: (B,) or (B, columns).
 
-    Each resample draws seeds with replacement, then problems with replacement; the problems
-    drawn are the same for every seed, because every seed is evaluated on the same problems
-    (crossed, not nested), and the same for every column (paired). NaN cells (a problem
-    outside a seed's split) are skipped; a resample with no value left is NaN.
+    Each resample draws seeds with replacement, then, within each drawn seed, its problems
+    with replacement (problems are nested in seeds: each training seed prepares its own
+    problems; a row may be NaN-padded when seeds hold different numbers of problems). The
+    columns of a problem are drawn together (paired arms). NaN cells are skipped; a resample
+    with no value left is NaN.
     """
     array = np.asarray(values, dtype=np.float64)
     squeeze = array.ndim == 2
@@ -135,11 +136,16 @@ def hierarchical_bootstrap_means(
     num_seeds, num_problems, _ = array.shape
     rng = np.random.default_rng(seed)
     seed_draws = rng.integers(0, num_seeds, size=(num_resamples, num_seeds))
-    problem_weights = bootstrap_weights(num_problems, num_resamples, seed + 1)  # (B, P)
     present = ~np.isnan(array)
     filled = np.where(present, array, 0.0)
-    sums = np.einsum("bspk,bp->bk", filled[seed_draws], problem_weights)
-    counts = np.einsum("bspk,bp->bk", present[seed_draws].astype(np.float64), problem_weights)
+    sums = np.zeros((num_resamples, array.shape[2]))
+    counts = np.zeros_like(sums)
+    for slot in range(num_seeds):
+        # Problem draws for this slot, independent of the other slots: (B, P) counts.
+        weights = bootstrap_weights(num_problems, num_resamples, seed + 1 + slot)
+        rows = seed_draws[:, slot]
+        sums += np.einsum("bpk,bp->bk", filled[rows], weights)
+        counts += np.einsum("bpk,bp->bk", present[rows].astype(np.float64), weights)
     with np.errstate(invalid="ignore", divide="ignore"):
         means = sums / counts
     return means[:, 0] if squeeze else means

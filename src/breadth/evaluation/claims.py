@@ -28,6 +28,7 @@ from breadth.evaluation.transfer import (
     DEFAULT_MIN_SPLIT,
     DEFAULT_SPLIT_K,
     DEFAULT_SPLIT_THRESHOLD,
+    _options_of,
     solved_by_base,
 )
 
@@ -106,7 +107,7 @@ def search_gain(rows: pd.DataFrame) -> np.ndarray:
     return (rows["search_evolutionary"] - rows["search_independent"]).to_numpy(np.float64)
 
 
-class _Study:
+class Study:
     """Aligned (seeds x problems) matrices of one format's arms."""
 
     def __init__(self, frame: pd.DataFrame, fmt: str, settings: ClaimSettings):
@@ -115,32 +116,47 @@ class _Study:
         self.settings = settings
 
     def arm(self, objective: str, model: str) -> pd.DataFrame | None:
-        if model == "sft":  # the warm start is shared: read it from any cell of the format
+        if model == "sft":  # the warm start is shared: read each seed's from any of its cells
             rows = self.frame[self.frame["model"] == "sft"]
-            rows = rows[rows["objective"] == rows["objective"].iloc[0]] if len(rows) else rows
+            rows = rows.drop_duplicates(["seed", "problem_id"])
         else:
             rows = self.frame[(self.frame["model"] == "rl") & (self.frame["objective"] == objective)]
         return rows if len(rows) else None
 
-    def paired(self, a: tuple[str, str], b: tuple[str, str], metric: PerProblem,
-               mask: Callable[[pd.DataFrame], np.ndarray] | None = None):  # fmt: skip
-        """(seeds x problems) of metric(a) - metric(b), NaN outside `mask`; or a reason."""
-        left, right = self.arm(*a), self.arm(*b)
-        if left is None or right is None:
-            missing = [f"{o or 'sft'}" for (o, _), arm in ((a, left), (b, right)) if arm is None]
+    def aligned(self, arms: list[tuple[str, str]], metric: PerProblem,
+                mask: Callable[[pd.DataFrame], np.ndarray] | None = None):  # fmt: skip
+        """(seeds x problems x arms) of metric, NaN outside `mask`; or (None, reason).
+
+        Problems are nested in seeds (each seed prepares its own): row s holds seed s's
+        problems that every arm evaluated, NaN-padded to the longest row.
+        """
+        frames = [self.arm(*arm) for arm in arms]
+        missing = [objective or "sft" for (objective, _), f in zip(arms, frames) if f is None]
+        if missing:
             return None, f"arm not in the grid: {', '.join(missing)}"
-        seeds = sorted(set(left["seed"]) & set(right["seed"]))
-        problems = sorted(set(left["problem_id"]) & set(right["problem_id"]))
+        seeds = sorted(set.intersection(*(set(f["seed"]) for f in frames)))
+        if not seeds:
+            return None, "the arms share no seed"
         rows = []
         for seed in seeds:
-            l_rows = left[left["seed"] == seed].set_index("problem_id").loc[problems]
-            r_rows = right[right["seed"] == seed].set_index("problem_id").loc[problems]
-            diff = metric(l_rows) - metric(r_rows)
+            by_seed = [f[f["seed"] == seed] for f in frames]
+            problems = sorted(set.intersection(*(set(f["problem_id"]) for f in by_seed)))
+            values = np.stack([np.asarray(metric(_of_seed(f, seed, problems)), np.float64)
+                               for f in by_seed], axis=-1)  # (P, A)  # fmt: skip
             if mask is not None:
-                diff = np.where(mask(self.arm("", "sft").pipe(_of_seed, seed, problems)),
-                                diff, np.nan)  # fmt: skip
-            rows.append(diff)
-        return np.stack(rows), f"seeds: {len(seeds)}, problems: {len(problems)}"
+                keep = mask(_of_seed(self.arm("", "sft"), seed, problems))
+                values[~np.asarray(keep, bool)] = np.nan
+            rows.append(values)
+        width = max(len(r) for r in rows)
+        matrix = np.stack([np.pad(r, ((0, width - len(r)), (0, 0)), constant_values=np.nan)
+                           for r in rows])  # fmt: skip
+        return matrix, f"seeds: {len(seeds)}, problems per seed: {[len(r) for r in rows]}"
+
+    def paired(self, a: tuple[str, str], b: tuple[str, str], metric: PerProblem,
+               mask: Callable[[pd.DataFrame], np.ndarray] | None = None):  # fmt: skip
+        """(seeds x problems) of metric(a) - metric(b) on the problems both evaluated."""
+        values, detail = self.aligned([a, b], metric, mask)
+        return (None, detail) if values is None else (values[..., 0] - values[..., 1], detail)
 
     def effect(self, claim, measure, a, b, metric, sign, mask=None, min_split=False) -> Claim:
         matrix, detail = self.paired(a, b, metric, mask)
@@ -174,21 +190,21 @@ def evaluate_claims(frame: pd.DataFrame, settings: ClaimSettings | None = None) 
     claims: list[Claim] = []
     formats = sorted(frame["format"].unique())
     for fmt in formats:
-        study = _Study(frame, fmt, settings)
+        study = Study(frame, fmt, settings)
         claims += _format_claims(study)
     if {"mcq", "free_form"} <= set(formats):
         claims.append(_format_claim(frame, settings))
     return claims
 
 
-def _format_claims(study: _Study) -> list[Claim]:
+def _format_claims(study: Study) -> list[Claim]:
     rl, sft = (CORRECTNESS, "rl"), ("", "sft")
     p1, pn = pass_metric(1), pass_metric(None)
     s = study.settings
 
     def unsolved(base_rows: pd.DataFrame) -> np.ndarray:
         return ~solved_by_base(base_rows["num_samples"], base_rows["num_correct"], s.split_k,
-                               s.split_threshold)  # fmt: skip
+                               s.split_threshold, _options_of(base_rows))  # fmt: skip
 
     claims = [
         study.effect("sharpening", "Δ pass@1, RL − SFT (correctness)", rl, sft, p1, +1),
@@ -230,7 +246,7 @@ def _format_claims(study: _Study) -> list[Claim]:
     return claims
 
 
-def _crossover(study: _Study) -> Claim:
+def _crossover(study: Study) -> Claim:
     """Smallest k at which RL's pass@k falls below SFT's, with a bootstrap interval of k."""
     rl, sft = study.arm(CORRECTNESS, "rl"), study.arm("", "sft")
     if rl is None or sft is None:
@@ -253,12 +269,19 @@ def _crossover(study: _Study) -> Claim:
     low_i, high_i = (int(np.quantile(first_below(boot), q, method="inverted_cdf"))
                      for q in (alpha, 1 - alpha))  # fmt: skip
     k_of = lambda i: float(ks[i]) if i < len(ks) else None
-    # Reproduced: a crossover inside the ks tried in (1 - alpha) of resamples; refuted: RL
-    # stays ahead at every k in (1 - alpha) of them.
-    result = REPRODUCED if high_i < len(ks) else REFUTED if low_i >= len(ks) else INCONCLUSIVE
+    # The literature's crossover: RL ahead at small k, behind at large k. Reproduced when, in
+    # (1 - alpha) of resamples, RL is still ahead at k = 1 and falls behind within the ks
+    # tried; refuted when RL is behind already at k = 1 or ahead at every k (in 1 - alpha).
+    if 1 <= low_i and high_i < len(ks):
+        result = REPRODUCED
+    elif high_i == 0 or low_i >= len(ks):
+        result = REFUTED
+    else:
+        result = INCONCLUSIVE
     return Claim("crossover", study.fmt, "k where RL pass@k falls below SFT (correctness)",
                  k_of(index), k_of(low_i), k_of(high_i), result,
-                 f"ks tried: {ks}; an empty bound means beyond k = {ks[-1]}")  # fmt: skip
+                 f"ks tried: {ks}; 'beyond' means past k = {ks[-1]}; k = 1 means RL is not "
+                 "ahead even at k = 1")  # fmt: skip
 
 
 def _format_claim(frame: pd.DataFrame, settings: ClaimSettings) -> Claim:
@@ -269,16 +292,13 @@ def _format_claim(frame: pd.DataFrame, settings: ClaimSettings) -> Claim:
     measure = "relative Δ distinct outcomes (RL / SFT − 1), mcq − free_form"
     narrowing = {}
     for fmt in ("mcq", "free_form"):
-        study = _Study(frame, fmt, settings)
+        study = Study(frame, fmt, settings)
         rl, sft = study.arm(CORRECTNESS, "rl"), study.arm("", "sft")
         if rl is None or sft is None:
             return Claim("format", "both", measure, None, None, None, INCONCLUSIVE,
                          f"arm not in the grid for {fmt}: correctness")  # fmt: skip
-        seeds = sorted(set(rl["seed"]) & set(sft["seed"]))
-        problems = sorted(set(rl["problem_id"]) & set(sft["problem_id"]))
-        stacked = np.stack([np.stack([
-            _of_seed(arm, seed, problems)["distinct_outcomes"].to_numpy(np.float64)
-            for arm in (rl, sft)], axis=-1) for seed in seeds])  # (S, P, 2)  # fmt: skip
+        # (S, P, 2): RL's distinct outcomes and SFT's, paired per problem.
+        stacked = study.aligned([(CORRECTNESS, "rl"), ("", "sft")], column("distinct_outcomes"))[0]
         means = hierarchical_bootstrap_means(stacked, settings.num_resamples, settings.seed)
         narrowing[fmt] = (means[:, 0] / means[:, 1] - 1, stacked)
     point = {fmt: np.nanmean(m[..., 0]) / np.nanmean(m[..., 1]) - 1

@@ -9,7 +9,13 @@ import numpy as np
 import pandas as pd
 
 from breadth.evaluation.bootstrap import hierarchical_bootstrap_means, percentile_interval
-from breadth.evaluation.claims import Claim, ClaimSettings, claims_markdown, pass_metric
+from breadth.evaluation.claims import (
+    Claim,
+    ClaimSettings,
+    Study,
+    claims_markdown,
+    pass_metric,
+)
 
 __all__ = ["pass_at_k_by_objective", "plot_pass_at_k_by_objective", "write_study_report"]
 
@@ -21,20 +27,17 @@ def pass_at_k_by_objective(frame: pd.DataFrame, settings: ClaimSettings) -> pd.D
     arm, k, estimate, low, high.
     """
     rows = []
-    for fmt, by_format in frame.groupby("format"):
-        sft = by_format[by_format["model"] == "sft"]
-        sft = sft[sft["objective"] == sft["objective"].iloc[0]]
-        arms = {"sft": sft, **{objective: group for objective, group in
-                               by_format[by_format["model"] == "rl"].groupby("objective")}}
-        n = int(by_format["num_samples"].min())
+    for fmt in sorted(frame["format"].unique()):
+        study = Study(frame, fmt, settings)
+        arms = [("", "sft"), *[(objective, "rl") for objective in
+                               sorted(study.frame.loc[study.frame["model"] == "rl", "objective"]
+                                      .unique())]]  # fmt: skip
+        n = int(study.frame["num_samples"].min())
         ks = [k for k in (1, 2, 4, 8, 16, 32, 64, 128, 256) if k <= n]
-        for arm, rows_of_arm in arms.items():
-            seeds = sorted(rows_of_arm["seed"].unique())
-            problems = sorted(rows_of_arm["problem_id"].unique())
-            stacked = np.stack([np.stack([
-                pass_metric(k)(rows_of_arm[rows_of_arm["seed"] == s].set_index("problem_id")
-                               .reindex(problems)) for k in ks], axis=-1)
-                for s in seeds])  # (S, P, K)  # fmt: skip
+        for arm in arms:
+            stacked = np.stack([study.aligned([arm], pass_metric(k))[0][..., 0] for k in ks],
+                               axis=-1)  # (S, P, K)  # fmt: skip
+            arm = arm[0] or "sft"
             boot = hierarchical_bootstrap_means(stacked, settings.num_resamples, settings.seed)
             low, high = percentile_interval(boot, settings.confidence)
             point = np.nanmean(stacked, axis=(0, 1))

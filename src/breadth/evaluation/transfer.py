@@ -30,7 +30,7 @@ from breadth.evaluation.bootstrap import (
     bootstrap_weights,
     percentile_interval,
 )
-from breadth.evaluation.metrics import default_ks, pass_at_k
+from breadth.evaluation.metrics import chance_corrected_pass_at_k, default_ks, pass_at_k
 
 __all__ = [
     "SPLITS",
@@ -119,14 +119,20 @@ class TransferResult:
 
 def solved_by_base(
     num_samples, num_correct, split_k: int = DEFAULT_SPLIT_K,
-    threshold: float = DEFAULT_SPLIT_THRESHOLD,
+    threshold: float = DEFAULT_SPLIT_THRESHOLD, num_options=None,
 ) -> np.ndarray:  # fmt: skip
     """Base-solved at a fixed budget: the base model's pass@split_k >= threshold.
+
+    With `num_options` (multiple choice), pass@split_k is taken above chance,
+    `(p - chance) / (1 - chance)`: otherwise guessing among 4 options "solves" a problem at
+    pass@4 = 0.68.
 
     n = 8, pass@4 of c = 1 is 1 - C(7,4)/C(8,4) = 0.5: solved at threshold 0.5.
 
     >>> solved_by_base([8, 8, 8], [0, 1, 4], split_k=4, threshold=0.5).tolist()
     [False, True, True]
+    >>> solved_by_base([8, 8], [2, 8], split_k=4, threshold=0.5, num_options=[4, 4]).tolist()
+    [False, True]
     """
     n = np.asarray(num_samples)
     if n.size and split_k > int(n.min()):
@@ -135,7 +141,10 @@ def solved_by_base(
             f"count {int(n.min())}: lower evaluation.transfer_split_k or raise "
             "rollout.num_samples"
         )
-    return pass_at_k(n, num_correct, split_k) >= threshold
+    value = pass_at_k(n, num_correct, split_k)
+    if num_options is not None:
+        value = chance_corrected_pass_at_k(value, num_options, split_k)
+    return np.nan_to_num(value, nan=0.0) >= threshold
 
 
 def crossover_k(
@@ -251,7 +260,7 @@ def transfer_analysis(
         numeric = [c for c in b.columns if c in t.columns and pd.api.types.is_numeric_dtype(b[c])]
         metrics = [c for c in numeric if c not in ("num_samples", "num_correct")]
     solved = solved_by_base(b["num_samples"].to_numpy(), b["num_correct"].to_numpy(), split_k,
-                            split_threshold)  # fmt: skip
+                            split_threshold, _options_of(b))  # fmt: skip
     splits = {}
     for offset, (name, mask) in enumerate((("solved", solved), ("unsolved", ~solved))):
         split = _split_metrics(
@@ -269,6 +278,14 @@ def transfer_analysis(
         seed=seed,
     )
     return TransferResult(num_problems=len(shared), splits=splits, crossover=crossover)
+
+
+def _options_of(table: pd.DataFrame):
+    """Per-problem option counts of a multiple-choice table, else None."""
+    if "num_options" not in table or not table["num_options"].notna().all():
+        return None
+    options = table["num_options"].to_numpy(dtype=np.float64)
+    return options if (options >= 2).all() else None
 
 
 def _split_metrics(name, b, t, metrics, num_resamples, confidence, seed) -> SplitMetrics:

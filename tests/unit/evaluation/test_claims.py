@@ -117,3 +117,28 @@ def test_study_report_writes_the_table_and_a_curve_per_arm(tmp_path):
     batch_at_1 = curves[(curves["arm"] == "correctness+batch") & (curves["k"] == 1)].iloc[0]
     assert batch_at_1["estimate"] == pytest.approx(1.0) and batch_at_1["low"] == pytest.approx(1.0)
     assert "| **sharpening** |" in paths[0].read_text()
+
+
+def test_seeds_with_their_own_problems_are_paired_within_each_seed():
+    # Each training seed prepares its own eval problems: seed 1's ids differ from seed 0's.
+    seed0 = _cells([8, 0] * 20, seeds=(0,))
+    seed1 = _cells([8, 0] * 20, seeds=(1,))
+    seed1["problem_id"] = "s1-" + seed1["problem_id"]
+    sharpening = next(c for c in evaluate_claims(pd.concat([seed0, seed1]))
+                      if c.claim == "sharpening")  # fmt: skip
+    assert sharpening.estimate == pytest.approx(0.25)
+    assert "problems per seed: [40, 40]" in sharpening.detail
+
+
+def test_crossover_refuted_when_rl_is_behind_from_k_1():
+    # RL solves 1/8 where SFT solves 2/8: never ahead, so there is nothing to cross over.
+    crossover = next(c for c in evaluate_claims(_cells([1] * 40)) if c.claim == "crossover")
+    assert crossover.estimate == 1.0 and crossover.verdict == "refuted"
+
+
+def test_mcq_transfer_split_is_taken_above_chance():
+    # 4 options, n = 8, c = 2: pass@4 = 55/70 = 0.79 looks "solved", but chance pass@4 is
+    # 1 - 0.75^4 = 0.68, so above chance it is (0.786 - 0.684) / 0.316 = 0.32 < 0.5: unsolved.
+    mcq = _cells([8, 0] * 20, fmt="mcq", num_options=4)
+    transfer = next(c for c in evaluate_claims(mcq) if c.claim == "transfer")
+    assert "split sizes per seed: [40, 40]" in transfer.detail
