@@ -40,6 +40,21 @@ def open_parent_run(config: PipelineConfig, extra_tags: dict[str, str] | None = 
         "host.cpus": str(os.cpu_count()),
         **(extra_tags or {}),
     }
-    run = start_run(experiment, f"pipeline-{config.preset}", tags=tags)
+    run = start_run(experiment, run_name(config, extra_tags or {}), tags=tags)
     run.log_params(config.flat())
     return run
+
+
+def run_name(config: PipelineConfig, extra_tags: dict[str, str]) -> str:
+    """What tells runs apart in MLflow's legends: a grid cell by format, objective and seed,
+    a lone run by preset and config hash.
+
+    >>> from breadth.config import load_config
+    >>> run_name(load_config("default"), {"grid.objective": "correctness+batch"})
+    'free_form·correctness+batch·s0'
+    >>> run_name(load_config("default"), {})[:8]
+    'default·'
+    """
+    if "grid.objective" in extra_tags:
+        return f"{config.data.format}·{extra_tags['grid.objective']}·s{config.seed}"
+    return f"{config.preset}·{config.content_hash()[:8]}"
