@@ -6,6 +6,8 @@ import functools
 import hashlib
 import os
 import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -15,6 +17,8 @@ from prefect.context import TaskRunContext
 import breadth
 from breadth.tracking.objects import ObjectStore
 from breadth.tracking.runs import RunHandle, start_run
+from breadth.tracking.uploads import with_retries
+from breadth.training.checkpointing import hold_lock
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 
@@ -53,17 +57,28 @@ class StageResult:
     info: dict[str, Any] = field(default_factory=dict)
 
     def ensure_local(self) -> Path:
-        """The local copy, fetched back from S3 when another machine or a wipe removed it."""
+        """The local copy, fetched back from S3 (only this stage's objects) when another
+        machine or a wipe removed it."""
         path = Path(self.local_path)
         if path.exists():
             return path
+        if not self.s3_uri:
+            raise StageOutputMissing(
+                f"stage {self.stage} ({self.key}) has no S3 copy, and its local output {path} is "
+                "gone (another worker, or a wiped work dir). Run it again here: delete its Prefect "
+                "cache entry, or change BREADTH_WORK_DIR back to the folder that holds it."
+            )
         store = ObjectStore.from_env()
-        prefix = self.s3_uri.removeprefix(f"s3://{store.bucket}/")
-        if prefix.endswith(".parquet"):
-            store.download_dir(prefix.rsplit("/", 1)[0], path.parent)
+        key = self.s3_uri.removeprefix(f"s3://{store.bucket}/")
+        if key.endswith(".parquet"):
+            store.download_file(key, path)
         else:
-            store.download_dir(prefix, path)
+            store.download_dir(key, path)
         return path
+
+
+class StageOutputMissing(RuntimeError):
+    """A cached stage's output is neither local nor in S3; the message says how to re-run."""
 
 
 def content_key(stage: str, *parts: str) -> str:
@@ -90,7 +105,25 @@ def work_dir(key: str) -> Path:
 
 
 def child_run(parent: RunHandle, stage: str, key: str) -> RunHandle:
+    """The stage's MLflow run; use it as `with child_run(...) as run:` so that it is closed
+    (FINISHED, FAILED or KILLED) on every path."""
     experiment = parent.client.get_experiment(parent.experiment_id).name
     return start_run(experiment, stage, parent=parent, tags={"breadth.stage": stage,
                                                             "breadth.stage_key": key})
 
+
+@contextmanager
+def exclusive_work_dir(key: str) -> Iterator[Path]:
+    """The stage's work dir, held against a second run of the same stage at the same time (the
+    lock file lives beside it, so it is never uploaded with the stage's output)."""
+    folder = work_dir(key)
+    with hold_lock(folder.parent / ".locks" / f"{key}.lock"):
+        yield folder
+
+
+def upload_stage_output(config: Any, folder: Path, prefix: str) -> str:
+    """Upload a stage's output folder (verified), retrying through an S3 outage."""
+    store = ObjectStore.from_env()
+    with_retries(f"upload of {folder} to {prefix}", lambda: store.upload_dir(folder, prefix),
+                 give_up_after_s=config.tracking.upload_retry_s)  # fmt: skip
+    return store.uri(prefix)

@@ -12,7 +12,13 @@ from prefect.cache_policies import NO_CACHE
 from breadth.config import PipelineConfig
 from breadth.stages import evaluate_stage
 from breadth.tracking.runs import RunHandle, log_curves
-from tasks.common import StageResult, child_run, stage_cache_key, work_dir
+from tasks.common import (
+    StageResult,
+    child_run,
+    stage_cache_key,
+    upload_stage_output,
+    work_dir,
+)
 
 
 @task(name="evaluate", retries=1, cache_key_fn=stage_cache_key, persist_result=True)
@@ -27,17 +33,18 @@ def evaluate(
                                       searches=comparisons)  # fmt: skip
     metrics, curves, run_ids = {}, {}, {}
     for name, result in results.items():
-        run = child_run(parent, f"evaluate-{name}", key)
-        run.set_tags({"model.role": name})
-        search_metrics = comparisons[name].metrics() if name in comparisons else {}
-        metrics[name] = {**result.metrics(), **search_metrics}
-        curves[name] = result.curves()
-        run.log_metrics(metrics[name])
-        log_curves(run, curves[name])
-        run.finish()
+        with child_run(parent, f"evaluate-{name}", key) as run:
+            run.set_tags({"model.role": name})
+            search_metrics = comparisons[name].metrics() if name in comparisons else {}
+            metrics[name] = {**result.metrics(), **search_metrics}
+            curves[name] = result.curves()
+            run.log_metrics(metrics[name])
+            log_curves(run, curves[name])
         run_ids[name] = run.run_id
     report_md = (out / "report" / "report.md").read_text()
-    return StageResult("evaluate", key, str(out / "report"), "", run_ids[base_model],
+    # Its S3 copy is what `publish_report` fetches on a cache hit on a fresh worker.
+    report_uri = upload_stage_output(config, out / "report", f"runs/{parent.run_id}/report")
+    return StageResult("evaluate", key, str(out / "report"), report_uri, run_ids[base_model],
                        {"metrics": metrics, "curves": curves, "run_ids": run_ids,
                         "report_markdown": report_md,
                         "files": [str(p) for p in written]})  # fmt: skip

@@ -10,25 +10,23 @@ from breadth.config import PipelineConfig
 from breadth.stages import prepare_stage
 from breadth.tracking.objects import ObjectStore
 from breadth.tracking.runs import RunHandle, log_dataset_input
-from tasks.common import StageResult, child_run, stage_cache_key, work_dir
+from tasks.common import StageResult, child_run, exclusive_work_dir, stage_cache_key
 
 
 @task(name="prepare", retries=1, cache_key_fn=stage_cache_key, persist_result=True)
 def prepare(config: PipelineConfig, key: str, parent: RunHandle) -> StageResult:
-    run = child_run(parent, "prepare", key)
-    out = work_dir(key)
-    manifest = prepare_stage(config, out)
-    content_hash = manifest.content_hash
-    store = ObjectStore.from_env()
-    store.upload_dir(out, f"datasets/{content_hash}")
-    run.log_params({f"data.{k}": v for k, v in config.data.model_dump().items()})
-    counts = json.loads((out / "manifest.json").read_text())
-    run.log_metrics({name: value for name, value in counts.items()
-                     if isinstance(value, (int, float)) and not isinstance(value, bool)})
-    run.log_artifact(out / "manifest.json")
-    log_dataset_input(run, out / "train.parquet", name=f"train-{content_hash[:12]}",
-                      source=store.uri(f"datasets/{content_hash}/train.parquet"))
-    run.set_tags({"dataset.hash": content_hash})
-    run.finish()
-    return StageResult("prepare", key, str(out), store.uri(f"datasets/{content_hash}"),
-                       run.run_id, {"content_hash": content_hash})
+    with child_run(parent, "prepare", key) as run, exclusive_work_dir(key) as out:
+        manifest = prepare_stage(config, out)
+        content_hash = manifest.content_hash
+        store = ObjectStore.from_env()
+        store.upload_dir(out, f"datasets/{content_hash}")
+        run.log_params({f"data.{k}": v for k, v in config.data.model_dump().items()})
+        counts = json.loads((out / "manifest.json").read_text())
+        run.log_metrics({name: value for name, value in counts.items()
+                         if isinstance(value, (int, float)) and not isinstance(value, bool)})
+        run.log_artifact(out / "manifest.json")
+        log_dataset_input(run, out / "train.parquet", name=f"train-{content_hash[:12]}",
+                          source=store.uri(f"datasets/{content_hash}/train.parquet"))
+        run.set_tags({"dataset.hash": content_hash})
+        return StageResult("prepare", key, str(out), store.uri(f"datasets/{content_hash}"),
+                           run.run_id, {"content_hash": content_hash})

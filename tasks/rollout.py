@@ -8,7 +8,7 @@ from breadth.config import PipelineConfig
 from breadth.stages import rollout_stage
 from breadth.tracking.objects import ObjectStore
 from breadth.tracking.runs import RunHandle
-from tasks.common import StageResult, child_run, stage_cache_key, work_dir
+from tasks.common import StageResult, child_run, exclusive_work_dir, stage_cache_key
 
 
 @task(name="rollout", retries=1, cache_key_fn=stage_cache_key, persist_result=True,
@@ -17,13 +17,12 @@ def rollout(
     config: PipelineConfig, key: str, parent: RunHandle, dataset: StageResult,
     policy: StageResult, model_name: str,
 ) -> StageResult:  # fmt: skip
-    run = child_run(parent, f"rollout-{model_name}", key)
-    run.log_params({f"rollout.{k}": v for k, v in config.rollout.model_dump().items()})
-    path = rollout_stage(config, dataset.ensure_local(), policy.ensure_local(), model_name,
-                         work_dir(key) / f"{model_name}.parquet")  # fmt: skip
-    uri = ObjectStore.from_env().upload_file(path, f"runs/{parent.run_id}/rollouts/{path.name}")
-    run.log_artifact(path, "rollouts")
-    run.set_tags({"rollouts.s3_uri": uri})
-    run.finish()
-    return StageResult(f"rollout-{model_name}", key, str(path), uri, run.run_id,
-                       {"model_name": model_name})
+    with child_run(parent, f"rollout-{model_name}", key) as run, exclusive_work_dir(key) as out:
+        run.log_params({f"rollout.{k}": v for k, v in config.rollout.model_dump().items()})
+        path = rollout_stage(config, dataset.ensure_local(), policy.ensure_local(), model_name,
+                             out / f"{model_name}.parquet")  # fmt: skip
+        uri = ObjectStore.from_env().upload_file(path, f"runs/{parent.run_id}/rollouts/{path.name}")
+        run.log_artifact(path, "rollouts")
+        run.set_tags({"rollouts.s3_uri": uri})
+        return StageResult(f"rollout-{model_name}", key, str(path), uri, run.run_id,
+                           {"model_name": model_name})

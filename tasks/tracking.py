@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import platform
 import subprocess
@@ -10,7 +11,8 @@ from pathlib import Path
 from prefect import runtime
 
 from breadth.config import PipelineConfig
-from breadth.tracking.runs import RunHandle, start_run
+from breadth.tracking.reconcile import reconcile_stale_runs
+from breadth.tracking.runs import RunHandle, start_run, tracking_uri
 
 
 def git_sha() -> str:
@@ -23,7 +25,17 @@ def git_sha() -> str:
         return "unknown"
 
 
+def close_stale_runs() -> None:
+    """Close what killed runs left open (RUNNING in MLflow, Running in Prefect); a failure here
+    is logged, never a reason not to run."""
+    try:
+        reconcile_stale_runs(tracking_uri())
+    except Exception as error:  # noqa: BLE001
+        logging.getLogger("breadth.reconcile").warning("could not reconcile stale runs: %s", error)
+
+
 def open_parent_run(config: PipelineConfig, extra_tags: dict[str, str] | None = None) -> RunHandle:
+    close_stale_runs()
     experiment = config.tracking.experiment or config.preset
     tags = {
         "prefect.flow_run_id": runtime.flow_run.id or "",

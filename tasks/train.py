@@ -2,34 +2,53 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 from prefect import task
 
 from breadth.config import PipelineConfig
 from breadth.stages import init_model_stage, rl_stage, sft_stage
-from breadth.tracking.objects import ObjectStore
+from breadth.tracking.objects import ObjectStore, ObjectStoreError
 from breadth.tracking.runs import MetricBuffer, RunHandle, log_transformers_model
-from tasks.common import StageResult, child_run, stage_cache_key, work_dir
+from breadth.tracking.uploads import BackgroundLane, with_retries
+from breadth.training.checkpointing import (
+    OUTPUT_COMPLETE,
+    checkpoint_folders,
+    damage,
+    fetch_newest_checkpoint,
+    is_complete_output,
+    logged_history,
+    newest_whole_checkpoint,
+    write_marker,
+)  # fmt: skip
+from tasks.common import (
+    StageResult,
+    child_run,
+    exclusive_work_dir,
+    stage_cache_key,
+    upload_stage_output,
+)
+
+log = logging.getLogger("breadth.tasks")
 
 
 @task(name="init-model", retries=1, cache_key_fn=stage_cache_key, persist_result=True)
 def init_model(config: PipelineConfig, key: str) -> StageResult:
-    out = init_model_stage(config, work_dir(key) / "model")
-    return StageResult("init-model", key, str(out), "", "", {})
+    with exclusive_work_dir(key) as folder:
+        out = init_model_stage(config, folder / "model")
+        # Its S3 copy lets a cache hit on a fresh worker fetch it (it has no MLflow run).
+        uri = upload_stage_output(config, out, f"stages/{key}/model")
+    return StageResult("init-model", key, str(out), uri, "", {})
 
 
 def _finish_model_stage(
     stage: str, config: PipelineConfig, key: str, run: RunHandle, parent: RunHandle,
     model_dir: Path,
 ) -> StageResult:  # fmt: skip
-    store = ObjectStore.from_env()
-    prefix = f"runs/{parent.run_id}/models/{stage}"
-    store.upload_dir(model_dir, prefix)
-    uri = store.uri(prefix)
+    uri = upload_stage_output(config, model_dir, f"runs/{parent.run_id}/models/{stage}")
     model_uri = log_transformers_model(run, model_dir) if config.tracking.log_models else ""
     run.set_tags({"model.s3_uri": uri, "model.mlflow_uri": model_uri})
-    run.finish()
     return StageResult(stage, key, str(model_dir), uri, run.run_id, {"model_uri": model_uri})
 
 
@@ -37,13 +56,50 @@ def _finish_model_stage(
 def sft(
     config: PipelineConfig, key: str, parent: RunHandle, dataset: StageResult, base: StageResult
 ) -> StageResult:
-    run = child_run(parent, "sft", key)
-    run.log_params({f"sft.{k}": v for k, v in config.sft.model_dump().items()})
-    metrics = MetricBuffer(run)
-    model_dir = sft_stage(config, dataset.ensure_local(), base.ensure_local(), work_dir(key),
-                          log_metric=metrics)  # fmt: skip
-    metrics.flush()
-    return _finish_model_stage("sft", config, key, run, parent, model_dir)
+    with exclusive_work_dir(key) as folder, child_run(parent, "sft", key) as run:
+        run.log_params({f"sft.{k}": v for k, v in config.sft.model_dump().items()})
+        model_dir = folder / "final"
+        if is_complete_output(model_dir):  # a run of the same config finished it meanwhile
+            run.set_tags({"breadth.reused_output": str(model_dir)})
+        else:
+            metrics = MetricBuffer(run)
+            sft_stage(config, dataset.ensure_local(), base.ensure_local(), folder,
+                      log_metric=metrics)  # fmt: skip
+            metrics.flush()
+            write_marker(model_dir, OUTPUT_COMPLETE)
+        return _finish_model_stage("sft", config, key, run, parent, model_dir)
+
+
+def _resume_point(store: ObjectStore, prefix: str, folder: Path, run: RunHandle) -> Path | None:
+    """The newest whole local checkpoint, else the newest whole one in S3; each fallback is
+    said in the log and on the run."""
+    resume_from, notes = newest_whole_checkpoint(folder)
+    if resume_from is None:
+        fetched, fetch_notes = fetch_newest_checkpoint(store, prefix, folder)
+        resume_from, notes = fetched, notes + fetch_notes
+    if notes:
+        run.set_tags({"checkpoint.notes": " | ".join(notes)[:5000]})
+    if resume_from is not None:
+        run.set_tags({"checkpoint.resumed_from": resume_from.name})
+    return resume_from
+
+
+def _verify_checkpoints_in_s3(store: ObjectStore, prefix: str, folder: Path, config: PipelineConfig) -> int:
+    """Every whole local checkpoint is in S3 with the same size and sha256 (uploading what is
+    missing, e.g. what a killed run never sent); returns how many were checked."""
+    checkpoints = [path for path in checkpoint_folders(folder) if damage(path) is None]
+    for checkpoint in checkpoints:
+        target = f"{prefix}/{checkpoint.name}"
+
+        def upload_and_verify(checkpoint: Path = checkpoint, target: str = target) -> None:
+            store.upload_dir(checkpoint, target)
+            wrong = store.missing_or_different(checkpoint, target)
+            if wrong:
+                raise ObjectStoreError(f"{store.uri(target)} does not match {checkpoint}: {wrong}")
+
+        with_retries(f"verification of {target}", upload_and_verify,
+                     give_up_after_s=config.tracking.upload_retry_s)  # fmt: skip
+    return len(checkpoints)
 
 
 @task(name="rl", retries=0, cache_key_fn=stage_cache_key, persist_result=True)
@@ -51,17 +107,37 @@ def rl(
     config: PipelineConfig, key: str, parent: RunHandle, dataset: StageResult,
     policy: StageResult,
 ) -> StageResult:  # fmt: skip
-    run = child_run(parent, "rl", key)
-    run.log_params(
-        {k: v for k, v in config.flat().items() if k.startswith("rl.")}
-    )
     store = ObjectStore.from_env()
+    # One prefix per training (its content key): a resumed run adds to the same checkpoints.
+    prefix = f"checkpoints/{key}"
+    with exclusive_work_dir(key) as folder, child_run(parent, "rl", key) as run:
+        run.log_params({k: v for k, v in config.flat().items() if k.startswith("rl.")})
+        run.set_tags({"checkpoint.s3_prefix": store.uri(prefix)})
+        model_dir = folder / "final"
+        if is_complete_output(model_dir):  # a run of the same config finished it meanwhile
+            run.set_tags({"breadth.reused_output": str(model_dir)})
+        else:
+            retry_s = config.tracking.upload_retry_s
+            with BackgroundLane("S3 upload", retry_s) as uploads, \
+                    BackgroundLane("MLflow metrics", retry_s) as writes:  # fmt: skip
+                metrics = MetricBuffer(run, lane=writes)
+                resume_from = _resume_point(store, prefix, folder, run)
+                if resume_from is not None:
+                    # The killed run's metrics may not all have reached MLflow: this run carries
+                    # the whole history, step 1 to the end.
+                    for name, value, step in logged_history(resume_from):
+                        metrics(name, value, step)
 
-    def upload_checkpoint(folder: Path, step: int) -> None:
-        store.upload_dir(folder, f"runs/{parent.run_id}/checkpoints/rl/step-{step}")
+                def on_checkpoint(checkpoint: Path, step: int) -> None:
+                    metrics.flush()  # a kill after this checkpoint loses no logged step
+                    uploads.submit(f"upload of {checkpoint.name} to {prefix}",
+                                   lambda: store.upload_dir(checkpoint, f"{prefix}/{checkpoint.name}"))  # fmt: skip
 
-    metrics = MetricBuffer(run)
-    model_dir = rl_stage(config, dataset.ensure_local(), policy.ensure_local(), work_dir(key),
-                         log_metric=metrics, on_checkpoint=upload_checkpoint)  # fmt: skip
-    metrics.flush()
-    return _finish_model_stage("rl", config, key, run, parent, model_dir)
+                rl_stage(config, dataset.ensure_local(), policy.ensure_local(), folder,
+                         log_metric=metrics, on_checkpoint=on_checkpoint,
+                         resume_from=resume_from)  # fmt: skip
+                metrics.flush()
+            write_marker(model_dir, OUTPUT_COMPLETE)
+        checked = _verify_checkpoints_in_s3(store, prefix, folder, config)
+        run.set_tags({"checkpoint.verified_in_s3": checked})
+        return _finish_model_stage("rl", config, key, run, parent, model_dir)

@@ -303,6 +303,11 @@ class TrackingConfig(_Section):
     log_models: bool = Field(
         True, description="Log SFT and RL policies as MLflow models (mlflow.transformers)."
     )
+    upload_retry_s: float = Field(
+        600.0, ge=0, le=86400,
+        description="How long an S3 upload (checkpoints, models) or a background MLflow write "
+        "retries, with backoff, before the stage fails. Training goes on meanwhile.",
+    )
 
 
 class PipelineConfig(_Section):

@@ -304,6 +304,18 @@ class LocalStack:
             self._up_one(service)
             if service.name == "s3":
                 self._ensure_bucket()
+        if not only:
+            self.reconcile()
+
+    def reconcile(self) -> list[str]:
+        """Close the MLflow runs and Prefect flow runs that killed processes left open."""
+        from breadth.tracking.reconcile import reconcile_stale_runs
+
+        env = self.settings.client_env()
+        try:
+            return reconcile_stale_runs(env["MLFLOW_TRACKING_URI"], env.get("PREFECT_API_URL"))
+        except Exception as error:  # noqa: BLE001 - the stack is up; reconciling is a courtesy
+            return [f"could not reconcile stale runs: {error}"]
 
     def _up_one(self, service: Service) -> None:
         if service.is_external():

@@ -19,6 +19,12 @@ class ObjectStoreError(RuntimeError):
     """S3 cannot be reached or refused an operation; the message names the endpoint and fix."""
 
 
+class ObjectConflict(ObjectStoreError):
+    """A key already holds different bytes: no retry can fix that."""
+
+    permanent = True
+
+
 def sha256_file(path: Path) -> str:
     digest = hashlib.sha256()
     with open(path, "rb") as handle:
@@ -127,7 +133,7 @@ class ObjectStore:
         if existing is not None:
             if existing.get("Metadata", {}).get("sha256") == checksum:
                 return self.uri(key)
-            raise ObjectStoreError(
+            raise ObjectConflict(
                 f"s3://{self.bucket}/{key} already holds different bytes; keys are never "
                 "overwritten. Write under a new key (a new run or content hash)."
             )
@@ -159,14 +165,39 @@ class ObjectStore:
             return list(pool.map(self.upload_file, files, keys))
 
     def download_dir(self, prefix: str, folder: Path) -> list[Path]:
+        """Every object under `prefix/` into `folder` (keys relative to the prefix).
+
+        An empty prefix is refused: it would copy the whole bucket into one stage's folder.
+        """
+        prefix = prefix.strip("/")
+        if not prefix:
+            raise ObjectStoreError(
+                f"refusing to download an empty S3 prefix into {folder}: that is every object in "
+                f"bucket {self.bucket!r}. The stage result names no S3 copy; re-run that stage "
+                "on this worker instead."
+            )
         paths = []
-        for key in self.list(prefix):
-            target = Path(folder) / key[len(prefix.rstrip("/")) + 1 :]
-            target.parent.mkdir(parents=True, exist_ok=True)
-            self._call(f"download of {key}", self.client.download_file,
-                       Bucket=self.bucket, Key=key, Filename=str(target))  # fmt: skip
-            paths.append(target)
+        for key in self.list(prefix + "/"):
+            paths.append(self.download_file(key, Path(folder) / key[len(prefix) + 1 :]))
         return paths
+
+    def download_file(self, key: str, target: Path) -> Path:
+        Path(target).parent.mkdir(parents=True, exist_ok=True)
+        self._call(f"download of {key}", self.client.download_file,
+                   Bucket=self.bucket, Key=key, Filename=str(target))  # fmt: skip
+        return Path(target)
+
+    def missing_or_different(self, folder: Path, prefix: str) -> list[str]:
+        """Files of `folder` not in S3 under `prefix` with the same size and sha256 (names)."""
+        folder = Path(folder)
+        wrong = []
+        for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+            name = path.relative_to(folder).as_posix()
+            found = self._call("head_object", self.head, key=f"{prefix.rstrip('/')}/{name}")
+            if (found is None or found["ContentLength"] != path.stat().st_size
+                    or found.get("Metadata", {}).get("sha256") != sha256_file(path)):  # fmt: skip
+                wrong.append(name)
+        return wrong
 
     def list(self, prefix: str = "") -> list[str]:
         keys: list[str] = []

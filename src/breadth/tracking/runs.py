@@ -6,12 +6,14 @@ stack, so stages running in Prefect worker threads never log into each other's r
 
 from __future__ import annotations
 
+import logging
 import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from types import TracebackType
+from typing import Any, Self
 
 # Values MLflow refuses as params beyond this length; longer ones are truncated, marked so.
 MAX_PARAM_LENGTH = 500
@@ -85,6 +87,31 @@ class RunHandle:
     def finish(self, status: str = "FINISHED") -> None:
         self.client.set_terminated(self.run_id, status)
 
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:  # fmt: skip
+        """Close the run on every path: FINISHED, FAILED on an error, KILLED on an interrupt.
+
+        Closing must not hide the stage's own error, so a failure to reach MLflow here is only
+        logged (the reconciler closes the run later).
+        """
+        status = "FINISHED" if kind is None else "FAILED" if issubclass(kind, Exception) else "KILLED"
+        try:
+            if kind is not None:
+                self.client.set_tag(self.run_id, "breadth.error",
+                                    f"{kind.__name__}: {error}"[:MAX_PARAM_LENGTH])  # fmt: skip
+            self.finish(status)
+        except Exception as close_error:
+            if kind is None:
+                raise
+            logging.getLogger("breadth.tracking").warning(
+                "could not mark MLflow run %s %s: %s", self.run_id, status, close_error
+            )
+
 
 class MetricBuffer:
     """A `(name, value, step)` sink that sends metrics to MLflow in batches.
@@ -96,9 +123,10 @@ class MetricBuffer:
 
     MAX_BATCH = 1000  # MLflow's limit of metrics per log_batch call
 
-    def __init__(self, run: RunHandle, flush_every: int = 2000):
+    def __init__(self, run: RunHandle, flush_every: int = 2000, lane: Any = None):
         self.run = run
         self.flush_every = flush_every
+        self.lane = lane  # a BackgroundLane: flushes then leave the caller's thread
         self.pending: list[Any] = []
 
     def __call__(self, key: str, value: float, step: int = 0) -> None:
@@ -115,7 +143,32 @@ class MetricBuffer:
     def flush(self) -> None:
         pending, self.pending = self.pending, []
         for start in range(0, len(pending), self.MAX_BATCH):
-            self.run.client.log_batch(self.run.run_id, metrics=pending[start : start + self.MAX_BATCH])
+            batch = pending[start : start + self.MAX_BATCH]
+            if self.lane is None:
+                self.run.client.log_batch(self.run.run_id, metrics=batch)
+            else:
+                self.lane.submit(f"{len(batch)} metrics of MLflow run {self.run.run_id}",
+                                 lambda batch=batch: self.run.client.log_batch(
+                                     self.run.run_id, metrics=batch))  # fmt: skip
+
+
+# Which process owns a run (host:pid:start time), so a later run can tell a dead owner.
+PROCESS_TAG = "breadth.process"
+
+
+def process_start_ticks(pid: int) -> str:
+    """The process's start time in clock ticks (/proc), which tells a reused pid apart."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return ""
+    return stat.rsplit(")", 1)[1].split()[19]
+
+
+def this_process() -> str:
+    import socket
+
+    return f"{socket.gethostname()}:{os.getpid()}:{process_start_ticks(os.getpid())}"
 
 
 def tracking_uri() -> str:
@@ -164,6 +217,7 @@ def start_run(
     experiment_id = found.experiment_id if found else client.create_experiment(experiment)
     all_tags = {key: str(value) for key, value in (tags or {}).items()}
     all_tags["mlflow.runName"] = run_name
+    all_tags[PROCESS_TAG] = this_process()
     if parent is not None:
         all_tags["mlflow.parentRunId"] = parent.run_id
     run = client.create_run(experiment_id, tags=all_tags, run_name=run_name)

@@ -9,29 +9,25 @@ from pathlib import Path
 from typing import Any
 
 from breadth.config import RLConfig
+from breadth.training.checkpointing import (
+    CHECKPOINT_COMPLETE,
+    newest_whole_checkpoint,
+    write_marker,
+)
 from breadth.training.trainer_setup import MetricsCallback, device_arguments
 
 # Columns the reward functions read; everything else (e.g. `target`) stays out of TRL's way.
 REWARD_COLUMNS = ("problem_id", "answer", "format", "task", "options", "letter", "meta", "split")
 
 
-# Written last into a checkpoint folder, after the trainer state and the reward state.
-CHECKPOINT_COMPLETE = "breadth_checkpoint_complete"
-
-
 def newest_checkpoint(output_dir: Path) -> Path | None:
-    """The highest-step `checkpoint-N` folder that was completely written, if any.
+    """The highest-step `checkpoint-N` folder whose files all match its completion marker.
 
     transformers writes trainer_state.json before the `on_save` callbacks write the reward
-    state: a kill between the two leaves a folder that looks complete but cannot be resumed.
-    Only folders with the marker written after both count.
+    state: a kill between the two leaves a folder without the marker, which is skipped; a
+    damaged folder is named in a warning and set aside (see `breadth.training.checkpointing`).
     """
-    complete = [
-        path for path in Path(output_dir).glob("checkpoint-*")
-        if path.name.split("-")[-1].isdigit() and (path / "trainer_state.json").exists()
-        and (path / CHECKPOINT_COMPLETE).exists()
-    ]  # fmt: skip
-    return max(complete, key=lambda path: int(path.name.split("-")[-1]), default=None)
+    return newest_whole_checkpoint(output_dir)[0]
 
 
 def add_advantage_terms(advantages: Any, terms: Sequence[tuple[Any, float]]) -> Any:
@@ -155,7 +151,7 @@ def train_grpo(
         def on_save(self, args, state, control, **kwargs):
             folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
             if args.should_save:
-                (folder / CHECKPOINT_COMPLETE).write_text(f"{state.global_step}\n")
+                write_marker(folder, CHECKPOINT_COMPLETE, step=state.global_step)
             if on_checkpoint is not None:
                 on_checkpoint(folder, state.global_step)
 

@@ -64,3 +64,30 @@ def test_stopped_s3_is_reported_with_the_fix(tmp_path):
 def test_missing_configuration_names_the_variables():
     with pytest.raises(ObjectStoreError, match="BREADTH_S3_ENDPOINT"):
         ObjectStore.from_env({})
+
+
+def test_an_empty_prefix_is_refused_not_the_whole_bucket(store, tmp_path):
+    (tmp_path / "a.txt").write_bytes(b"a")
+    store.upload_file(tmp_path / "a.txt", "datasets/h1/a.txt")
+    with pytest.raises(ObjectStoreError, match="empty S3 prefix"):
+        store.download_dir("", tmp_path / "stage")
+    assert not (tmp_path / "stage").exists()
+
+
+def test_a_prefix_downloads_only_its_own_folder_not_its_longer_namesakes(store, tmp_path):
+    (tmp_path / "a.txt").write_bytes(b"a")
+    store.upload_file(tmp_path / "a.txt", "runs/r1/a.txt")
+    store.upload_file(tmp_path / "a.txt", "runs/r10/other.txt")
+    got = store.download_dir("runs/r1", tmp_path / "dst")
+    assert got == [tmp_path / "dst" / "a.txt"] and (tmp_path / "dst" / "a.txt").read_bytes() == b"a"
+
+
+def test_missing_or_different_names_what_s3_lacks(store, tmp_path):
+    folder = tmp_path / "ckpt"
+    folder.mkdir()
+    (folder / "a.bin").write_bytes(b"1")
+    (folder / "b.bin").write_bytes(b"22")
+    store.upload_file(folder / "a.bin", "c/ckpt/a.bin")
+    assert store.missing_or_different(folder, "c/ckpt") == ["b.bin"]
+    store.upload_dir(folder, "c/ckpt")
+    assert store.missing_or_different(folder, "c/ckpt") == []

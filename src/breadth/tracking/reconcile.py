@@ -1,0 +1,138 @@
+"""Close the records a killed process left open.
+
+A process killed with SIGKILL (or a machine that lost power) cannot close its MLflow runs or
+tell Prefect it ended: they stay RUNNING / Running forever. A later pipeline run and
+`breadth stack up` call `reconcile_stale_runs`, which finds every RUNNING MLflow run whose
+owner is gone and marks it KILLED, and marks the Prefect flow run (and its unfinished task
+runs) Crashed.
+
+An owner is gone when its process (tagged `breadth.process` = host:pid:start time) no longer
+runs on this host, or when Prefect already holds its flow run in a final state. A run owned by
+a live process, or by a process on another host whose flow run Prefect still calls running,
+is left alone.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socket
+import urllib.error
+import urllib.request
+from typing import Any
+
+from breadth.processes import pid_alive
+from breadth.tracking.runs import PROCESS_TAG, process_start_ticks
+
+log = logging.getLogger("breadth.reconcile")
+
+FINAL_PREFECT_STATES = {"COMPLETED", "FAILED", "CRASHED", "CANCELLED"}
+OPEN_PREFECT_STATES = {"RUNNING", "PENDING", "SCHEDULED", "PAUSED", "CANCELLING"}
+FLOW_RUN_TAG = "prefect.flow_run_id"
+
+
+def owner_alive(process_tag: str | None, host: str | None = None) -> bool | None:
+    """True/False for a process on this host; None when unknown (no tag, another host)."""
+    if not process_tag or process_tag.count(":") < 2:
+        return None
+    owner_host, pid, started = process_tag.rsplit(":", 2)
+    if owner_host != (host or socket.gethostname()) or not pid.isdigit():
+        return None
+    return pid_alive(int(pid)) and process_start_ticks(int(pid)) == started
+
+
+class PrefectApi:
+    """The few REST calls reconciliation needs (src/breadth does not import Prefect)."""
+
+    def __init__(self, url: str):
+        self.url = url.rstrip("/")
+
+    def _call(self, method: str, path: str, body: Any = None) -> Any:
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(self.url + path, data=data, method=method,
+                                         headers={"Content-Type": "application/json"})  # fmt: skip
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return json.loads(response.read() or b"null")
+
+    def flow_run_state(self, flow_run_id: str) -> str | None:
+        try:
+            return self._call("GET", f"/flow_runs/{flow_run_id}").get("state_type")
+        except urllib.error.HTTPError as error:
+            if error.code == 404:
+                return None
+            raise
+
+    def crash(self, flow_run_id: str, message: str) -> list[str]:
+        """Mark the flow run and its unfinished task runs Crashed; returns the task run ids."""
+        state = {"type": "CRASHED", "name": "Crashed", "message": message}
+        self._call("POST", f"/flow_runs/{flow_run_id}/set_state", {"state": state, "force": True})
+        tasks = self._call("POST", "/task_runs/filter", {
+            "flow_runs": {"id": {"any_": [flow_run_id]}},
+            "task_runs": {"state": {"type": {"any_": sorted(OPEN_PREFECT_STATES)}}},
+        })  # fmt: skip
+        for task in tasks:
+            self._call("POST", f"/task_runs/{task['id']}/set_state",
+                       {"state": state, "force": True})  # fmt: skip
+        return [task["id"] for task in tasks]
+
+
+def _flow_run_id(client: Any, run: Any, cache: dict[str, Any]) -> str:
+    """The run's own Prefect flow run tag, else its parent's (stage runs are children)."""
+    if run.data.tags.get(FLOW_RUN_TAG):
+        return run.data.tags[FLOW_RUN_TAG]
+    parent_id = run.data.tags.get("mlflow.parentRunId")
+    if not parent_id:
+        return ""
+    if parent_id not in cache:
+        cache[parent_id] = client.get_run(parent_id)
+    return cache[parent_id].data.tags.get(FLOW_RUN_TAG, "")
+
+
+def reconcile_stale_runs(
+    tracking_uri: str, prefect_api_url: str | None = None, host: str | None = None
+) -> list[str]:
+    """Mark RUNNING MLflow runs whose owner is gone KILLED and their flow runs Crashed.
+
+    Returns one line per record changed (for the terminal and the logs).
+    """
+    from mlflow import MlflowClient
+    from mlflow.entities import ViewType
+
+    client = MlflowClient(tracking_uri)
+    prefect_url = prefect_api_url if prefect_api_url is not None else os.environ.get("PREFECT_API_URL")
+    prefect = PrefectApi(prefect_url) if prefect_url else None
+    experiments = [e.experiment_id for e in client.search_experiments(view_type=ViewType.ALL)]
+    if not experiments:
+        return []
+    running = client.search_runs(experiments, "attributes.status = 'RUNNING'", max_results=5000)
+    parents: dict[str, Any] = {}
+    states: dict[str, str | None] = {}
+    notes: list[str] = []
+    to_crash: set[str] = set()
+    for run in running:
+        flow_run_id = _flow_run_id(client, run, parents)
+        alive = owner_alive(run.data.tags.get(PROCESS_TAG), host)
+        if alive is None and prefect and flow_run_id:
+            if flow_run_id not in states:
+                states[flow_run_id] = prefect.flow_run_state(flow_run_id)
+            alive = False if states[flow_run_id] in FINAL_PREFECT_STATES else None
+        if alive is not False:
+            continue
+        why = f"its process ({run.data.tags.get(PROCESS_TAG, 'unknown')}) is gone"
+        client.set_tag(run.info.run_id, "breadth.reconciled", f"KILLED by reconciliation: {why}")
+        client.set_terminated(run.info.run_id, "KILLED")
+        notes.append(f"MLflow run {run.info.run_id} ({run.info.run_name}) RUNNING -> KILLED: {why}")
+        if flow_run_id:
+            to_crash.add(flow_run_id)
+    for flow_run_id in sorted(to_crash):
+        if prefect is None:
+            continue
+        state = states.get(flow_run_id) or prefect.flow_run_state(flow_run_id)
+        if state in OPEN_PREFECT_STATES:
+            tasks = prefect.crash(flow_run_id, "its process was killed (found by reconciliation)")
+            notes.append(f"Prefect flow run {flow_run_id} {state} -> CRASHED "
+                         f"(and {len(tasks)} unfinished task run(s))")  # fmt: skip
+    for note in notes:
+        log.warning(note)
+    return notes

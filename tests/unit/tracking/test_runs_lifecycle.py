@@ -1,0 +1,92 @@
+"""Every run opened is closed: FINISHED, FAILED or KILLED on every path, and a later run closes
+what a killed process left RUNNING (MLflow on a local SQLite store, no server)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from breadth.tracking.reconcile import owner_alive, reconcile_stale_runs
+from breadth.tracking.runs import PROCESS_TAG, MetricBuffer, start_run, this_process
+from breadth.tracking.uploads import BackgroundLane
+
+
+@pytest.fixture(scope="module")
+def tracking(tmp_path_factory):
+    uri = f"sqlite:///{tmp_path_factory.mktemp('mlflow') / 'mlflow.db'}"
+    saved = os.environ.get("MLFLOW_TRACKING_URI")
+    os.environ["MLFLOW_TRACKING_URI"] = uri
+    yield uri
+    if saved is None:
+        os.environ.pop("MLFLOW_TRACKING_URI")
+    else:
+        os.environ["MLFLOW_TRACKING_URI"] = saved
+
+
+def _status(run) -> str:
+    return run.client.get_run(run.run_id).info.status
+
+
+def test_a_run_is_finished_failed_or_killed_on_each_path(tracking):
+    with start_run("lifecycle", "ok") as ok:
+        pass
+    assert _status(ok) == "FINISHED"
+    failed = start_run("lifecycle", "raises")
+    with pytest.raises(RuntimeError), failed:
+        raise RuntimeError("inside training")
+    assert _status(failed) == "FAILED"
+    assert "inside training" in failed.client.get_run(failed.run_id).data.tags["breadth.error"]
+    killed = start_run("lifecycle", "interrupted")
+    with pytest.raises(KeyboardInterrupt), killed:
+        raise KeyboardInterrupt
+    assert _status(killed) == "KILLED"
+
+
+def test_runs_are_tagged_with_their_owning_process(tracking):
+    with start_run("lifecycle", "owned") as run:
+        tag = run.client.get_run(run.run_id).data.tags[PROCESS_TAG]
+    assert tag == this_process() and owner_alive(tag) is True
+
+
+def _dead_process_tag() -> str:
+    done = subprocess.run([sys.executable, "-c", "from breadth.tracking.runs import this_process;"
+                           "print(this_process())"], capture_output=True, text=True, check=True,
+                          env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})  # fmt: skip
+    return done.stdout.strip()
+
+
+def test_owner_liveness_checks_pid_start_time_and_host():
+    dead = _dead_process_tag()
+    assert owner_alive(dead) is False
+    host, pid, _ = this_process().rsplit(":", 2)
+    assert owner_alive(f"{host}:{pid}:1") is False  # same pid, another start time: reused pid
+    assert owner_alive(f"another-host:{pid}:1") is None
+    assert owner_alive(None) is None
+
+
+def test_reconciliation_kills_runs_of_dead_processes_and_spares_live_ones(tracking):
+    live = start_run("reconcile", "live")
+    stale = start_run("reconcile", "stale", tags={})
+    stale.client.set_tag(stale.run_id, PROCESS_TAG, _dead_process_tag())
+    foreign = start_run("reconcile", "other-host")
+    foreign.client.set_tag(foreign.run_id, PROCESS_TAG, "another-host:1:1")
+    notes = reconcile_stale_runs(tracking, prefect_api_url="")
+    assert _status(stale) == "KILLED" and _status(live) == "RUNNING"
+    assert _status(foreign) == "RUNNING"  # unknown owner, and no Prefect state says it ended
+    assert len(notes) == 1 and stale.run_id in notes[0]
+    live.finish()
+    foreign.finish()
+
+
+def test_metric_buffer_flushes_through_a_background_lane(tracking):
+    with start_run("lifecycle", "metrics") as run:
+        with BackgroundLane("MLflow metrics", first_wait_s=0.01) as lane:
+            buffer = MetricBuffer(run, lane=lane)
+            for step in range(1, 6):
+                buffer("train/reward", step / 10, step)
+            buffer.flush()
+    history = run.client.get_metric_history(run.run_id, "train/reward")
+    assert sorted(point.step for point in history) == [1, 2, 3, 4, 5]
