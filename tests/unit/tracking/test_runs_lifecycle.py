@@ -52,8 +52,8 @@ def test_runs_are_tagged_with_their_owning_process(tracking):
 
 
 def _dead_process_tag() -> str:
-    done = subprocess.run([sys.executable, "-c", "from breadth.tracking.runs import this_process;"
-                           "print(this_process())"], capture_output=True, text=True, check=True,
+    script = "from breadth.tracking.runs import this_process; print(this_process())"
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
                           env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})  # fmt: skip
     return done.stdout.strip()
 
@@ -82,11 +82,10 @@ def test_reconciliation_kills_runs_of_dead_processes_and_spares_live_ones(tracki
 
 
 def test_metric_buffer_flushes_through_a_background_lane(tracking):
-    with start_run("lifecycle", "metrics") as run:
-        with BackgroundLane("MLflow metrics", first_wait_s=0.01) as lane:
-            buffer = MetricBuffer(run, lane=lane)
-            for step in range(1, 6):
-                buffer("train/reward", step / 10, step)
-            buffer.flush()
+    with start_run("lifecycle", "metrics") as run, BackgroundLane("MLflow", first_wait_s=0.01) as lane:
+        buffer = MetricBuffer(run, lane=lane)
+        for step in range(1, 6):
+            buffer("train/reward", step / 10, step)
+        buffer.flush()
     history = run.client.get_metric_history(run.run_id, "train/reward")
     assert sorted(point.step for point in history) == [1, 2, 3, 4, 5]

@@ -1,0 +1,119 @@
+"""kill -9 in the middle of GRPO, a truncated checkpoint, and a stage that raises: the re-run
+finishes from the right checkpoint, and no run record is left open."""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+
+import pytest
+import torch
+
+from tests.faults.helpers import (
+    MAX_STEPS,
+    environment,
+    experiment_runs,
+    finish,
+    flow_run_state,
+    metric_steps,
+    overrides,
+    run,
+    stage_dir,
+    start,
+    wait_for,
+)  # fmt: skip
+
+pytestmark = [pytest.mark.faults, pytest.mark.integration]
+# Paused, then killed, inside step 5: checkpoints 2 and 4 are on disk, step 5 is in progress.
+KILL_DURING_STEP = 5
+
+
+def _kill_during_step(values: list[str], stack_env: dict, tmp_path: Path) -> Path:
+    """Start the pipeline, SIGKILL it inside GRPO step KILL_DURING_STEP; returns the work dir."""
+    work, signals, log = tmp_path / "work", tmp_path / "signals", tmp_path / "killed.log"
+    signals.mkdir()
+    env = environment(stack_env, work, pause_at_step=KILL_DURING_STEP, signals=signals)
+    process = start(values, env, log)
+    wait_for(lambda: (signals / "paused").exists(), process, log, f"step {KILL_DURING_STEP}")
+    os.kill(process.pid, signal.SIGKILL)
+    assert finish(process, log)[0] == -signal.SIGKILL
+    return work
+
+
+def _weights(folder: Path) -> dict[str, torch.Tensor]:
+    from breadth.models.tiny import load_policy
+
+    return {name: t.detach().clone() for name, t in load_policy(folder)[0].state_dict().items()}
+
+
+def _by_name(runs: list, name: str) -> list:
+    return [r for r in runs if r.info.run_name == name]
+
+
+def test_kill_9_mid_grpo_then_rerun_closes_records_and_matches_an_uninterrupted_run(
+    live_stack, tmp_path
+):
+    from breadth.config import load_config
+    from breadth.stages import rl_stage
+
+    values = overrides("kill", seed=301)
+    work = _kill_during_step(values, live_stack, tmp_path)
+    left_open = [r for r in experiment_runs(live_stack, "kill") if r.info.status == "RUNNING"]
+    assert {r.info.run_name for r in left_open} >= {"rl"}, "the kill should leave runs open"
+
+    code, output = run(values, environment(live_stack, work), tmp_path / "rerun.log")
+    assert code == 0, output[-4000:]
+
+    runs = experiment_runs(live_stack, "kill")
+    assert [r.info.run_name for r in runs if r.info.status == "RUNNING"] == []
+    killed_parents = [r for r in runs if r.info.status == "KILLED" and "mlflow.parentRunId" not in r.data.tags]
+    assert len(killed_parents) == 1
+    assert flow_run_state(live_stack, killed_parents[0].data.tags["prefect.flow_run_id"]) == "CRASHED"
+
+    finished_rl = [r for r in _by_name(runs, "rl") if r.info.status == "FINISHED"]
+    assert len(finished_rl) == 1
+    resumed = finished_rl[0]
+    assert resumed.data.tags["checkpoint.resumed_from"] == "checkpoint-4"
+    # The whole history in the resumed run, including steps the killed run trained.
+    assert metric_steps(live_stack, resumed.info.run_id, "train/reward") == list(range(1, MAX_STEPS + 1))
+
+    # Bitwise the same weights as an uninterrupted training of the same stage inputs.
+    config = load_config("default", values)
+    reference = rl_stage(config, stage_dir(work, "prepare"), stage_dir(work, "init") / "model",
+                         tmp_path / "reference")  # fmt: skip
+    expected, got = _weights(reference), _weights(stage_dir(work, "rl") / "final")
+    assert all(torch.equal(expected[name], got[name]) for name in expected)
+
+
+def test_a_truncated_newest_checkpoint_falls_back_one_and_says_so(live_stack, tmp_path):
+    values = overrides("truncated", seed=302)
+    work = _kill_during_step(values, live_stack, tmp_path)
+    weights = stage_dir(work, "rl") / "checkpoint-4" / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[: weights.stat().st_size // 2])
+
+    code, output = run(values, environment(live_stack, work), tmp_path / "rerun.log")
+    assert code == 0, output[-4000:]
+    flat = " ".join(output.split())
+    assert "checkpoint-4 is damaged" in flat and "model.safetensors" in flat
+    assert "falling back" in flat
+    finished_rl = [r for r in experiment_runs(live_stack, "truncated")
+                   if r.info.run_name == "rl" and r.info.status == "FINISHED"]  # fmt: skip
+    assert [r.data.tags["checkpoint.resumed_from"] for r in finished_rl] == ["checkpoint-2"]
+    assert (stage_dir(work, "rl") / f"checkpoint-{MAX_STEPS}").exists()
+
+
+def test_a_stage_that_raises_leaves_no_running_record(live_stack, tmp_path):
+    values = overrides("raises", seed=303)
+    env = environment(live_stack, tmp_path / "work", raise_at_step=3)
+    code, output = run(values, env, tmp_path / "raises.log")
+    assert code != 0 and "fault injected inside training at step 3" in output
+
+    runs = experiment_runs(live_stack, "raises")
+    assert [r.info.run_name for r in runs if r.info.status == "RUNNING"] == []
+    (rl_run,) = _by_name(runs, "rl")
+    assert rl_run.info.status == "FAILED"
+    assert "fault injected" in rl_run.data.tags["breadth.error"]
+    (parent,) = [r for r in runs if "mlflow.parentRunId" not in r.data.tags]
+    assert parent.info.status == "FAILED"
+    assert flow_run_state(live_stack, parent.data.tags["prefect.flow_run_id"]) == "FAILED"
