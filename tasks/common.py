@@ -62,6 +62,9 @@ class StageResult:
         path = Path(self.local_path)
         if path.exists():
             return path
+        path = self.local_path_here()
+        if path.exists():
+            return path
         if not self.s3_uri:
             raise StageOutputMissing(
                 f"stage {self.stage} ({self.key}) has no S3 copy, and its local output {path} is "
@@ -75,6 +78,15 @@ class StageResult:
         else:
             store.download_dir(key, path)
         return path
+
+
+    def local_path_here(self) -> Path:
+        """Where this worker keeps the output: the same place under its own work dir (the path
+        in a cached result is the producing worker's)."""
+        parts = Path(self.local_path).parts
+        if self.key not in parts:
+            return Path(self.local_path)
+        return work_root() / Path(*parts[parts.index(self.key) :])
 
 
 class StageOutputMissing(RuntimeError):
@@ -97,11 +109,14 @@ def stage_cache_key(context: TaskRunContext, parameters: dict[str, Any]) -> str:
 
 def work_dir(key: str) -> Path:
     """Local outputs of a stage, keyed by content (so an interrupted stage resumes there)."""
-    default = Path(os.environ.get("BREADTH_HOME", ".breadth")) / "work"
-    root = Path(os.environ.get("BREADTH_WORK_DIR", default)).resolve()
-    path = root / key
+    path = work_root() / key
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+def work_root() -> Path:
+    default = Path(os.environ.get("BREADTH_HOME", ".breadth")) / "work"
+    return Path(os.environ.get("BREADTH_WORK_DIR", default)).resolve()
 
 
 def child_run(parent: RunHandle, stage: str, key: str) -> RunHandle:

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import logging
 from pathlib import Path
 
-from prefect import task
+from prefect import get_run_logger, task
 
 from breadth.config import PipelineConfig
 from breadth.stages import init_model_stage, rl_stage, sft_stage
@@ -15,11 +14,13 @@ from breadth.tracking.uploads import BackgroundLane, with_retries
 from breadth.training.checkpointing import (
     OUTPUT_COMPLETE,
     checkpoint_folders,
+    checkpoint_step,
     damage,
     fetch_newest_checkpoint,
     is_complete_output,
     logged_history,
     newest_whole_checkpoint,
+    remote_checkpoints,
     write_marker,
 )  # fmt: skip
 from tasks.common import (
@@ -28,9 +29,7 @@ from tasks.common import (
     exclusive_work_dir,
     stage_cache_key,
     upload_stage_output,
-)
-
-log = logging.getLogger("breadth.tasks")
+)  # fmt: skip
 
 
 @task(name="init-model", retries=1, cache_key_fn=stage_cache_key, persist_result=True)
@@ -77,6 +76,15 @@ def _resume_point(store: ObjectStore, prefix: str, folder: Path, run: RunHandle)
     if resume_from is None:
         fetched, fetch_notes = fetch_newest_checkpoint(store, prefix, folder)
         resume_from, notes = fetched, notes + fetch_notes
+    # S3 copies newer than the resume point are superseded: training writes them again.
+    resumed_step = checkpoint_step(resume_from) if resume_from is not None else 0
+    for name in remote_checkpoints(store, prefix):
+        if (checkpoint_step(Path(name)) or 0) > resumed_step:
+            store.delete_folder(f"{prefix}/{name}")
+            notes.append(f"deleted the S3 copy of {name}: training from step {resumed_step} "
+                         "writes it again")  # fmt: skip
+    for note in notes:
+        get_run_logger().warning(note)
     if notes:
         run.set_tags({"checkpoint.notes": " | ".join(notes)[:5000]})
     if resume_from is not None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shutil
+
 import pytest
 
 from tests.faults.helpers import (
@@ -24,6 +26,7 @@ def test_a_fresh_worker_on_a_cache_hit_downloads_only_the_stages_own_objects(liv
     values = overrides("fresh-worker", seed=321)
     code, output = run(values, environment(live_stack, tmp_path / "first"), tmp_path / "first.log")
     assert code == 0, output[-4000:]
+    shutil.rmtree(tmp_path / "first")  # the worker that ran the stages is gone
     fresh = tmp_path / "fresh"
     code, output = run(values, environment(live_stack, fresh), tmp_path / "second.log")
     assert code == 0, output[-4000:]

@@ -187,6 +187,18 @@ class ObjectStore:
                    Bucket=self.bucket, Key=key, Filename=str(target))  # fmt: skip
         return Path(target)
 
+    def delete_folder(self, prefix: str) -> int:
+        """Delete every object under `prefix/` (never an empty prefix); returns how many."""
+        prefix = prefix.strip("/")
+        if not prefix:
+            raise ObjectStoreError("refusing to delete an empty S3 prefix (the whole bucket)")
+        keys = self.list(prefix + "/")
+        for start in range(0, len(keys), 1000):
+            batch = [{"Key": key} for key in keys[start : start + 1000]]
+            self._call(f"deletion under {prefix}", self.client.delete_objects,
+                       Bucket=self.bucket, Delete={"Objects": batch})  # fmt: skip
+        return len(keys)
+
     def missing_or_different(self, folder: Path, prefix: str) -> list[str]:
         """Files of `folder` not in S3 under `prefix` with the same size and sha256 (names)."""
         folder = Path(folder)

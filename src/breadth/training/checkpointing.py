@@ -133,6 +133,14 @@ def is_complete_output(folder: Path) -> bool:
     return (Path(folder) / OUTPUT_COMPLETE).exists() and damage(folder, OUTPUT_COMPLETE) is None
 
 
+def remote_checkpoints(store: Any, prefix: str) -> list[str]:
+    """Names of the `checkpoint-N` folders under `prefix/` in S3, newest first."""
+    prefix = prefix.rstrip("/")
+    names = {key[len(prefix) + 1 :].split("/", 1)[0] for key in store.list(prefix + "/")}
+    return sorted((n for n in names if checkpoint_step(Path(n)) is not None),
+                  key=lambda n: checkpoint_step(Path(n)) or 0, reverse=True)  # fmt: skip
+
+
 def fetch_newest_checkpoint(store: Any, prefix: str, output_dir: Path) -> tuple[Path | None, list[str]]:
     """Download the newest whole checkpoint under `prefix/` (a fresh worker, empty work dir).
 
@@ -141,11 +149,8 @@ def fetch_newest_checkpoint(store: Any, prefix: str, output_dir: Path) -> tuple[
     """
     import shutil
 
-    names = {key[len(prefix.rstrip("/")) + 1 :].split("/", 1)[0] for key in store.list(prefix.rstrip("/") + "/")}
-    candidates = sorted((n for n in names if checkpoint_step(Path(n)) is not None),
-                        key=lambda n: checkpoint_step(Path(n)) or 0, reverse=True)  # fmt: skip
     notes: list[str] = []
-    for name in candidates:
+    for name in remote_checkpoints(store, prefix):
         target = Path(output_dir) / name
         store.download_dir(f"{prefix.rstrip('/')}/{name}", target)
         problem = damage(target)

@@ -94,3 +94,22 @@ def test_ensure_local_fetches_a_folder_and_a_parquet_file_back_from_s3(s3, tmp_p
     assert (folder.ensure_local() / "weights.bin").read_bytes() == b"w"
     parquet = StageResult("rollout-rl", "k", str(here / "roll" / "rl.parquet"), uri, "r")
     assert parquet.ensure_local().read_bytes() == b"p"
+
+
+def test_a_stage_with_no_s3_copy_says_so_instead_of_fetching_the_bucket(tmp_path, monkeypatch):
+    from tasks.common import StageOutputMissing
+
+    monkeypatch.setenv("BREADTH_WORK_DIR", str(tmp_path / "here"))
+    result = StageResult("evaluate", "evaluate-abc", str(tmp_path / "gone" / "evaluate-abc" / "report"),
+                         "", "run-1")  # fmt: skip
+    with pytest.raises(StageOutputMissing, match="evaluate.*has no S3 copy"):
+        result.ensure_local()
+
+
+def test_a_cached_output_is_looked_for_under_this_workers_work_dir(tmp_path, monkeypatch):
+    monkeypatch.setenv("BREADTH_WORK_DIR", str(tmp_path / "here"))
+    elsewhere = "/other/worker/work/rl-abc/final"
+    result = StageResult("rl", "rl-abc", elsewhere, "s3://b/runs/1/models/rl", "run-1")
+    assert result.local_path_here() == tmp_path / "here" / "rl-abc" / "final"
+    (tmp_path / "here" / "rl-abc" / "final").mkdir(parents=True)
+    assert result.ensure_local() == tmp_path / "here" / "rl-abc" / "final"

@@ -69,6 +69,5 @@ def test_the_lane_rides_out_a_short_outage():
 def test_a_job_that_never_succeeds_fails_the_stage_at_join_naming_it():
     lane = BackgroundLane("S3 upload", give_up_after_s=0.05, first_wait_s=0.01)
     lane.submit("upload of checkpoint-4", _Flaky(failures=10**6))
-    with pytest.raises(UploadsFailed, match="upload of checkpoint-4"):
-        with lane:
-            pass
+    with pytest.raises(UploadsFailed, match="upload of checkpoint-4"), lane:
+        pass

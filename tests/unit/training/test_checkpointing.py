@@ -11,8 +11,13 @@ from pathlib import Path
 import pytest
 
 from breadth.training.checkpointing import (
-    CHECKPOINT_COMPLETE, damage, fetch_newest_checkpoint, hold_lock, logged_history,
-    newest_whole_checkpoint, write_marker,
+    CHECKPOINT_COMPLETE,
+    damage,
+    fetch_newest_checkpoint,
+    hold_lock,
+    logged_history,
+    newest_whole_checkpoint,
+    write_marker,
 )  # fmt: skip
 
 
