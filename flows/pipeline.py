@@ -36,7 +36,7 @@ def pipeline(
 
 def run_pipeline(config: PipelineConfig, extra_tags: dict[str, str] | None = None) -> dict[str, Any]:
     parent = open_parent_run(config, extra_tags)
-    try:
+    with parent:  # FINISHED, or FAILED / KILLED with the error, on every path
         data_key = content_key("prepare", config.content_hash("data"), str(config.seed))
         dataset = prepare(config, data_key, parent)
         parent.set_tags({"dataset.hash": dataset.info["content_hash"]})
@@ -75,10 +75,6 @@ def run_pipeline(config: PipelineConfig, extra_tags: dict[str, str] | None = Non
         stages = [dataset, *models.values(), *rollouts.values(), *searches.values(), evaluation]
         # Which child run produced each stage: on a cache hit it is an earlier run's.
         parent.set_tags({f"stage_run.{r.stage}": r.mlflow_run_id for r in stages})
-        parent.finish()
-    except BaseException:
-        parent.finish("FAILED")
-        raise
     return {
         "mlflow_run_id": parent.run_id,
         "mlflow_run_url": parent.url(),

@@ -24,20 +24,18 @@ def summarise_grid(study: GridConfig, grid_id: str) -> dict[str, Any]:
     runs = fetch_runs(tracking_uri(), grid_id=grid_id)
     summary = grid_summary(runs)
     experiment = load_experiment_name(study)
-    run = start_run(experiment, f"{grid_id}-summary", tags={
+    markdown = summary_markdown(summary)
+    with start_run(experiment, f"{grid_id}-summary", tags={
         "grid.id": grid_id, "breadth.kind": GRID_SUMMARY_KIND, "grid.config_hash": study.content_hash(),
         "prefect.flow_run_id": runtime.flow_run.id or "",
-    })  # fmt: skip
-    markdown = summary_markdown(summary)
-    with tempfile.TemporaryDirectory() as scratch:
+    }) as run, tempfile.TemporaryDirectory() as scratch:  # fmt: skip
         folder = Path(scratch)
         (folder / "summary.md").write_text(markdown)
         summary.to_csv(folder / "summary.csv", index=False)
         plot_grid(runs, summary, folder)
         run.log_artifact(folder, "grid")
-    run.log_params({"grid.cells": len(runs), **{f"grid.{k}": v for k, v in
-                                                study.model_dump(mode="json").items()}})
-    run.finish()
+        run.log_params({"grid.cells": len(runs), **{f"grid.{k}": v for k, v in
+                                                    study.model_dump(mode="json").items()}})
     create_markdown_artifact(key="breadth-grid", description=f"grid {grid_id}",
                              markdown=f"[MLflow summary run]({run.url()})\n\n{markdown}")  # fmt: skip
     return {"run_id": run.run_id, "summary": summary.to_dict(orient="records")}

@@ -90,7 +90,18 @@ def stop_service(name: str) -> None:
 
 
 def start_service(name: str) -> None:
-    _stack().up(only=[name])
+    """Start it again on its port. The test session exports the service's URL, which makes
+    the stack treat it as external: hidden here so that the stack starts its own again."""
+    from breadth.stack import services
+
+    stack = _stack()
+    service = next(s for s in services(stack.settings) if s.name == name)
+    saved = os.environ.pop(service.external_env, None)
+    try:
+        stack.up(only=[name])
+    finally:
+        if saved is not None:
+            os.environ[service.external_env] = saved
 
 
 def parent_run_id(output: str) -> str:
