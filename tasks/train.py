@@ -100,6 +100,8 @@ def _verify_checkpoints_in_s3(store: ObjectStore, prefix: str, folder: Path, con
         target = f"{prefix}/{checkpoint.name}"
 
         def upload_and_verify(checkpoint: Path = checkpoint, target: str = target) -> None:
+            if not store.missing_or_different(checkpoint, target):
+                return
             store.upload_dir(checkpoint, target)
             wrong = store.missing_or_different(checkpoint, target)
             if wrong:

@@ -23,7 +23,7 @@ import urllib.request
 from typing import Any
 
 from breadth.processes import pid_alive
-from breadth.tracking.runs import PROCESS_TAG, process_start_ticks
+from breadth.tracking.runs import PROCESS_TAG, check_tracking_server, process_start_ticks
 
 log = logging.getLogger("breadth.reconcile")
 
@@ -99,6 +99,7 @@ def reconcile_stale_runs(
     from mlflow import MlflowClient
     from mlflow.entities import ViewType
 
+    check_tracking_server(tracking_uri)  # seconds, not the client's minutes of retries
     client = MlflowClient(tracking_uri)
     prefect_url = prefect_api_url if prefect_api_url is not None else os.environ.get("PREFECT_API_URL")
     prefect = PrefectApi(prefect_url) if prefect_url else None
