@@ -139,7 +139,9 @@ def rl(
                         metrics(name, value, step)
 
                 def on_checkpoint(checkpoint: Path, step: int) -> None:
-                    metrics.flush()  # a kill after this checkpoint loses no logged step
+                    # The run shows its progress at every checkpoint (a resumed run replays the
+                    # history anyway); the upload queues, training goes on.
+                    metrics.flush()
                     uploads.submit(f"upload of {checkpoint.name} to {prefix}",
                                    lambda: store.upload_dir(checkpoint, f"{prefix}/{checkpoint.name}"))  # fmt: skip
 
