@@ -112,19 +112,25 @@ def test_s3_holds_dataset_checkpoints_and_rollouts(two_runs, live_stack):
     from breadth.tracking.objects import ObjectStore
 
     run_id = _run_id(two_runs[0][1])
-    dataset_hash = MlflowClient(live_stack["MLFLOW_TRACKING_URI"]).get_run(run_id).data.tags[
-        "dataset.hash"
-    ]
-    keys = set(ObjectStore.from_env(live_stack).list())
+    client = MlflowClient(live_stack["MLFLOW_TRACKING_URI"])
+    tags = client.get_run(run_id).data.tags
+    dataset_hash = tags["dataset.hash"]
+    store = ObjectStore.from_env(live_stack)
+    keys = set(store.list())
     for name in ("train.parquet", "eval.parquet", "manifest.json"):
         assert f"datasets/{dataset_hash}/{name}" in keys
     assert f"runs/{run_id}/rollouts/sft.parquet" in keys
     assert f"runs/{run_id}/rollouts/rl.parquet" in keys
+    # Checkpoints live under the training's content key (one prefix, shared by resumed runs).
+    checkpoints = client.get_run(tags["stage_run.rl"]).data.tags["checkpoint.s3_prefix"]
+    prefix = checkpoints.removeprefix(f"s3://{store.bucket}/")
+    assert prefix.startswith("checkpoints/rl-")
     for step in (2, 4):
-        assert f"runs/{run_id}/checkpoints/rl/step-{step}/trainer_state.json" in keys
+        assert f"{prefix}/checkpoint-{step}/trainer_state.json" in keys
+        assert f"{prefix}/checkpoint-{step}/breadth_checkpoint_complete" in keys
     # Resumable: optimizer and RNG state travel with the weights.
-    assert f"runs/{run_id}/checkpoints/rl/step-4/optimizer.pt" in keys
-    assert any(key.startswith(f"runs/{run_id}/checkpoints/rl/step-4/rng_state") for key in keys)
+    assert f"{prefix}/checkpoint-4/optimizer.pt" in keys
+    assert any(key.startswith(f"{prefix}/checkpoint-4/rng_state") for key in keys)
 
 
 def test_second_run_is_served_from_cache(two_runs, live_stack):
