@@ -10,6 +10,7 @@ treated as external: it is health-checked, never started or stopped.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import secrets
 import socket
@@ -315,7 +316,9 @@ class LocalStack:
         try:
             return reconcile_stale_runs(env["MLFLOW_TRACKING_URI"], env.get("PREFECT_API_URL"))
         except Exception as error:  # noqa: BLE001 - the stack is up; reconciling is a courtesy
-            return [f"could not reconcile stale runs: {error}"]
+            note = f"could not reconcile stale runs: {error}"
+            logging.getLogger("breadth.reconcile").warning(note)
+            return [note]
 
     def _up_one(self, service: Service) -> None:
         if service.is_external():

@@ -121,3 +121,18 @@ def test_down_stops_what_it_started_even_when_clients_point_at_it(tmp_path, monk
     time.sleep(0.1)
     assert not pid_alive(process.pid)
     assert not (tmp_path / "run" / "mlflow.pid").exists()
+
+
+def test_reconciling_with_mlflow_down_reports_it_in_seconds_instead_of_failing(tmp_path, monkeypatch):
+    import time
+
+    for name in ("PREFECT_API_URL", "MLFLOW_TRACKING_URI"):
+        monkeypatch.delenv(name, raising=False)
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        dead = probe.getsockname()[1]
+    monkeypatch.setenv("BREADTH_MLFLOW_PORT", str(dead))
+    started = time.monotonic()
+    notes = LocalStack(StackSettings(home=tmp_path)).reconcile()
+    assert time.monotonic() - started < 10
+    assert len(notes) == 1 and "could not reconcile" in notes[0] and str(dead) in notes[0]
