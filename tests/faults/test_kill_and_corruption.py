@@ -1,10 +1,13 @@
-"""kill -9 in the middle of GRPO, a truncated checkpoint, and a stage that raises: the re-run
-finishes from the right checkpoint, and no run record is left open."""
+"""kill -9 in the middle of GRPO (re-run on the same worker, or on a fresh one with an empty
+work dir), a truncated checkpoint, and a stage that raises: the re-run finishes from the right
+checkpoint, and no run record is left open."""
 
 from __future__ import annotations
 
 import os
+import shutil
 import signal
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -29,13 +32,18 @@ pytestmark = [pytest.mark.faults, pytest.mark.integration]
 KILL_DURING_STEP = 5
 
 
-def _kill_during_step(values: list[str], stack_env: dict, tmp_path: Path) -> Path:
-    """Start the pipeline, SIGKILL it inside GRPO step KILL_DURING_STEP; returns the work dir."""
+def _kill_during_step(
+    values: list[str], stack_env: dict, tmp_path: Path,
+    before_kill: Callable[[Path], bool] = lambda work: True,
+) -> Path:  # fmt: skip
+    """Start the pipeline, SIGKILL it inside GRPO step KILL_DURING_STEP (once `before_kill`
+    holds); returns the work dir."""
     work, signals, log = tmp_path / "work", tmp_path / "signals", tmp_path / "killed.log"
     signals.mkdir()
     env = environment(stack_env, work, pause_at_step=KILL_DURING_STEP, signals=signals)
     process = start(values, env, log)
-    wait_for(lambda: (signals / "paused").exists(), process, log, f"step {KILL_DURING_STEP}")
+    wait_for(lambda: (signals / "paused").exists() and before_kill(work), process, log,
+             f"step {KILL_DURING_STEP}")  # fmt: skip
     os.kill(process.pid, signal.SIGKILL)
     assert finish(process, log)[0] == -signal.SIGKILL
     return work
@@ -101,6 +109,31 @@ def test_a_truncated_newest_checkpoint_falls_back_one_and_says_so(live_stack, tm
                    if r.info.run_name == "rl" and r.info.status == "FINISHED"]  # fmt: skip
     assert [r.data.tags["checkpoint.resumed_from"] for r in finished_rl] == ["checkpoint-2"]
     assert (stage_dir(work, "rl") / f"checkpoint-{MAX_STEPS}").exists()
+
+
+def test_a_fresh_worker_with_an_empty_work_dir_resumes_grpo_from_s3(live_stack, tmp_path):
+    from breadth.tracking.objects import ObjectStore
+
+    store = ObjectStore.from_env(live_stack)
+
+    def checkpoint_4_in_s3(work: Path) -> bool:
+        local = stage_dir(work, "rl") / "checkpoint-4"
+        return store.missing_or_different(local, f"checkpoints/{local.parent.name}/checkpoint-4") == []
+
+    values = overrides("fresh-resume", seed=304)
+    work = _kill_during_step(values, live_stack, tmp_path, before_kill=checkpoint_4_in_s3)
+    rl_key = stage_dir(work, "rl").name
+    shutil.rmtree(work)  # a new worker: nothing local, the finished stages come from the cache
+
+    fresh = tmp_path / "fresh"
+    code, output = run(values, environment(live_stack, fresh), tmp_path / "rerun.log")
+    assert code == 0, output[-4000:]
+    (rl_run,) = [r for r in experiment_runs(live_stack, "fresh-resume")
+                 if r.info.run_name == "rl" and r.info.status == "FINISHED"]  # fmt: skip
+    assert rl_run.data.tags["checkpoint.resumed_from"] == "checkpoint-4"
+    assert f"checkpoints/{rl_key}/checkpoint-4" in rl_run.data.tags["checkpoint.notes"]
+    assert metric_steps(live_stack, rl_run.info.run_id, "train/reward") == list(range(1, MAX_STEPS + 1))
+    assert (fresh / rl_key / "final" / "model.safetensors").exists()
 
 
 def test_a_stage_that_raises_leaves_no_running_record(live_stack, tmp_path):
