@@ -9,7 +9,7 @@ from prefect import task
 from breadth.config import PipelineConfig
 from breadth.stages import search_stage
 from breadth.tracking.runs import RunHandle
-from tasks.common import StageResult, child_run, content_key, stage_cache_key, work_dir
+from tasks.common import StageResult, child_run, content_key, exclusive_work_dir, stage_cache_key
 
 
 def search_key(config: PipelineConfig, policy: StageResult, data_key: str) -> str:
@@ -27,11 +27,11 @@ def search(
     config: PipelineConfig, key: str, parent: RunHandle, dataset: StageResult,
     policy: StageResult, model_name: str,
 ) -> StageResult:  # fmt: skip
-    run = child_run(parent, f"search-{model_name}", key)
-    comparison = search_stage(config, dataset.ensure_local(), policy.ensure_local())
-    path = work_dir(key) / "search.json"
-    path.write_text(json.dumps(comparison.to_dict(), indent=1))
-    run.log_metrics(comparison.metrics())
-    run.finish()
+    with child_run(parent, f"search-{model_name}", key) as run, exclusive_work_dir(key) as out:
+        comparison = search_stage(config, dataset.ensure_local(), policy.ensure_local())
+        path = out / "search.json"
+        path.write_text(json.dumps(comparison.to_dict(), indent=1))
+        run.log_metrics(comparison.metrics())
+    # No S3 copy: what later stages read travels in `info` (the result Prefect caches).
     return StageResult(f"search-{model_name}", key, str(path), "", run.run_id,
                        {"model_name": model_name, "comparison": comparison})  # fmt: skip
