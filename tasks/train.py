@@ -19,6 +19,7 @@ from breadth.training.checkpointing import (
     fetch_newest_checkpoint,
     is_complete_output,
     logged_history,
+    marker_files,
     newest_whole_checkpoint,
     remote_checkpoints,
     write_marker,
@@ -100,10 +101,12 @@ def _verify_checkpoints_in_s3(store: ObjectStore, prefix: str, folder: Path, con
         target = f"{prefix}/{checkpoint.name}"
 
         def upload_and_verify(checkpoint: Path = checkpoint, target: str = target) -> None:
-            if not store.missing_or_different(checkpoint, target):
+            # The marker's hashes were just re-checked against the files (damage() above).
+            known = marker_files(checkpoint)
+            if not store.missing_or_different(checkpoint, target, known):
                 return
             store.upload_dir(checkpoint, target)
-            wrong = store.missing_or_different(checkpoint, target)
+            wrong = store.missing_or_different(checkpoint, target, known)
             if wrong:
                 raise ObjectStoreError(f"{store.uri(target)} does not match {checkpoint}: {wrong}")
 

@@ -199,15 +199,23 @@ class ObjectStore:
                        Bucket=self.bucket, Delete={"Objects": batch})  # fmt: skip
         return len(keys)
 
-    def missing_or_different(self, folder: Path, prefix: str) -> list[str]:
-        """Files of `folder` not in S3 under `prefix` with the same size and sha256 (names)."""
+    def missing_or_different(
+        self, folder: Path, prefix: str, known: Mapping[str, Mapping[str, Any]] | None = None
+    ) -> list[str]:
+        """Files of `folder` not in S3 under `prefix` with the same size and sha256 (names).
+
+        `known` maps file names to their already verified {size, sha256} (a checkpoint's
+        completion marker), which saves hashing gigabytes of weights a second time.
+        """
         folder = Path(folder)
         wrong = []
         for path in sorted(p for p in folder.rglob("*") if p.is_file()):
             name = path.relative_to(folder).as_posix()
+            expected = (known or {}).get(name) or {"size": path.stat().st_size,
+                                                   "sha256": sha256_file(path)}  # fmt: skip
             found = self._call("head_object", self.head, key=f"{prefix.rstrip('/')}/{name}")
-            if (found is None or found["ContentLength"] != path.stat().st_size
-                    or found.get("Metadata", {}).get("sha256") != sha256_file(path)):  # fmt: skip
+            if (found is None or found["ContentLength"] != expected["size"]
+                    or found.get("Metadata", {}).get("sha256") != expected["sha256"]):  # fmt: skip
                 wrong.append(name)
         return wrong
 

@@ -91,3 +91,12 @@ def test_missing_or_different_names_what_s3_lacks(store, tmp_path):
     assert store.missing_or_different(folder, "c/ckpt") == ["b.bin"]
     store.upload_dir(folder, "c/ckpt")
     assert store.missing_or_different(folder, "c/ckpt") == []
+
+
+def test_missing_or_different_trusts_known_hashes_over_the_files(store, tmp_path):
+    folder = tmp_path / "ckpt"
+    folder.mkdir()
+    (folder / "a.bin").write_bytes(b"1")
+    store.upload_dir(folder, "c/ckpt")
+    stale = {"a.bin": {"size": 1, "sha256": "0" * 64}}  # what a marker of other bytes says
+    assert store.missing_or_different(folder, "c/ckpt", stale) == ["a.bin"]
