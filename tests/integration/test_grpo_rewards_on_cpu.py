@@ -205,9 +205,10 @@ def test_grpo_step_moves_weights_and_logs_reward_components(
         steps = [m.step for m in client.get_metric_history(run.run_id, key)]
         assert steps == [1, 2, 3], f"{case}: {key} logged at steps {steps}, expected one per step"
     for name in VARYING_TERMS.get(case, []):
-        spread = [
-            m.value for m in client.get_metric_history(run.run_id, f"train/rewards/{name}/std")
-        ]
+        # Placed on the advantage (the default, as published): TRL's reward sum gets zeros, and
+        # the trainer logs the std of what it added to the advantages.
+        spread = [m.value for m in client.get_metric_history(
+            run.run_id, f"train/breadth/{name}/advantage_std")]  # fmt: skip
         assert max(spread) > 0, (
             f"{case}: the {name} term gave the same value to every completion at every step "
             f"(std {spread}), so it cannot have shaped the update; the test data must revisit "

@@ -30,14 +30,18 @@ def newest_checkpoint(output_dir: Path) -> Path | None:
     return newest_whole_checkpoint(output_dir)[0]
 
 
-def add_advantage_terms(advantages: Any, terms: Sequence[tuple[Any, float]]) -> Any:
-    """`advantages + sum(weight * term values)` for the terms placed on the advantage.
+def add_advantage_terms(
+    advantages: Any, terms: Sequence[tuple[Any, float]]
+) -> tuple[Any, dict[str, float]]:
+    """`advantages + sum(weight * term values)` for the terms placed on the advantage, and the
+    std of each term's added values (`breadth/<name>/advantage_std`: 0 means it shaped nothing).
 
     Each term left its values for exactly these completions (this process's slice, in order)
     when TRL called it during scoring; a missing or misaligned array is a bug, not a no-op.
     """
     import torch
 
+    stats = {}
     for term, weight in terms:
         values = term.take_pending_advantage()
         if values is None or len(values) != advantages.shape[0]:
@@ -45,9 +49,10 @@ def add_advantage_terms(advantages: Any, terms: Sequence[tuple[Any, float]]) -> 
                 f"reward {term.__name__}: expected {advantages.shape[0]} advantage-placed values "
                 f"from the scoring of this batch, got {None if values is None else len(values)}"
             )
-        bonus = torch.as_tensor(values, dtype=advantages.dtype, device=advantages.device)
-        advantages = advantages + weight * bonus.reshape(-1, *([1] * (advantages.dim() - 1)))
-    return advantages
+        bonus = weight * torch.as_tensor(values, dtype=advantages.dtype, device=advantages.device)
+        advantages = advantages + bonus.reshape(-1, *([1] * (advantages.dim() - 1)))
+        stats[f"breadth/{term.__name__}/advantage_std"] = float(bonus.std(unbiased=False))
+    return advantages, stats
 
 
 def _trainer_class(advantage_terms: Sequence[tuple[Any, float]]) -> Any:
@@ -61,7 +66,11 @@ def _trainer_class(advantage_terms: Sequence[tuple[Any, float]]) -> Any:
         # one method that returns the advantages of a generation batch.
         def _generate_and_score_completions(self, inputs):
             output = super()._generate_and_score_completions(inputs)
-            output["advantages"] = add_advantage_terms(output["advantages"], advantage_terms)
+            output["advantages"], stats = add_advantage_terms(output["advantages"],
+                                                              advantage_terms)  # fmt: skip
+            mode = "train" if self.model.training else "eval"
+            for key, value in stats.items():  # logged with TRL's own metrics, per step
+                self._metrics[mode][key].append(value)
             return output
 
     return AdvantageShapedGRPOTrainer

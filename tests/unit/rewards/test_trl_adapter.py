@@ -389,9 +389,10 @@ def test_advantage_placed_terms_give_trl_zeros_and_the_trainer_their_values():
     assert setup.advantage_terms == [(penalty, 2.0)]
     prompts, completions, kwargs = make_batch([("p", "4", ["4", "4", "4", "?"])])
     assert penalty(prompts, completions, **kwargs) == [0.0] * 4  # nothing in TRL's reward sum
-    shaped = add_advantage_terms(torch.zeros(4), setup.advantage_terms)
+    shaped, stats = add_advantage_terms(torch.zeros(4), setup.advantage_terms)
     # penalty 1/4 * (2 others alike) = 0.5, weight 2, subtracted after normalisation
     np.testing.assert_allclose(shaped.numpy(), [-1.0, -1.0, -1.0, 0.0])
+    assert stats["breadth/batch/advantage_std"] == pytest.approx(np.std([-1, -1, -1, 0]))
     with pytest.raises(RuntimeError, match="expected 4 advantage-placed values"):
         add_advantage_terms(torch.zeros(4), setup.advantage_terms)  # consumed: none pending
 
