@@ -189,12 +189,41 @@ def evaluate_claims(frame: pd.DataFrame, settings: ClaimSettings | None = None) 
     settings = settings or ClaimSettings()
     claims: list[Claim] = []
     formats = sorted(frame["format"].unique())
+    guessing = {}
     for fmt in formats:
         study = Study(frame, fmt, settings)
-        claims += _format_claims(study)
+        guessing[fmt] = _at_chance(study)
+        claims += [_guessing(c, guessing[fmt]) for c in _format_claims(study)]
     if {"mcq", "free_form"} <= set(formats):
-        claims.append(_format_claim(frame, settings))
+        claim = _format_claim(frame, settings)
+        claims.append(_guessing(claim, guessing["mcq"] or guessing["free_form"]))
     return claims
+
+
+def _at_chance(study: Study) -> str:
+    """Why the format's claims cannot be read (its SFT start is not above chance), or ''.
+
+    With options, a model that guesses samples every option and "solves" everything at large
+    k; its diversity and pass@k then measure the guessing, not the policy.
+    """
+    sft = study.arm("", "sft")
+    if sft is None or "num_options" not in sft or not sft["num_options"].notna().all():
+        return ""
+    values, _ = study.aligned([("", "sft")], pass_metric(1))
+    s = study.settings
+    means = hierarchical_bootstrap_means(values[..., 0], s.num_resamples, s.seed)
+    low, high = percentile_interval(means[np.isfinite(means)], s.confidence)
+    if low > 0:
+        return ""
+    return (f"the SFT start is not above chance: pass@1 above chance "
+            f"{float(np.nanmean(values)):+.3f} [{low:+.3f}, {high:+.3f}]")  # fmt: skip
+
+
+def _guessing(claim: Claim, reason: str) -> Claim:
+    if not reason:
+        return claim
+    return Claim(**{**claim.to_dict(), "verdict": INCONCLUSIVE,
+                    "detail": f"inconclusive: {reason}; {claim.detail}"})  # fmt: skip
 
 
 def _format_claims(study: Study) -> list[Claim]:

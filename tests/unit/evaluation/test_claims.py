@@ -86,7 +86,7 @@ def test_crossover_found_where_rl_falls_below_sft():
 
 def test_format_claim_compares_relative_narrowing():
     free = _cells([8, 0] * 20)
-    mcq = _cells([4, 0] * 20, n=4, sft_correct=1, fmt="mcq", num_options=4)
+    mcq = _cells([4, 0] * 20, n=4, sft_correct=3, fmt="mcq", num_options=4)  # above chance
     mcq.loc[mcq["model"] == "rl", "distinct_outcomes"] = 4  # mcq: no narrowing at all
     claim = next(c for c in evaluate_claims(pd.concat([free, mcq])) if c.claim == "format")
     # free_form 2/4 - 1 = -0.5; mcq 4/4 - 1 = 0: difference +0.5, every resample the same.
@@ -142,3 +142,13 @@ def test_mcq_transfer_split_is_taken_above_chance():
     mcq = _cells([8, 0] * 20, fmt="mcq", num_options=4)
     transfer = next(c for c in evaluate_claims(mcq) if c.claim == "transfer")
     assert "split sizes per seed: [40, 40]" in transfer.detail
+
+
+def test_mcq_claims_at_chance_are_inconclusive_whatever_their_interval():
+    # 4 options, SFT right 2 of 8 times = exactly chance (pass@1 above chance 0): the RL arm's
+    # clear gain must not be read as a finding about the policy.
+    mcq = _cells([8, 0] * 20, fmt="mcq", num_options=4)
+    sharpening = next(c for c in evaluate_claims(mcq) if c.claim == "sharpening")
+    assert sharpening.low is not None and sharpening.low > 0  # the interval is still reported
+    assert sharpening.verdict == "inconclusive"
+    assert "not above chance" in sharpening.detail
