@@ -79,8 +79,11 @@ def main() -> None:
                         help="NAME=key=value;key=value (overrides of the preset)")
     parser.add_argument("--work", type=Path, default=Path(".breadth/power"))
     parser.add_argument("--json", type=Path, default=None, help="also write the results here")
+    parser.add_argument("--markdown", type=Path, default=None,
+                        help="also write a table with the command, machine, seeds and wall time")
     args = parser.parse_args()
     results = []
+    started = time.perf_counter()
     for text in args.candidate:
         name, _, rest = text.partition("=")
         overrides = [item for item in rest.split(";") if item]
@@ -98,6 +101,30 @@ def main() -> None:
         print(json.dumps(row), flush=True)
     if args.json:
         args.json.write_text(json.dumps(results, indent=1))
+    if args.markdown:
+        args.markdown.write_text(markdown(results, time.perf_counter() - started))
+
+
+def markdown(results: list[dict], seconds: float) -> str:
+    """The results as a table, headed by how they were made."""
+    import os
+    import platform
+    import shlex
+    import sys
+
+    lines = ["```", shlex.join(["python", *sys.argv]), "```", "",
+             (f"- machine: {platform.node()} ({os.cpu_count()} CPU cores), "
+              f"OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'unset')}"),
+             f"- seeds: {results[0]['seeds'] if results else 0}",
+             f"- wall time: {seconds / 60:.1f} min", "",
+             "| candidate | SFT pass@1 | Δ pass@1 [95% CI] | Δ pass@n [95% CI] | powered |",
+             "|---|---|---|---|---|"]  # fmt: skip
+    for row in results:
+        p1, pn = row["delta_pass_at_1"], row["delta_pass_at_n"]
+        lines.append(f"| {row['candidate']} | {row['sft_pass_at_1']} | {p1[0]:+.4f} "
+                     f"[{p1[1]:+.4f}, {p1[2]:+.4f}] | {pn[0]:+.4f} [{pn[1]:+.4f}, {pn[2]:+.4f}] "
+                     f"| {row['powered']} |")  # fmt: skip
+    return "\n".join(lines) + "\n"
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 import subprocess
 import sys
 import time
@@ -222,6 +223,10 @@ def compare(
     grid_id: Annotated[str | None, typer.Option("--grid", help="Compare a grid's cells.")] = None,
     out: Annotated[Path, typer.Option(help="Folder for the PNG plots.")] = Path("compare"),
     model: Annotated[str, typer.Option(help="Trained model to compare.")] = "rl",
+    claims_out: Annotated[Path | None, typer.Option(
+        help="Folder for a grid's claims report (default: OUT/claims).")] = None,
+    note: Annotated[Path | None, typer.Option(
+        help="Markdown placed under the claims report's header, e.g. how the grid was run.")] = None,
 ) -> None:
     """Side-by-side table (terminal) and plots (PNG) of pipeline runs or a grid, from MLflow."""
     from breadth.evaluation.grid import grid_summary
@@ -244,10 +249,13 @@ def compare(
     for path in plot_grid(runs, summary, out):
         console.print(f"wrote {path}", highlight=False)
     if grid_id:
-        _print_claims(uri, grid_id, out)
+        if note is not None and not note.is_file():
+            _fail(f"--note {note} is not a file")
+        _print_claims(uri, grid_id, claims_out or out / "claims",
+                      note.read_text() if note else "")  # fmt: skip
 
 
-def _print_claims(uri: str, grid_id: str, out: Path) -> None:
+def _print_claims(uri: str, grid_id: str, folder: Path, note: str) -> None:
     """The grid's claims: each literature claim with its effect, CI and verdict."""
     from breadth.evaluation.claims import evaluate_claims
     from breadth.evaluation.study_report import write_study_report
@@ -258,10 +266,13 @@ def _print_claims(uri: str, grid_id: str, out: Path) -> None:
     except FileNotFoundError as error:
         console.print(f"no claims: {error}", highlight=False)
         return
-    header = provenance_header(grid_provenance(uri, grid_id))
-    paths = write_study_report(frame, evaluate_claims(frame), out / "claims", header=header)
+    # The report names the command that wrote it, so a committed copy says how to redo it.
+    command = shlex.join(["breadth", *sys.argv[1:]])
+    header = provenance_header(grid_provenance(uri, grid_id), command)
+    header += f"\n\n{note.strip()}" if note.strip() else ""
+    paths = write_study_report(frame, evaluate_claims(frame), folder, header=header)
     console.print(paths[0].read_text(), highlight=False, markup=False)
-    console.print(f"wrote {out / 'claims'}", highlight=False)
+    console.print(f"wrote {folder}", highlight=False)
 
 
 def _data_help(key: str) -> str:

@@ -52,10 +52,18 @@ def test_the_summary_run_carries_the_claims_table(grid_run, live_stack):
 
 
 def test_compare_prints_the_claims(grid_run, live_stack, tmp_path):
-    code, output, _ = run_cli(["compare", "--grid", grid_run, "--out", str(tmp_path)], live_stack)
+    note = tmp_path / "note.md"
+    note.write_text("Ran by the integration test.\n")
+    code, output, _ = run_cli(["compare", "--grid", grid_run, "--out", str(tmp_path),
+                               "--claims-out", str(tmp_path / "report"), "--note", str(note)],
+                              live_stack)  # fmt: skip
     assert code == 0, output[-3000:]
     assert "| **sharpening** | free_form |" in output
     # The report opens with where and how the grid ran.
     for line in ("- seeds: 1", "- cells: 2 (free_form x 2 objectives", "CPU cores", "wall time"):
         assert line in output
-    assert (tmp_path / "claims" / "claims.md").exists()
+    report = (tmp_path / "report" / "claims.md").read_text()
+    # The committed copy says which command wrote it, and carries the note.
+    assert f"breadth compare --grid {grid_run}" in report
+    assert "Ran by the integration test." in report
+    assert "minutes per free_form cell" in report

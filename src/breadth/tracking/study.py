@@ -12,6 +12,7 @@ import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 __all__ = ["grid_provenance", "load_study_frame", "provenance_header",
@@ -93,11 +94,17 @@ def grid_provenance(tracking_uri: str, grid_id: str) -> dict:
     hosts = sorted({f"{r.data.tags.get('host.name', '?')} ({r.data.tags.get('host.cpus', '?')} "
                     "CPU cores)" for r in infos})  # fmt: skip
     shas = sorted({r.data.tags.get("git.sha", "?")[:12] for r in infos})
+    minutes: dict[str, list[float]] = {}
+    for fmt, info in zip(runs["format"], infos):
+        if info.info.start_time and info.info.end_time:
+            minutes.setdefault(fmt, []).append((info.info.end_time - info.info.start_time) / 60000)
     return {
         "grid_id": grid_id, "cells": len(infos), "seeds": int(runs["seed"].nunique()),
         "formats": sorted(runs["format"].unique()), "objectives": sorted(runs["reward"].unique()),
         "hosts": hosts, "git_sha": shas,
         "wall_minutes": round((max(ends) - min(starts)) / 60000, 1) if starts and ends else None,
+        "cell_minutes": {fmt: (round(min(v), 1), round(float(np.median(v)), 1), round(max(v), 1),
+                               round(sum(v), 1)) for fmt, v in minutes.items()},
     }  # fmt: skip
 
 
@@ -112,6 +119,10 @@ def provenance_header(provenance: dict, command: str = "") -> str:
          f"{len(provenance['objectives'])} objectives: {', '.join(provenance['objectives'])})"),
         f"- machine: {', '.join(provenance['hosts'])}; no GPU",
         f"- wall time (first cell start to last cell end): {provenance['wall_minutes']} min",
-        f"- code: git {', '.join(provenance['git_sha'])}",
+        (f"- code: git {', '.join(provenance['git_sha'])} (the checkout's HEAD at each cell's "
+         "start)"),
     ]
+    lines += [f"- minutes per {fmt} cell (parent run start to end; min / median / max, sum): "
+              f"{low} / {mid} / {high}, {total}"
+              for fmt, (low, mid, high, total) in provenance.get("cell_minutes", {}).items()]
     return "\n".join(lines)
