@@ -21,7 +21,7 @@ from typing import Any, Literal, Protocol
 
 import numpy as np
 
-from breadth.evaluation.metrics import pass_at_k
+from breadth.evaluation.search_results import Attempt, SearchComparison, SearchResult
 
 __all__ = [
     "CHILD_PROMPT_TEMPLATE",
@@ -39,7 +39,6 @@ __all__ = [
 
 Sampler = Callable[[list[str], int, int], list[list[str]]]
 """(prompts, n samples per prompt, seed) -> one list of n completion texts per prompt."""
-
 
 
 class Scored(Protocol):
@@ -79,15 +78,9 @@ class EvolutionConfig:
     template: str = CHILD_PROMPT_TEMPLATE
 
     def __post_init__(self) -> None:
-        for name in (
-            "sample_budget",
-            "initial_samples",
-            "children_per_generation",
-            "population_size",
-            "num_parents",
-            "tournament_size",
-            "max_attempt_chars",
-        ):
+        positive = ("sample_budget", "initial_samples", "children_per_generation",
+                    "population_size", "num_parents", "tournament_size", "max_attempt_chars")  # fmt: skip
+        for name in positive:
             if getattr(self, name) < 1:
                 raise ValueError(f"EvolutionConfig.{name} must be >= 1, got {getattr(self, name)}")
         if self.selection not in ("tournament", "top_m"):
@@ -96,73 +89,6 @@ class EvolutionConfig:
             )
         if "{prompt}" not in self.template or "{attempts}" not in self.template:
             raise ValueError("EvolutionConfig.template must contain {prompt} and {attempts}")
-
-
-@dataclass(frozen=True)
-class Attempt:
-    text: str
-    score: float
-    correct: bool
-
-
-@dataclass(frozen=True)
-class SearchResult:
-    """Per-problem outcome of one search method under a per-problem sample budget."""
-
-    method: str
-    budget: int
-    problem_ids: list[str]
-    first_success: list[int | None]
-    """Samples spent when the first correct sample appeared (1-based), None if never."""
-    num_correct: list[int]
-    samples_spent: list[int]
-    best_score: list[float]
-    exchangeable: bool = False
-    """True for independent samples: the curve then uses the unbiased pass@s estimator."""
-
-    def success_curve(self, points: Sequence[int] | None = None) -> list[tuple[int, float]]:
-        """[(samples s, share of problems solved within s samples)] at 1, 2, 4, ..., budget.
-
-        Independent sampling reports mean pass@s (unbiased, order-free); evolutionary search
-        reports the share whose first success came at or before sample s (order matters).
-        """
-        pts = list(points) if points is not None else _powers_of_two_upto(self.budget)
-        if self.exchangeable:
-            n = np.asarray(self.samples_spent)
-            c = np.asarray(self.num_correct)
-            return [(s, float(pass_at_k(n, c, s).mean())) for s in pts]
-        first = np.array([np.inf if f is None else f for f in self.first_success])
-        return [(s, float(np.mean(first <= s))) for s in pts]
-
-    def to_dict(self) -> dict:
-        return {
-            "method": self.method,
-            "budget": self.budget,
-            "success_rate": float(np.mean([f is not None for f in self.first_success])),
-            "curve": [list(p) for p in self.success_curve()],
-            "problem_ids": list(self.problem_ids),
-            "first_success": list(self.first_success),
-            "samples_spent": list(self.samples_spent),
-        }
-
-
-@dataclass(frozen=True)
-class SearchComparison:
-    evolutionary: SearchResult
-    independent: SearchResult
-
-    def to_dict(self) -> dict:
-        return {
-            "evolutionary": self.evolutionary.to_dict(),
-            "independent": self.independent.to_dict(),
-        }
-
-    def metrics(self) -> dict[str, float]:
-        """Flat MLflow-safe names: search/evolutionary_success, search/independent_success."""
-        return {
-            f"search/{r.method}_success": r.success_curve([r.budget])[0][1]
-            for r in (self.evolutionary, self.independent)
-        }
 
 
 def build_child_prompt(
@@ -385,8 +311,3 @@ def _derive_seed(seed: int, generation: int, n: int) -> int:
 
 def _ids(problems: Sequence[Mapping[str, Any]]) -> list[str]:
     return [str(p.get("problem_id", i)) for i, p in enumerate(problems)]
-
-
-def _powers_of_two_upto(budget: int) -> list[int]:
-    pts = [1 << i for i in range(budget.bit_length()) if (1 << i) <= budget]
-    return pts if pts[-1] == budget else [*pts, budget]
