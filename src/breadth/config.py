@@ -252,8 +252,19 @@ class RolloutConfig(_Section):
         description="Generation backend (vllm = OpenAI-compatible server; auto = vllm on a CUDA "
         "device for models of >= 100M parameters when vLLM is installed, else transformers).",
     )
-    vllm_url: str | None = Field(
-        None, description="Existing vLLM server URL; empty = start one per model (vllm backend)."
+    vllm_url: str | list[str] | None = Field(
+        None,
+        description="Existing vLLM server URL, or several (a list, or one string of "
+        "comma-separated URLs) serving the same model: requests are spread across them and a "
+        "failed server's requests go to the others. Empty = start one server per model.",
+    )
+    vllm_tensor_parallel: int = Field(
+        1, ge=1, description="GPUs per vLLM server that breadth starts itself "
+        "(--tensor-parallel-size); ignored for servers given by vllm_url.",
+    )
+    vllm_gpu_memory_utilization: float | None = Field(
+        None, gt=0, le=1, description="Share of GPU memory a vLLM server that breadth starts may "
+        "use (--gpu-memory-utilization). Empty = 0.5 on a GPU, 0.3 of host RAM on the CPU build.",
     )
     num_samples: int = Field(16, ge=1, description="Samples per evaluation problem (n).")
     temperature: float = Field(1.0, gt=0, description="Sampling temperature.")

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from breadth.config import RolloutConfig
-from breadth.rollout.vllm_server import default_env_dir, is_cpu_build, resolve_vllm_url
+from breadth.rollout.vllm_server import default_env_dir, is_cpu_build, resolve_vllm_urls
 
 __all__ = [
     "VLLM_ON_GPU_MIN_PARAMETERS",
@@ -127,7 +127,7 @@ def _cuda_available() -> bool:
 
 
 def _vllm_available(rollout: RolloutConfig) -> bool:
-    if resolve_vllm_url(rollout.vllm_url) is not None:
+    if resolve_vllm_urls(rollout.vllm_url):
         return True
     env = default_env_dir()
     return env.exists() and not is_cpu_build(env)

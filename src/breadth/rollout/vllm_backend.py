@@ -26,7 +26,8 @@ from typing import Any
 
 from breadth.config import RolloutConfig
 from breadth.rollout.rows import Sample, request_seed, rollout_rows
-from breadth.rollout.vllm_server import VLLMServer, VLLMServerError, resolve_vllm_url, served_models
+from breadth.rollout.vllm_fleet import VLLMFleet
+from breadth.rollout.vllm_server import VLLMServer, VLLMServerError, resolve_vllm_urls
 
 # More requests in flight than this gains nothing on one server and only queues.
 MAX_IN_FLIGHT = 64
@@ -115,53 +116,21 @@ def _local_tokenizer(policy_dir: str | Path) -> Any:
         return None
 
 
-def _pick_model(url: str, policy_dir: str | Path, model_name: str) -> str:
-    models = served_models(url)
-    if len(models) == 1:
-        return models[0]
-    for wanted in (str(policy_dir), str(Path(policy_dir).resolve()), model_name):
-        if wanted in models:
-            return wanted
-    raise VLLMServerError(
-        f"the vLLM server at {url} serves {models}; none is {str(policy_dir)!r} or "
-        f"{model_name!r}. Serve one model per server, or name the model as it is served."
-    )
-
-
 @contextlib.contextmanager
-def vllm_endpoint(
+def vllm_endpoints(
     policy_dir: str | Path, config: RolloutConfig, *, seed: int
-) -> Iterator[str]:  # fmt: skip
-    """The base URL to send requests to: the configured server, or one started (and stopped)
-    for `policy_dir` here."""
-    url = resolve_vllm_url(config.vllm_url)
-    if url is not None:
-        yield url
+) -> Iterator[list[str]]:  # fmt: skip
+    """The base URLs to send requests to: the configured servers, or one server started (and
+    stopped) for `policy_dir` here with the configured tensor parallelism and memory share."""
+    urls = resolve_vllm_urls(config.vllm_url)
+    if urls:
+        yield urls
         return
-    with VLLMServer(Path(policy_dir), seed=seed) as server:
-        yield server.url
-
-
-def post_completion(client: Any, url: str, body: Mapping[str, Any], problem_id: str) -> dict:
-    """POST one completions request; an error names the problem and the server's reason."""
-    import httpx
-
-    try:
-        response = client.post(f"{url}/v1/completions", json=body)
-    except httpx.HTTPError as error:
-        raise VLLMServerError(
-            f"completions request for problem {problem_id} to {url} failed: {error!r}"
-        ) from error
-    if response.status_code != 200:
-        hint = ""
-        if "max_model_len" in response.text or "maximum context length" in response.text:
-            hint = (" Lower rollout.max_new_tokens, or serve the model with a larger "
-                    "--max-model-len.")  # fmt: skip
-        raise VLLMServerError(
-            f"vLLM at {url} answered {response.status_code} for problem {problem_id}: "
-            f"{response.text[:500]}{hint}"
-        )
-    return response.json()
+    with VLLMServer(
+        Path(policy_dir), seed=seed, tensor_parallel=config.vllm_tensor_parallel,
+        gpu_memory_utilization=config.vllm_gpu_memory_utilization,
+    ) as server:  # fmt: skip
+        yield [server.url]
 
 
 def rollout_vllm(
@@ -175,8 +144,10 @@ def rollout_vllm(
 ) -> list[dict[str, Any]]:
     """n samples for every problem from a vLLM server -> rollout rows (problem order kept).
 
-    Starts a server for `policy_dir` unless `config.vllm_url` / `$BREADTH_VLLM_URL` names one.
-    Deterministic for a given seed: each problem's request carries `request_seed(seed, id)`.
+    Starts a server for `policy_dir` unless `config.vllm_url` / `$BREADTH_VLLM_URL` names
+    servers; several are used as one fleet (`breadth.rollout.vllm_fleet`). Deterministic for a
+    given seed, whatever the number of servers: each problem's request carries
+    `request_seed(seed, id)`.
     """
     import httpx
     from tqdm.auto import tqdm
@@ -191,10 +162,11 @@ def rollout_vllm(
         def tokenize(text: str) -> list[int]:
             return tokenizer(text, add_special_tokens=False)["input_ids"]
 
-    in_flight = max(1, min(MAX_IN_FLIGHT, config.batch_size // config.num_samples))
+    per_server = max(1, min(MAX_IN_FLIGHT, config.batch_size // config.num_samples))
     groups: list[list[Sample] | None] = [None] * len(problems)
-    with vllm_endpoint(policy_dir, config, seed=seed) as url:
-        served = _pick_model(url, policy_dir, model_name)
+    with vllm_endpoints(policy_dir, config, seed=seed) as urls:
+        fleet = VLLMFleet.connect(urls, policy_dir, model_name)
+        in_flight = per_server * len(fleet.live())
         limits = httpx.Limits(max_connections=in_flight, max_keepalive_connections=in_flight)
         with (
             httpx.Client(timeout=REQUEST_TIMEOUT_S, limits=limits) as client,
@@ -204,10 +176,10 @@ def rollout_vllm(
         ):  # fmt: skip
             futures = {
                 pool.submit(
-                    post_completion, client, url,
-                    completion_request(problem, config, model=served, seed=seed,
+                    fleet.post, client,
+                    completion_request(problem, config, model=model_name, seed=seed,
                                        stop_token_ids=stop_ids),
-                    str(problem["problem_id"]),
+                    str(problem["problem_id"]), index,
                 ): index
                 for index, problem in enumerate(problems)
             }  # fmt: skip
@@ -242,31 +214,37 @@ class VLLMBackend:
     def sampler(
         self, policy_dir: Path, config: RolloutConfig, *, seed: int, chunk: int
     ) -> Iterator[Any]:
-        """One server for the whole search; each call sends one request per prompt (the server
-        batches them), at most `chunk` in flight."""
+        """The same servers for the whole search; each call sends one request per prompt (the
+        servers batch them), at most `chunk` in flight per server."""
         import httpx
 
         tokenizer = _local_tokenizer(policy_dir)
         eos = getattr(tokenizer, "eos_token_id", None)
-        in_flight = max(1, min(MAX_IN_FLIGHT, chunk))
-        with (
-            vllm_endpoint(policy_dir, config, seed=seed) as url,
-            httpx.Client(timeout=REQUEST_TIMEOUT_S) as client,
-            ThreadPoolExecutor(max_workers=in_flight) as pool,
-        ):
-            served = _pick_model(url, policy_dir, "search")
+        with vllm_endpoints(policy_dir, config, seed=seed) as urls:
+            fleet = VLLMFleet.connect(urls, policy_dir, "search")
+            in_flight = max(1, min(MAX_IN_FLIGHT, chunk)) * len(fleet.live())
+            with (
+                httpx.Client(timeout=REQUEST_TIMEOUT_S) as client,
+                ThreadPoolExecutor(max_workers=in_flight) as pool,
+            ):
+                yield _fleet_sampler(fleet, client, pool, config, eos)
 
-            def sample(prompts: list[str], n: int, call_seed: int) -> list[list[str]]:
-                request = config.model_copy(update={"num_samples": n})
-                bodies = [
-                    completion_request({"problem_id": f"prompt-{i}", "prompt": prompt}, request,
-                                       model=served, seed=call_seed,
-                                       stop_token_ids=[eos] if eos is not None else [])
-                    for i, prompt in enumerate(prompts)
-                ]  # fmt: skip
-                answers = pool.map(lambda ib: post_completion(client, url, ib[1], f"prompt-{ib[0]}"),
-                                   enumerate(bodies))  # fmt: skip
-                return [[c["text"] for c in sorted(answer["choices"], key=lambda c: c["index"])]
-                        for answer in answers]  # fmt: skip
 
-            yield sample
+def _fleet_sampler(fleet: VLLMFleet, client: Any, pool: ThreadPoolExecutor,
+                   config: RolloutConfig, eos: int | None) -> Any:  # fmt: skip
+    """search's Sampler over a fleet: (prompts, n, seed) -> n texts per prompt, in order."""
+
+    def sample(prompts: list[str], n: int, call_seed: int) -> list[list[str]]:
+        request = config.model_copy(update={"num_samples": n})
+        bodies = [
+            completion_request({"problem_id": f"prompt-{i}", "prompt": prompt}, request,
+                               model="search", seed=call_seed,
+                               stop_token_ids=[eos] if eos is not None else [])
+            for i, prompt in enumerate(prompts)
+        ]  # fmt: skip
+        answers = pool.map(lambda ib: fleet.post(client, ib[1], f"prompt-{ib[0]}", ib[0]),
+                           enumerate(bodies))  # fmt: skip
+        return [[c["text"] for c in sorted(answer["choices"], key=lambda c: c["index"])]
+                for answer in answers]  # fmt: skip
+
+    return sample

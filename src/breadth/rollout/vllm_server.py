@@ -6,8 +6,9 @@ this module only launches that environment's python as a subprocess and speaks H
 The module entry point is used, not the `vllm` console script: with the CPU build the script
 fails (`PackageNotFoundError: vllm`, it looks up the wrong distribution name).
 
-A user can instead point at an existing deployment (`RolloutConfig.vllm_url` or
-`BREADTH_VLLM_URL`); `resolve_vllm_url` returns it and nothing is started.
+A user can instead point at existing servers (`RolloutConfig.vllm_url` or
+`BREADTH_VLLM_URL`, one URL or several); `resolve_vllm_urls` returns them and nothing is
+started.
 """
 
 from __future__ import annotations
@@ -29,10 +30,9 @@ from breadth.processes import stop_process_group
 INSTALL_HINT = "run scripts/install_vllm_env.sh (from the repository root) to create it"
 # On CPU, `--gpu-memory-utilization` is the share of host RAM reserved (the default 0.92
 # refuses to start on a shared machine); an explicit KV-cache size keeps start-up small.
-CPU_FLAGS = (
-    "--gpu-memory-utilization", "0.3", "--kv-cache-memory-bytes", "268435456", "--enforce-eager",
-)  # fmt: skip
-GPU_FLAGS = ("--gpu-memory-utilization", "0.5")
+CPU_MEMORY_UTILIZATION = 0.3
+CPU_FLAGS = ("--kv-cache-memory-bytes", "268435456", "--enforce-eager")
+GPU_MEMORY_UTILIZATION = 0.5
 
 
 class VLLMServerError(RuntimeError):
@@ -50,17 +50,25 @@ def default_env_dir() -> Path:
     return Path(explicit) if explicit else breadth_home() / "envs" / "vllm"
 
 
-def resolve_vllm_url(configured: str | None) -> str | None:
-    """An existing server's base URL from the config or `$BREADTH_VLLM_URL`; None = start one.
+def resolve_vllm_urls(configured: str | list[str] | None) -> list[str]:
+    """Existing servers' base URLs from the config or `$BREADTH_VLLM_URL` (a list, or one
+    string of comma-separated URLs); empty = start a server.
 
-    >>> resolve_vllm_url("http://gpu-node:8000/v1/")
-    'http://gpu-node:8000'
+    >>> resolve_vllm_urls("http://gpu-node:8000/v1/")
+    ['http://gpu-node:8000']
+    >>> resolve_vllm_urls(["http://a:8000", "http://b:8000/v1"])
+    ['http://a:8000', 'http://b:8000']
     """
-    url = configured or os.environ.get("BREADTH_VLLM_URL") or None
-    if url is None:
-        return None
-    url = url.rstrip("/")
-    return url.removesuffix("/v1")
+    raw = configured or os.environ.get("BREADTH_VLLM_URL") or []
+    entries = raw.split(",") if isinstance(raw, str) else list(raw)
+    urls = [entry.strip().rstrip("/").removesuffix("/v1") for entry in entries]
+    urls = [url for url in urls if url]
+    if len(set(urls)) != len(urls):
+        raise VLLMServerError(
+            f"rollout.vllm_url / BREADTH_VLLM_URL names a server twice ({urls}): list each "
+            "server once (a server listed twice would get twice the requests)"
+        )
+    return urls
 
 
 def is_cpu_build(env_dir: Path) -> bool:
@@ -83,6 +91,7 @@ def model_max_length(model_dir: Path, cap: int = 4096) -> int:
 def server_command(
     python: Path, model_dir: Path, *, host: str, port: int, seed: int, max_model_len: int,
     dtype: str = "float32", cpu: bool = True, served_model_name: str | None = None,
+    tensor_parallel: int = 1, gpu_memory_utilization: float | None = None,
     extra_args: tuple[str, ...] = (),
 ) -> list[str]:  # fmt: skip
     """The command line that serves `model_dir` (CPU or GPU flags).
@@ -95,13 +104,20 @@ def server_command(
     ...                      max_model_len=96)
     >>> cmd[:3], "--enforce-eager" in cmd
     (['py', '-m', 'vllm.entrypoints.openai.api_server'], True)
+    >>> gpu = server_command(Path("py"), Path("m"), host="127.0.0.1", port=8000, seed=0,
+    ...                      max_model_len=96, cpu=False, tensor_parallel=4)
+    >>> gpu[gpu.index("--tensor-parallel-size") + 1], gpu[gpu.index("--gpu-memory-utilization") + 1]
+    ('4', '0.5')
     """
+    if gpu_memory_utilization is None:
+        gpu_memory_utilization = CPU_MEMORY_UTILIZATION if cpu else GPU_MEMORY_UTILIZATION
     command = [
         str(python), "-m", "vllm.entrypoints.openai.api_server",
         "--model", str(model_dir), "--host", host, "--port", str(port),
         "--dtype", dtype, "--max-model-len", str(max_model_len), "--seed", str(seed),
         "--logprobs-mode", "processed_logprobs", "--disable-log-stats",
-        *(CPU_FLAGS if cpu else GPU_FLAGS),
+        "--gpu-memory-utilization", str(gpu_memory_utilization),
+        "--tensor-parallel-size", str(tensor_parallel), *(CPU_FLAGS if cpu else ()),
     ]  # fmt: skip
     if served_model_name:
         command += ["--served-model-name", served_model_name]
@@ -165,6 +181,8 @@ class VLLMServer:
     env_dir: Path = field(default_factory=default_env_dir)
     home: Path = field(default_factory=breadth_home)
     start_timeout_s: float = 600.0
+    tensor_parallel: int = 1
+    gpu_memory_utilization: float | None = None
     extra_args: tuple[str, ...] = ()
     process: subprocess.Popen | None = field(default=None, init=False, repr=False)
 
@@ -198,7 +216,8 @@ class VLLMServer:
             self.python(), Path(self.model_dir).resolve(), host=self.host, port=int(self.port),
             seed=self.seed, dtype=self.dtype, cpu=is_cpu_build(Path(self.env_dir)),
             max_model_len=self.max_model_len or model_max_length(Path(self.model_dir)),
-            served_model_name=self.served_model_name, extra_args=self.extra_args,
+            served_model_name=self.served_model_name, tensor_parallel=self.tensor_parallel,
+            gpu_memory_utilization=self.gpu_memory_utilization, extra_args=self.extra_args,
         )  # fmt: skip
 
     def start(self) -> Self:

@@ -8,7 +8,7 @@ import inspect
 import pytest
 
 from breadth.config import RolloutConfig
-from breadth.rollout import vllm_backend
+from breadth.rollout import vllm_backend, vllm_fleet
 from breadth.rollout.backends import RolloutBackend, rollout_backend
 from breadth.rollout.rows import request_seed
 from breadth.rollout.transformers_backend import TransformersBackend
@@ -29,8 +29,8 @@ def test_vllm_sampler_sends_one_seeded_request_per_prompt_and_keeps_choice_order
     bodies = []
 
     @contextlib.contextmanager
-    def endpoint(policy_dir, config, *, seed):
-        yield "http://127.0.0.1:1"
+    def endpoints(policy_dir, config, *, seed):
+        yield ["http://127.0.0.1:1"]
 
     def post(client, url, body, problem_id):
         bodies.append(body)
@@ -38,10 +38,10 @@ def test_vllm_sampler_sends_one_seeded_request_per_prompt_and_keeps_choice_order
         return {"choices": [{"index": i, "text": f"{body['prompt']}#{i}"}
                             for i in reversed(range(body["n"]))]}  # fmt: skip
 
-    monkeypatch.setattr(vllm_backend, "vllm_endpoint", endpoint)
-    monkeypatch.setattr(vllm_backend, "_pick_model", lambda url, policy_dir, name: "served")
+    monkeypatch.setattr(vllm_backend, "vllm_endpoints", endpoints)
+    monkeypatch.setattr(vllm_fleet, "pick_served_model", lambda url, policy_dir, name: "served")
     monkeypatch.setattr(vllm_backend, "_local_tokenizer", lambda policy_dir: None)
-    monkeypatch.setattr(vllm_backend, "post_completion", post)
+    monkeypatch.setattr(vllm_fleet, "post_completion", post)
     config = RolloutConfig(backend="vllm", num_samples=16, max_new_tokens=5)
     with VLLMBackend().sampler("policy", config, seed=0, chunk=4) as sample:
         texts = sample(["a=", "b="], 3, 7)
