@@ -31,3 +31,17 @@ def run_cli(args: list[str], env: dict[str, str], timeout: float = 900) -> tuple
 
 def set_args(values: list[str]) -> list[str]:
     return [arg for value in values for arg in ("--set", value)]
+
+
+def installed_vllm_env() -> Path:
+    """The vLLM environment ($BREADTH_VLLM_ENV or <repo>/.breadth/envs/vllm), installed by
+    scripts/install_vllm_env.sh when missing or stale (a no-op when current)."""
+    env_dir = Path(os.environ.get("BREADTH_VLLM_ENV") or REPO / ".breadth" / "envs" / "vllm")
+    done = subprocess.run(
+        ["bash", str(REPO / "scripts" / "install_vllm_env.sh")],
+        env={**os.environ, "BREADTH_VLLM_ENV": str(env_dir)}, capture_output=True, text=True,
+        check=False, timeout=3600,
+    )  # fmt: skip
+    output = done.stdout[-3000:] + done.stderr[-3000:]
+    assert done.returncode == 0, f"scripts/install_vllm_env.sh failed:\n{output}"
+    return env_dir

@@ -16,8 +16,6 @@ from __future__ import annotations
 import collections
 import itertools
 import math
-import os
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -26,10 +24,10 @@ import pytest
 
 from breadth.config import ModelConfig, RolloutConfig, SFTConfig
 from breadth.rollout.rows import PROBLEM_COLUMNS
+from tests.integration.helpers import installed_vllm_env
 
 pytestmark = pytest.mark.integration
 
-REPO = Path(__file__).resolve().parents[2]
 NUM_PROBLEMS = 64
 NUM_SAMPLES = 8
 TEMPERATURE = 0.8  # not 1: checks that the log-probs are those of the tempered distribution
@@ -49,16 +47,7 @@ def rollout_config(**overrides: Any) -> RolloutConfig:
 @pytest.fixture(scope="session")
 def vllm_env() -> Path:
     """The vLLM environment, installed by the project's script when missing or stale."""
-    env_dir = Path(os.environ.get("BREADTH_VLLM_ENV") or REPO / ".breadth" / "envs" / "vllm")
-    done = subprocess.run(
-        ["bash", str(REPO / "scripts" / "install_vllm_env.sh")],
-        env={**os.environ, "BREADTH_VLLM_ENV": str(env_dir)}, capture_output=True, text=True,
-        check=False,
-        timeout=3600,
-    )  # fmt: skip
-    output = done.stdout[-3000:] + done.stderr[-3000:]
-    assert done.returncode == 0, f"scripts/install_vllm_env.sh failed:\n{output}"
-    return env_dir
+    return installed_vllm_env()
 
 
 @pytest.fixture(scope="module")
