@@ -227,6 +227,15 @@ class RLConfig(_Section):
         0.2, ge=0, description="Target mean token entropy (nats) for adaptive entropy control."
     )
     save_steps: int = Field(25, ge=1, description="Checkpoint every N steps (to S3 under the run).")
+    vllm_server_url: str | None = Field(
+        None, description="TRL's vLLM server mode: base URL of a `trl vllm-serve` server that "
+        "generates GRPO's completions (needs CUDA; untested on CPU). Empty = the trainer "
+        "generates with transformers.",
+    )
+    vllm_server_timeout_s: float = Field(
+        240.0, gt=0, description="Seconds the trainer waits for the `trl vllm-serve` server "
+        "to answer at start-up (rl.vllm_server_url).",
+    )
     reward: RewardConfig = Field(default_factory=RewardConfig)
 
     @model_validator(mode="after")

@@ -15,6 +15,7 @@ from breadth.training.checkpointing import (
     write_marker,
 )
 from breadth.training.trainer_setup import MetricsCallback, device_arguments
+from breadth.training.trl_vllm import trl_vllm_server_arguments
 
 # Columns the reward functions read; everything else (e.g. `target`) stays out of TRL's way.
 REWARD_COLUMNS = ("problem_id", "answer", "format", "task", "options", "letter", "meta", "split")
@@ -82,6 +83,7 @@ def build_grpo_config(config: RLConfig, *, output_dir: Path, seed: int, override
     TRL's defaults (beta, loss_type, scale_rewards, learning rate, ...) are all set explicitly:
     an experiment must mean what its config says, not what a TRL release defaults to.
     """
+    import torch
     from trl import GRPOConfig
 
     batch = config.prompts_per_step * config.num_generations
@@ -113,6 +115,7 @@ def build_grpo_config(config: RLConfig, *, output_dir: Path, seed: int, override
         log_completions=False,
         **device_arguments(),
     )
+    values.update(trl_vllm_server_arguments(config, cuda_available=torch.cuda.is_available()))
     # Reward terms whose formulas need it (darling, passk) override e.g. scale_rewards.
     values.update(overrides)
     return GRPOConfig(**values)
