@@ -3,6 +3,7 @@ ports under a temporary home, once per session, and stop it at the end."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 from collections.abc import Iterator
@@ -25,19 +26,23 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-@pytest.fixture(scope="session")
-def live_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
-    """The real local stack on free ports; yields the client environment (already exported)."""
+@contextlib.contextmanager
+def running_local_stack(home: Path, server_env: dict[str, str] | None = None
+                        ) -> Iterator[dict[str, str]]:  # fmt: skip
+    """The real local stack on free ports under `home`, its servers started with `server_env`
+    added to the environment (e.g. a Postgres database); yields the client environment (already
+    exported) and restores the environment after."""
     from breadth.stack import LocalStack, StackSettings
 
-    home = tmp_path_factory.mktemp("breadth-home")
+    server_env = server_env or {}
     saved = {name: os.environ.get(name) for name in (*PORT_VARIABLES, *EXTERNAL_VARIABLES,
-                                                     "BREADTH_HOME")}  # fmt: skip
+                                                     *server_env, "BREADTH_HOME")}  # fmt: skip
     for name in EXTERNAL_VARIABLES:
         os.environ.pop(name, None)
     for name in PORT_VARIABLES:
         os.environ[name] = str(free_port())
     os.environ["BREADTH_HOME"] = str(home)
+    os.environ.update(server_env)
     stack = LocalStack(StackSettings(home=Path(home)))
     try:
         stack.up()
@@ -51,3 +56,10 @@ def live_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, s
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
+
+
+@pytest.fixture(scope="session")
+def live_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
+    """The real local stack on free ports; yields the client environment (already exported)."""
+    with running_local_stack(tmp_path_factory.mktemp("breadth-home")) as env:
+        yield env

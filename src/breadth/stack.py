@@ -188,9 +188,12 @@ def _weed_command(s: StackSettings) -> list[str]:
 
 
 def _mlflow_command(s: StackSettings) -> list[str]:
+    # A database given in MLFLOW_BACKEND_STORE_URI (e.g. Postgres) is read by `mlflow server`
+    # from the environment, so its password stays off the command line.
+    store = [] if os.environ.get("MLFLOW_BACKEND_STORE_URI") else [
+        "--backend-store-uri", f"sqlite:///{s.home / 'mlflow.db'}"]  # fmt: skip
     return [
-        _bin("mlflow"), "server",
-        "--backend-store-uri", f"sqlite:///{s.home / 'mlflow.db'}",
+        _bin("mlflow"), "server", *store,
         "--artifacts-destination", f"s3://{s.bucket}/mlflow",
         "--serve-artifacts", "--host", "127.0.0.1", "--port", str(s.mlflow_port),
         "--workers", "1",
@@ -214,7 +217,9 @@ def _prefect_env(s: StackSettings) -> dict[str, str]:
     home = s.home / "prefect"
     return {
         "PREFECT_HOME": str(home),
-        "PREFECT_API_DATABASE_CONNECTION_URL": f"sqlite+aiosqlite:///{home / 'prefect.db'}",
+        # A database given in the environment (e.g. Postgres) is kept.
+        "PREFECT_API_DATABASE_CONNECTION_URL": os.environ.get("PREFECT_API_DATABASE_CONNECTION_URL")
+        or f"sqlite+aiosqlite:///{home / 'prefect.db'}",
         "PREFECT_SERVER_API_HOST": "127.0.0.1",
         "PREFECT_SERVER_API_PORT": str(s.prefect_port),
         "PREFECT_UI_API_URL": f"http://127.0.0.1:{s.prefect_port}/api",

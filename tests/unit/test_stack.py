@@ -136,3 +136,24 @@ def test_reconciling_with_mlflow_down_reports_it_in_seconds_instead_of_failing(t
     notes = LocalStack(StackSettings(home=tmp_path)).reconcile()
     assert time.monotonic() - started < 10
     assert len(notes) == 1 and "could not reconcile" in notes[0] and str(dead) in notes[0]
+
+
+def test_servers_keep_a_database_given_in_the_environment(tmp_path, monkeypatch):
+    """Postgres for MLflow and Prefect (the production variant): the URLs are taken from the
+    environment, and the password never reaches a command line."""
+    monkeypatch.delenv("MLFLOW_BACKEND_STORE_URI", raising=False)
+    monkeypatch.delenv("PREFECT_API_DATABASE_CONNECTION_URL", raising=False)
+    settings = StackSettings(home=tmp_path)
+    by_name = {service.name: service for service in services(settings)}
+    assert "sqlite:///" in " ".join(by_name["mlflow"].command(settings))
+    assert by_name["prefect"].extra_env(settings)["PREFECT_API_DATABASE_CONNECTION_URL"].startswith(
+        "sqlite+aiosqlite:///"
+    )
+    monkeypatch.setenv("MLFLOW_BACKEND_STORE_URI", "postgresql://u:s3cret@db:5432/mlflow")
+    monkeypatch.setenv("PREFECT_API_DATABASE_CONNECTION_URL",
+                       "postgresql+asyncpg://u:s3cret@db:5432/prefect")  # fmt: skip
+    command = " ".join(by_name["mlflow"].command(settings))
+    assert "--backend-store-uri" not in command and "s3cret" not in command
+    assert by_name["prefect"].extra_env(settings)["PREFECT_API_DATABASE_CONNECTION_URL"] == (
+        "postgresql+asyncpg://u:s3cret@db:5432/prefect"
+    )
