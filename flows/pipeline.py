@@ -13,6 +13,7 @@ from typing import Any
 from prefect import flow
 
 from breadth.config import PipelineConfig
+from breadth.rollout.vllm_pool import kept_vllm_servers
 from tasks.common import content_key
 from tasks.evaluate import evaluate, publish_report
 from tasks.prepare import prepare
@@ -36,7 +37,9 @@ def pipeline(
 
 def run_pipeline(config: PipelineConfig, extra_tags: dict[str, str] | None = None) -> dict[str, Any]:
     parent = open_parent_run(config, extra_tags)
-    with parent:  # FINISHED, or FAILED / KILLED with the error, on every path
+    # FINISHED, or FAILED / KILLED with the error, on every path; a vLLM server started for a
+    # model serves its rollouts and its search, and stops with the run.
+    with parent, kept_vllm_servers():
         data_key = content_key("prepare", config.content_hash("data"), str(config.seed))
         dataset = prepare(config, data_key, parent)
         parent.set_tags({"dataset.hash": dataset.info["content_hash"]})

@@ -179,16 +179,25 @@ def test_same_seed_gives_identical_samples_across_server_restarts(
     vllm_env: Path, vllm_rows: list[dict], policy_dir: Path, problems: list[dict],
     server: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:  # fmt: skip
-    """Determinism: rollout_vllm with no URL starts its own server (and stops it); the same
-    seed reproduces the module server's samples; another seed does not."""
-    from breadth.rollout.vllm_backend import rollout_vllm
+    """Determinism: rollout_vllm with no URL starts its own server (kept for the search of
+    the same policy inside `kept_vllm_servers()`, stopped at the block's end); the same seed
+    reproduces the module server's samples; another seed does not."""
+    from breadth.rollout.vllm_backend import VLLMBackend, rollout_vllm
+    from breadth.rollout.vllm_pool import kept_vllm_servers
 
     monkeypatch.setenv("BREADTH_VLLM_ENV", str(vllm_env))
     monkeypatch.setenv("BREADTH_HOME", str(tmp_path))
     monkeypatch.delenv("BREADTH_VLLM_URL", raising=False)
     subset = problems[:16]
-    again = rollout_vllm(policy_dir, subset, rollout_config(), model_name="sft", seed=0,
-                         progress=False)  # fmt: skip
+    with kept_vllm_servers():
+        again = rollout_vllm(policy_dir, subset, rollout_config(), model_name="sft", seed=0,
+                             progress=False)  # fmt: skip
+        running = list((tmp_path / "run").glob("vllm-*.pid"))
+        assert len(running) == 1, "the rollout's server is kept"
+        with VLLMBackend().sampler(policy_dir, rollout_config(), seed=0, chunk=4) as sample:
+            texts = sample([subset[0]["prompt"]], 3, 0)
+        assert len(texts) == 1 and len(texts[0]) == 3
+        assert list((tmp_path / "run").glob("vllm-*.pid")) == running, "search reused it"
     assert not list((tmp_path / "run").glob("vllm-*.pid")), "the started server was stopped"
     first = vllm_rows[: len(again)]
     assert [r["text"] for r in again] == [r["text"] for r in first]

@@ -27,7 +27,8 @@ from typing import Any
 from breadth.config import RolloutConfig
 from breadth.rollout.rows import Sample, request_seed, rollout_rows
 from breadth.rollout.vllm_fleet import VLLMFleet
-from breadth.rollout.vllm_server import VLLMServer, VLLMServerError, resolve_vllm_urls
+from breadth.rollout.vllm_pool import policy_server_url
+from breadth.rollout.vllm_server import VLLMServerError, resolve_vllm_urls
 
 # More requests in flight than this gains nothing on one server and only queues.
 MAX_IN_FLIGHT = 64
@@ -120,17 +121,14 @@ def _local_tokenizer(policy_dir: str | Path) -> Any:
 def vllm_endpoints(
     policy_dir: str | Path, config: RolloutConfig, *, seed: int
 ) -> Iterator[list[str]]:  # fmt: skip
-    """The base URLs to send requests to: the configured servers, or one server started (and
-    stopped) for `policy_dir` here with the configured tensor parallelism and memory share."""
+    """The base URLs to send requests to: the configured servers, or a server for `policy_dir`
+    started here (kept for later stages inside `kept_vllm_servers()`)."""
     urls = resolve_vllm_urls(config.vllm_url)
     if urls:
         yield urls
         return
-    with VLLMServer(
-        Path(policy_dir), seed=seed, tensor_parallel=config.vllm_tensor_parallel,
-        gpu_memory_utilization=config.vllm_gpu_memory_utilization,
-    ) as server:  # fmt: skip
-        yield [server.url]
+    with policy_server_url(Path(policy_dir), config, seed=seed) as url:
+        yield [url]
 
 
 def rollout_vllm(

@@ -217,8 +217,15 @@ class VLLMServer:
             seed=self.seed, dtype=self.dtype, cpu=is_cpu_build(Path(self.env_dir)),
             max_model_len=self.max_model_len or model_max_length(Path(self.model_dir)),
             served_model_name=self.served_model_name, tensor_parallel=self.tensor_parallel,
-            gpu_memory_utilization=self.gpu_memory_utilization, extra_args=self.extra_args,
+            gpu_memory_utilization=self.memory_share(), extra_args=self.extra_args,
         )  # fmt: skip
+
+    def memory_share(self) -> float:
+        """The share of GPU memory (of host RAM, with the CPU build) the server reserves."""
+        if self.gpu_memory_utilization is not None:
+            return self.gpu_memory_utilization
+        cpu = is_cpu_build(Path(self.env_dir))
+        return CPU_MEMORY_UTILIZATION if cpu else GPU_MEMORY_UTILIZATION
 
     def start(self) -> Self:
         """Launch the server and wait until `/health` answers; raise with its log tail if not."""
