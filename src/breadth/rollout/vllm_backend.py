@@ -33,6 +33,9 @@ from breadth.rollout.vllm_server import VLLMServerError, resolve_vllm_urls
 # More requests in flight than this gains nothing on one server and only queues.
 MAX_IN_FLIGHT = 64
 REQUEST_TIMEOUT_S = 900.0
+# A server that cannot be reached is known in seconds (and its requests go to the others); one
+# that is reached may take long to answer a large request.
+CONNECT_TIMEOUT_S = 10.0
 
 
 def completion_request(
@@ -117,6 +120,12 @@ def _local_tokenizer(policy_dir: str | Path) -> Any:
         return None
 
 
+def request_timeout() -> Any:
+    import httpx
+
+    return httpx.Timeout(REQUEST_TIMEOUT_S, connect=CONNECT_TIMEOUT_S)
+
+
 @contextlib.contextmanager
 def vllm_endpoints(
     policy_dir: str | Path, config: RolloutConfig, *, seed: int
@@ -167,7 +176,7 @@ def rollout_vllm(
         in_flight = per_server * len(fleet.live())
         limits = httpx.Limits(max_connections=in_flight, max_keepalive_connections=in_flight)
         with (
-            httpx.Client(timeout=REQUEST_TIMEOUT_S, limits=limits) as client,
+            httpx.Client(timeout=request_timeout(), limits=limits) as client,
             ThreadPoolExecutor(max_workers=in_flight) as pool,
             tqdm(total=len(problems), desc=f"rollout {model_name} (vllm)", disable=not progress,
                  unit="problem") as bar,
@@ -222,7 +231,7 @@ class VLLMBackend:
             fleet = VLLMFleet.connect(urls, policy_dir, "search")
             in_flight = max(1, min(MAX_IN_FLIGHT, chunk)) * len(fleet.live())
             with (
-                httpx.Client(timeout=REQUEST_TIMEOUT_S) as client,
+                httpx.Client(timeout=request_timeout()) as client,
                 ThreadPoolExecutor(max_workers=in_flight) as pool,
             ):
                 yield _fleet_sampler(fleet, client, pool, config, eos)
