@@ -100,3 +100,20 @@ def test_a_nested_block_shares_the_outer_one(started):
             urls("sft", 0.3, 1)
         assert inner is outer and started[0].alive, "the inner block's end stops nothing"
     assert not started[0].alive
+
+
+def test_a_started_server_gets_the_configured_parallelism_and_memory_share(tmp_path, monkeypatch):
+    from breadth.rollout.vllm_server import VLLMServer
+
+    env = tmp_path / "env"
+    (env / "bin").mkdir(parents=True)
+    (env / "bin" / "python").touch()
+    (env / ".installed-test").touch()
+    monkeypatch.setenv("BREADTH_VLLM_ENV", str(env))
+    monkeypatch.setattr(VLLMServer, "start", lambda self: self)
+    rollout = RolloutConfig(backend="vllm", vllm_tensor_parallel=4, vllm_gpu_memory_utilization=0.8)
+    server = vllm_pool.start_server(tmp_path / "policy", rollout, seed=0)
+    server.port = 8000
+    command = server.command()
+    assert command[command.index("--tensor-parallel-size") + 1] == "4"
+    assert command[command.index("--gpu-memory-utilization") + 1] == "0.8"
