@@ -196,7 +196,20 @@ class RLConfig(_Section):
     max_steps: int = Field(100, ge=1, description="GRPO optimisation steps.")
     learning_rate: float = Field(1e-4, gt=0, description="GRPO learning rate.")
     num_generations: int = Field(8, ge=2, description="Completions per prompt (the group size G).")
-    prompts_per_step: int = Field(8, ge=1, description="Distinct prompts per optimisation step.")
+    prompts_per_step: int = Field(
+        8, ge=1, description="Distinct prompts per optimisation step, over all processes "
+        "(each of the rl.num_processes processes generates for an equal share of whole groups).",
+    )
+    num_processes: int = Field(
+        1, ge=1, description="Data-parallel training processes. Above 1 the stage launches them "
+        "itself (torch.distributed on CPU with gloo, or `accelerate launch` with "
+        "rl.accelerate_config); must divide rl.prompts_per_step.",
+    )
+    accelerate_config: str | None = Field(
+        None, description="An accelerate config file (e.g. infra/accelerate/deepspeed-zero2.yaml"
+        ") to launch the training processes with; empty = plain torch.distributed. Its "
+        "num_processes is overridden by rl.num_processes.",
+    )
     num_problems: int = Field(
         0, ge=0, description="Train GRPO on the first N training problems only (0 = all). "
         "Historical exploration (ucb) needs problems that recur across steps.",
@@ -237,6 +250,18 @@ class RLConfig(_Section):
         "to answer at start-up (rl.vllm_server_url).",
     )
     reward: RewardConfig = Field(default_factory=RewardConfig)
+
+    @model_validator(mode="after")
+    def _whole_groups_per_process(self) -> RLConfig:
+        # Each process scores whole groups: its share of the prompts must be a whole number.
+        if self.prompts_per_step % self.num_processes:
+            raise ValueError(
+                f"rl.prompts_per_step={self.prompts_per_step} is not divisible by "
+                f"rl.num_processes={self.num_processes}: each process must generate the same "
+                "number of whole prompt groups. Set rl.prompts_per_step to a multiple of "
+                f"{self.num_processes} or change rl.num_processes"
+            )
+        return self
 
     @model_validator(mode="after")
     def _reward_terms_fit_training(self) -> RLConfig:

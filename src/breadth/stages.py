@@ -78,20 +78,33 @@ def rl_stage(
     on_checkpoint: Callable[[Path, int], None] | None = None,
     resume_from: Path | None = None,
 ) -> Path:  # fmt: skip
+    """GRPO from `policy_dir` -> `out_dir/final`; with rl.num_processes > 1 it launches the
+    training processes itself (`breadth.training.launch`) and forwards their metrics and
+    checkpoints to `log_metric` and `on_checkpoint` here."""
     from breadth.models.tiny import load_policy
     from breadth.training.grpo import newest_checkpoint, train_grpo
 
-    model, tokenizer = load_policy(policy_dir)
-    rows = read_rows(Path(dataset_dir) / "train.parquet")
-    if config.rl.num_problems:
-        rows = rows[: config.rl.num_problems]
     # out_dir is keyed by content: checkpoints found there come from an earlier, interrupted
     # run of this same config and data, so training continues from the newest one.
     resume_from = resume_from or newest_checkpoint(Path(out_dir))
-    train_grpo(model, tokenizer, rows, config.rl, output_dir=Path(out_dir), seed=config.seed,
-               log_metric=log_metric, on_checkpoint=on_checkpoint,
-               resume_from=resume_from)  # fmt: skip
+    if config.rl.num_processes > 1:
+        from breadth.training.launch import run_grpo_processes
+
+        run_grpo_processes(config, Path(dataset_dir), Path(policy_dir), Path(out_dir),
+                           log_metric=log_metric, on_checkpoint=on_checkpoint,
+                           resume_from=resume_from)  # fmt: skip
+        return Path(out_dir) / "final"
+    model, tokenizer = load_policy(policy_dir)
+    train_grpo(model, tokenizer, grpo_rows(config, Path(dataset_dir)), config.rl,
+               output_dir=Path(out_dir), seed=config.seed, log_metric=log_metric,
+               on_checkpoint=on_checkpoint, resume_from=resume_from)  # fmt: skip
     return Path(out_dir) / "final"
+
+
+def grpo_rows(config: PipelineConfig, dataset_dir: Path) -> list[dict[str, Any]]:
+    """The training rows GRPO draws its prompts from (the first rl.num_problems, if set)."""
+    rows = read_rows(Path(dataset_dir) / "train.parquet")
+    return rows[: config.rl.num_problems] if config.rl.num_problems else rows
 
 
 def rollout_stage(

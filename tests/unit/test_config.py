@@ -48,6 +48,8 @@ def test_overrides_are_typed():
          ["'unlikeliness' cannot be trained", "completion_mean_logprob", "Use one of: correctness"]),
         ("default", ["data.source=jsonl"], ["data.source", "not one of", "jsonl:PATH"]),
         ("default", ["data.source=synthetic:algebra"], ["unknown synthetic task 'algebra'"]),
+        ("default", ["rl.num_processes=3"],
+         ["rl.prompts_per_step=8 is not divisible by rl.num_processes=3", "multiple of 3"]),
     ],
 )
 def test_bad_config_names_the_key_and_the_fix(preset, overrides, must_mention):

@@ -22,7 +22,7 @@ from breadth.rewards.registry import (
 )
 from breadth.rewards.repetition import batch_repetition_penalty
 from breadth.rewards.spec import RewardSpec, RewardTerm, parse_reward_spec
-from breadth.rewards.state import load_reward_state, reward_state_filename, save_reward_state
+from breadth.rewards.state import load_reward_state, reward_state_digest, save_reward_state
 from breadth.rewards.trl_adapter import TrlRewardSetup, build_trl_rewards
 from breadth.rewards.ucb import OutcomeUCB
 from breadth.rewards.unlikeliness import likelihood_ranks, unlikeliness_reward
@@ -52,7 +52,7 @@ __all__ = [
     "passk_advantages",
     "register",
     "reward_names",
-    "reward_state_filename",
+    "reward_state_digest",
     "save_reward_state",
     "set_level_vector_reward",
     "short_text_equivalent",

@@ -1,13 +1,14 @@
 """Save and restore the state of stateful rewards (the UCB counts) beside a trainer checkpoint.
 
-One JSON file per process in the checkpoint folder: `breadth_reward_state.json` for process
-0 and `breadth_reward_state.rank<i>.json` for the others (each data-parallel process keeps
-its own counts, because each scores only its own slice of the batch). The file maps each
-stateful object's name (its `__name__`, e.g. "ucb") to its `state_dict()`.
+One JSON file in the checkpoint folder, `breadth_reward_state.json`, mapping each stateful
+object's name (its `__name__`, e.g. "ucb") to its `state_dict()`. With several training
+processes the counts are global (every process adds every process's outcomes), so process 0
+writes the one file and every process restores from it.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from collections.abc import Sequence
@@ -24,17 +25,6 @@ class Stateful(Protocol):
     def load_state_dict(self, state: dict[str, Any]) -> None: ...
 
 
-def reward_state_filename(process_index: int = 0) -> str:
-    """File name of one process's reward state.
-
-    >>> reward_state_filename(0), reward_state_filename(2)
-    ('breadth_reward_state.json', 'breadth_reward_state.rank2.json')
-    """
-    if process_index == 0:
-        return REWARD_STATE_FILENAME
-    return REWARD_STATE_FILENAME.replace(".json", f".rank{process_index}.json")
-
-
 def _names(stateful: Sequence[Stateful]) -> list[str]:
     names = [getattr(obj, "__name__", type(obj).__name__) for obj in stateful]
     repeated = sorted({name for name in names if names.count(name) > 1})
@@ -45,9 +35,25 @@ def _names(stateful: Sequence[Stateful]) -> list[str]:
     return names
 
 
-def save_reward_state(
-    stateful: Sequence[Stateful], checkpoint_dir: str | Path, *, process_index: int = 0
-) -> Path:
+def _payload(stateful: Sequence[Stateful]) -> dict[str, Any]:
+    return {
+        "format": _FORMAT,
+        "states": {name: obj.state_dict() for name, obj in zip(_names(stateful), stateful)},
+    }
+
+
+def reward_state_digest(stateful: Sequence[Stateful]) -> str:
+    """A hash of every object's state: equal on all processes when their counts agree.
+
+    >>> from breadth.rewards.ucb import OutcomeUCB
+    >>> reward_state_digest([OutcomeUCB()]) == reward_state_digest([OutcomeUCB()])
+    True
+    """
+    text = json.dumps(_payload(stateful), sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def save_reward_state(stateful: Sequence[Stateful], checkpoint_dir: str | Path) -> Path:
     """Write every object's state_dict as JSON into `checkpoint_dir`; returns the file path.
 
     The file is written to a temporary name and renamed, so a kill mid-write never leaves a
@@ -59,23 +65,15 @@ def save_reward_state(
     """
     folder = Path(checkpoint_dir)
     folder.mkdir(parents=True, exist_ok=True)
-    payload = {
-        "format": _FORMAT,
-        "states": {name: obj.state_dict() for name, obj in zip(_names(stateful), stateful)},
-    }
-    path = folder / reward_state_filename(process_index)
+    path = folder / REWARD_STATE_FILENAME
     tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(payload, sort_keys=True))
+    tmp.write_text(json.dumps(_payload(stateful), sort_keys=True))
     os.replace(tmp, path)
     return path
 
 
 def load_reward_state(
-    stateful: Sequence[Stateful],
-    checkpoint_dir: str | Path,
-    *,
-    process_index: int = 0,
-    missing_ok: bool = False,
+    stateful: Sequence[Stateful], checkpoint_dir: str | Path, *, missing_ok: bool = False
 ) -> bool:
     """Restore every object's state from `checkpoint_dir`; True when a file was loaded.
 
@@ -90,7 +88,7 @@ def load_reward_state(
     """
     if not stateful:
         return False
-    path = Path(checkpoint_dir) / reward_state_filename(process_index)
+    path = Path(checkpoint_dir) / REWARD_STATE_FILENAME
     if not path.exists():
         if missing_ok:
             return False

@@ -10,7 +10,7 @@ builds them from a reward spec.
 from __future__ import annotations
 
 import zlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -29,6 +29,19 @@ LOGPROBS_COLUMN = "completion_logprobs"
 
 
 PLACEMENTS = ("advantage", "reward")
+
+GatherObjects = Callable[[Any], list[Any]]
+"""All-gather across the training processes: each process passes one picklable object and
+gets every process's, in rank order (`breadth.training.distributed.gather_objects`)."""
+
+
+def single_process_gather(obj: Any) -> list[Any]:
+    """The all-gather of a run with one process: its own object, alone.
+
+    >>> single_process_gather({"p": ["4"]})
+    [{'p': ['4']}]
+    """
+    return [obj]
 
 
 class RewardTermFunc:
@@ -62,6 +75,8 @@ class RewardTermFunc:
         self.placement = placement
         self.pending_advantage: np.ndarray | None = None
         self.last_stats: dict[str, float] = {}
+        self.gather_objects: GatherObjects = single_process_gather
+        """Set by the trainer when several processes train: terms with state share it."""
 
     def take_pending_advantage(self) -> np.ndarray | None:
         """The advantage-placed values of the last call, once (None if nothing is pending)."""
@@ -125,6 +140,9 @@ class FormatReward(RewardTermFunc):
 class UCBReward(RewardTermFunc):
     """Outcome-count UCB bonus; counts updated after scoring, on training groups only.
 
+    The counts are global: each process adds the training outcomes of every process's groups
+    (through `gather_objects`), so all processes hold the counts one process would hold, give
+    the same bonus to the same outcome, and any one of them can checkpoint the counts.
     The keywords beyond the base class's are OutcomeUCB's constructor arguments.
     """
 
@@ -141,10 +159,13 @@ class UCBReward(RewardTermFunc):
             values[group.rows] = self.ucb.bonus(
                 group.problem_id, batch.outcomes[group.rows], batch.correct[group.rows]
             )
-        # Bonuses of the whole batch come from earlier batches only: update afterwards.
-        for group in groups:
-            if batch.train_only(group, self.__name__):
-                self.ucb.update(group.problem_id, batch.outcomes[group.rows])
+        # Bonuses of the whole batch come from earlier batches only: update afterwards. Every
+        # process calls this once per reward call, so the all-gather runs in step on all of them.
+        local = [(str(group.problem_id), list(batch.outcomes[group.rows])) for group in groups
+                 if batch.train_only(group, self.__name__)]  # fmt: skip
+        for updates in self.gather_objects(local):
+            for problem_id, outcomes in updates:
+                self.ucb.update(problem_id, outcomes)
         return values, {
             "bonus_mean": values.mean() if values.size else 0.0,
             "problems_tracked": self.ucb.num_problems,

@@ -16,6 +16,12 @@ Each term (in `breadth.rewards.terms`) is a small picklable class, looked up by 
 once however many terms read it. Per-step diagnostics go to TRL's official `log_metric` hook
 (averaged per logging step, prefixed `eval_` in evaluation) and are kept in each term's
 `last_stats`.
+
+Under N training processes each process scores only its own slice of the generation batch.
+breadth gives each process whole groups (`rl.prompts_per_step / N` prompts times
+`num_generations`, contiguous as TRL's sampler lays them out), so the group-level terms (batch,
+darling, passk, vector) compute on whole groups as in one process; the one cross-group state,
+the UCB counts, is all-gathered (`gather_objects`) so that every process holds the global counts.
 """
 
 from __future__ import annotations
@@ -26,7 +32,7 @@ from typing import Any
 from breadth.rewards.registry import REWARDS, resolve_params
 from breadth.rewards.scoring import BatchScorer, VerifyFn
 from breadth.rewards.spec import parse_reward_spec
-from breadth.rewards.terms import RewardTermFunc
+from breadth.rewards.terms import GatherObjects, RewardTermFunc, single_process_gather
 
 
 @dataclass(frozen=True)
@@ -53,6 +59,7 @@ def build_trl_rewards(
     num_generations: int | None = None,
     num_generations_eval: int | None = None,
     verify_fn: VerifyFn | None = None,
+    gather_objects: GatherObjects = single_process_gather,
 ) -> TrlRewardSetup:
     """Build the TRL reward callables for `reward_config.spec` (a breadth RewardConfig).
 
@@ -61,7 +68,8 @@ def build_trl_rewards(
     `seed` is the run's seed (randomised terms draw from it). Pass `num_generations` (and
     `num_generations_eval` if it differs) so that every call checks its groups are whole;
     without them, groups are only checked for equal sizes. `verify_fn` defaults to
-    `breadth.data.verifiers.verify`.
+    `breadth.data.verifiers.verify`. With several training processes, `gather_objects` is
+    their all-gather: terms with state (ucb) then keep global counts, identical on every process.
 
     >>> from types import SimpleNamespace as NS
     >>> fake_verify = lambda text, row: NS(correct=text == row["answer"], score=1.0, outcome=text)
@@ -84,9 +92,9 @@ def build_trl_rewards(
         entry = REWARDS[term.name]
         params = resolve_params(term.name, term.params, reward_config)
         entry.term.check_group_sizes(params, sizes)
-        funcs.append(
-            entry.term(term.name, scorer, log_batch_diagnostics=index == 0, seed=seed, **params)
-        )
+        func = entry.term(term.name, scorer, log_batch_diagnostics=index == 0, seed=seed, **params)
+        func.gather_objects = gather_objects
+        funcs.append(func)
         overrides.update(entry.term.grpo_overrides)
     weights = [term.weight for term in spec.terms]
     return TrlRewardSetup(

@@ -86,7 +86,9 @@ def build_grpo_config(config: RLConfig, *, output_dir: Path, seed: int, override
     import torch
     from trl import GRPOConfig
 
-    batch = config.prompts_per_step * config.num_generations
+    # prompts_per_step is global: each of the num_processes processes generates for an equal
+    # share of whole groups (the config refuses a share that is not whole).
+    batch = config.prompts_per_step // config.num_processes * config.num_generations
     values: dict[str, Any] = dict(
         output_dir=str(output_dir),
         max_steps=config.max_steps,
@@ -144,8 +146,11 @@ def train_grpo(
 
     from breadth.rewards.callback import RewardStateCallback, load_reward_state
     from breadth.rewards.trl_adapter import build_trl_rewards
+    from breadth.training.distributed import gather_objects
 
-    rewards = build_trl_rewards(config.reward, seed=seed, num_generations=config.num_generations)
+    check_process_count(config)
+    rewards = build_trl_rewards(config.reward, seed=seed, num_generations=config.num_generations,
+                                gather_objects=gather_objects)  # fmt: skip
     if any(row.get("format") == "free_form" for row in rows):
         from breadth.data.verifiers import warm_up_symbolic
 
@@ -162,21 +167,61 @@ def train_grpo(
         # included, so a downloaded copy is resumable too).
         def on_save(self, args, state, control, **kwargs):
             folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
+            # should_save: process 0, the one that wrote the folder (one upload, not N).
             if args.should_save:
                 write_marker(folder, CHECKPOINT_COMPLETE, step=state.global_step)
-            if on_checkpoint is not None:
-                on_checkpoint(folder, state.global_step)
+                if on_checkpoint is not None:
+                    on_checkpoint(folder, state.global_step)
 
-    callbacks: list[Any] = [RewardStateCallback(rewards.stateful), _FinishCheckpoint()]
+    callbacks: list[Any] = [RewardStateCallback(rewards.stateful, gather_objects),
+                            _FinishCheckpoint()]  # fmt: skip
     if log_metric:
         callbacks.insert(0, MetricsCallback(log_metric, "train/"))
     trainer = _trainer_class(rewards.advantage_terms)(
         model=model, reward_funcs=rewards.reward_funcs, args=args, train_dataset=dataset,
         processing_class=tokenizer, callbacks=callbacks,
     )  # fmt: skip
+    seed_sampling_per_process(seed)
     if resume_from is not None:
-        load_reward_state(rewards.stateful, resume_from)
+        load_reward_state(rewards.stateful, resume_from)  # every process: the counts are global
     trainer.train(resume_from_checkpoint=str(resume_from) if resume_from else None)
     trainer.save_model(str(output_dir / "final"))
-    tokenizer.save_pretrained(str(output_dir / "final"))
+    if trainer.is_world_process_zero():
+        tokenizer.save_pretrained(str(output_dir / "final"))
     return trainer.model
+
+
+def check_process_count(config: RLConfig) -> None:
+    """The launcher started as many processes as `rl.num_processes` says, or ValueError.
+
+    The per-process batch is `rl.prompts_per_step / rl.num_processes` groups: under a launcher
+    that started a different number, every step would train on a different number of prompts
+    than the config names.
+    """
+    from breadth.training.distributed import launched_world_size
+
+    launched = launched_world_size()
+    if launched != config.num_processes:
+        raise ValueError(
+            f"this GRPO run was launched with {launched} process(es) (WORLD_SIZE) but "
+            f"rl.num_processes={config.num_processes}, so each step would not train on "
+            f"rl.prompts_per_step={config.prompts_per_step} prompts. Set "
+            f"rl.num_processes={launched}, or run breadth without `accelerate launch`/torchrun: "
+            "with rl.num_processes > 1 the rl stage launches its processes itself"
+        )
+
+
+def seed_sampling_per_process(seed: int) -> None:
+    """Give each process its own sampling stream, derived from (seed, rank).
+
+    transformers seeds every process with the same seed: the processes would then draw the
+    same random numbers for their different prompts, so their samples would be correlated.
+    The data order has its own seeded generator, shared by all processes, and is unaffected.
+    """
+    import numpy as np
+    import torch
+
+    from breadth.training.distributed import launched_world_size, process_rank
+
+    if launched_world_size() > 1:
+        torch.manual_seed(int(np.random.SeedSequence([seed, process_rank()]).generate_state(1)[0]))

@@ -46,3 +46,38 @@ def test_callback_is_a_trainer_callback_and_skips_when_nothing_is_stateful(tmp_p
     args = SimpleNamespace(output_dir=str(tmp_path), process_index=0)
     callback.on_save(args, SimpleNamespace(global_step=1), None)
     assert not (tmp_path / "checkpoint-1").exists()
+
+
+def test_process_zero_alone_writes_the_global_counts_after_all_processes_agree(tmp_path):
+    from types import SimpleNamespace
+
+    import pytest
+
+    from breadth.rewards.state import reward_state_digest
+
+    setup = _setup()
+    call(setup.reward_funcs[1], make_batch([("p", "4", ["4", "4", "5", "?"])]))
+    other = _setup()  # a process whose counts missed that batch
+    seen: list[str] = []
+
+    def gather_with(peer_digest):
+        def gather(digest):
+            seen.append(digest)
+            return [digest, peer_digest]
+
+        return gather
+
+    state = SimpleNamespace(global_step=3)
+    agree = gather_with(reward_state_digest(setup.stateful))
+    for rank in (1, 0):
+        args = SimpleNamespace(output_dir=str(tmp_path), process_index=rank)
+        RewardStateCallback(setup.stateful, agree).on_save(args, state, None)
+        written = (tmp_path / "checkpoint-3" / "breadth_reward_state.json").exists()
+        assert written == (rank == 0)
+    assert seen == [reward_state_digest(setup.stateful)] * 2  # every process took part
+
+    disagree = gather_with(reward_state_digest(other.stateful))
+    args = SimpleNamespace(output_dir=str(tmp_path / "bad"), process_index=0)
+    with pytest.raises(RuntimeError, match="differs between the 2 training processes at step 3"):
+        RewardStateCallback(setup.stateful, disagree).on_save(args, state, None)
+    assert not (tmp_path / "bad").exists()

@@ -5,7 +5,7 @@ import pytest
 from breadth.rewards.state import (
     REWARD_STATE_FILENAME,
     load_reward_state,
-    reward_state_filename,
+    reward_state_digest,
     save_reward_state,
 )
 from breadth.rewards.trl_adapter import build_trl_rewards
@@ -36,17 +36,15 @@ def test_save_and_load_round_trip(tmp_path):
     assert not list((tmp_path / "checkpoint-2").glob("*.tmp"))  # atomic write left nothing behind
 
 
-def test_per_process_files(tmp_path):
-    assert reward_state_filename(3) == "breadth_reward_state.rank3.json"
+def test_one_file_and_a_digest_that_tells_states_apart(tmp_path):
     a, b = OutcomeUCB(), OutcomeUCB()
+    assert reward_state_digest([a]) == reward_state_digest([b])
     a.update("p", ["x"])
-    save_reward_state([a], tmp_path, process_index=0)
-    save_reward_state([b], tmp_path, process_index=1)
-    restored = OutcomeUCB()
-    load_reward_state([restored], tmp_path, process_index=1)
-    assert restored.count("p", "x") == 0
-    load_reward_state([restored], tmp_path, process_index=0)
-    assert restored.count("p", "x") == 1
+    assert reward_state_digest([a]) != reward_state_digest([b])
+    save_reward_state([a], tmp_path)
+    assert [path.name for path in tmp_path.iterdir()] == [REWARD_STATE_FILENAME]
+    load_reward_state([b], tmp_path)
+    assert b.count("p", "x") == 1 and reward_state_digest([a]) == reward_state_digest([b])
 
 
 def test_missing_file(tmp_path):

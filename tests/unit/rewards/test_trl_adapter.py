@@ -406,3 +406,51 @@ def test_reward_placement_keeps_the_values_in_trls_sum():
     prompts, completions, kwargs = make_batch([("p", "4", ["4", "4", "4", "?"])])
     np.testing.assert_allclose(setup.reward_funcs[1](prompts, completions, **kwargs),
                                [-0.5, -0.5, -0.5, 0.0])
+
+
+def test_ucb_counts_are_global_when_two_processes_each_score_half_of_the_groups():
+    # Two "processes" as threads, each with its own reward setup and half of the groups, joined
+    # by an all-gather: both end with the counts, and give the bonuses, of one process that
+    # scored every group.
+    import threading
+
+    barrier, slots = threading.Barrier(2), [None, None]
+
+    def gather_for(rank):
+        def gather(obj):
+            slots[rank] = obj
+            barrier.wait()
+            gathered = list(slots)
+            barrier.wait()  # nobody overwrites a slot before both have read
+            return gathered
+
+        return gather
+
+    halves = [[("p", "4", ["4", "4", "5", "?"])], [("q", "1", ["1", "2", "2", "2"])]]
+    later_groups = [("p", "4", ["4", "5", "6", "6"]), ("q", "1", ["2", "1", "1", "7"])]
+    later = make_batch(later_groups)
+    whole = build_trl_rewards(reward_config("correctness+ucb"), num_generations=4,
+                              verify_fn=fake_verify)  # fmt: skip
+    call(whole.reward_funcs[1], make_batch(halves[0] + halves[1]))
+    expected_later = call(whole.reward_funcs[1], later)
+
+    setups = [build_trl_rewards(reward_config("correctness+ucb"), num_generations=4,
+                                verify_fn=fake_verify, gather_objects=gather_for(rank))
+              for rank in (0, 1)]  # fmt: skip
+    results: dict[int, list[float]] = {}
+
+    def run(rank):
+        call(setups[rank].reward_funcs[1], make_batch(halves[rank]))
+        # The next batch: each process gets the problem the *other* one counted before.
+        mine = later_groups[1 - rank : 2 - rank]
+        results[rank] = call(setups[rank].reward_funcs[1], make_batch(mine))
+
+    threads = [threading.Thread(target=run, args=(rank,)) for rank in (0, 1)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+    assert results[1] + results[0] == expected_later  # p was rank 1's, q rank 0's
+    for setup in setups:
+        assert setup.stateful[0].state_dict() == whole.stateful[0].state_dict()
+    assert whole.stateful[0].ucb.count("q", "2") == 4

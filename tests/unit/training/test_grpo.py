@@ -1,0 +1,26 @@
+"""training/grpo.py: the per-process batch under N processes and the process-count check."""
+
+from __future__ import annotations
+
+import pytest
+
+from breadth.config import RLConfig
+from breadth.training.grpo import build_grpo_config, check_process_count
+
+
+@pytest.mark.parametrize("processes", [1, 2, 4])
+def test_prompts_per_step_is_global(tmp_path, processes):
+    rl = RLConfig(prompts_per_step=8, num_generations=4, num_processes=processes)
+    args = build_grpo_config(rl, output_dir=tmp_path, seed=0, overrides={})
+    # Each process generates its share of whole groups.
+    assert args.per_device_train_batch_size == 8 // processes * 4
+    assert args.per_device_train_batch_size % args.num_generations == 0
+
+
+def test_a_launcher_with_another_process_count_is_refused(monkeypatch):
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    with pytest.raises(ValueError, match=r"launched with 2 process\(es\).*rl.num_processes=1"):
+        check_process_count(RLConfig())
+    check_process_count(RLConfig(num_processes=2))  # agrees: no error
+    monkeypatch.delenv("WORLD_SIZE")
+    check_process_count(RLConfig())
