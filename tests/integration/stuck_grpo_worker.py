@@ -1,0 +1,26 @@
+"""A GRPO worker that fails or hangs, for the launcher's failure tests: rank 1 exits with
+status 3 when STUCK_WORKER_MODE=fail (rank 0 waits to be stopped); every rank sleeps when
+STUCK_WORKER_MODE=hang. Writes its pid to `<out>/pid.rank<R>` first, so the test can check
+that no worker outlives the launcher."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+
+def main() -> None:
+    job = json.loads(Path(sys.argv[1]).read_text())
+    rank = int(os.environ["RANK"])
+    (Path(job["out_dir"]) / f"pid.rank{rank}").write_text(str(os.getpid()))
+    if os.environ.get("STUCK_WORKER_MODE") == "fail" and rank == 1:
+        print("rank 1 gives up", flush=True)
+        raise SystemExit(3)
+    time.sleep(600)
+
+
+if __name__ == "__main__":
+    main()
