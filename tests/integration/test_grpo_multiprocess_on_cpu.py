@@ -1,9 +1,10 @@
 """GRPO in two processes (torch.distributed with gloo, on CPU) scores as one process would.
 
-One run of the rl stage with rl.num_processes=2 (it launches its two workers itself) and one
-with a single process, same data and seed, reward `vector+ucb+batch`: a set-level reward
-seeded per (step, problem), the outcome-count UCB bonus and the repetition penalty, the last
-two on the advantage. Each process records every reward term call (what it scored and gave).
+One run of the rl stage with rl.num_processes=2 (it launches its two workers itself), resumed
+from its last checkpoint for two more steps, and one run with a single process, same data and
+seed, reward `vector+ucb+batch`: a set-level reward seeded per (step, problem), the
+outcome-count UCB bonus and the repetition penalty, the last two on the advantage. Each process
+records every reward term call (what it scored and gave).
 
 Proven here:
 - rl.prompts_per_step is the global number: at every step the two processes together train on
@@ -12,7 +13,8 @@ Proven here:
   processes in rank order and re-scored in one process by a fresh reward setup, get every
   term's values as the two processes computed them (float tolerance);
 - the same UCB counts: after every step both processes hold the counts of that one-process
-  re-scoring, and the checkpoint holds them once (process 0's file, no per-process files);
+  re-scoring, also after the resume (both restored them), and the checkpoint holds them once
+  (process 0's file, no per-process files);
 - darling and passk, which need whole groups too, score each process's slice as they score
   the gathered batch;
 - the launcher stops every worker when one fails or the run outlives its timeout.
@@ -37,8 +39,10 @@ from breadth.config import load_config
 
 pytestmark = pytest.mark.integration
 
-STEPS, PROMPTS, GENERATIONS = 4, 4, 4
-# Eight problems, four per step: each problem recurs, so the UCB counts shape later steps.
+STEPS, PROMPTS, GENERATIONS = 2, 4, 4
+RESUMED_STEPS = 4  # the 2-process run then resumes from its last checkpoint for two more
+# Eight problems, four per step: an epoch is two steps, so after the resume every problem
+# recurs and the restored UCB counts shape the bonuses.
 OVERRIDES = [
     "data.num_train=8", "data.num_eval=2", "data.difficulty=1", f"rl.max_steps={STEPS}",
     "rl.save_steps=2", f"rl.num_generations={GENERATIONS}", f"rl.prompts_per_step={PROMPTS}",
@@ -49,8 +53,8 @@ STUCK_WORKER = "tests.integration.stuck_grpo_worker"
 TIMEOUT_S = 240
 
 
-def _config(processes: int) -> Any:
-    return load_config("default", [*OVERRIDES, f"rl.num_processes={processes}"])
+def _config(processes: int, *extra: str) -> Any:
+    return load_config("default", [*OVERRIDES, f"rl.num_processes={processes}", *extra])
 
 
 @pytest.fixture(scope="module")
@@ -119,8 +123,8 @@ def test_two_processes_score_and_count_as_one(
     assert not _running(str(two)), "a training process outlived the run"
     assert (two / "final" / "model.safetensors").exists()
     # Process 0's metrics and checkpoints reached the launching process, once each.
-    assert checkpoints == [2, 4]
-    assert sorted({step for name, _, step in forwarded if name == "train/reward"}) == [1, 2, 3, 4]
+    assert checkpoints == [STEPS]
+    assert sorted({step for name, _, step in forwarded if name == "train/reward"}) == [1, 2]
 
     # The single-process run, in this process, recording the same way.
     monkeypatch.setattr(RewardTermFunc, "__call__",
@@ -129,18 +133,28 @@ def test_two_processes_score_and_count_as_one(
     rl_stage(_config(1), dataset, policy, one)
     monkeypatch.undo()
 
+    # The 2-process run again, same folder, two more steps: it resumes from checkpoint-4, and
+    # every process restores the counts from the one file (checked again by the re-scoring).
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    monkeypatch.setattr(launch, "WORKER_MODULE", RECORDING_WORKER)
+    rl_stage(_config(2, f"rl.max_steps={RESUMED_STEPS}"), dataset, policy, two,
+             on_checkpoint=lambda folder, step: checkpoints.append(step))  # fmt: skip
+    assert checkpoints == [STEPS, RESUMED_STEPS]
+
     ranks = [_records(two / f"scored.rank{rank}.jsonl") for rank in (0, 1)]
     single = _records(one / "scored.rank0.jsonl")
     terms = ["vector", "ucb", "batch"]
-    assert sorted(ranks[0]) == sorted(ranks[1]) == sorted(single) == [
-        (step, term) for step in range(1, STEPS + 1) for term in sorted(terms)
+    assert sorted(single) == [(step, term) for step in range(1, STEPS + 1) for term in sorted(terms)]
+    assert sorted(ranks[0]) == sorted(ranks[1]) == [
+        (step, term) for step in range(1, RESUMED_STEPS + 1) for term in sorted(terms)
     ]
     rescoring = build_trl_rewards(_config(1).rl.reward, seed=0, num_generations=GENERATIONS)
-    for step in range(1, STEPS + 1):
+    for step in range(1, RESUMED_STEPS + 1):
         first = [r[(step, "vector")] for r in ranks]
         # Global prompts per step, whole groups per process, the 1-process data order.
         assert [len(_groups(r)) for r in first] == [PROMPTS // 2] * 2
-        assert _groups(first[0]) + _groups(first[1]) == _groups(single[(step, "vector")])
+        if step <= STEPS:
+            assert _groups(first[0]) + _groups(first[1]) == _groups(single[(step, "vector")])
         # The completions both processes drew, gathered in rank order, re-scored in one.
         texts = first[0]["texts"] + first[1]["texts"]
         columns = {k: first[0]["columns"][k] + first[1]["columns"][k] for k in first[0]["columns"]}
@@ -153,22 +167,21 @@ def test_two_processes_score_and_count_as_one(
         assert ranks[0][(step, "ucb")]["ucb_state"] == counts
         assert ranks[1][(step, "ucb")]["ucb_state"] == counts, f"rank 1 counts at step {step}"
 
-    # Checkpointed once, with the global counts: what both runs counted in total.
-    assert [p.name for p in (two / "checkpoint-4").glob("breadth_reward_state*")] == [
-        "breadth_reward_state.json"
-    ]
-    saved = json.loads((two / "checkpoint-4" / "breadth_reward_state.json").read_text())
+    # Checkpointed once, with the global counts: what each run counted in total.
+    last = two / f"checkpoint-{RESUMED_STEPS}"
+    assert [p.name for p in last.glob("breadth_reward_state*")] == ["breadth_reward_state.json"]
+    saved = json.loads((last / "breadth_reward_state.json").read_text())
     assert saved["states"]["ucb"] == rescoring.stateful[0].state_dict()
-    for run in (two, one):
-        state = json.loads((run / "checkpoint-4" / "breadth_reward_state.json").read_text())
+    for run, steps in ((two, RESUMED_STEPS), (one, STEPS)):
+        state = json.loads((run / f"checkpoint-{steps}" / "breadth_reward_state.json").read_text())
         total = sum(n for pairs in state["states"]["ucb"]["counts"].values() for _, n in pairs)
-        assert total == STEPS * PROMPTS * GENERATIONS
+        assert total == steps * PROMPTS * GENERATIONS
 
     # darling and passk: each process's slice scores as the gathered batch does.
     for spec in ("darling", "passk:k=2"):
         reward = _config(1).rl.reward.model_copy(update={"spec": spec})
         whole = build_trl_rewards(reward, num_generations=GENERATIONS)
-        for step in range(1, STEPS + 1):
+        for step in range(1, RESUMED_STEPS + 1):
             first = [r[(step, "vector")] for r in ranks]
             gathered = _score(whole, step, first[0]["texts"] + first[1]["texts"],
                               {k: first[0]["columns"][k] + first[1]["columns"][k]
@@ -191,7 +204,7 @@ def test_launcher_stops_every_worker_when_one_fails_or_the_run_times_out(
     expected = "exit status" if mode == "fail" else "still running after"
     with pytest.raises(RuntimeError, match=expected) as raised:
         run_grpo_processes(_config(2), dataset, policy, tmp_path, worker_module=STUCK_WORKER,
-                           timeout_s=None if mode == "fail" else 10)  # fmt: skip
+                           timeout_s=None if mode == "fail" else 6)  # fmt: skip
     if mode == "fail":
         assert "rank 1 gives up" in str(raised.value)
     pids = [int((tmp_path / f"pid.rank{rank}").read_text()) for rank in (0, 1)]

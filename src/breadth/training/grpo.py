@@ -59,14 +59,13 @@ def add_advantage_terms(
 def _trainer_class(advantage_terms: Sequence[tuple[Any, float]]) -> Any:
     from trl import GRPOTrainer
 
-    if not advantage_terms:
-        return GRPOTrainer
-
-    class AdvantageShapedGRPOTrainer(GRPOTrainer):
+    class BreadthGRPOTrainer(GRPOTrainer):
         # TRL 1.16 has no hook between its advantage computation and the loss; this wraps the
         # one method that returns the advantages of a generation batch.
         def _generate_and_score_completions(self, inputs):
             output = super()._generate_and_score_completions(inputs)
+            if not advantage_terms:
+                return output
             output["advantages"], stats = add_advantage_terms(output["advantages"],
                                                               advantage_terms)  # fmt: skip
             mode = "train" if self.model.training else "eval"
@@ -74,7 +73,22 @@ def _trainer_class(advantage_terms: Sequence[tuple[Any, float]]) -> Any:
                 self._metrics[mode][key].append(value)
             return output
 
-    return AdvantageShapedGRPOTrainer
+        # With several processes transformers loads the optimizer state onto args.device,
+        # which on CPU is "cpu:<rank>": torch.load cannot restore there, and a resumed
+        # multi-process CPU run would fail. The state belongs on "cpu" anyway.
+        def _load_optimizer_and_scheduler(self, checkpoint):
+            import torch
+
+            if self.args.world_size == 1 or self.args.device.type != "cpu":
+                return super()._load_optimizer_and_scheduler(checkpoint)
+            load = torch.load
+            torch.load = lambda *args, **kwargs: load(*args, **{**kwargs, "map_location": "cpu"})
+            try:
+                return super()._load_optimizer_and_scheduler(checkpoint)
+            finally:
+                torch.load = load
+
+    return BreadthGRPOTrainer
 
 
 def build_grpo_config(config: RLConfig, *, output_dir: Path, seed: int, overrides: dict) -> Any:
