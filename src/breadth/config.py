@@ -207,8 +207,9 @@ class RLConfig(_Section):
     )
     accelerate_config: str | None = Field(
         None, description="An accelerate config file (e.g. infra/accelerate/deepspeed-zero2.yaml"
-        ") to launch the training processes with; empty = plain torch.distributed. Its "
-        "num_processes is overridden by rl.num_processes.",
+        ") to launch the training processes with, even one (DeepSpeed on one GPU); empty = "
+        "torch.distributed when rl.num_processes > 1. Its num_processes is replaced by "
+        "rl.num_processes.",
     )
     num_problems: int = Field(
         0, ge=0, description="Train GRPO on the first N training problems only (0 = all). "

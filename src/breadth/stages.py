@@ -78,16 +78,16 @@ def rl_stage(
     on_checkpoint: Callable[[Path, int], None] | None = None,
     resume_from: Path | None = None,
 ) -> Path:  # fmt: skip
-    """GRPO from `policy_dir` -> `out_dir/final`; with rl.num_processes > 1 it launches the
-    training processes itself (`breadth.training.launch`) and forwards their metrics and
-    checkpoints to `log_metric` and `on_checkpoint` here."""
+    """GRPO from `policy_dir` -> `out_dir/final`. With rl.num_processes > 1 or an
+    rl.accelerate_config it launches the training processes itself (`breadth.training.launch`)
+    and forwards their metrics and checkpoints to `log_metric` and `on_checkpoint` here."""
     from breadth.models.tiny import load_policy
     from breadth.training.grpo import newest_checkpoint, train_grpo
 
     # out_dir is keyed by content: checkpoints found there come from an earlier, interrupted
     # run of this same config and data, so training continues from the newest one.
     resume_from = resume_from or newest_checkpoint(Path(out_dir))
-    if config.rl.num_processes > 1:
+    if config.rl.num_processes > 1 or config.rl.accelerate_config:
         from breadth.training.launch import run_grpo_processes
 
         run_grpo_processes(config, Path(dataset_dir), Path(policy_dir), Path(out_dir),

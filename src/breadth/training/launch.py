@@ -1,4 +1,5 @@
-"""Launch the training processes of one GRPO run (rl.num_processes > 1) and follow them.
+"""Launch the training processes of one GRPO run and follow them (rl.num_processes > 1, or an
+rl.accelerate_config).
 
 `run_grpo_processes` writes a job file (config and folders), starts the workers
 (`breadth.training.grpo_worker`) through `torch.distributed.run` (gloo on CPU, NCCL on GPUs),

@@ -86,13 +86,16 @@ def test_the_stage_refuses_to_run_under_a_launcher(tmp_path, monkeypatch):
     assert not (tmp_path / "out").exists()  # refused before writing anything
 
 
-def test_rl_stage_launches_processes_when_asked(tmp_path, monkeypatch):
+@pytest.mark.parametrize(
+    "overrides", [["rl.num_processes=2"], ["rl.accelerate_config=infra/accelerate/multi-gpu.yaml"]]
+)
+def test_rl_stage_launches_processes_when_asked(tmp_path, monkeypatch, overrides):
     from breadth import stages
     from breadth.training import launch
 
     calls = []
     monkeypatch.setattr(launch, "run_grpo_processes", lambda *a, **kw: calls.append((a, kw)))
-    config = load_config("default", ["rl.num_processes=2"])
+    config = load_config("default", overrides)
     final = stages.rl_stage(config, tmp_path / "data", tmp_path / "base", tmp_path / "out")
     assert final == tmp_path / "out" / "final"
     ((args, kwargs),) = calls
