@@ -6,17 +6,20 @@ rl.accelerate_config).
 or `accelerate launch --config_file rl.accelerate_config` (e.g. DeepSpeed ZeRO-2), and
 forwards what process 0 reports in an events file (metrics, finished checkpoints) to the
 caller's callbacks, in the caller's process: MLflow logging and S3 uploads stay where they are
-in a single-process run. The workers' output goes to `grpo_processes.log` in the output folder.
+in a single-process run. The workers' output (their progress bars included) goes to this
+process's stderr as it comes, and to `grpo_processes.log` in the output folder.
 If the caller is interrupted or the workers fail, the whole process group is stopped.
 """
 
 from __future__ import annotations
 
+import codecs
 import json
 import os
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -168,9 +171,10 @@ def run_grpo_processes(
         env.setdefault("GLOO_SOCKET_IFNAME", "lo")  # one machine: gloo talks over loopback
     forwarder = EventForwarder(events, log_metric, on_checkpoint)
     deadline = None if timeout_s is None else time.monotonic() + timeout_s
-    with log_path.open("w") as log:
-        process = subprocess.Popen(stopped_with_parent(command), stdout=log,
-                                   stderr=subprocess.STDOUT, env=env, start_new_session=True)  # fmt: skip
+    process = subprocess.Popen(stopped_with_parent(command), stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, env=env, start_new_session=True)  # fmt: skip
+    copier = OutputCopier(process.stdout, log_path)
+    copier.start()
     timed_out = False
     try:
         while process.poll() is None:
@@ -184,6 +188,7 @@ def run_grpo_processes(
         # Also after a clean exit: a worker that outlived its launcher would be left behind.
         stop_process_group(process.pid, STOP_GRACE_S)
         process.wait(timeout=STOP_GRACE_S)
+        copier.join(timeout=STOP_GRACE_S)
     if timed_out:
         raise RuntimeError(
             f"GRPO processes still running after {timeout_s:.0f} s; stopped them. The end of "
@@ -194,6 +199,27 @@ def run_grpo_processes(
             f"GRPO training processes failed (exit status {process.returncode}; command: "
             f"{' '.join(command)}). The end of their output ({log_path}):\n{_tail(log_path)}"
         )
+
+
+class OutputCopier(threading.Thread):
+    """Copies the workers' output, as it comes, to a log file and to this process's stderr."""
+
+    def __init__(self, pipe: Any, log_path: Path) -> None:
+        super().__init__(name="grpo-output", daemon=True)
+        self.pipe, self.log_path = pipe, log_path
+
+    def run(self) -> None:
+        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        with self.log_path.open("wb") as log:
+            for chunk in iter(lambda: os.read(self.pipe.fileno(), 65536), b""):
+                log.write(chunk)
+                log.flush()
+                try:
+                    sys.stderr.write(decoder.decode(chunk))
+                    sys.stderr.flush()
+                except (OSError, ValueError):  # stderr closed: the log still has everything
+                    pass
+        self.pipe.close()
 
 
 def stopped_with_parent(command: list[str]) -> list[str]:
