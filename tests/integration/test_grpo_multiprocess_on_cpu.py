@@ -7,8 +7,9 @@ outcome-count UCB bonus and the repetition penalty, the last two on the advantag
 records every reward term call (what it scored and gave).
 
 Proven here:
-- rl.prompts_per_step is the global number: at every step the two processes together train on
-  the same problems, in the same order, as the single process, each on whole groups;
+- rl.prompts_per_step is the global number: the two processes together train on the same
+  problems, in the same order, as the single process at each of its steps, each process on
+  half of them as whole groups (at every step, the resumed ones too);
 - the same rewards for the same completions: each step's completions, gathered from both
   processes in rank order and re-scored in one process by a fresh reward setup, get every
   term's values as the two processes computed them (float tolerance);
@@ -17,9 +18,12 @@ Proven here:
   (process 0's file, no per-process files);
 - darling and passk, which need whole groups too, score each process's slice as they score
   the gathered batch;
-- the launcher stops every worker when one fails or the run outlives its timeout.
+- the launcher stops every worker when one fails, when the run outlives its timeout, and when
+  the launching process is killed.
 
-Not proven: equal trajectories. The two runs sample different completions (each process draws
+Not proven: the advantages (TRL computes them from the rewards it gathers from all processes,
+and breadth adds each process's advantage-placed values, compared above, to that process's
+slice); equal trajectories. The two runs sample different completions (each process draws
 from its own stream, seeded by seed and rank), so the 1-process run is compared on the data
 order and the count totals, and the reward computation on the completions the processes drew.
 """
