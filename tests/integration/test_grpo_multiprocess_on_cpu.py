@@ -114,6 +114,7 @@ def test_two_processes_score_and_count_as_one(
     from breadth.rewards.trl_adapter import build_trl_rewards
     from breadth.stages import rl_stage
     from breadth.training import launch
+    from breadth.training.checkpointing import damage, marker_files
     from tests.integration.grpo_multiprocess_worker import recording_call
 
     dataset, policy = stage_inputs
@@ -174,6 +175,9 @@ def test_two_processes_score_and_count_as_one(
     # Checkpointed once, with the global counts: what each run counted in total.
     last = two / f"checkpoint-{RESUMED_STEPS}"
     assert [p.name for p in last.glob("breadth_reward_state*")] == ["breadth_reward_state.json"]
+    # The completion marker covers both processes' files (written after a barrier) and holds.
+    assert {"rng_state_0.pth", "rng_state_1.pth"} <= set(marker_files(last) or {})
+    assert damage(last) is None
     saved = json.loads((last / "breadth_reward_state.json").read_text())
     assert saved["states"]["ucb"] == rescoring.stateful[0].state_dict()
     for run, steps in ((two, RESUMED_STEPS), (one, STEPS)):

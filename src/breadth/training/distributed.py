@@ -21,6 +21,14 @@ def process_rank() -> int:
     return int(os.environ.get("RANK", "0"))
 
 
+def wait_for_all_processes() -> None:
+    """Return once every training process has called this (at once for one process)."""
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1:
+        dist.barrier()
+
+
 def gather_objects(obj: Any) -> list[Any]:
     """Every process's `obj` (picklable), in rank order; `[obj]` when only one process runs.
 

@@ -160,7 +160,7 @@ def train_grpo(
 
     from breadth.rewards.callback import RewardStateCallback, load_reward_state
     from breadth.rewards.trl_adapter import build_trl_rewards
-    from breadth.training.distributed import gather_objects
+    from breadth.training.distributed import gather_objects, wait_for_all_processes
 
     check_process_count(config)
     rewards = build_trl_rewards(config.reward, seed=seed, num_generations=config.num_generations,
@@ -181,6 +181,9 @@ def train_grpo(
         # included, so a downloaded copy is resumable too).
         def on_save(self, args, state, control, **kwargs):
             folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
+            # Each process writes its own RNG state into the folder: all must be done before
+            # process 0 lists the folder's files in the marker.
+            wait_for_all_processes()
             # should_save: process 0, the one that wrote the folder (one upload, not N).
             if args.should_save:
                 write_marker(folder, CHECKPOINT_COMPLETE, step=state.global_step)

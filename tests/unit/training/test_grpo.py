@@ -24,3 +24,25 @@ def test_a_launcher_with_another_process_count_is_refused(monkeypatch):
     check_process_count(RLConfig(num_processes=2))  # agrees: no error
     monkeypatch.delenv("WORLD_SIZE")
     check_process_count(RLConfig())
+
+
+def test_each_process_samples_from_its_own_seeded_stream(monkeypatch):
+    import torch
+
+    from breadth.training.grpo import seed_sampling_per_process
+
+    def draws(rank: int | None) -> list[float]:
+        torch.manual_seed(123)  # what transformers does on every process
+        if rank is None:
+            monkeypatch.delenv("WORLD_SIZE", raising=False)
+        else:
+            monkeypatch.setenv("WORLD_SIZE", "2")
+            monkeypatch.setenv("RANK", str(rank))
+        seed_sampling_per_process(seed=0)
+        return torch.rand(4).tolist()
+
+    assert draws(0) != draws(1)
+    assert draws(1) == draws(1)  # seeded: the same rank draws the same again
+    torch.manual_seed(123)
+    unseeded = torch.rand(4).tolist()
+    assert draws(None) == unseeded  # one process: transformers' seed stands
