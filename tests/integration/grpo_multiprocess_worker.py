@@ -4,7 +4,9 @@ Launched by `breadth.training.launch.run_grpo_processes` in place of
 `breadth.training.grpo_worker` (whose `main` it then runs unchanged). Every reward term call
 appends one JSON line to `<out>/scored.rank<R>.jsonl`, flushed at once: {"step", "term",
 "texts", "columns" (the reward columns), "values" (the term's reward, or its advantage-placed
-values), "ucb_state" (after the call; only for a term with state)}.
+values), "ucb_state" (after the call; only for a term with state)}. Every generation batch's
+advantages, TRL's and after breadth added its advantage-placed terms, go to
+`<out>/advantages.rank<R>.jsonl` in step order: {"trl", "shaped"}.
 """
 
 from __future__ import annotations
@@ -41,14 +43,30 @@ def recording_call(call: Callable[..., Any], record: Path) -> Callable[..., Any]
     return recording
 
 
+def recording_advantages(add: Callable[..., Any], record: Path) -> Callable[..., Any]:
+    """`breadth.training.grpo.add_advantage_terms` that also appends its input and output."""
+
+    def recording(advantages: Any, terms: Any) -> Any:
+        shaped, stats = add(advantages, terms)
+        line = {"trl": advantages.tolist(), "shaped": shaped.tolist()}
+        with record.open("a") as handle:
+            handle.write(json.dumps(line) + "\n")
+        return shaped, stats
+
+    return recording
+
+
 def main() -> None:
     from breadth.rewards.terms import RewardTermFunc
+    from breadth.training import grpo
     from breadth.training.distributed import process_rank
     from breadth.training.grpo_worker import main as worker_main
 
     job = json.loads(Path(sys.argv[1]).read_text())
-    record = Path(job["out_dir"]) / f"scored.rank{process_rank()}.jsonl"
-    RewardTermFunc.__call__ = recording_call(RewardTermFunc.__call__, record)  # type: ignore[method-assign]
+    out, rank = Path(job["out_dir"]), process_rank()
+    RewardTermFunc.__call__ = recording_call(RewardTermFunc.__call__, out / f"scored.rank{rank}.jsonl")  # type: ignore[method-assign]
+    grpo.add_advantage_terms = recording_advantages(grpo.add_advantage_terms,
+                                                    out / f"advantages.rank{rank}.jsonl")  # fmt: skip
     worker_main(sys.argv[1:])
 
 

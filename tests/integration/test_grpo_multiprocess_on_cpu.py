@@ -18,12 +18,12 @@ Proven here:
   (process 0's file, no per-process files);
 - darling and passk, which need whole groups too, score each process's slice as they score
   the gathered batch;
+- the advantages: TRL's group normalisation of the rewards gathered from both processes, each
+  process's slice plus its advantage-placed values (recomputed here from the recorded values);
 - the launcher stops every worker when one fails, when the run outlives its timeout, and when
   the launching process is killed.
 
-Not proven: the advantages (TRL computes them from the rewards it gathers from all processes,
-and breadth adds each process's advantage-placed values, compared above, to that process's
-slice); equal trajectories. The two runs sample different completions (each process draws
+Not proven: equal trajectories. The two runs sample different completions (each process draws
 from its own stream, seeded by seed and rank), so the 1-process run is compared on the data
 order and the count totals, and the reward computation on the completions the processes drew.
 """
@@ -171,6 +171,25 @@ def test_two_processes_score_and_count_as_one(
         counts = rescoring.stateful[0].state_dict()
         assert ranks[0][(step, "ucb")]["ucb_state"] == counts
         assert ranks[1][(step, "ucb")]["ucb_state"] == counts, f"rank 1 counts at step {step}"
+
+    # The advantages: TRL normalises the rewards it gathered from both processes per group
+    # (TRL 1.16, scale_rewards="group": (r - group mean) / (Bessel group std + 1e-4)), each
+    # process keeps its slice, and breadth adds the advantage-placed terms (weights 1) to it.
+    advantages = [[json.loads(line) for line in (two / f"advantages.rank{rank}.jsonl")
+                   .read_text().splitlines()] for rank in (0, 1)]  # fmt: skip
+    assert [len(lines) for lines in advantages] == [RESUMED_STEPS] * 2
+    assert any(abs(v) > 0.1 for lines in advantages for line in lines for v in line["trl"])
+    for step in range(1, RESUMED_STEPS + 1):
+        def gathered(term: str, step: int = step) -> np.ndarray:
+            return np.array(ranks[0][(step, term)]["values"] + ranks[1][(step, term)]["values"])
+
+        rewards = gathered("vector").reshape(-1, GENERATIONS)
+        centred = rewards - rewards.mean(axis=1, keepdims=True)
+        expected = (centred / (rewards.std(axis=1, ddof=1, keepdims=True) + 1e-4)).ravel()
+        trl = np.array(advantages[0][step - 1]["trl"] + advantages[1][step - 1]["trl"])
+        np.testing.assert_allclose(trl, expected, rtol=1e-4, atol=1e-4, err_msg=f"step {step}")
+        shaped = advantages[0][step - 1]["shaped"] + advantages[1][step - 1]["shaped"]
+        np.testing.assert_allclose(shaped, trl + gathered("ucb") + gathered("batch"), atol=1e-5)
 
     # Checkpointed once, with the global counts: what each run counted in total.
     last = two / f"checkpoint-{RESUMED_STEPS}"
