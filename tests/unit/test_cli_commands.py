@@ -1,5 +1,5 @@
-"""Small CLI commands users of lm-eval, TRL and Prefect expect: --version, presets, grid
---dry-run. None of them starts the stack."""
+"""Small CLI commands users of lm-eval, TRL and Prefect expect: --version, shell completion,
+presets, grid --dry-run. None of them starts the stack."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from breadth.config import available_presets
 
 @pytest.fixture
 def runner(monkeypatch):
-    monkeypatch.setattr(cli, "_bring_up_stack", lambda: pytest.fail("the stack was started"))
+    monkeypatch.setattr(cli.stack, "start_stack", lambda: pytest.fail("the stack was started"))
     return CliRunner()
 
 
@@ -22,6 +22,28 @@ def test_version(runner):
     result = runner.invoke(cli.app, ["--version"])
     assert result.exit_code == 0
     assert result.output.strip() == f"breadth {version('breadth')}"
+
+
+def test_shell_completion_script_names_the_command(runner):
+    result = runner.invoke(cli.app, ["--show-completion", "bash"], prog_name="breadth")
+    assert result.exit_code == 0, result.output
+    assert "_BREADTH_COMPLETE=complete_bash" in result.output
+    assert "complete -o default -F _breadth_completion breadth" in result.output
+
+
+@pytest.mark.parametrize(("words", "expected"), [
+    ("breadth sta", ["stack"]),
+    ("breadth stack lo", ["logs"]),
+    ("breadth stack logs ml", ["mlflow"]),
+    ("breadth run --preset stu", [p for p in available_presets() if p.startswith("stu")]),
+])  # fmt: skip
+def test_shell_completion_completes_commands_services_and_presets(runner, words, expected):
+    # What bash's completion function does: run the command with these variables set.
+    env = {"_BREADTH_COMPLETE": "complete_bash", "COMP_WORDS": words,
+           "COMP_CWORD": str(len(words.split()) - 1)}  # fmt: skip
+    result = runner.invoke(cli.app, [], prog_name="breadth", env=env)
+    assert result.exit_code == 0, result.output
+    assert expected and result.output.split() == expected
 
 
 def test_presets_lists_every_preset_with_a_line(runner):
