@@ -170,11 +170,11 @@ def test_worker_starts_prefect_with_the_whole_client_environment(home, monkeypat
     started = []
     monkeypatch.setattr(cli.stack, "replace_process", lambda argv, env: started.append((argv, env)))
     before = dict(os.environ)
-    result = runner.invoke(cli.app, ["worker", "--pool", "gpu-pool", "--limit", "2"])
+    result = runner.invoke(cli.app, ["worker", "--pool", "gpu-pool", "--limit", "2", "--run-once"])
     assert result.exit_code == 0, result.output
     [(argv, env)] = started
     assert argv[0].endswith("prefect") and argv[1:] == ["worker", "start", "--pool", "gpu-pool",
-                                                         "--limit", "2"]  # fmt: skip
+                                                         "--limit", "2", "--run-once"]  # fmt: skip
     assert CLIENT_KEYS <= set(env) and env["PATH"] == os.environ["PATH"]
     assert {key: env[key] for key in CLIENT_KEYS} == {
         key: StackSettings().client_env()[key] for key in CLIENT_KEYS}  # fmt: skip

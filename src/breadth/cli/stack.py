@@ -196,12 +196,16 @@ def env(json_: Annotated[bool, typer.Option("--json", help="Print a JSON object.
         typer.echo(f"export {key}={shlex.quote(value)}")
 
 
-def worker_invocation(pool: str, client_env: dict[str, str], limit: int | None) -> tuple[list[str], dict[str, str]]:
+def worker_invocation(
+    pool: str, client_env: dict[str, str], limit: int | None = None, run_once: bool = False
+) -> tuple[list[str], dict[str, str]]:
     """The `prefect worker start` command for `pool` and its whole environment: the caller's,
     with the stack's client environment over it (Prefect, MLflow and S3 alike)."""
     argv = [str(Path(sys.executable).parent / "prefect"), "worker", "start", "--pool", pool]
     if limit is not None:
         argv += ["--limit", str(limit)]
+    if run_once:
+        argv.append("--run-once")
     return argv, {**os.environ, **client_env}
 
 
@@ -216,12 +220,13 @@ def worker(
         "breadth-cpu"
     ),
     limit: Annotated[int | None, typer.Option(help="Most flow runs at a time.")] = None,
+    run_once: Annotated[bool, typer.Option(help="Run the scheduled flow runs, then stop.")] = False,
 ) -> None:
     """Start a Prefect worker for the pool, with the stack's whole client environment."""
     from breadth.stack import without_userinfo
 
     client_env, _ = start_stack()
-    argv, environment = worker_invocation(pool, client_env, limit)
+    argv, environment = worker_invocation(pool, client_env, limit, run_once)
     where = ", ".join(f"{key}={without_userinfo(client_env[key])}" for key in PRINTED_ADDRESSES[:3])
     console.print(f"starting a worker for pool {pool} ({where})", highlight=False)
     replace_process(argv, environment)
