@@ -92,6 +92,11 @@ class StackSettings:
     def prefect_ui_url(self) -> str:
         return self.prefect_api_url.removesuffix("/api")
 
+    @property
+    def credentials_file(self) -> Path:
+        """The local stack's S3 keys, generated once (used when the environment has none)."""
+        return self.home / "credentials.json"
+
     def credentials(self) -> dict[str, str]:
         """S3 keys: from the environment when set, else generated once for the local stack."""
         if os.environ.get("AWS_ACCESS_KEY_ID") and os.environ.get("AWS_SECRET_ACCESS_KEY"):
@@ -99,7 +104,7 @@ class StackSettings:
                 "AWS_ACCESS_KEY_ID": os.environ["AWS_ACCESS_KEY_ID"],
                 "AWS_SECRET_ACCESS_KEY": os.environ["AWS_SECRET_ACCESS_KEY"],
             }
-        path = self.home / "credentials.json"
+        path = self.credentials_file
         if not path.exists():
             path.parent.mkdir(parents=True, exist_ok=True)
             keys = {

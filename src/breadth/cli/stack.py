@@ -86,7 +86,7 @@ def secret_source() -> str:
 
     if os.environ.get("AWS_ACCESS_KEY_ID") and os.environ.get("AWS_SECRET_ACCESS_KEY"):
         return "from your environment"
-    return f"in {StackSettings().home / 'credentials.json'}"
+    return f"in {StackSettings().credentials_file}"
 
 
 @stack_app.command("down")
