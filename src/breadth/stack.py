@@ -117,6 +117,7 @@ class StackSettings:
     def client_env(self) -> dict[str, str]:
         """What a client of this stack (the pipeline, a worker, a test) needs in its environment."""
         return {
+            **{name: os.environ.get(name, value) for name, value in QUIET_LIBRARIES.items()},
             **self.credentials(),
             "AWS_DEFAULT_REGION": os.environ.get("AWS_DEFAULT_REGION", "us-east-1"),
             "BREADTH_S3_ENDPOINT": self.s3_url,
@@ -129,6 +130,16 @@ class StackSettings:
             "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
             "PREFECT_UI_URL": self.prefect_ui_url,
         }
+
+
+# What the pipeline's libraries print besides breadth's one bar per stage: their own bars for
+# each model load and save and data set map, and MLflow's link for every stage's run (the
+# pipeline prints the parent run's). Off unless the caller's environment sets them.
+QUIET_LIBRARIES = {
+    "HF_HUB_DISABLE_PROGRESS_BARS": "1",  # transformers' bars follow huggingface_hub's switch
+    "HF_DATASETS_DISABLE_PROGRESS_BARS": "1",
+    "MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT": "true",
+}
 
 
 def _create_private(path: Path, text: str) -> None:
