@@ -93,6 +93,12 @@ class StackSettings:
         return self.prefect_api_url.removesuffix("/api")
 
     @property
+    def result_storage(self) -> Path:
+        """Where Prefect persists task results: a stage's cached result is the file named by its
+        cache key."""
+        return Path(os.environ.get("PREFECT_LOCAL_STORAGE_PATH") or self.home / "prefect" / "storage")
+
+    @property
     def credentials_file(self) -> Path:
         """The local stack's S3 keys, generated once (used when the environment has none)."""
         return self.home / "credentials.json"
@@ -125,7 +131,7 @@ class StackSettings:
             "MLFLOW_TRACKING_URI": self.mlflow_url,
             "PREFECT_API_URL": self.prefect_api_url,
             "PREFECT_HOME": str(self.home / "prefect"),
-            "PREFECT_LOCAL_STORAGE_PATH": str(self.home / "prefect" / "storage"),
+            "PREFECT_LOCAL_STORAGE_PATH": str(self.result_storage),
             "PREFECT_RESULTS_PERSIST_BY_DEFAULT": "true",
             "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
             "PREFECT_UI_URL": self.prefect_ui_url,

@@ -68,3 +68,25 @@ def test_grid_dry_run_still_validates_every_cell(runner):
                                      "--set", "data.num_eval=8", "--reward", "passk:k=9"])
     assert result.exit_code == 2
     assert "Traceback" not in result.output
+
+
+def test_grid_dry_run_says_which_stages_the_cache_holds(runner, tmp_path, monkeypatch):
+    from breadth.config import GridConfig
+    from tasks.stage_keys import stage_keys
+
+    monkeypatch.setenv("BREADTH_HOME", str(tmp_path))
+    monkeypatch.delenv("PREFECT_LOCAL_STORAGE_PATH", raising=False)
+    study = GridConfig(formats=["free_form"], rewards=["correctness"], seeds=[0, 1, 2])
+    cells = [stage_keys(config) for *_, config in study.cells()]
+    storage = tmp_path / "prefect" / "storage"
+    storage.mkdir(parents=True)
+    for key in [cells[0]["prepare"], cells[0]["init"], *cells[2].values()]:
+        (storage / key).write_text("a persisted result")
+    result = runner.invoke(cli.app, ["grid", "--dry-run", "--format", "free_form", "--reward",
+                                     "correctness", "--seed", "0", "--seed", "1", "--seed", "2"])
+    assert result.exit_code == 0, result.output
+    rows = [line for line in result.output.splitlines() if "free_form" in line]
+    stages = len(cells[0])
+    assert [row.split("│")[-2].strip() for row in rows] == [
+        f"2/{stages}: prepare, init", f"0/{stages}: none", f"{stages}/{stages}: all"]
+    assert str(storage) in result.output

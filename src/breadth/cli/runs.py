@@ -81,10 +81,7 @@ def grid(
         fail(str(error))
     console.print(f"grid of {len(cells)} cells", highlight=False)
     if dry_run:
-        table = Table("format", "objective", "seed", "config hash")
-        for fmt, objective, cell_seed, config in cells:
-            table.add_row(fmt, objective, str(cell_seed), config.content_hash()[:12])
-        console.print(table)
+        _print_cells(cells)
         return
     stack.bring_up_stack()
     from flows.grid import grid as grid_flow
@@ -96,6 +93,24 @@ def grid(
         fail(f"the grid failed: {type(error).__name__}: {error}")
     console.print(f"grid {result['grid_id']} finished in {time.monotonic() - started:.0f}s; "
                   f"compare with: breadth compare --grid {result['grid_id']}", highlight=False)
+
+
+def _print_cells(cells: list) -> None:
+    """The grid's cells, each with the stages whose results this machine's Prefect result
+    storage already holds (those a run serves from the cache)."""
+    from breadth.stack import StackSettings
+    from tasks.stage_keys import stage_keys
+
+    storage = StackSettings().result_storage
+    table = Table("format", "objective", "seed", "config hash", "cached stages")
+    for fmt, objective, cell_seed, config in cells:
+        keys = stage_keys(config)
+        cached = [stage for stage, key in keys.items() if (storage / key).is_file()]
+        held = "all" if len(cached) == len(keys) else ", ".join(cached) or "none"
+        table.add_row(fmt, objective, str(cell_seed), config.content_hash()[:12],
+                      f"{len(cached)}/{len(keys)}: {held}")  # fmt: skip
+    Console(width=max(console.width, 160)).print(table)
+    console.print(f"cache: {storage} (this machine's Prefect result storage)", highlight=False)
 
 
 @app.command()
