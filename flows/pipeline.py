@@ -14,11 +14,11 @@ from prefect import flow
 
 from breadth.config import PipelineConfig
 from breadth.rollout.vllm_pool import kept_vllm_servers
-from tasks.common import content_key
 from tasks.evaluate import evaluate, publish_report
 from tasks.prepare import prepare
 from tasks.rollout import rollout
-from tasks.search import search, search_key
+from tasks.search import search
+from tasks.stage_keys import stage_keys
 from tasks.tracking import open_parent_run
 from tasks.train import init_model, rl, sft
 
@@ -40,40 +40,28 @@ def run_pipeline(config: PipelineConfig, extra_tags: dict[str, str] | None = Non
     # FINISHED, or FAILED / KILLED with the error, on every path; a vLLM server started for a
     # model serves its rollouts and its search, and stops with the run.
     with parent, kept_vllm_servers():
-        data_key = content_key("prepare", config.content_hash("data"), str(config.seed))
-        dataset = prepare(config, data_key, parent)
+        keys = stage_keys(config)
+        dataset = prepare(config, keys["prepare"], parent)
         parent.set_tags({"dataset.hash": dataset.info["content_hash"]})
 
-        base_key = content_key("init", config.content_hash("model"), str(config.seed))
-        policy = base = init_model(config, base_key)
+        policy = base = init_model(config, keys["init"])
         models = {}
         if config.sft.enabled:
-            sft_key = content_key("sft", base_key, data_key, config.content_hash("sft"))
-            policy = sft(config, sft_key, parent, dataset, base)
+            policy = sft(config, keys["sft"], parent, dataset, base)
             models["sft"] = policy
         else:
             models["base"] = base
         base_name = next(iter(models))
         if config.rl.enabled:
-            rl_key = content_key("rl", policy.key, data_key, config.content_hash("rl"))
-            models["rl"] = rl(config, rl_key, parent, dataset, policy)
+            models["rl"] = rl(config, keys["rl"], parent, dataset, policy)
 
-        rollout_hash = config.content_hash("rollout")
-        rollouts = {
-            name: rollout(config, content_key("rollout", model.key, data_key, rollout_hash,
-                                              str(config.seed)),
-                          parent, dataset, model, name)
-            for name, model in models.items()
-        }  # fmt: skip
+        rollouts = {name: rollout(config, keys[f"rollout-{name}"], parent, dataset, model, name)
+                    for name, model in models.items()}  # fmt: skip
         searches = {}
         if config.evaluation.search_budget > 0:
-            searches = {name: search(config, search_key(config, model, data_key), parent,
-                                     dataset, model, name)
+            searches = {name: search(config, keys[f"search-{name}"], parent, dataset, model, name)
                         for name, model in models.items()}  # fmt: skip
-        evaluation_key = content_key("evaluate", *(r.key for r in rollouts.values()),
-                                     *(s.key for s in searches.values()),
-                                     config.content_hash("evaluation"), str(config.seed))
-        evaluation = evaluate(config, evaluation_key, parent, rollouts, base_name, searches)
+        evaluation = evaluate(config, keys["evaluate"], parent, rollouts, base_name, searches)
         report = publish_report(parent, evaluation)
         stages = [dataset, *models.values(), *rollouts.values(), *searches.values(), evaluation]
         # Which child run produced each stage: on a cache hit it is an earlier run's.

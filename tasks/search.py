@@ -12,12 +12,12 @@ from breadth.tracking.runs import RunHandle
 from tasks.common import StageResult, child_run, content_key, exclusive_work_dir, stage_cache_key
 
 
-def search_key(config: PipelineConfig, policy: StageResult, data_key: str) -> str:
+def search_key(config: PipelineConfig, policy_key: str, data_key: str) -> str:
     """What search reads: the policy, the data, the sampling settings and the search settings
     (not the bootstrap settings of the evaluation, which search does not use)."""
     settings = {name: value for name, value in config.evaluation.model_dump().items()
                 if name.startswith("search_")}  # fmt: skip
-    return content_key("search", policy.key, data_key, config.content_hash("rollout"),
+    return content_key("search", policy_key, data_key, config.content_hash("rollout"),
                        json.dumps(settings, sort_keys=True), str(config.seed))  # fmt: skip
 
 

@@ -28,6 +28,7 @@ from breadth.data.prepare import DEFAULT_EVAL_FRACTION, SYNTHETIC_NUM_EVAL, SYNT
 from breadth.data.sources import parse_source_spec
 from breadth.rewards.registry import REWARDS, resolve_params, reward_names
 from breadth.rewards.spec import parse_reward_spec
+from breadth.suggestions import did_you_mean
 
 
 class _Section(BaseModel):
@@ -426,7 +427,8 @@ def _preset_values(name: str, _chain: tuple[str, ...] = ()) -> dict[str, Any]:
     else:
         if name not in available_presets():
             raise ConfigError(
-                f"unknown preset {name!r}. Available presets: {', '.join(available_presets())}. "
+                f"unknown preset {name!r}.{did_you_mean(name, available_presets())} Available "
+                f"presets: {', '.join(available_presets())}. "
                 "Pass one of these with --preset, or a path to a YAML file."
             )
         text = (resources.files("breadth") / "presets" / f"{name}.yaml").read_text()
@@ -508,10 +510,9 @@ def parse_override(text: str) -> tuple[str, Any]:
     key, raw = text.split("=", 1)
     key = key.strip()
     if key not in _known_keys():
-        close = [k for k in _known_keys() if k.split(".")[-1] == key.split(".")[-1]]
-        hint = f" Did you mean {', '.join(close)}?" if close else ""
         raise ConfigError(
-            f"unknown config key {key!r} in --set.{hint} Run `breadth config --keys` for the list."
+            f"unknown config key {key!r} in --set.{did_you_mean(key, _known_keys())} Run "
+            "`breadth config --keys` for the list."
         )
     try:
         value = yaml.safe_load(raw) if raw.strip() else None
@@ -526,7 +527,9 @@ def _describe(error: ValidationError) -> str:
         key = ".".join(str(p) for p in item["loc"]) or "(top level)"
         got = item.get("input")
         got_text = "" if isinstance(got, dict) else f" (got {got!r})"
-        lines.append(f"config key {key}: {item['msg']}{got_text}")
+        # A misspelt key in a preset file: suggest the key it was meant to be.
+        hint = did_you_mean(key, _known_keys()) if item["type"] == "extra_forbidden" else ""
+        lines.append(f"config key {key}: {item['msg']}{got_text}{hint}")
     return "invalid configuration:\n  " + "\n  ".join(lines) + (
         "\nFix the preset or the --set value; `breadth config --keys` lists every key."
     )

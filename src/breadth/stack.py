@@ -20,9 +20,10 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from breadth.processes import pid_alive, stop_process_group
 
@@ -91,6 +92,17 @@ class StackSettings:
     def prefect_ui_url(self) -> str:
         return self.prefect_api_url.removesuffix("/api")
 
+    @property
+    def result_storage(self) -> Path:
+        """Where Prefect persists task results: a stage's cached result is the file named by its
+        cache key."""
+        return Path(os.environ.get("PREFECT_LOCAL_STORAGE_PATH") or self.home / "prefect" / "storage")
+
+    @property
+    def credentials_file(self) -> Path:
+        """The local stack's S3 keys, generated once (used when the environment has none)."""
+        return self.home / "credentials.json"
+
     def credentials(self) -> dict[str, str]:
         """S3 keys: from the environment when set, else generated once for the local stack."""
         if os.environ.get("AWS_ACCESS_KEY_ID") and os.environ.get("AWS_SECRET_ACCESS_KEY"):
@@ -98,7 +110,7 @@ class StackSettings:
                 "AWS_ACCESS_KEY_ID": os.environ["AWS_ACCESS_KEY_ID"],
                 "AWS_SECRET_ACCESS_KEY": os.environ["AWS_SECRET_ACCESS_KEY"],
             }
-        path = self.home / "credentials.json"
+        path = self.credentials_file
         if not path.exists():
             path.parent.mkdir(parents=True, exist_ok=True)
             keys = {
@@ -111,6 +123,7 @@ class StackSettings:
     def client_env(self) -> dict[str, str]:
         """What a client of this stack (the pipeline, a worker, a test) needs in its environment."""
         return {
+            **{name: os.environ.get(name, value) for name, value in QUIET_LIBRARIES.items()},
             **self.credentials(),
             "AWS_DEFAULT_REGION": os.environ.get("AWS_DEFAULT_REGION", "us-east-1"),
             "BREADTH_S3_ENDPOINT": self.s3_url,
@@ -118,11 +131,21 @@ class StackSettings:
             "MLFLOW_TRACKING_URI": self.mlflow_url,
             "PREFECT_API_URL": self.prefect_api_url,
             "PREFECT_HOME": str(self.home / "prefect"),
-            "PREFECT_LOCAL_STORAGE_PATH": str(self.home / "prefect" / "storage"),
+            "PREFECT_LOCAL_STORAGE_PATH": str(self.result_storage),
             "PREFECT_RESULTS_PERSIST_BY_DEFAULT": "true",
             "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
             "PREFECT_UI_URL": self.prefect_ui_url,
         }
+
+
+# What the pipeline's libraries print besides breadth's one bar per stage: their own bars for
+# each model load and save and data set map, and MLflow's link for every stage's run (the
+# pipeline prints the parent run's). Off unless the caller's environment sets them.
+QUIET_LIBRARIES = {
+    "HF_HUB_DISABLE_PROGRESS_BARS": "1",  # transformers' bars follow huggingface_hub's switch
+    "HF_DATASETS_DISABLE_PROGRESS_BARS": "1",
+    "MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT": "true",
+}
 
 
 def _create_private(path: Path, text: str) -> None:
@@ -285,33 +308,49 @@ class LocalStack:
         path.unlink()  # stale: the process it names is gone
         return None
 
-    def status(self) -> list[dict[str, str]]:
+    def log_path(self, service: str) -> Path:
+        """Where a service this stack starts writes its stdout and stderr."""
+        return self.logs / f"{service}.log"
+
+    def status(self, started: Collection[str] = ()) -> list[dict[str, Any]]:
+        """One row per service: name, url, state, pid, healthy and who manages it ("local":
+        started by this stack; "external": its URL came from the environment).
+
+        A pid file decides before the environment does: after `up`, clients' environment points
+        at the local services, which are still this stack's. `started` names the services
+        the caller has just started, so their state says so.
+        """
         rows = []
         for service in services(self.settings):
             healthy = service.healthy(self.settings)
-            if service.is_external():
+            pid = self._read_pid(service)
+            if pid is not None:
+                managed = "local"
+                word = "started" if service.name in started else "running"
+                state = f"{word} (pid {pid})" if healthy else f"starting or unhealthy (pid {pid})"
+            elif service.is_external():
+                managed = "external"
                 state = "external, healthy" if healthy else "external, NOT answering"
             else:
-                pid = self._read_pid(service)
-                state = (
-                    f"running (pid {pid})" if pid and healthy
-                    else f"starting or unhealthy (pid {pid})" if pid
-                    else "stopped"
-                )  # fmt: skip
+                managed, state = "local", "stopped"
             rows.append({"service": service.name, "url": without_userinfo(service.url),
-                         "state": state})
+                         "state": state, "pid": pid, "healthy": healthy, "managed": managed})
         return rows
 
-    def up(self, only: list[str] | None = None) -> None:
+    def up(self, only: list[str] | None = None) -> dict[str, str]:
+        """Start what is not running; what was done per service: "started", "running" (was
+        already) or "external" (checked, not started)."""
         self.settings.home.mkdir(parents=True, exist_ok=True)
+        actions = {}
         for service in services(self.settings):
             if only and service.name not in only:
                 continue
-            self._up_one(service)
+            actions[service.name] = self._up_one(service)
             if service.name == "s3":
                 self._ensure_bucket()
         if not only:
             self.reconcile()
+        return actions
 
     def reconcile(self) -> list[str]:
         """Close the MLflow runs and Prefect flow runs that killed processes left open."""
@@ -325,7 +364,7 @@ class LocalStack:
             logging.getLogger("breadth.reconcile").warning(note)
             return [note]
 
-    def _up_one(self, service: Service) -> None:
+    def _up_one(self, service: Service) -> str:
         if service.is_external():
             if not service.healthy(self.settings):
                 raise StackError(
@@ -334,11 +373,11 @@ class LocalStack:
                     f"answer. Start that service, or unset {service.external_env} to let "
                     "`breadth stack up` run a local one."
                 )
-            return
+            return "external"
         pid = self._read_pid(service)
         if pid is not None:
             self._wait_healthy(service, pid)
-            return
+            return "running"
         for port in (service.port, *service.extra_ports):
             if _port_in_use(port):
                 raise StackError(
@@ -353,7 +392,7 @@ class LocalStack:
         (self.settings.home / "run").mkdir(parents=True, exist_ok=True)
         if service.name == "s3":
             (self.settings.home / "s3").mkdir(parents=True, exist_ok=True)
-        log = open(self.logs / f"{service.name}.log", "ab")  # noqa: SIM115 - owned by the child
+        log = open(self.log_path(service.name), "ab")  # noqa: SIM115 - owned by the child
         env = {**os.environ, **service.extra_env(self.settings)}
         # A new session: `down` can stop the service and every worker it forked as one group.
         process = subprocess.Popen(
@@ -362,6 +401,7 @@ class LocalStack:
         )  # fmt: skip
         self._pid_file(service).write_text(str(process.pid))
         self._wait_healthy(service, process.pid)
+        return "started"
 
     def _wait_healthy(self, service: Service, pid: int) -> None:
         deadline = time.monotonic() + self.start_timeout_s
@@ -371,7 +411,7 @@ class LocalStack:
             if not pid_alive(pid):
                 break
             time.sleep(0.5)
-        log = self.logs / f"{service.name}.log"
+        log = self.log_path(service.name)
         tail = log.read_text(errors="replace")[-1500:] if log.exists() else "(no log)"
         raise StackError(
             f"{service.name} did not become healthy at {service.url} within "

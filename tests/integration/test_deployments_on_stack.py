@@ -73,11 +73,13 @@ def test_worker_runs_adhoc_triggered_through_the_api(deployed, live_stack, tmp_p
     flow_run = _api(live_stack, "POST", f"/deployments/{deployed['adhoc']['id']}/create_flow_run",
                     {"parameters": {"config": config.model_dump(mode="json")}})  # fmt: skip
     log = open(tmp_path / "worker.log", "w")  # noqa: SIM115
+    # A fresh shell knows only where the stack lives (BREADTH_HOME, its ports), not its client
+    # environment: `breadth worker` must give the worker all of it, MLflow and S3 included.
+    shell = {key: value for key, value in os.environ.items() if key not in live_stack}
     worker = subprocess.Popen(
-        [str(Path(sys.executable).parent / "prefect"), "worker", "start", "--pool", "breadth-cpu",
+        [str(Path(sys.executable).parent / "breadth"), "worker", "--pool", "breadth-cpu",
          "--run-once"],
-        cwd=REPO, env={**os.environ, **live_stack}, stdout=log, stderr=subprocess.STDOUT,
-        start_new_session=True,
+        cwd=REPO, env=shell, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
     )  # fmt: skip
     try:
         deadline = time.monotonic() + 600

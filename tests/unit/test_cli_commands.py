@@ -1,5 +1,5 @@
-"""Small CLI commands users of lm-eval, TRL and Prefect expect: --version, presets, grid
---dry-run. None of them starts the stack."""
+"""Small CLI commands users of lm-eval, TRL and Prefect expect: --version, shell completion,
+presets, grid --dry-run. None of them starts the stack."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from breadth.config import available_presets
 
 @pytest.fixture
 def runner(monkeypatch):
-    monkeypatch.setattr(cli, "_bring_up_stack", lambda: pytest.fail("the stack was started"))
+    monkeypatch.setattr(cli.stack, "start_stack", lambda: pytest.fail("the stack was started"))
     return CliRunner()
 
 
@@ -22,6 +22,28 @@ def test_version(runner):
     result = runner.invoke(cli.app, ["--version"])
     assert result.exit_code == 0
     assert result.output.strip() == f"breadth {version('breadth')}"
+
+
+def test_shell_completion_script_names_the_command(runner):
+    result = runner.invoke(cli.app, ["--show-completion", "bash"], prog_name="breadth")
+    assert result.exit_code == 0, result.output
+    assert "_BREADTH_COMPLETE=complete_bash" in result.output
+    assert "complete -o default -F _breadth_completion breadth" in result.output
+
+
+@pytest.mark.parametrize(("words", "expected"), [
+    ("breadth sta", ["stack"]),
+    ("breadth stack lo", ["logs"]),
+    ("breadth stack logs ml", ["mlflow"]),
+    ("breadth run --preset stu", [p for p in available_presets() if p.startswith("stu")]),
+])  # fmt: skip
+def test_shell_completion_completes_commands_services_and_presets(runner, words, expected):
+    # What bash's completion function does: run the command with these variables set.
+    env = {"_BREADTH_COMPLETE": "complete_bash", "COMP_WORDS": words,
+           "COMP_CWORD": str(len(words.split()) - 1)}  # fmt: skip
+    result = runner.invoke(cli.app, [], prog_name="breadth", env=env)
+    assert result.exit_code == 0, result.output
+    assert expected and result.output.split() == expected
 
 
 def test_presets_lists_every_preset_with_a_line(runner):
@@ -46,3 +68,25 @@ def test_grid_dry_run_still_validates_every_cell(runner):
                                      "--set", "data.num_eval=8", "--reward", "passk:k=9"])
     assert result.exit_code == 2
     assert "Traceback" not in result.output
+
+
+def test_grid_dry_run_says_which_stages_the_cache_holds(runner, tmp_path, monkeypatch):
+    from breadth.config import GridConfig
+    from tasks.stage_keys import stage_keys
+
+    monkeypatch.setenv("BREADTH_HOME", str(tmp_path))
+    monkeypatch.delenv("PREFECT_LOCAL_STORAGE_PATH", raising=False)
+    study = GridConfig(formats=["free_form"], rewards=["correctness"], seeds=[0, 1, 2])
+    cells = [stage_keys(config) for *_, config in study.cells()]
+    storage = tmp_path / "prefect" / "storage"
+    storage.mkdir(parents=True)
+    for key in [cells[0]["prepare"], cells[0]["init"], *cells[2].values()]:
+        (storage / key).write_text("a persisted result")
+    result = runner.invoke(cli.app, ["grid", "--dry-run", "--format", "free_form", "--reward",
+                                     "correctness", "--seed", "0", "--seed", "1", "--seed", "2"])
+    assert result.exit_code == 0, result.output
+    rows = [line for line in result.output.splitlines() if "free_form" in line]
+    stages = len(cells[0])
+    assert [row.split("│")[-2].strip() for row in rows] == [
+        f"2/{stages}: prepare, init", f"0/{stages}: none", f"{stages}/{stages}: all"]
+    assert str(storage) in result.output

@@ -33,7 +33,7 @@ def test_overrides_are_typed():
         ("default", ["rl.max_steps=abc"], ["rl.max_steps", "valid integer", "'abc'"]),
         ("default", ["data.format=essay"], ["data.format", "'free_form' or 'mcq'", "'essay'"]),
         ("default", ["rl.maxsteps=3"], ["unknown config key 'rl.maxsteps'", "breadth config"]),
-        ("default", ["max_steps=3"], ["Did you mean rl.max_steps"]),
+        ("default", ["max_steps=3"], ["Did you mean 'rl.max_steps'?"]),
         ("default", ["rl.max_steps"], ["not key=value"]),
         ("default", ["model.num_heads=8"], ["head dim", "below 32"]),
         ("default", ["rl.top_entropy_quantile=2"], ["rl.top_entropy_quantile", "less than or equal"]),
@@ -154,7 +154,7 @@ def test_the_run_command_refuses_a_bad_reward_before_the_stack_starts(monkeypatc
 
     from breadth import cli
 
-    monkeypatch.setattr(cli, "_bring_up_stack", lambda: pytest.fail("stack started"))
+    monkeypatch.setattr(cli.stack, "start_stack", lambda: pytest.fail("stack started"))
     result = CliRunner().invoke(cli.app, ["run", "--set", "rl.reward.spec=corectness+ucb"])
     assert result.exit_code == 2
     assert "Did you mean 'correctness'?" in result.output

@@ -157,3 +157,13 @@ def test_servers_keep_a_database_given_in_the_environment(tmp_path, monkeypatch)
     assert by_name["prefect"].extra_env(settings)["PREFECT_API_DATABASE_CONNECTION_URL"] == (
         "postgresql+asyncpg://u:s3cret@db:5432/prefect"
     )
+
+
+def test_clients_get_quiet_libraries_unless_they_chose_otherwise(tmp_path, monkeypatch):
+    from breadth.stack import QUIET_LIBRARIES
+
+    for name in QUIET_LIBRARIES:
+        monkeypatch.delenv(name, raising=False)
+    assert QUIET_LIBRARIES.items() <= StackSettings(home=tmp_path).client_env().items()
+    monkeypatch.setenv("HF_HUB_DISABLE_PROGRESS_BARS", "0")
+    assert StackSettings(home=tmp_path).client_env()["HF_HUB_DISABLE_PROGRESS_BARS"] == "0"

@@ -14,11 +14,11 @@ would count it twice.
 
 from __future__ import annotations
 
-import difflib
 import math
 from dataclasses import dataclass, field
 
 from breadth.rewards.registry import REWARDS, ParamValue, reward_names
+from breadth.suggestions import did_you_mean
 
 
 @dataclass(frozen=True)
@@ -48,11 +48,9 @@ class RewardSpec:
 
 
 def _unknown_name(spec: str, name: str) -> ValueError:
-    close = difflib.get_close_matches(name, reward_names(), n=1)
-    hint = f" Did you mean {close[0]!r}?" if close else ""
     return ValueError(
-        f"reward spec {spec!r}: unknown reward {name!r}.{hint} Allowed names: "
-        f"{', '.join(reward_names())}"
+        f"reward spec {spec!r}: unknown reward {name!r}.{did_you_mean(name, reward_names())} "
+        f"Allowed names: {', '.join(reward_names())}"
     )
 
 

@@ -115,8 +115,8 @@ def _parents_by_id(client, experiment_ids, run_ids: list[str], uri: str) -> list
     if missing:
         raise CompareError(
             f"run id(s) {', '.join(missing)} not found in MLflow at {uri} (deleted runs are "
-            "not searched). Check MLFLOW_TRACKING_URI / --tracking-uri and copy the parent run "
-            "id from the MLflow UI (the run named pipeline-<preset>)."
+            "not searched). Check that MLFLOW_TRACKING_URI names the server the runs were "
+            "logged to, and copy the parent run ids from `breadth runs` or the MLflow UI."
         )
     children = [r for r in run_ids if "mlflow.parentRunId" in found[r].data.tags]
     if children:

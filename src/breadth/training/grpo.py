@@ -14,7 +14,7 @@ from breadth.training.checkpointing import (
     newest_whole_checkpoint,
     write_marker,
 )
-from breadth.training.trainer_setup import MetricsCallback, device_arguments
+from breadth.training.trainer_setup import MetricsCallback, device_arguments, show_progress
 from breadth.training.trl_vllm import trl_vllm_server_arguments
 
 # Columns the reward functions read; everything else (e.g. `target`) stays out of TRL's way.
@@ -199,6 +199,7 @@ def train_grpo(
         processing_class=tokenizer, callbacks=callbacks,
     )  # fmt: skip
     seed_sampling_per_process(seed)
+    show_progress(trainer, "rl", output_dir)
     if resume_from is not None:
         load_reward_state(rewards.stateful, resume_from)  # every process: the counts are global
     trainer.train(resume_from_checkpoint=str(resume_from) if resume_from else None)

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from breadth.config import SFTConfig
-from breadth.training.trainer_setup import MetricsCallback, device_arguments
+from breadth.training.trainer_setup import MetricsCallback, device_arguments, show_progress
 
 
 def train_sft(
@@ -47,6 +47,7 @@ def train_sft(
         model=model, args=args, train_dataset=dataset, processing_class=tokenizer,
         callbacks=callbacks,
     )  # fmt: skip
+    show_progress(trainer, "sft", output_dir)
     trainer.train()
     trainer.save_model(str(output_dir / "final"))
     tokenizer.save_pretrained(str(output_dir / "final"))

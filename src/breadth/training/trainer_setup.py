@@ -1,7 +1,12 @@
-"""What SFT and GRPO share: CPU-safe TrainingArguments defaults and a metrics callback."""
+"""What SFT and GRPO share: CPU-safe TrainingArguments defaults, a metrics callback, and the
+progress display (one bar per stage; every log line to a file)."""
 
 from __future__ import annotations
 
+import json
+import math
+import sys
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -39,3 +44,67 @@ class MetricsCallback(TrainerCallback):
         for name, value in (logs or {}).items():
             if isinstance(value, (int, float)) and not isinstance(value, bool):
                 self.sink(self.prefix + name.replace("@", "_at_"), float(value), state.global_step)
+
+
+# The stage's full training log, one JSON object per logging step, in its work dir.
+TRAIN_LOG = "train_log.jsonl"
+# What the bar shows (log key -> label): the rest is in the log file and in MLflow.
+KEY_FIGURES = {"loss": "loss", "reward": "reward", "mean_token_accuracy": "acc",
+               "entropy": "entropy"}  # fmt: skip
+
+
+class StageProgress(TrainerCallback):
+    """One progress bar for a training stage, with its key figures, instead of transformers'
+    bar that prints every step's log dict under itself (it floods terminals and worker logs).
+
+    Every log dict is appended, whole, to `log_file` (JSON lines with the step); MLflow gets
+    the numbers from `MetricsCallback`. Only the main process draws and writes.
+    """
+
+    def __init__(self, stage: str, log_file: Path):
+        self.stage = stage
+        self.log_file = Path(log_file)
+        self.bar: Any = None
+        self.step = 0
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        if not state.is_world_process_zero:
+            return
+        from tqdm.auto import tqdm
+
+        self.step = state.global_step  # a resumed run starts at its checkpoint's step
+        # A worker's log is a file, not a terminal: a redraw every 10 s, not ten a second.
+        interactive = sys.stderr.isatty()
+        self.bar = tqdm(total=state.max_steps, initial=self.step, desc=self.stage, unit="step",
+                        dynamic_ncols=True, mininterval=0.1 if interactive else 10.0)  # fmt: skip
+
+    def on_step_end(self, args, state, control, **kwargs):
+        if self.bar is not None:
+            self.bar.update(state.global_step - self.step)
+            self.step = state.global_step
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        if not state.is_world_process_zero or not logs:
+            return
+        self.log_file.parent.mkdir(parents=True, exist_ok=True)
+        with self.log_file.open("a", encoding="utf-8") as handle:
+            handle.write(json.dumps({"step": state.global_step, **logs}, default=str) + "\n")
+        figures = {label: f"{logs[key]:.3g}" for key, label in KEY_FIGURES.items()
+                   if isinstance(logs.get(key), (int, float)) and math.isfinite(logs[key])}  # fmt: skip
+        if self.bar is not None and figures:
+            self.bar.set_postfix(figures, refresh=False)
+
+    def on_train_end(self, args, state, control, **kwargs):
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
+
+
+def show_progress(trainer: Any, stage: str, work_dir: Path) -> None:
+    """Replace the trainer's progress output (transformers' bar and log printer) by
+    `StageProgress`, logging to `work_dir / TRAIN_LOG`."""
+    from transformers.trainer_callback import PrinterCallback, ProgressCallback
+
+    trainer.remove_callback(ProgressCallback)
+    trainer.remove_callback(PrinterCallback)
+    trainer.add_callback(StageProgress(stage, Path(work_dir) / TRAIN_LOG))

@@ -1,0 +1,69 @@
+"""`breadth config` and `breadth presets`: what a run would use, before anything runs."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from breadth.cli.output import console, fail
+from breadth.config import ConfigError, PipelineConfig, load_config
+
+app = typer.Typer()
+
+
+def complete_preset(incomplete: str) -> list[str]:
+    """Shell completion of --preset: the preset names (a path falls back to file completion)."""
+    from breadth.config import available_presets
+
+    return [name for name in available_presets() if name.startswith(incomplete)]
+
+
+def load_or_fail(preset: str, overrides: list[str] | None) -> PipelineConfig:
+    """The validated config, or the config error as the command's one-paragraph failure."""
+    try:
+        return load_config(preset, overrides or [])
+    except ConfigError as error:
+        fail(str(error))
+
+
+@app.command()
+def presets() -> None:
+    """The presets, each with the first line of its description."""
+    from importlib import resources
+
+    from breadth.config import available_presets
+
+    for name in available_presets():
+        text = (resources.files("breadth") / "presets" / f"{name}.yaml").read_text()
+        first = next((line.lstrip("# ").strip() for line in text.splitlines()
+                      if line.startswith("#")), "")  # fmt: skip
+        console.print(f"{name:<12} {first}", highlight=False, markup=False)
+
+
+@app.command()
+def config(
+    preset: Annotated[str, typer.Option(help="Preset name or YAML path.",
+                                        autocompletion=complete_preset)] = "default",
+    set_: Annotated[list[str] | None, typer.Option("--set", help="key=value override.")] = None,
+    keys: Annotated[bool, typer.Option(help="List every config key with its help.")] = False,
+    rewards: Annotated[
+        bool, typer.Option(help="Print the reward terms and their parameters (markdown).")
+    ] = False,
+) -> None:
+    """Print the resolved config (validated), every key with its description, or the rewards."""
+    if rewards:
+        from breadth.rewards.registry import reward_table_markdown
+
+        console.print(reward_table_markdown(), highlight=False, markup=False)
+        return
+    if keys:
+        from breadth.config import describe_keys
+
+        for key, description in describe_keys():
+            console.print(f"[bold]{key}[/]  {description}", highlight=False)
+        return
+    import yaml
+
+    console.print(yaml.safe_dump(load_or_fail(preset, set_).model_dump(mode="json"),
+                                 sort_keys=False))  # fmt: skip

@@ -1,0 +1,101 @@
+"""`breadth prepare` and `breadth evaluate`: the data and evaluation stages offline, from
+files, without the stack."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from breadth.cli.output import console, fail
+from breadth.config import ConfigError, PipelineConfig
+
+app = typer.Typer()
+
+
+def _data_help(key: str) -> str:
+    """A prepare option's help: the config field's own description, so the CLI and the config
+    document (and default) the same thing once."""
+    from breadth.config import DataConfig
+
+    return f"{DataConfig.model_fields[key].description} [config: data.{key}]"
+
+
+@app.command()
+def prepare(
+    out: Annotated[Path, typer.Option(help="Output folder (created if missing).")],
+    source: Annotated[str | None, typer.Option(help=_data_help("source"))] = None,
+    format: Annotated[str | None, typer.Option(help=_data_help("format"))] = None,
+    eval_source: Annotated[str | None, typer.Option(help=_data_help("eval_source"))] = None,
+    eval_only: Annotated[bool, typer.Option(help=_data_help("eval_only"))] = False,
+    eval_fraction: Annotated[float | None, typer.Option(help=_data_help("eval_fraction"))] = None,
+    schema: Annotated[str | None, typer.Option(help=_data_help("schema_name"))] = None,
+    on_bad_rows: Annotated[str | None, typer.Option(help=_data_help("on_bad_rows"))] = None,
+    num_train: Annotated[int | None, typer.Option(help=_data_help("num_train"))] = None,
+    num_eval: Annotated[int | None, typer.Option(help=_data_help("num_eval"))] = None,
+    difficulty: Annotated[
+        str | None, typer.Option(help="1, 2, 3 or mixed. " + _data_help("difficulty"))
+    ] = None,
+    reasoning: Annotated[bool, typer.Option(help=_data_help("reasoning"))] = False,
+    seed: Annotated[int, typer.Option(help="Seed for synthetic problems and samples.")] = 0,
+) -> None:
+    """Write train.parquet, eval.parquet and manifest.json for one source and format.
+
+    Every option left out takes the config's default (`breadth config --keys`)."""
+    from breadth.config import validated
+
+    given = {"source": source, "format": format, "eval_source": eval_source,
+             "eval_fraction": eval_fraction, "schema_name": schema, "on_bad_rows": on_bad_rows,
+             "num_train": num_train, "num_eval": num_eval}  # fmt: skip
+    data = {key: value for key, value in given.items() if value is not None}
+    data.update(eval_only=eval_only, reasoning=reasoning)
+    if difficulty is not None:
+        data["difficulty"] = int(difficulty) if difficulty.isdigit() else difficulty
+    # prepare trains nothing, so an eval-only data set needs no training switched off by hand.
+    training = {"enabled": not eval_only}
+    try:
+        config = validated({"seed": seed, "data": data, "sft": training, "rl": training})
+    except ConfigError as error:
+        fail(f"{error} (prepare's --NAME options set the config keys data.NAME)")
+    from breadth.stages import prepare_stage
+
+    try:
+        manifest = prepare_stage(config, out)
+    except (ValueError, OSError) as error:
+        fail(str(error))
+    counts = ", ".join(f"{manifest.counts[name]} {name}" for name in ("train", "eval"))
+    console.print(f"wrote {out}: {counts} rows (content hash {manifest.content_hash})",
+                  highlight=False)  # fmt: skip
+    limited = {name: n for name, n in manifest.available.items() if n > manifest.counts[name]}
+    if limited:
+        console.print("  limited from " + ", ".join(f"{n} {name}" for name, n in limited.items())
+                      + " rows by --num-train / --num-eval", highlight=False)  # fmt: skip
+
+
+@app.command()
+def evaluate(
+    rollouts: Annotated[Path, typer.Option(help="Rollouts parquet of the model to judge.")],
+    out: Annotated[Path, typer.Option(help="Output folder for the report.")],
+    base: Annotated[Path | None, typer.Option(help="Rollouts parquet of the base model.")] = None,
+    seed: int = 0,
+) -> None:
+    """Metrics, transfer analysis and the report from rollout files, offline."""
+    from breadth.stages import evaluate_stage
+
+    for path in [rollouts, base]:
+        if path is not None and not path.is_file():
+            state = "is a folder" if path.is_dir() else "does not exist"
+            fail(f"rollouts file {path} {state}: give the parquet file written by the "
+                  "rollout stage (rollouts/<model>.parquet)")
+    if out.exists() and not out.is_dir():
+        fail(f"output folder {out} is a file: give a folder path (it is created if missing)")
+    paths = {"base": base, "trained": rollouts} if base else {"trained": rollouts}
+    try:
+        _, written = evaluate_stage(PipelineConfig(seed=seed), paths, out,
+                                    base_model=next(iter(paths)))
+    except (ValueError, KeyError, OSError) as error:  # pyarrow's ArrowInvalid is a ValueError
+        message = " ".join(str(error).split())
+        fail(f"cannot evaluate {rollouts}{f' against {base}' if base else ''}: {message}")
+    for path in written:
+        console.print(f"wrote {path}", highlight=False)

@@ -1,0 +1,234 @@
+"""Running and reading runs: `breadth run`, `breadth grid`, `breadth compare` and
+`breadth runs`."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from breadth.cli import stack
+from breadth.cli.config import complete_preset, load_or_fail
+from breadth.cli.output import console, fail, print_json
+from breadth.config import ConfigError
+
+app = typer.Typer()
+
+
+@app.command()
+def run(
+    preset: Annotated[str, typer.Option(help="Preset name or YAML path.",
+                                        autocompletion=complete_preset)] = "default",
+    set_: Annotated[
+        list[str] | None, typer.Option("--set", help="key=value override, e.g. rl.max_steps=4.")
+    ] = None,
+) -> None:
+    """Run the whole pipeline locally (brings the stack up first when it is not running)."""
+    config = load_or_fail(preset, set_)  # validated before any service starts or compute happens
+    env = stack.bring_up_stack()
+    from flows.pipeline import pipeline  # after the environment points Prefect at the stack
+
+    started = time.monotonic()
+    try:
+        result = pipeline(config=config)
+    except Exception as error:  # noqa: BLE001 - reported in one paragraph; traceback in the log
+        fail(
+            f"the pipeline failed: {type(error).__name__}: {error}\nThe failing task's log and "
+            f"traceback are above and in the Prefect UI ({env['PREFECT_UI_URL']}/runs); the "
+            "MLflow parent run is marked FAILED. Stages that finished are cached: fix the cause "
+            "and run the same command again."
+        )
+    elapsed = time.monotonic() - started
+    console.print(f"\n[bold green]pipeline finished[/] in {elapsed:.1f}s", highlight=False)
+    console.print(f"  MLflow run:  {result['mlflow_run_url']}", highlight=False)
+    console.print(f"  Prefect UI:  {env['PREFECT_UI_URL']}/runs", highlight=False)
+    console.print(
+        f"  S3 prefix:   s3://{env['BREADTH_S3_BUCKET']}/runs/{result['mlflow_run_id']}/ "
+        f"(endpoint {env['BREADTH_S3_ENDPOINT']})", highlight=False,
+    )  # fmt: skip
+    console.print(f"  Report:      {result['report']}", highlight=False)
+
+
+@app.command()
+def grid(
+    preset: Annotated[str, typer.Option(help="Preset every cell starts from.",
+                                        autocompletion=complete_preset)] = "study",
+    format_: Annotated[list[str] | None, typer.Option("--format", help="Formats (repeat).")] = None,
+    reward: Annotated[list[str] | None, typer.Option(help="Reward specs (repeat).")] = None,
+    seed: Annotated[list[int] | None, typer.Option(help="Seeds (repeat).")] = None,
+    set_: Annotated[list[str] | None, typer.Option("--set", help="Override for every cell.")] = None,
+    grid_id: Annotated[str | None, typer.Option(help="Grid id tag (default: derived).")] = None,
+    dry_run: Annotated[bool, typer.Option(help="List the cells (validated) and stop.")] = False,
+) -> None:
+    """Run a format x reward x seed grid locally, then its summary, claims and collapse alarm."""
+    from breadth.config import GridConfig
+
+    values: dict = {"preset": preset, "overrides": set_ or [], "grid_id": grid_id}
+    for key, given in (("formats", format_), ("rewards", reward), ("seeds", seed)):
+        if given:
+            values[key] = given
+    try:
+        study = GridConfig.model_validate(values)
+        cells = study.cells()
+    except (ConfigError, ValueError) as error:
+        fail(str(error))
+    console.print(f"grid of {len(cells)} cells", highlight=False)
+    if dry_run:
+        _print_cells(cells)
+        return
+    stack.bring_up_stack()
+    from flows.grid import grid as grid_flow
+
+    started = time.monotonic()
+    try:
+        result = grid_flow(study=study)
+    except Exception as error:  # noqa: BLE001 - reported in one paragraph
+        fail(f"the grid failed: {type(error).__name__}: {error}")
+    console.print(f"grid {result['grid_id']} finished in {time.monotonic() - started:.0f}s; "
+                  f"compare with: breadth compare --grid {result['grid_id']}", highlight=False)
+
+
+def _print_cells(cells: list) -> None:
+    """The grid's cells, each with the stages whose results this machine's Prefect result
+    storage already holds (those a run serves from the cache)."""
+    from breadth.stack import StackSettings
+    from tasks.stage_keys import stage_keys
+
+    storage = StackSettings().result_storage
+    table = Table("format", "objective", "seed", "config hash", "cached stages")
+    for fmt, objective, cell_seed, config in cells:
+        keys = stage_keys(config)
+        cached = [stage for stage, key in keys.items() if (storage / key).is_file()]
+        held = "all" if len(cached) == len(keys) else ", ".join(cached) or "none"
+        table.add_row(fmt, objective, str(cell_seed), config.content_hash()[:12],
+                      f"{len(cached)}/{len(keys)}: {held}")  # fmt: skip
+    Console(width=max(console.width, 160)).print(table)
+    console.print(f"cache: {storage} (this machine's Prefect result storage)", highlight=False)
+
+
+@app.command()
+def compare(
+    run_ids: Annotated[list[str] | None, typer.Argument(help="MLflow parent run ids.")] = None,
+    grid_id: Annotated[str | None, typer.Option("--grid", help="Compare a grid's cells.")] = None,
+    out: Annotated[Path, typer.Option(help="Folder for the PNG plots.")] = Path("compare"),
+    model: Annotated[str, typer.Option(help="Trained model to compare.")] = "rl",
+    claims_out: Annotated[Path | None, typer.Option(
+        help="Folder for a grid's claims report (default: OUT/claims).")] = None,
+    note: Annotated[Path | None, typer.Option(
+        help="Markdown placed under the claims report's header, e.g. how the grid was run.")] = None,
+    json_: Annotated[bool, typer.Option("--json", help=(
+        "Print the cells, runs, plot paths and a grid's claims as JSON (files are still "
+        "written)."))] = False,
+) -> None:
+    """Side-by-side table (terminal) and plots (PNG) of pipeline runs or a grid, from MLflow."""
+    from breadth.evaluation.grid import grid_summary
+    from breadth.evaluation.grid_report import plot_grid, render_table
+    from breadth.stack import StackSettings
+    from breadth.tracking.fetch import CompareError, fetch_runs
+    from breadth.tracking.runs import TrackingError, check_tracking_server
+
+    if not run_ids and not grid_id:
+        fail("give run ids (breadth compare RUN_ID ...) or a grid (breadth compare --grid ID)")
+    if note is not None and not note.is_file():
+        fail(f"--note {note} is not a file")
+    try:
+        uri = StackSettings().mlflow_url  # MLFLOW_TRACKING_URI, else the local stack's server
+        check_tracking_server(uri)
+        runs = fetch_runs(uri, run_ids=run_ids or None, grid_id=grid_id)
+    except (CompareError, TrackingError) as error:
+        fail(str(error))
+    summary = grid_summary(runs, model=model)
+    plots = plot_grid(runs, summary, out)
+    claims, claims_note = None, ""
+    if grid_id:
+        claims, claims_note = _write_claims(uri, grid_id, claims_out or out / "claims",
+                                            note.read_text() if note else "")  # fmt: skip
+    if json_:
+        print_json({
+            "model": model, "k": summary.attrs.get("k"), "cells": _records(summary),
+            "runs": _records(runs.drop(columns=[c for c in runs if c.startswith("curve_")])),
+            "plots": [str(path) for path in plots],
+            "claims": json.loads((claims / "claims.json").read_text()) if claims else None,
+            "claims_note": claims_note or None,
+        })  # fmt: skip
+        return
+    # The table is wide: never squeeze it into a pipe's default 80 columns.
+    Console(width=max(console.width, 220)).print(render_table(summary))
+    for path in plots:
+        console.print(f"wrote {path}", highlight=False)
+    if claims is not None:
+        console.print((claims / "claims.md").read_text(), highlight=False, markup=False)
+        console.print(f"wrote {claims}", highlight=False)
+    elif claims_note:
+        console.print(f"no claims: {claims_note}", highlight=False)
+
+
+def _records(frame) -> list[dict]:
+    """A frame as JSON rows, NaN as null (strict JSON parsers refuse NaN)."""
+    return json.loads(frame.to_json(orient="records"))
+
+
+def _write_claims(uri: str, grid_id: str, folder: Path, note: str) -> tuple[Path | None, str]:
+    """The grid's claims report (each literature claim with its effect, CI and verdict) in
+    `folder`; or None and why there is none."""
+    from breadth.evaluation.claims import evaluate_claims
+    from breadth.evaluation.study_report import write_study_report
+    from breadth.tracking.study import grid_provenance, load_study_frame, provenance_header
+
+    try:
+        frame = load_study_frame(uri, grid_id)
+    except FileNotFoundError as error:
+        return None, str(error)
+    # The report names the command that wrote it, so a committed copy says how to redo it.
+    command = shlex.join(["breadth", *sys.argv[1:]])
+    header = provenance_header(grid_provenance(uri, grid_id), command)
+    header += f"\n\n{note.strip()}" if note.strip() else ""
+    write_study_report(frame, evaluate_claims(frame), folder, header=header)
+    return folder, ""
+
+
+@app.command("runs")
+def list_runs(
+    limit: Annotated[int, typer.Option("--limit", "-n", min=1, help="How many runs.")] = 20,
+    experiment: Annotated[str | None, typer.Option(help="Only this MLflow experiment.")] = None,
+    grid_id: Annotated[str | None, typer.Option("--grid", help="Only this grid's cells.")] = None,
+    json_: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
+) -> None:
+    """The newest pipeline runs: name, status, headline metrics and links to MLflow and Prefect."""
+    from breadth.stack import StackSettings
+    from breadth.tracking.recent import RunListError, recent_runs
+    from breadth.tracking.runs import TrackingError, check_tracking_server
+
+    try:
+        uri = StackSettings().mlflow_url  # MLFLOW_TRACKING_URI, else the local stack's server
+        check_tracking_server(uri)
+        rows = recent_runs(uri, limit=limit, experiment=experiment, grid_id=grid_id)
+    except (RunListError, TrackingError) as error:
+        fail(str(error))
+    if json_:
+        print_json(rows)
+        return
+    if not rows:
+        console.print(f"no pipeline runs in MLflow at {uri} (start one with `breadth run`)",
+                      highlight=False)  # fmt: skip
+        return
+    # pass@1, pass@k by k, then the rest: runs that measured different k share the table.
+    names = sorted({name for row in rows for name in row["headline"]},
+                   key=lambda name: (0, int(name[5:])) if name.startswith("pass@") else (1, 0))
+    table = Table("run", "status", "started (UTC)", "model", *names, "MLflow")
+    for row in rows:
+        values = [_figure(row["headline"].get(name)) for name in names]
+        table.add_row(row["name"], row["status"], row["started"][:16].replace("T", " "),
+                      row["model"] or "-", *values, row["mlflow_url"] or row["run_id"])  # fmt: skip
+    Console(width=max(console.width, 200)).print(table)
+
+
+def _figure(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3g}"

@@ -1,0 +1,258 @@
+"""The local stack and its clients: `breadth stack up|down|status|logs`, `breadth env` (the
+client environment), `breadth worker` (a Prefect worker with that environment) and
+`breadth deploy` (the deployments of prefect.yaml)."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from breadth.cli.output import console, fail, print_json
+
+stack_app = typer.Typer(no_args_is_help=True, help="The local stack: S3, MLflow and Prefect.")
+app = typer.Typer()
+PROJECT_DIR = Path(__file__).resolve().parents[3]
+JSON_HELP = "Print JSON instead of a table."
+# What `stack up` prints of the client environment: addresses, never secrets.
+PRINTED_ADDRESSES = ("PREFECT_API_URL", "MLFLOW_TRACKING_URI", "BREADTH_S3_ENDPOINT",
+                     "BREADTH_S3_BUCKET", "AWS_ACCESS_KEY_ID")  # fmt: skip
+
+
+def _stack():
+    from breadth.stack import LocalStack, StackSettings
+
+    return LocalStack(StackSettings())
+
+
+def start_stack() -> tuple[dict[str, str], dict[str, str]]:
+    """Start what is not running (external services are only checked): the client environment,
+    and what `up` did per service ("started", "running" or "external")."""
+    from breadth.stack import StackError
+
+    stack = _stack()
+    try:
+        actions = stack.up()
+    except StackError as error:
+        fail(str(error))
+    return stack.settings.client_env(), actions
+
+
+def bring_up_stack() -> dict[str, str]:
+    """Start the stack and export its client environment into this process (for flows run here)."""
+    env, _ = start_stack()
+    os.environ.update(env)
+    return env
+
+
+def _print_status(rows: list[dict], as_json: bool) -> None:
+    if as_json:
+        print_json(rows)
+        return
+    table = Table("service", "url", "state")
+    for row in rows:
+        table.add_row(row["service"], row["url"], row["state"])
+    console.print(table)
+
+
+@stack_app.command("up")
+def stack_up(json_: Annotated[bool, typer.Option("--json", help=JSON_HELP)] = False) -> None:
+    """Start S3, MLflow and Prefect on 127.0.0.1 (reuses what already runs)."""
+    from breadth.stack import without_userinfo
+
+    env, actions = start_stack()
+    rows = _stack().status(started=[name for name, did in actions.items() if did == "started"])
+    if json_:
+        _print_status(rows, as_json=True)
+        return
+    _print_status(rows, as_json=False)
+    console.print("\nClient environment, for another shell: eval \"$(breadth env)\", or")
+    for key in PRINTED_ADDRESSES:
+        # A URL's user:password (MLFLOW_TRACKING_URI may carry them) is never printed.
+        console.print(f"  export {key}={without_userinfo(env[key])}", highlight=False)
+    console.print(f"  export AWS_SECRET_ACCESS_KEY=... ({secret_source()})", highlight=False)
+
+
+def secret_source() -> str:
+    """Where the S3 secret key comes from: the caller's environment or the stack's own file."""
+    from breadth.stack import StackSettings
+
+    if os.environ.get("AWS_ACCESS_KEY_ID") and os.environ.get("AWS_SECRET_ACCESS_KEY"):
+        return "from your environment"
+    return f"in {StackSettings().credentials_file}"
+
+
+@stack_app.command("down")
+def stack_down() -> None:
+    """Stop the services this stack started (external ones are left alone)."""
+    _stack().down()
+    _print_status(_stack().status(), as_json=False)
+
+
+@stack_app.command("status")
+def stack_status(json_: Annotated[bool, typer.Option("--json", help=JSON_HELP)] = False) -> None:
+    """Show each service's address and state."""
+    _print_status(_stack().status(), as_json=json_)
+
+
+def _service_names() -> list[str]:
+    from breadth.stack import StackSettings, services
+
+    return [service.name for service in services(StackSettings())]
+
+
+@stack_app.command("logs")
+def stack_logs(
+    service: Annotated[str | None, typer.Argument(
+        help="s3, mlflow or prefect (default: all).", autocompletion=_service_names)] = None,
+    lines: Annotated[int, typer.Option("--lines", "-n", min=0, help="Lines to show per log.")] = 40,
+    follow: Annotated[bool, typer.Option("--follow", "-f", help="Keep printing new lines.")] = False,
+) -> None:
+    """The last lines of a service's log (the services this stack started write them)."""
+    from breadth.suggestions import did_you_mean
+
+    stack = _stack()
+    names = _service_names()
+    if service is not None and service not in names:
+        fail(f"unknown service {service!r}.{did_you_mean(service, names)} "
+             f"Services: {', '.join(names)}.")  # fmt: skip
+    paths = {name: stack.log_path(name) for name in ([service] if service else names)}
+    missing = [str(path) for path in paths.values() if not path.is_file()]
+    if len(missing) == len(paths):
+        fail(f"no log at {', '.join(missing)}: this stack has not started "
+             f"{service or 'any service'} under BREADTH_HOME={stack.settings.home} (an "
+             "external service keeps its own logs). Start it with `breadth stack up`.")
+    for path in paths.values():
+        if path.is_file():
+            if len(paths) > 1:
+                console.print(f"[bold]==> {path} <==[/]", highlight=False)
+            for line in last_lines(path, lines):
+                console.print(line, highlight=False, markup=False)
+    if follow:
+        _follow({name: path for name, path in paths.items() if path.is_file()})
+
+
+def last_lines(path: Path, count: int, block: int = 65536) -> list[str]:
+    """The last `count` lines of a file, read from its end (service logs grow large)."""
+    if count == 0:
+        return []
+    with path.open("rb") as handle:
+        handle.seek(0, os.SEEK_END)
+        position, data = handle.tell(), b""
+        while position > 0 and data.count(b"\n") <= count:
+            step = min(block, position)
+            position -= step
+            handle.seek(position)
+            data = handle.read(step) + data
+    return data.decode("utf-8", errors="replace").splitlines()[-count:]
+
+
+def _follow(paths: dict[str, Path], poll_s: float = 0.5) -> None:
+    """Print what is appended to each log, prefixed by its service when there are several,
+    until Ctrl-C."""
+    offsets = {name: path.stat().st_size for name, path in paths.items()}
+    try:
+        while True:
+            time.sleep(poll_s)
+            for name, path in paths.items():
+                size = path.stat().st_size if path.exists() else 0
+                if size < offsets[name]:  # truncated or replaced: start from its beginning
+                    offsets[name] = 0
+                with path.open("rb") as handle:
+                    handle.seek(offsets[name])
+                    new = handle.read()
+                complete = new[: new.rfind(b"\n") + 1]  # a half-written line waits for the next poll
+                offsets[name] += len(complete)
+                for line in complete.decode("utf-8", errors="replace").splitlines():
+                    prefix = f"{name} | " if len(paths) > 1 else ""
+                    console.print(prefix + line, highlight=False, markup=False)
+    except KeyboardInterrupt:
+        return
+
+
+@app.command()
+def env(json_: Annotated[bool, typer.Option("--json", help="Print a JSON object.")] = False) -> None:
+    """Print the stack's client environment (Prefect, MLflow, S3 and its keys).
+
+    As `export` lines for `eval "$(breadth env)"`, or a JSON object. It includes the S3 secret
+    key: do not paste the output into logs or issues."""
+    from breadth.stack import StackError, StackSettings
+
+    try:
+        values = StackSettings().client_env()
+    except StackError as error:
+        fail(str(error))
+    if json_:
+        print_json(values)
+        return
+    for key, value in values.items():
+        typer.echo(f"export {key}={shlex.quote(value)}")
+
+
+def worker_invocation(
+    pool: str, client_env: dict[str, str], limit: int | None = None, run_once: bool = False
+) -> tuple[list[str], dict[str, str]]:
+    """The `prefect worker start` command for `pool` and its whole environment: the caller's,
+    with the stack's client environment over it (Prefect, MLflow and S3 alike)."""
+    argv = [str(Path(sys.executable).parent / "prefect"), "worker", "start", "--pool", pool]
+    if limit is not None:
+        argv += ["--limit", str(limit)]
+    if run_once:
+        argv.append("--run-once")
+    return argv, {**os.environ, **client_env}
+
+
+def replace_process(argv: list[str], environment: dict[str, str]) -> None:
+    """Become the worker: Ctrl-C and the exit status are then the worker's own."""
+    os.execve(argv[0], argv, environment)
+
+
+@app.command()
+def worker(
+    pool: Annotated[str, typer.Option(help="Work pool to poll (`breadth deploy` creates it).")] = (
+        "breadth-cpu"
+    ),
+    limit: Annotated[int | None, typer.Option(help="Most flow runs at a time.")] = None,
+    run_once: Annotated[bool, typer.Option(help="Run the scheduled flow runs, then stop.")] = False,
+) -> None:
+    """Start a Prefect worker for the pool, with the stack's whole client environment."""
+    from breadth.stack import without_userinfo
+
+    client_env, _ = start_stack()
+    argv, environment = worker_invocation(pool, client_env, limit, run_once)
+    where = ", ".join(f"{key}={without_userinfo(client_env[key])}" for key in PRINTED_ADDRESSES[:3])
+    console.print(f"starting a worker for pool {pool} ({where})", highlight=False)
+    replace_process(argv, environment)
+
+
+@app.command()
+def deploy(
+    work_pool: Annotated[str, typer.Option(help="Process work pool to create/use.")] = (
+        "breadth-cpu"
+    ),
+) -> None:
+    """Register the deployments in prefect.yaml (nightly, adhoc) and their work pool."""
+    env = bring_up_stack()
+    prefect = str(Path(sys.executable).parent / "prefect")
+    full_env = {**os.environ, **env}
+    inspect = subprocess.run([prefect, "work-pool", "inspect", work_pool], env=full_env,
+                             capture_output=True, text=True, check=False)  # fmt: skip
+    if inspect.returncode != 0:
+        subprocess.run([prefect, "work-pool", "create", work_pool, "--type", "process"],
+                       env=full_env, check=True)  # fmt: skip
+    deployed = subprocess.run([prefect, "--no-prompt", "deploy", "--all"], cwd=PROJECT_DIR,
+                              env=full_env, capture_output=True, text=True, check=False)  # fmt: skip
+    if deployed.returncode != 0:
+        fail(f"prefect deploy failed:\n{deployed.stdout[-3000:]}\n{deployed.stderr[-3000:]}")
+    console.print(deployed.stdout[-2000:], highlight=False)
+    # The worker needs MLflow and S3 too, not just Prefect: both ways give it all of them.
+    console.print(f"Start a worker with: breadth worker --pool {work_pool}\n"
+                  f"  or: eval \"$(breadth env)\" && prefect worker start --pool {work_pool}",
+                  highlight=False)  # fmt: skip

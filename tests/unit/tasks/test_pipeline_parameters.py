@@ -1,0 +1,50 @@
+"""The README's Prefect CLI example (`prefect deployment run breadth-pipeline/adhoc --params
+'{...}'`) names a real deployment, and its partial config passes both checks a run meets: the
+server's JSON-schema check of the deployment's parameters, and the flow's own validation."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+from prefect.utilities.callables import parameter_schema
+from prefect.utilities.schema_tools import ValidationError, validate
+
+from flows.pipeline import pipeline
+
+REPO = Path(__file__).resolve().parents[3]
+COMMAND = re.compile(r"prefect deployment run (?P<name>\S+) --params '(?P<params>[^']+)'")
+
+
+def _readme_example() -> tuple[str, dict]:
+    found = COMMAND.search((REPO / "README.md").read_text())
+    assert found, "README.md has no `prefect deployment run NAME --params '{...}'` example"
+    return found["name"], json.loads(found["params"])
+
+
+def test_the_readme_names_the_adhoc_deployment_of_the_pipeline_flow():
+    name, _ = _readme_example()
+    flow_name, deployment_name = name.split("/")
+    deployments = yaml.safe_load((REPO / "prefect.yaml").read_text())["deployments"]
+    entrypoint = next(d["entrypoint"] for d in deployments if d["name"] == deployment_name)
+    assert entrypoint == "flows/pipeline.py:pipeline" and flow_name == pipeline.name
+
+
+def test_the_readme_params_validate_as_a_partial_config():
+    _, params = _readme_example()
+    validate(params, parameter_schema(pipeline).model_dump_for_openapi(), raise_on_error=True)
+    config = pipeline.validate_parameters(params)["config"]
+    assert config.seed == params["config"]["seed"]
+    assert config.rl.max_steps == params["config"]["rl"]["max_steps"]
+    assert config.rl.reward.spec == params["config"]["rl"]["reward"]["spec"]
+    assert config.data == type(config)().data  # what it leaves out keeps its default
+
+
+def test_a_misspelt_key_is_refused_by_the_server_schema():
+    _, params = _readme_example()
+    params["config"]["rl"]["max_step"] = params["config"]["rl"].pop("max_steps")
+    with pytest.raises(ValidationError, match="max_step"):
+        validate(params, parameter_schema(pipeline).model_dump_for_openapi(), raise_on_error=True)

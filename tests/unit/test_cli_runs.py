@@ -1,0 +1,104 @@
+"""`breadth runs` and `breadth compare --json` against a real MLflow store (sqlite, no server),
+laid out as the pipeline logs it (see tests/unit/tracking/test_fetch.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from breadth.cli import app
+from breadth.tracking.recent import headline
+from tests.unit.tracking.test_fetch import GRID, _log, _pipeline_run
+
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def store():
+    """Two grid cells (with evaluate children), a lone run started last, and noise: the grid's
+    summary run."""
+    from mlflow import MlflowClient
+
+    shm = Path("/dev/shm")  # sqlite on tmpfs: the schema migrations take a third of the time
+    with tempfile.TemporaryDirectory(dir=shm if os.access(shm, os.W_OK) else None) as fast:
+        client = MlflowClient(f"sqlite:///{Path(fast).resolve() / 'mlflow.db'}")
+        grid = client.create_experiment("grid")
+        cells = [_pipeline_run(client, grid, fmt, 0, 0)[0] for fmt in (0, 1)]
+        _log(client, client.create_run(grid, tags={"grid.id": GRID}).info.run_id, {"x/y": 1.0})
+        adhoc = client.create_experiment("adhoc")
+        lone = client.create_run(adhoc, start_time=int(time.time() * 1000) + 60_000,
+                                 run_name="default·1a2b3c4d",
+                                 tags={"config.hash": "1a2b3c4d", "preset": "default"}).info.run_id  # fmt: skip
+        _log(client, lone, {"sft/eval/pass_at_1": 0.25, "sft/eval/pass_at_4": 0.5,
+                            "sft/eval/distinct_outcomes": 3.0})  # fmt: skip
+        yield client.tracking_uri, cells, lone
+
+
+def _invoke(store, args, monkeypatch):
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", store[0])
+    return runner.invoke(app, args)
+
+
+def test_runs_lists_pipeline_runs_newest_first_as_json(store, monkeypatch):
+    _, cells, lone = store
+    result = _invoke(store, ["runs", "--json"], monkeypatch)
+    assert result.exit_code == 0, result.output
+    rows = json.loads(result.output)
+    assert rows[0]["run_id"] == lone  # children and the summary run left out
+    assert sorted(row["run_id"] for row in rows[1:]) == sorted(cells)
+    assert [row["started"] for row in rows] == sorted((row["started"] for row in rows), reverse=True)
+    first = rows[0]
+    assert (first["name"], first["experiment"], first["status"], first["model"]) == (
+        "default·1a2b3c4d", "adhoc", "FINISHED", "sft")
+    assert first["headline"] == {"pass@1": 0.25, "pass@4": 0.5, "distinct outcomes": 3.0}
+    assert first["mlflow_url"] is None  # a local store has no UI to link
+    cell = rows[1]
+    assert cell["model"] == "rl" and cell["grid_id"] == GRID and cell["format"] in {"free_form", "mcq"}
+    assert set(cell["headline"]) == {"pass@1", "pass@16", "distinct outcomes"}
+
+
+def test_runs_filters_and_table(store, monkeypatch):
+    _, cells, _ = store
+    grid = json.loads(_invoke(store, ["runs", "--json", "--grid", GRID], monkeypatch).output)
+    assert sorted(row["run_id"] for row in grid) == sorted(cells)
+    one = json.loads(_invoke(store, ["runs", "--json", "-n", "1", "--experiment", "grid"],
+                             monkeypatch).output)  # fmt: skip
+    assert len(one) == 1 and one[0]["run_id"] in cells
+    table = _invoke(store, ["runs"], monkeypatch)
+    assert table.exit_code == 0 and "default·1a2b3c4d" in table.output and "pass@16" in table.output
+
+
+def test_runs_names_an_unknown_experiment_with_a_suggestion(store, monkeypatch):
+    result = _invoke(store, ["runs", "--experiment", "gird"], monkeypatch)
+    text = " ".join(result.output.split())
+    assert result.exit_code == 2
+    assert "no MLflow experiment named 'gird'" in text and "Did you mean 'grid'?" in text
+
+
+def test_headline_takes_the_final_model_and_its_largest_k():
+    model, figures = headline({"sft/eval/pass_at_1": 0.1, "sft/eval/pass_at_32": 0.9})
+    assert (model, figures) == ("sft", {"pass@1": 0.1, "pass@32": 0.9})
+
+
+def test_compare_json_parses_and_matches_the_runs(store, monkeypatch, tmp_path):
+    _, cells, _ = store
+    result = _invoke(store, ["compare", *cells, "--out", str(tmp_path), "--json"], monkeypatch)
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)  # nothing but JSON on stdout
+    assert [run["run_id"] for run in data["runs"]] == cells
+    assert len(data["cells"]) == 2 and {c["format"] for c in data["cells"]} == {"free_form", "mcq"}
+    assert data["model"] == "rl" and data["claims"] is None
+    assert data["plots"] and all(Path(path).is_file() for path in data["plots"])
+
+
+def test_compare_of_an_unknown_run_names_only_real_options(store, monkeypatch):
+    result = _invoke(store, ["compare", "no-such-run"], monkeypatch)
+    text = " ".join(result.output.split())
+    assert result.exit_code == 2 and "no-such-run" in text and "MLFLOW_TRACKING_URI" in text
+    assert "--tracking-uri" not in text

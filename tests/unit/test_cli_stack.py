@@ -1,0 +1,191 @@
+"""`breadth stack up|status|logs`, `breadth env`, `breadth worker` and the hint after `deploy`,
+without starting a service: a stand-in process holds the pid file, a tiny HTTP server answers
+the health check, and the worker's exec is captured instead of run."""
+
+from __future__ import annotations
+
+import http.server
+import json
+import os
+import shlex
+import subprocess
+import threading
+
+import pytest
+from typer.testing import CliRunner
+
+from breadth import cli
+from breadth.stack import LocalStack, StackSettings
+
+EXTERNAL = ("PREFECT_API_URL", "MLFLOW_TRACKING_URI", "BREADTH_S3_ENDPOINT",
+            "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")  # fmt: skip
+CLIENT_KEYS = {"PREFECT_API_URL", "MLFLOW_TRACKING_URI", "BREADTH_S3_ENDPOINT",
+               "BREADTH_S3_BUCKET", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"}  # fmt: skip
+runner = CliRunner()
+
+
+@pytest.fixture
+def home(tmp_path, monkeypatch):
+    """An empty BREADTH_HOME with no service given by the environment."""
+    for name in EXTERNAL:
+        monkeypatch.delenv(name, raising=False)
+    folder = tmp_path / "elsewhere"
+    monkeypatch.setenv("BREADTH_HOME", str(folder))
+    return folder
+
+
+class _Health(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200)
+        self.end_headers()
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def local_mlflow(home, monkeypatch):
+    """A healthy "mlflow" this stack started: a pid file naming a live process, and an HTTP
+    server answering its health check on its port."""
+    server = http.server.HTTPServer(("127.0.0.1", 0), _Health)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    monkeypatch.setenv("BREADTH_MLFLOW_PORT", str(server.server_address[1]))
+    process = subprocess.Popen(["sleep", "60"])
+    (home / "run").mkdir(parents=True)
+    (home / "run" / "mlflow.pid").write_text(str(process.pid))
+    yield process.pid
+    server.shutdown()
+    process.kill()
+    process.wait()
+
+
+def _row(rows, service):
+    return next(row for row in rows if row["service"] == service)
+
+
+def test_a_service_this_stack_started_is_not_reported_external(local_mlflow, monkeypatch):
+    # After `up`, clients' environment points at the local services; they are still ours.
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", StackSettings().mlflow_url)
+    rows = LocalStack(StackSettings()).status()
+    assert _row(rows, "mlflow") | {"url": None} == {
+        "service": "mlflow", "url": None, "state": f"running (pid {local_mlflow})",
+        "pid": local_mlflow, "healthy": True, "managed": "local"}  # fmt: skip
+    started = LocalStack(StackSettings()).status(started=["mlflow"])
+    assert _row(started, "mlflow")["state"] == f"started (pid {local_mlflow})"
+    assert _row(started, "s3")["state"] == "stopped"
+
+
+def test_stack_up_says_started_and_where_the_secret_is(local_mlflow, home, monkeypatch):
+    monkeypatch.setattr(LocalStack, "up", lambda self, only=None: {"mlflow": "started"})
+    result = runner.invoke(cli.app, ["stack", "up"])
+    text = " ".join(result.output.split())
+    assert result.exit_code == 0, result.output
+    assert f"started (pid {local_mlflow})" in text and "external" not in text
+    assert f"in {home / 'credentials.json'}" in text  # BREADTH_HOME, not .breadth/
+    secret = json.loads((home / "credentials.json").read_text())["AWS_SECRET_ACCESS_KEY"]
+    assert secret not in result.output
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "mine")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "my-secret")
+    mine = runner.invoke(cli.app, ["stack", "up"]).output
+    assert "from your environment" in mine and "my-secret" not in mine
+
+
+def test_stack_status_json_parses(local_mlflow):
+    for args in (["stack", "status", "--json"], ["stack", "up", "--json"]):
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(LocalStack, "up", lambda self, only=None: {})
+            result = runner.invoke(cli.app, args)
+        assert result.exit_code == 0, result.output
+        rows = json.loads(result.output)
+        assert [row["service"] for row in rows] == ["s3", "mlflow", "prefect"]
+        assert _row(rows, "mlflow")["pid"] == local_mlflow and _row(rows, "s3")["pid"] is None
+
+
+def _write_log(home, service, count):
+    (home / "logs").mkdir(parents=True, exist_ok=True)
+    path = home / "logs" / f"{service}.log"
+    path.write_text("".join(f"{service} line {i}\n" for i in range(count)))
+    return path
+
+
+def test_stack_logs_shows_the_last_lines_of_one_service_or_all(home):
+    _write_log(home, "mlflow", 5000)
+    _write_log(home, "s3", 3)
+    one = runner.invoke(cli.app, ["stack", "logs", "mlflow", "-n", "4"])
+    assert one.exit_code == 0, one.output
+    assert one.output.splitlines() == [f"mlflow line {i}" for i in range(4996, 5000)]
+    every = runner.invoke(cli.app, ["stack", "logs", "--lines", "2"])
+    assert every.exit_code == 0, every.output
+    assert "s3 line 2" in every.output and "mlflow line 4999" in every.output
+    assert "mlflow line 4997" not in every.output and "prefect" not in every.output
+
+
+def test_stack_logs_follow_prints_appended_lines(home, monkeypatch):
+    path = _write_log(home, "prefect", 2)
+    polls = []
+
+    def sleep(seconds):
+        polls.append(seconds)
+        if len(polls) == 1:
+            with path.open("a") as handle:
+                handle.write("appended line\nhalf a li")
+        else:
+            raise KeyboardInterrupt  # the user's Ctrl-C
+
+    monkeypatch.setattr(cli.stack.time, "sleep", sleep)
+    result = runner.invoke(cli.app, ["stack", "logs", "prefect", "-n", "1", "--follow"])
+    assert result.exit_code == 0, result.output
+    assert result.output.splitlines() == ["prefect line 1", "appended line"]
+
+
+@pytest.mark.parametrize(("args", "must_mention"), [
+    (["stack", "logs", "mlfow"], ["unknown service 'mlfow'", "Did you mean 'mlflow'?"]),
+    (["stack", "logs", "s3"], ["no log at", "s3.log", "breadth stack up"]),
+])  # fmt: skip
+def test_stack_logs_errors_name_the_fix(home, args, must_mention):
+    result = runner.invoke(cli.app, args)
+    text = " ".join(result.output.split())
+    assert result.exit_code == 2
+    assert all(part in text for part in must_mention), text
+
+
+def test_env_prints_the_whole_client_environment_for_eval(home, tmp_path):
+    expected = StackSettings().client_env()
+    result = runner.invoke(cli.app, ["env"])
+    assert result.exit_code == 0, result.output
+    assert CLIENT_KEYS <= set(expected)
+    # What a shell's `eval "$(breadth env)"` sets is exactly the client environment.
+    script = tmp_path / "env.sh"
+    script.write_text(result.output + "env -0\n")
+    shell = subprocess.run(["bash", "-c", f"source {shlex.quote(str(script))}"],
+                           capture_output=True, text=True, env={}, check=True)  # fmt: skip
+    exported = dict(item.split("=", 1) for item in shell.stdout.split("\0") if "=" in item)
+    assert {key: exported[key] for key in expected} == expected
+    as_json = runner.invoke(cli.app, ["env", "--json"])
+    assert as_json.exit_code == 0 and json.loads(as_json.output) == expected
+
+
+def test_worker_starts_prefect_with_the_whole_client_environment(home, monkeypatch):
+    monkeypatch.setattr(LocalStack, "up", lambda self, only=None: {})
+    started = []
+    monkeypatch.setattr(cli.stack, "replace_process", lambda argv, env: started.append((argv, env)))
+    before = dict(os.environ)
+    result = runner.invoke(cli.app, ["worker", "--pool", "gpu-pool", "--limit", "2", "--run-once"])
+    assert result.exit_code == 0, result.output
+    [(argv, env)] = started
+    assert argv[0].endswith("prefect") and argv[1:] == ["worker", "start", "--pool", "gpu-pool",
+                                                         "--limit", "2", "--run-once"]  # fmt: skip
+    assert CLIENT_KEYS <= set(env) and env["PATH"] == os.environ["PATH"]
+    assert {key: env[key] for key in CLIENT_KEYS} == {
+        key: StackSettings().client_env()[key] for key in CLIENT_KEYS}  # fmt: skip
+    assert dict(os.environ) == before  # the test process's own environment is untouched
+
+
+def test_deploy_hint_gives_the_whole_environment(monkeypatch):
+    monkeypatch.setattr(cli.stack, "bring_up_stack", dict)
+    monkeypatch.setattr(cli.stack.subprocess, "run",
+                        lambda *a, **k: subprocess.CompletedProcess(a, 0, "", ""))
+    result = runner.invoke(cli.app, ["deploy", "--work-pool", "pool-x"])
+    assert result.exit_code == 0, result.output
+    assert "breadth worker --pool pool-x" in result.output
+    assert 'eval "$(breadth env)" && prefect worker start --pool pool-x' in result.output
