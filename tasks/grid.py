@@ -14,20 +14,25 @@ from breadth.config import GridConfig
 from breadth.evaluation.alarm import collapse_alarm
 from breadth.evaluation.grid import grid_summary
 from breadth.evaluation.grid_report import plot_grid, summary_markdown
+from breadth.grid_progress import CellOutcome, failed_cells, failed_cells_markdown
 from breadth.tracking.fetch import GRID_SUMMARY_KIND, fetch_runs, previous_grid_id
 from breadth.tracking.runs import start_run, tracking_uri
 
 
 @task(name="summarise-grid", cache_policy=NO_CACHE, retries=1)
-def summarise_grid(study: GridConfig, grid_id: str) -> dict[str, Any]:
-    """One MLflow run with the grid's table and plots, and the same as a Prefect artifact."""
+def summarise_grid(
+    study: GridConfig, grid_id: str, outcomes: list[CellOutcome] | None = None
+) -> dict[str, Any]:
+    """One MLflow run with the grid's table and plots, and the same as a Prefect artifact;
+    cells that did not finish are named under the table (and in the tag `grid.failed_cells`)."""
     runs = fetch_runs(tracking_uri(), grid_id=grid_id)
     summary = grid_summary(runs)
     experiment = load_experiment_name(study)
-    markdown = summary_markdown(summary)
+    markdown = summary_markdown(summary) + failed_cells_markdown(outcomes or [])
+    failed = ",".join(o.cell for o in failed_cells(outcomes or []))
     with start_run(experiment, f"{grid_id}-summary", tags={
         "grid.id": grid_id, "breadth.kind": GRID_SUMMARY_KIND, "grid.config_hash": study.content_hash(),
-        "prefect.flow_run_id": runtime.flow_run.id or "",
+        "prefect.flow_run_id": runtime.flow_run.id or "", "grid.failed_cells": failed[:5000],
     }) as run, tempfile.TemporaryDirectory() as scratch:  # fmt: skip
         folder = Path(scratch)
         (folder / "summary.md").write_text(markdown)

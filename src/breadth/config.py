@@ -566,6 +566,8 @@ ENTROPY_KNOBS = ["rl.epsilon_high=0.28", "rl.top_entropy_quantile=0.2", "rl.entr
 # pool, steps, SFT start, eval set, sampling) must be equal across a grid's cells.
 OBJECTIVE_KEYS = ("rl.reward.", "rl.epsilon_high", "rl.top_entropy_quantile", "rl.entropy_coef",
                   "rl.adaptive_entropy", "rl.entropy_target")  # fmt: skip
+# Grid keys that say how cells run, not what they compute.
+RUNNER_KEYS = ("cell_runner", "cell_deployment")
 # Keys that differ between cells by design: the grid's own axes and the preset label.
 GRID_AXIS_KEYS = ("data.format", "seed", "preset")
 
@@ -598,6 +600,17 @@ class GridConfig(_Section):
     grid_id: str | None = Field(
         None, description="MLflow tag grouping the cells; empty = derived from the flow run."
     )
+    cell_runner: Literal["in_process", "deployment"] = Field(
+        "in_process",
+        description="How cells run: in_process = one after another inside the grid's own "
+        "process; deployment = each cell a run of `cell_deployment`, picked up by any worker "
+        "of its work pool (the grid waits for all of them).",
+    )
+    cell_deployment: str = Field(
+        "breadth-pipeline/adhoc",
+        description="cell_runner=deployment: the pipeline deployment (`flow/deployment`, "
+        "registered by `breadth deploy`) whose runs are the cells.",
+    )
 
     def cells(self) -> list[tuple[str, str, int, PipelineConfig]]:
         """(format, objective, seed, validated config) per cell, all checked before compute."""
@@ -624,9 +637,11 @@ class GridConfig(_Section):
         return cells
 
     def content_hash(self) -> str:
-        """Identifies 'the same study' across nights: seeds and the grid id are excluded, so a
-        night with other seeds is still compared with the previous one."""
-        payload = self.model_dump(mode="json", exclude={"grid_id", "seeds"})
+        """Identifies 'the same study' across nights: seeds, the grid id and how cells run are
+        excluded, so a night with other seeds is still compared with the previous one."""
+        # How cells are run is not what the study is: a night on a pool compares with one
+        # that ran in process.
+        payload = self.model_dump(mode="json", exclude={"grid_id", "seeds", *RUNNER_KEYS})
         return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
 
 

@@ -36,3 +36,15 @@ def test_content_hash_ignores_seeds_and_grid_id_but_not_the_study():
                   GridConfig(rewards=["correctness"], seeds=[0], formats=["mcq"]),
                   GridConfig(rewards=["correctness"], seeds=[0], overrides=["rl.max_steps=2"])):  # fmt: skip
         assert other.content_hash() != base.content_hash()
+
+
+def test_how_cells_run_is_not_part_of_the_study():
+    in_process = GridConfig(rewards=["correctness"], seeds=[0])
+    on_a_pool = GridConfig(rewards=["correctness"], seeds=[0], cell_runner="deployment",
+                           cell_deployment="breadth-pipeline/gpu")  # fmt: skip
+    assert in_process.content_hash() == on_a_pool.content_hash()
+
+
+def test_cell_runner_names_the_allowed_values():
+    with pytest.raises(ValueError, match="cell_runner"):
+        GridConfig(cell_runner="cluster")

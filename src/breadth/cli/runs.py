@@ -66,11 +66,16 @@ def grid(
     set_: Annotated[list[str] | None, typer.Option("--set", help="Override for every cell.")] = None,
     grid_id: Annotated[str | None, typer.Option(help="Grid id tag (default: derived).")] = None,
     dry_run: Annotated[bool, typer.Option(help="List the cells (validated) and stop.")] = False,
+    cell_runner: Annotated[str, typer.Option(
+        help="in_process: cells one after another here; deployment: each cell a run of the "
+        "`adhoc` deployment, taken by the workers of its pool (`breadth deploy` first).",
+    )] = "in_process",
 ) -> None:
-    """Run a format x reward x seed grid locally, then its summary, claims and collapse alarm."""
+    """Run a format x reward x seed grid, then its summary, claims and collapse alarm."""
     from breadth.config import GridConfig
 
-    values: dict = {"preset": preset, "overrides": set_ or [], "grid_id": grid_id}
+    values: dict = {"preset": preset, "overrides": set_ or [], "grid_id": grid_id,
+                    "cell_runner": cell_runner}  # fmt: skip
     for key, given in (("formats", format_), ("rewards", reward), ("seeds", seed)):
         if given:
             values[key] = given

@@ -3,10 +3,14 @@
 
 from __future__ import annotations
 
+import logging
+
 import pandas as pd
 import pytest
+from prefect.states import Completed, Failed
 
 import flows.grid
+import flows.grid_cells
 import tasks.grid
 from breadth.config import GridConfig
 
@@ -54,30 +58,51 @@ def test_alarm_compares_with_the_previous_grid_and_fails_the_run_on_a_collapse(
     assert artifacts[-1]["description"] == "COLLAPSE ALARM"  # published before failing
 
 
-def test_grid_flow_runs_every_cell_with_its_tags_then_summary_and_alarm(monkeypatch):
-    ran = []
+class FakePipeline:
+    """The pipeline subflow, answering with a real Prefect state; cells named in `failing` fail."""
 
-    class FakePipeline:
-        def with_options(self, flow_run_name):
-            def run(config, tags):
-                ran.append((flow_run_name, config.data.format, config.rl.reward.spec,
-                            config.seed, tags))  # fmt: skip
-                return {"mlflow_run_id": f"run{len(ran)}"}
+    def __init__(self, failing: tuple[str, ...] = ()):
+        self.ran: list[tuple] = []
+        self.failing = failing
 
-            return run
+    def with_options(self, flow_run_name):
+        def run(config, tags, return_state):
+            assert return_state  # a failed cell must come back as a state, not raise
+            self.ran.append((flow_run_name, config.data.format, config.rl.reward.spec,
+                             config.seed, tags))  # fmt: skip
+            if tags["grid.cell"] in self.failing:
+                return Failed(message=f"Flow run encountered an exception: RuntimeError: "
+                                      f"{tags['grid.cell']} broke")  # fmt: skip
+            return Completed()
 
-    monkeypatch.setattr(flows.grid, "pipeline", FakePipeline())
-    monkeypatch.setattr(flows.grid, "summarise_grid", lambda study, grid_id: {"run_id": "sum"})
-    monkeypatch.setattr(flows.grid, "alarm_against_previous",
-                        lambda study, grid_id, summary: {"fired": False})  # fmt: skip
-    claimed = []
+        return run
+
+
+@pytest.fixture()
+def grid_tasks(monkeypatch):
+    """The grid's tasks replaced: what they were called with is recorded."""
+    calls: dict[str, list] = {"summary": [], "claims": [], "alarm": []}
+    monkeypatch.setattr(flows.grid, "get_run_logger", lambda: logging.getLogger("test-grid"))
+    monkeypatch.setattr(flows.grid, "summarise_grid", lambda study, grid_id, outcomes: (
+        calls["summary"].append(outcomes) or {"run_id": "sum"}))  # fmt: skip
+    monkeypatch.setattr(flows.grid, "alarm_against_previous", lambda study, grid_id, summary: (
+        calls["alarm"].append(grid_id) or {"fired": False}))  # fmt: skip
     monkeypatch.setattr(flows.grid, "publish_claims", lambda study, grid_id, run_id: (
-        claimed.append((grid_id, run_id)) or {"markdown": "| claims |"}))  # fmt: skip
+        calls["claims"].append((grid_id, run_id)) or {"markdown": "| claims |"}))  # fmt: skip
+    return calls
+
+
+def test_grid_flow_runs_every_cell_with_its_tags_then_summary_and_alarm(monkeypatch, grid_tasks,
+                                                                        caplog):  # fmt: skip
+    fake = FakePipeline()
+    monkeypatch.setattr(flows.grid_cells, "pipeline", fake)
     study = STUDY.model_copy(update={"grid_id": "night-1"})
-    result = flows.grid.grid.fn(study)
+    with caplog.at_level(logging.INFO, logger="test-grid"):
+        result = flows.grid.grid.fn(study)
     assert result == {"grid_id": "night-1", "cells": 4, "summary_run": "sum",
                       "claims": "| claims |", "alarm": {"fired": False}}  # fmt: skip
-    assert claimed == [("night-1", "sum")]  # the claims go on the summary run
+    assert grid_tasks["claims"] == [("night-1", "sum")]  # the claims go on the summary run
+    ran = fake.ran
     assert [(r[1], r[2], r[3]) for r in ran] == [
         ("mcq", "correctness", 0), ("mcq", "correctness", 1), ("mcq", "darling", 0),
         ("mcq", "darling", 1),
@@ -85,9 +110,36 @@ def test_grid_flow_runs_every_cell_with_its_tags_then_summary_and_alarm(monkeypa
     assert ran[0][0] == "night-1-mcq-correctness-s0"
     assert ran[3][4] == {"grid.id": "night-1", "grid.cell": "mcq/darling/seed1",
                          "grid.objective": "darling", "grid.config_hash": study.content_hash()}
+    progress = [r.message for r in caplog.records if r.message.startswith("cell ")]
+    assert [line.split()[1] for line in progress] == ["1/4", "2/4", "3/4", "4/4"]
+    assert "ETA" in progress[0] and progress[-1].endswith("all cells done")
+
+
+def test_a_failed_cell_does_not_stop_the_others_and_the_summary_names_it(monkeypatch,
+                                                                         grid_tasks):  # fmt: skip
+    fake = FakePipeline(failing=("mcq/correctness/seed1",))
+    monkeypatch.setattr(flows.grid_cells, "pipeline", fake)
+    with pytest.raises(flows.grid.CellsFailed, match=r"1 of 4 cells .* mcq/correctness/seed1 "
+                                                     r"\(FAILED\)"):  # fmt: skip
+        flows.grid.grid.fn(STUDY.model_copy(update={"grid_id": "night-2"}))
+    assert len(fake.ran) == 4  # the cells after the failed one ran
+    [outcomes] = grid_tasks["summary"]  # summary, claims and alarm still ran, once
+    assert grid_tasks["claims"] == [("night-2", "sum")] and grid_tasks["alarm"] == ["night-2"]
+    failed = [o for o in outcomes if not o.completed]
+    assert [(o.cell, o.state) for o in failed] == [("mcq/correctness/seed1", "FAILED")]
+    assert "mcq/correctness/seed1 broke" in failed[0].message
+
+
+def test_a_grid_whose_cells_all_failed_names_them_and_summarises_nothing(monkeypatch,
+                                                                         grid_tasks):  # fmt: skip
+    cells = tuple(f"mcq/{r}/seed{s}" for r in ("correctness", "darling") for s in (0, 1))
+    monkeypatch.setattr(flows.grid_cells, "pipeline", FakePipeline(failing=cells))
+    with pytest.raises(flows.grid.CellsFailed, match="every cell of grid night-3 failed"):
+        flows.grid.grid.fn(STUDY.model_copy(update={"grid_id": "night-3"}))
+    assert grid_tasks["summary"] == []
 
 
 def test_grid_flow_validates_every_cell_before_running_any(monkeypatch):
-    monkeypatch.setattr(flows.grid, "pipeline", None)  # would fail if a cell started
+    monkeypatch.setattr(flows.grid_cells, "pipeline", None)  # would fail if a cell started
     with pytest.raises(ValueError, match="Did you mean"):
         flows.grid.grid.fn(GridConfig(rewards=["correctness", "darlin"], seeds=[0]))

@@ -1,0 +1,57 @@
+"""The grid's progress line, ETA and failed-cells section (breadth.grid_progress)."""
+
+from __future__ import annotations
+
+import pytest
+
+from breadth.grid_progress import (
+    CellOutcome,
+    duration,
+    eta_seconds,
+    failed_cells_markdown,
+    progress_line,
+)  # fmt: skip
+
+
+@pytest.mark.parametrize(("done", "total", "elapsed", "expected"), [
+    (1, 4, 60.0, 180.0),    # one cell a minute, three left
+    (2, 4, 60.0, 60.0),     # two workers finishing together halve the estimate
+    (3, 3, 99.0, 0.0),
+])  # fmt: skip
+def test_eta_follows_the_observed_throughput(done, total, elapsed, expected):
+    assert eta_seconds(done, total, elapsed) == pytest.approx(expected)
+
+
+def test_eta_refuses_before_any_cell_finished():
+    with pytest.raises(ValueError, match="at least one finished cell"):
+        eta_seconds(0, 4, 10.0)
+
+
+@pytest.mark.parametrize(("seconds", "text"), [
+    (0, "0s"), (59.4, "59s"), (60, "1m00s"), (3599, "59m59s"), (3600, "1h00m"),
+    (26 * 3600 + 61, "26h01m"),
+])  # fmt: skip
+def test_duration(seconds, text):
+    assert duration(seconds) == text
+
+
+def test_progress_line_counts_cells_and_names_the_one_that_finished():
+    line = progress_line(1, 3, 30.0, CellOutcome("free_form/ucb/seed2", "CRASHED", 30.0))
+    assert line == "cell 1/3 free_form/ucb/seed2 CRASHED after 30s; ETA 1m00s"
+
+
+def test_failed_cells_section_keeps_the_table_whole():
+    traceback = "Traceback (most recent call last):\n  File x\nValueError: a | b"
+    section = failed_cells_markdown([
+        CellOutcome("mcq/passk/seed0", "FAILED", 1.0, "run-1", traceback),
+        CellOutcome("mcq/darling/seed0", "CANCELLED", 2.0, "run-2", ""),
+        CellOutcome("mcq/batch/seed0", "COMPLETED", 3.0, "run-3"),
+    ])
+    rows = [line for line in section.splitlines() if line.startswith("| mcq/")]
+    assert rows == ["| mcq/passk/seed0 | FAILED | run-1 | ValueError: a \\| b |",
+                    "| mcq/darling/seed0 | CANCELLED | run-2 | (no message) |"]
+    assert "## Failed cells (2 of 3)" in section
+
+
+def test_no_failed_cells_section_when_every_cell_completed():
+    assert failed_cells_markdown([CellOutcome("mcq/batch/seed0", "COMPLETED", 3.0)]) == ""
