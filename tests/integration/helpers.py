@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -45,3 +46,40 @@ def installed_vllm_env() -> Path:
     output = done.stdout[-3000:] + done.stderr[-3000:]
     assert done.returncode == 0, f"scripts/install_vllm_env.sh failed:\n{output}"
     return env_dir
+
+
+PREFECT = str(Path(sys.executable).parent / "prefect")
+
+
+def start_workers(count: int, env: dict[str, str], log_dir: Path, pin_cores: bool = False,
+                  pool: str = "breadth-cpu") -> list[subprocess.Popen]:  # fmt: skip
+    """`count` process workers on `pool`, each running one flow run at a time (`--limit 1`,
+    one cell per accelerator) with one torch thread; with `pin_cores`, worker i and the runs
+    it starts are held to core i (`taskset`)."""
+    workers = []
+    for index in range(count):
+        command = [PREFECT, "worker", "start", "--pool", pool, "--limit", "1",
+                   "--name", f"grid-worker-{index}"]  # fmt: skip
+        if pin_cores:
+            command = ["taskset", "-c", str(index % (os.cpu_count() or 1)), *command]
+        log = (log_dir / f"worker-{index}.log").open("w")
+        workers.append(subprocess.Popen(
+            command, cwd=REPO, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+            # Polls every 2 s (default 10 s): a cell waits less for a worker to take it.
+            env={**os.environ, **env, "OMP_NUM_THREADS": "1", "PREFECT_WORKER_QUERY_SECONDS": "2"},
+        ))  # fmt: skip
+    return workers
+
+
+def stop_workers(workers: list[subprocess.Popen]) -> None:
+    """Stop each worker (its process group). Call it once the grid has waited for its cells:
+    a flow run the worker started may live in a session of its own."""
+    for worker in workers:
+        if worker.poll() is None:
+            os.killpg(worker.pid, signal.SIGTERM)
+    for worker in workers:
+        try:
+            worker.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(worker.pid, signal.SIGKILL)
+            worker.wait(timeout=10)

@@ -70,12 +70,15 @@ def grid(
         help="in_process: cells one after another here; deployment: each cell a run of the "
         "`adhoc` deployment, taken by the workers of its pool (`breadth deploy` first).",
     )] = "in_process",
+    cell_deployment: Annotated[str, typer.Option(
+        help="With --cell-runner deployment: the pipeline deployment whose runs are the cells.",
+    )] = "breadth-pipeline/adhoc",
 ) -> None:
     """Run a format x reward x seed grid, then its summary, claims and collapse alarm."""
     from breadth.config import GridConfig
 
     values: dict = {"preset": preset, "overrides": set_ or [], "grid_id": grid_id,
-                    "cell_runner": cell_runner}  # fmt: skip
+                    "cell_runner": cell_runner, "cell_deployment": cell_deployment}  # fmt: skip
     for key, given in (("formats", format_), ("rewards", reward), ("seeds", seed)):
         if given:
             values[key] = given

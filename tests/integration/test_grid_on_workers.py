@@ -1,0 +1,112 @@
+"""A grid whose cells are deployment runs, taken by two workers of the pool: the cells run side
+by side, two cells of one (format, seed) train SFT once, and a cell that fails is named in the
+grid summary while the others finish."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+from tests.integration.grid_cell_flows import FAILING_OBJECTIVE
+from tests.integration.helpers import (
+    PREFECT,
+    REPO,
+    run_cli,
+    set_args,
+    start_workers,
+    stop_workers,
+)  # fmt: skip
+
+pytestmark = pytest.mark.integration
+
+DEPLOYMENT = "breadth-pipeline-one-objective-fails/grid-test"
+EXPERIMENT = "grid-on-workers-test"
+GRID_ID = "grid-on-workers"
+# Two tiny cells (and one that fails at once) sharing one (format, seed): one SFT between them.
+TINY_CELL = [
+    "data.num_train=48", "data.num_eval=8", "sft.epochs=1", "rl.max_steps=2", "rl.save_steps=2",
+    "rl.num_generations=4", "rl.prompts_per_step=2", "rollout.num_samples=4",
+    "evaluation.bootstrap_samples=20", "evaluation.search_budget=0",
+    "tracking.log_models=false", f"tracking.experiment={EXPERIMENT}",
+]  # fmt: skip
+GRID = ["grid", "--preset", "default", "--format", "free_form", "--seed", "5",
+        "--reward", "correctness", "--reward", "correctness+batch", "--reward", FAILING_OBJECTIVE,
+        "--cell-runner", "deployment", "--cell-deployment", DEPLOYMENT, "--grid-id", GRID_ID,
+        *set_args(TINY_CELL)]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def grid_on_two_workers(live_stack, tmp_path_factory):
+    logs = tmp_path_factory.mktemp("grid-workers")
+    env = {**live_stack, "BREADTH_WORK_DIR": str(logs / "work"), "CUDA_VISIBLE_DEVICES": ""}
+    subprocess.run([PREFECT, "work-pool", "create", "breadth-cpu", "--type", "process",
+                    "--overwrite"], env={**os.environ, **env}, cwd=REPO, check=True,
+                   capture_output=True)  # fmt: skip
+    deployed = subprocess.run(
+        [PREFECT, "--no-prompt", "deploy",
+         "tests/integration/grid_cell_flows.py:pipeline_one_objective_fails",
+         "--name", "grid-test", "--pool", "breadth-cpu"],
+        env={**os.environ, **env}, cwd=REPO, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert deployed.returncode == 0, deployed.stdout[-3000:] + deployed.stderr[-3000:]
+    workers = start_workers(2, env, logs)
+    try:
+        code, output, _ = run_cli(GRID, env, timeout=600)
+    finally:
+        stop_workers(workers)
+    worker_logs = "\n".join((logs / f"worker-{i}.log").read_text()[-2000:] for i in range(2))
+    return code, output, worker_logs
+
+
+def test_the_failing_cell_is_named_and_the_others_finish(grid_on_two_workers, live_stack):
+    from mlflow import MlflowClient
+
+    code, output, worker_logs = grid_on_two_workers
+    failing = f"free_form/{FAILING_OBJECTIVE}/seed5"
+    assert code != 0, output[-3000:]  # a grid with a failed cell is not a green grid
+    assert f"1 of 3 cells of grid {GRID_ID} failed: {failing} (FAILED)" in output, (
+        output[-4000:] + worker_logs)
+    assert "cell 3/3" in output and "ETA" in output
+
+    client = MlflowClient(live_stack["MLFLOW_TRACKING_URI"])
+    experiment = client.get_experiment_by_name(EXPERIMENT).experiment_id
+    cells = [r for r in client.search_runs([experiment], f"tags.`grid.id` = '{GRID_ID}'")
+             if "grid.cell" in r.data.tags]  # fmt: skip
+    finished = sorted(r.data.tags["grid.cell"] for r in cells if r.info.status == "FINISHED")
+    assert finished == ["free_form/correctness+batch/seed5", "free_form/correctness/seed5"]
+    [summary] = client.search_runs([experiment], f"tags.`grid.id` = '{GRID_ID}' and "
+                                                 "tags.`breadth.kind` = 'grid-summary'")  # fmt: skip
+    assert summary.data.tags["grid.failed_cells"] == failing
+    markdown = Path(client.download_artifacts(summary.info.run_id, "grid/summary.md")).read_text()
+    assert "## Failed cells (1 of 3)" in markdown
+    assert f"| {failing} | FAILED |" in markdown and "fails on purpose" in markdown
+
+
+def test_two_cells_of_one_format_and_seed_train_sft_once(grid_on_two_workers, live_stack):
+    from mlflow import MlflowClient
+
+    client = MlflowClient(live_stack["MLFLOW_TRACKING_URI"])
+    experiment = client.get_experiment_by_name(EXPERIMENT).experiment_id
+    sft_runs = client.search_runs([experiment], "attributes.run_name = 'sft'")
+    trained = [r for r in sft_runs if "breadth.reused_output" not in r.data.tags]
+    # The other cell got the SFT stage from the cache (no child run) or waited on its lock and
+    # reused the finished model (a child run tagged breadth.reused_output).
+    assert len(trained) == 1, [r.data.tags for r in sft_runs]
+
+
+def test_the_cells_ran_side_by_side_on_the_two_workers(grid_on_two_workers, live_stack):
+    import httpx
+
+    runs = httpx.post(live_stack["PREFECT_API_URL"] + "/flow_runs/filter", timeout=30, json={
+        "flow_runs": {"tags": {"all_": ["grid-cell"]}, "name": {"like_": GRID_ID},
+                      "state": {"type": {"any_": ["COMPLETED"]}}},
+    }).json()  # fmt: skip
+    spans = [(datetime.fromisoformat(r["start_time"]), datetime.fromisoformat(r["end_time"]))
+             for r in runs]  # fmt: skip
+    assert len(spans) == 2
+    (start_a, end_a), (start_b, end_b) = spans
+    assert start_a < end_b and start_b < end_a  # overlapping: both workers had a cell at once
