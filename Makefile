@@ -35,6 +35,7 @@ stack-down: install
 
 benchmark: install vllm-env
 	$(BIN)/python benchmarks/bench_orchestration.py
+	$(BIN)/python benchmarks/bench_grid_workers.py
 	$(BIN)/python benchmarks/bench_rollout.py
 	$(BIN)/python benchmarks/bench_metrics.py
 	$(BIN)/python benchmarks/bench_evaluation.py

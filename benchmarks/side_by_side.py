@@ -30,6 +30,7 @@ class Comparison:
     cpu: dict[str, list[float]] = field(default_factory=dict)
     load_before: str = ""
     load_after: str = ""
+    warmed_up: bool = True
 
     def ratios(self, clock: str = "wall") -> list[float]:
         """B / A for each pair (the same round)."""
@@ -42,8 +43,9 @@ class Comparison:
 
     def report(self, label: str = "", clocks: tuple[str, ...] = ("wall",)) -> str:
         a, b = self.names
+        start = "after a warm-up" if self.warmed_up else "from cold"
         lines = [
-            f"{label}  ({len(self.wall[a])} pairs after a warm-up, interleaved A B A B ...; A = {a}, B = {b})"
+            f"{label}  ({len(self.wall[a])} pairs {start}, interleaved A B A B ...; A = {a}, B = {b})"
         ]
         for clock in clocks:
             times = self.wall if clock == "wall" else self.cpu
@@ -70,7 +72,7 @@ def compare(
     """
     if pairs < 3:
         raise ValueError(f"pairs must be >= 3 for a min/median/max to mean anything, got {pairs}")
-    result = Comparison((arm_a[0], arm_b[0]), load_before=load_line())
+    result = Comparison((arm_a[0], arm_b[0]), load_before=load_line(), warmed_up=warm_up)
     if warm_up:
         arm_a[1]()
         arm_b[1]()

@@ -6,18 +6,34 @@ others go on, and the grid names it in its summary.
 Why deployment runs rather than a distributed task runner: a cell is a whole pipeline flow
 (cached stages, child MLflow runs, its own retries), and a deployment run keeps all of it, is
 placed by the work pool's job template (a process, a container, a Kubernetes pod with a GPU),
-is capped by the pool's queue and worker limits, and can be watched, cancelled or re-run from
-the UI on its own. A task runner (Dask, Ray) would need its own cluster beside the pool.
+is capped by the deployment's concurrency limit and each worker's `--limit`, and can be
+watched, cancelled or re-run from the UI on its own. A task runner (Dask, Ray) would need its own cluster beside the pool.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import Any
+
+from prefect import get_client
+from prefect.client.schemas.filters import (
+    FlowRunFilter,
+    FlowRunFilterId,
+    TaskRunFilter,
+    TaskRunFilterName,
+    TaskRunFilterState,
+    TaskRunFilterStateType,
+)  # fmt: skip
+from prefect.client.schemas.objects import StateType
+from prefect.deployments import run_deployment
+from prefect.exceptions import ObjectNotFound
+from prefect.settings import PREFECT_API_URL
 
 from breadth.config import PipelineConfig
 from breadth.grid_progress import CellOutcome, progress_line
 from flows.pipeline import pipeline
+from tasks.train import sft
 
 Cell = tuple[str, str, int, PipelineConfig]  # (format, objective, seed, validated config)
 POLL_S = 3.0
@@ -80,40 +96,41 @@ def run_on_deployment(
 ) -> list[CellOutcome]:  # fmt: skip
     """Each cell a run of `deployment` (linked to the grid as a subflow); waits for all.
 
-    Cells are submitted in the grid's order (seeds vary fastest), so the first cells a pool
-    starts have distinct (format, seed) pairs and train their SFT starts in parallel; a later
-    cell of the same pair gets the SFT stage from the cache, or waits on its work-dir lock
-    while it is being trained and then reuses it.
+    The first cell of each (format, seed) is submitted at once; the others of that pair once
+    its SFT stage has completed (or its run has ended), so that they find the SFT start in the
+    cache instead of training it again on another machine, and hold no accelerator meanwhile.
     """
-    from prefect import get_client
-    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
-    from prefect.deployments import run_deployment
-
     pool = _work_pool_of(deployment)
-    waiting: dict[str, tuple[str, str]] = {}  # flow run id -> (cell, flow run name)
-    for fmt, objective, seed, config in cells:
-        name = run_name(grid_id, fmt, objective, seed)
-        flow_run = run_deployment(
-            deployment, timeout=0, flow_run_name=name, tags=["grid-cell"],
-            parameters={"config": config.model_dump(mode="json"),
-                        "tags": cell_tags(grid_id, study_hash, fmt, objective, seed)},
-        )  # fmt: skip
-        waiting[str(flow_run.id)] = (cell_name(fmt, objective, seed), name)
-    report(f"{len(cells)} cells submitted to {deployment} (work pool {pool}); every worker of "
-           f"the pool takes them: `prefect worker start --pool {pool}`")  # fmt: skip
+    waiting: dict[str, str] = {}  # flow run id -> cell name
+    first_of_pair: dict[tuple[str, int], str] = {}  # (format, seed) -> its first cell's run
+    held: list[Cell] = []
+    for cell in cells:
+        pair = (cell[0], cell[2])
+        if pair in first_of_pair and cell[3].sft.enabled:
+            held.append(cell)
+        else:
+            run_id = _submit(cell, grid_id, study_hash, deployment, waiting)
+            first_of_pair.setdefault(pair, run_id)
+    report(f"{len(waiting)} of {len(cells)} cells submitted to {deployment} (work pool {pool}; "
+           f"start workers with `prefect worker start --pool {pool}`); the other cells of each "
+           "(format, seed) follow once its SFT start is trained")  # fmt: skip
     progress = Progress(len(cells), report)
     hinted = False
     with get_client(sync_client=True) as client:
-        while waiting:
+        while waiting or held:
             time.sleep(POLL_S)
             runs = client.read_flow_runs(
                 flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=list(waiting)))
-            )
+            ) if waiting else []  # fmt: skip
             for run in runs:
                 if run.state is not None and run.state.is_final():
-                    cell, _ = waiting.pop(str(run.id))
-                    progress.finished(cell, run.state.type.value, str(run.id),
-                                      run.state.message or "")  # fmt: skip
+                    progress.finished(waiting.pop(str(run.id)), run.state.type.value,
+                                      str(run.id), run.state.message or "")  # fmt: skip
+            if held:
+                ready = _sft_done(client, set(first_of_pair.values()), set(waiting))
+                for cell in [c for c in held if first_of_pair[(c[0], c[2])] in ready]:
+                    held.remove(cell)
+                    _submit(cell, grid_id, study_hash, deployment, waiting)
             started = any(r.state is not None and not r.state.is_scheduled() for r in runs)
             if not hinted and not started and not progress.outcomes and \
                     time.monotonic() - progress.started > NO_WORKER_HINT_S:  # fmt: skip
@@ -123,11 +140,36 @@ def run_on_deployment(
     return progress.outcomes
 
 
-def _work_pool_of(deployment: str) -> str:
-    from prefect import get_client
-    from prefect.exceptions import ObjectNotFound
-    from prefect.settings import PREFECT_API_URL
+def _submit(cell: Cell, grid_id: str, study_hash: str, deployment: str,
+            waiting: dict[str, str]) -> str:  # fmt: skip
+    fmt, objective, seed, config = cell
+    flow_run = run_deployment(
+        deployment, timeout=0, flow_run_name=run_name(grid_id, fmt, objective, seed),
+        tags=["grid-cell"],
+        parameters={"config": config.model_dump(mode="json"),
+                    "tags": cell_tags(grid_id, study_hash, fmt, objective, seed)},
+    )  # fmt: skip
+    waiting[str(flow_run.id)] = cell_name(fmt, objective, seed)
+    return str(flow_run.id)
 
+
+def _sft_done(client: Any, first_runs: set[str], still_running: set[str]) -> set[str]:
+    """The first-of-pair runs whose SFT task completed (trained or from cache), or that ended."""
+    ended = first_runs - still_running
+    asked = sorted(first_runs & still_running)
+    if not asked:
+        return ended
+    sft_runs = client.read_task_runs(
+        flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=asked)),
+        task_run_filter=TaskRunFilter(
+            name=TaskRunFilterName(like_=f"{sft.name}-"),
+            state=TaskRunFilterState(type=TaskRunFilterStateType(any_=[StateType.COMPLETED])),
+        ),
+    )  # fmt: skip
+    return ended | {str(run.flow_run_id) for run in sft_runs}
+
+
+def _work_pool_of(deployment: str) -> str:
     with get_client(sync_client=True) as client:
         try:
             return client.read_deployment_by_name(deployment).work_pool_name or "(none)"

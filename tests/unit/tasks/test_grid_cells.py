@@ -1,0 +1,113 @@
+"""Cells as deployment runs (flows/grid_cells.py) against a scripted Prefect API: what is
+submitted when, and how each cell's end is reported."""
+
+from __future__ import annotations
+
+import contextlib
+import uuid
+from types import SimpleNamespace
+
+import pytest
+from prefect.states import Completed, Failed, Running
+
+import flows.grid_cells
+from breadth.config import GridConfig
+
+
+class ScriptedPool:
+    """The Prefect API as the grid sees it. Each run's SFT task completes on the poll after it
+    is submitted; the run ends `polls_to_end` polls after it is submitted; cells named in
+    `failing` end FAILED."""
+
+    def __init__(self, polls_to_end: int = 3, failing: tuple[str, ...] = ()):
+        self.poll = 0
+        self.polls_to_end, self.failing = polls_to_end, failing
+        self.runs: dict[str, dict] = {}
+        self.submitted: list[tuple[int, str]] = []  # (poll, cell)
+
+    def run_deployment(self, name, timeout, flow_run_name, tags, parameters):
+        assert timeout == 0 and "grid-cell" in tags  # submitted, not waited on, one by one
+        run_id = str(uuid.uuid4())
+        cell = parameters["tags"]["grid.cell"]
+        self.runs[run_id] = {"cell": cell, "since": self.poll}
+        self.submitted.append((self.poll, cell))
+        return SimpleNamespace(id=run_id)
+
+    def read_flow_runs(self, flow_run_filter):
+        self.poll += 1
+        return [SimpleNamespace(id=run_id, state=self._state(run_id))
+                for run_id in map(str, flow_run_filter.id.any_)]  # fmt: skip
+
+    def _state(self, run_id):
+        run = self.runs[run_id]
+        if self.poll - run["since"] < self.polls_to_end:
+            return Running()
+        return Failed(message="boom") if run["cell"] in self.failing else Completed()
+
+    def read_task_runs(self, flow_run_filter, task_run_filter):
+        assert task_run_filter.name.like_ == "sft-"
+        return [SimpleNamespace(flow_run_id=run_id) for run_id in map(str, flow_run_filter.id.any_)
+                if self.poll > self.runs[run_id]["since"]]  # fmt: skip
+
+    def read_deployment_by_name(self, name):
+        return SimpleNamespace(work_pool_name="breadth-cpu")
+
+
+@pytest.fixture()
+def pool(monkeypatch):
+    scripted = ScriptedPool()
+    monkeypatch.setattr(flows.grid_cells, "POLL_S", 0.0)
+    monkeypatch.setattr(flows.grid_cells, "run_deployment", scripted.run_deployment)
+    monkeypatch.setattr(flows.grid_cells, "get_client",
+                        lambda sync_client: contextlib.nullcontext(scripted))  # fmt: skip
+    return scripted
+
+
+def _run(study: GridConfig, lines: list[str]):
+    return flows.grid_cells.run_on_deployment(study.cells(), "g1", study.content_hash(),
+                                              "breadth-pipeline/adhoc", lines.append)  # fmt: skip
+
+
+STUDY = GridConfig(preset="default", formats=["free_form"], rewards=["correctness", "darling"],
+                   seeds=[0, 1])  # fmt: skip
+
+
+def test_the_other_cells_of_a_format_and_seed_wait_for_its_sft(pool):
+    lines: list[str] = []
+    outcomes = _run(STUDY, lines)
+    first = {cell for poll, cell in pool.submitted if poll == 0}
+    assert first == {"free_form/correctness/seed0", "free_form/correctness/seed1"}
+    later = [(poll, cell) for poll, cell in pool.submitted if poll > 0]
+    # Released on the first poll that saw their pair's SFT completed, long before it ended.
+    assert sorted(later) == [(1, "free_form/darling/seed0"), (1, "free_form/darling/seed1")]
+    assert sorted(o.cell for o in outcomes if o.completed) == sorted(c for _, c in pool.submitted)
+    assert [line.split()[1] for line in lines if line.startswith("cell ")] == \
+        ["1/4", "2/4", "3/4", "4/4"]  # fmt: skip
+
+
+def test_without_sft_every_cell_is_submitted_at_once(pool):
+    lines: list[str] = []
+    _run(STUDY.model_copy(update={"overrides": ["sft.enabled=false"]}), lines)
+    assert [poll for poll, _ in pool.submitted] == [0, 0, 0, 0]
+
+
+def test_a_failed_cell_is_reported_and_the_others_finish(pool):
+    pool.failing = ("free_form/darling/seed1",)
+    outcomes = _run(STUDY, [])
+    states = {o.cell: o.state for o in outcomes}
+    assert states.pop("free_form/darling/seed1") == "FAILED"
+    assert set(states.values()) == {"COMPLETED"} and len(states) == 3
+    assert [o.message for o in outcomes if not o.completed] == ["boom"]
+
+
+def test_a_missing_deployment_says_how_to_register_it(monkeypatch):
+    from prefect.exceptions import ObjectNotFound
+
+    class NoDeployments(ScriptedPool):
+        def read_deployment_by_name(self, name):
+            raise ObjectNotFound(http_exc=Exception("404"))
+
+    monkeypatch.setattr(flows.grid_cells, "get_client",
+                        lambda sync_client: contextlib.nullcontext(NoDeployments()))  # fmt: skip
+    with pytest.raises(flows.grid_cells.CellDeploymentMissing, match="breadth deploy"):
+        _run(STUDY, [])
