@@ -112,7 +112,7 @@ def run_on_deployment(
             run_id = _submit(cell, grid_id, study_hash, deployment, waiting)
             first_of_pair.setdefault(pair, run_id)
     report(f"{len(waiting)} of {len(cells)} cells submitted to {deployment} (work pool {pool}; "
-           f"start workers with `prefect worker start --pool {pool}`); the other cells of each "
+           f"start workers with `breadth worker --pool {pool}`); the other cells of each "
            "(format, seed) follow once its SFT start is trained")  # fmt: skip
     progress = Progress(len(cells), report)
     hinted = False
@@ -136,7 +136,7 @@ def run_on_deployment(
                     time.monotonic() - progress.started > NO_WORKER_HINT_S:  # fmt: skip
                 hinted = True
                 report(f"no cell has started after {NO_WORKER_HINT_S:.0f}s: is a worker "
-                       f"polling work pool {pool}? `prefect worker start --pool {pool}`")  # fmt: skip
+                       f"polling work pool {pool}? `breadth worker --pool {pool}`")  # fmt: skip
     return progress.outcomes
 
 
@@ -177,6 +177,6 @@ def _work_pool_of(deployment: str) -> str:
             raise CellDeploymentMissing(
                 f"grid.cell_deployment={deployment!r} is not registered on the Prefect server "
                 f"at {PREFECT_API_URL.value()}. Register it with `breadth deploy` and start "
-                "workers on its pool (`prefect worker start --pool breadth-cpu`), or run the "
+                "workers on its pool (`breadth worker --pool breadth-cpu`), or run the "
                 "cells in this process with grid.cell_runner=in_process."
             ) from None
