@@ -19,7 +19,7 @@ from tasks.prepare import prepare
 from tasks.rollout import rollout
 from tasks.search import search
 from tasks.stage_keys import stage_keys
-from tasks.tracking import open_parent_run
+from tasks.tracking import open_parent_run, tag_stage_origins
 from tasks.train import init_model, rl, sft
 
 
@@ -65,7 +65,7 @@ def run_pipeline(config: PipelineConfig, extra_tags: dict[str, str] | None = Non
         report = publish_report(parent, evaluation)
         stages = [dataset, *models.values(), *rollouts.values(), *searches.values(), evaluation]
         # Which child run produced each stage: on a cache hit it is an earlier run's.
-        parent.set_tags({f"stage_run.{r.stage}": r.mlflow_run_id for r in stages})
+        tag_stage_origins(parent, {r.stage: r.mlflow_run_id for r in stages})
     return {
         "mlflow_run_id": parent.run_id,
         "mlflow_run_url": parent.url(),

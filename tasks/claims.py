@@ -12,10 +12,11 @@ from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 
 from breadth.config import GridConfig
-from breadth.evaluation.claims import ClaimSettings, evaluate_claims
+from breadth.evaluation.claims import evaluate_claims
 from breadth.evaluation.study_report import write_study_report
 from breadth.tracking.runs import tracking_uri
 from breadth.tracking.study import grid_provenance, load_study_frame, provenance_header
+from tasks.grid import claim_settings
 
 
 @task(name="study-claims", cache_policy=NO_CACHE, retries=1)
@@ -25,9 +26,7 @@ def publish_claims(study: GridConfig, grid_id: str, summary_run_id: str) -> dict
     from mlflow import MlflowClient
 
     frame = load_study_frame(tracking_uri(), grid_id)
-    cell = study.cells()[0][3].evaluation
-    settings = ClaimSettings(split_k=cell.transfer_split_k, min_split=cell.transfer_min_split,
-                             split_threshold=cell.transfer_split_threshold)  # fmt: skip
+    settings = claim_settings(study)
     claims = evaluate_claims(frame, settings)
     header = provenance_header(grid_provenance(tracking_uri(), grid_id))
     client = MlflowClient(tracking_uri())

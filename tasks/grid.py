@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -12,11 +13,13 @@ from prefect.cache_policies import NO_CACHE
 
 from breadth.config import GridConfig
 from breadth.evaluation.alarm import collapse_alarm
+from breadth.evaluation.claims import ClaimSettings
 from breadth.evaluation.grid import grid_summary
 from breadth.evaluation.grid_report import plot_grid, summary_markdown
 from breadth.grid_progress import CellOutcome, failed_cells, failed_cells_markdown
 from breadth.tracking.fetch import GRID_SUMMARY_KIND, fetch_runs, previous_grid_id
 from breadth.tracking.runs import start_run, tracking_uri
+from breadth.tracking.study import study_frame_of_runs
 
 
 @task(name="summarise-grid", cache_policy=NO_CACHE, retries=1)
@@ -26,7 +29,7 @@ def summarise_grid(
     """One MLflow run with the grid's table and plots, and the same as a Prefect artifact;
     cells that did not finish are named under the table (and in the tag `grid.failed_cells`)."""
     runs = fetch_runs(tracking_uri(), grid_id=grid_id)
-    summary = grid_summary(runs)
+    summary = summary_of(runs, study)
     experiment = load_experiment_name(study)
     markdown = summary_markdown(summary) + failed_cells_markdown(outcomes or [])
     failed = ",".join(o.cell for o in failed_cells(outcomes or []))
@@ -44,6 +47,24 @@ def summarise_grid(
     create_markdown_artifact(key="breadth-grid", description=f"grid {grid_id}",
                              markdown=f"[MLflow summary run]({run.url()})\n\n{markdown}")  # fmt: skip
     return {"run_id": run.run_id, "summary": summary.to_dict(orient="records")}
+
+
+def claim_settings(study: GridConfig) -> ClaimSettings:
+    """The transfer split of the study's cells, so claims and summary split problems alike."""
+    cell = study.cells()[0][3].evaluation
+    return ClaimSettings(split_k=cell.transfer_split_k, min_split=cell.transfer_min_split,
+                         split_threshold=cell.transfer_split_threshold)  # fmt: skip
+
+
+def summary_of(runs: Any, study: GridConfig) -> Any:
+    """The grid summary with bootstrap intervals from the cells' per-problem tables; cells
+    logged before those tables existed get none, and the summary's `ci` column says so."""
+    try:
+        per_problem = study_frame_of_runs(tracking_uri(), runs)
+    except FileNotFoundError as error:
+        logging.getLogger("breadth.grid").warning("grid summary without intervals: %s", error)
+        per_problem = None
+    return grid_summary(runs, per_problem, settings=claim_settings(study))
 
 
 def load_experiment_name(study: GridConfig) -> str:
@@ -64,7 +85,7 @@ def alarm_against_previous(study: GridConfig, grid_id: str, current: dict[str, A
         verdict = {"fired": False, "previous_grid": None,
                    "markdown": "No earlier grid of this study: nothing to compare."}  # fmt: skip
     else:
-        result = collapse_alarm(grid_summary(fetch_runs(tracking_uri(), grid_id=previous_id)),
+        result = collapse_alarm(summary_of(fetch_runs(tracking_uri(), grid_id=previous_id), study),
                                 pd.DataFrame(current["summary"]))  # fmt: skip
         verdict = {"fired": result.fired, "previous_grid": previous_id,
                    "markdown": result.markdown()}  # fmt: skip

@@ -11,6 +11,8 @@ from pathlib import Path
 from prefect import runtime
 
 from breadth.config import PipelineConfig
+from breadth.stack import without_userinfo
+from breadth.tracking.provenance import StageOrigin, stage_provenance
 from breadth.tracking.reconcile import reconcile_stale_runs
 from breadth.tracking.runs import RunHandle, start_run, tracking_uri
 
@@ -70,3 +72,20 @@ def run_name(config: PipelineConfig, extra_tags: dict[str, str]) -> str:
     if "grid.objective" in extra_tags:
         return f"{config.data.format}·{extra_tags['grid.objective']}·s{config.seed}"
     return f"{config.preset}·{config.content_hash()[:8]}"
+
+
+def tag_stage_origins(parent: RunHandle, stage_runs: dict[str, str]) -> None:
+    """Say on the parent which stages ran here and which came from the cache, from which runs
+    ({stage: producing child run id}; stages without a run, e.g. a model created from scratch,
+    are left out)."""
+    client = parent.client
+    origins = {}
+    for stage, run_id in stage_runs.items():
+        if run_id:
+            info = client.get_run(run_id)
+            origins[stage] = StageOrigin(run_id, info.data.tags.get("mlflow.parentRunId", ""),
+                                         info.info.experiment_id)  # fmt: skip
+    base = without_userinfo(parent.tracking_uri)
+    parent.set_tags(stage_provenance(
+        parent.run_id, origins, lambda experiment, run: f"{base}/#/experiments/{experiment}/runs/{run}"
+    ))  # fmt: skip

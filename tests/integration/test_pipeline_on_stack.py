@@ -70,6 +70,7 @@ def test_compare_reads_what_the_pipeline_logged(two_runs, live_stack):
     # The reader against the writer: `breadth compare` and the grid read this layout back.
     from breadth.evaluation.grid import grid_summary
     from breadth.tracking.fetch import fetch_runs
+    from breadth.tracking.study import study_frame_of_runs
 
     uri = live_stack["MLFLOW_TRACKING_URI"]
     first, second = (_run_id(run[1]) for run in two_runs)
@@ -80,15 +81,37 @@ def test_compare_reads_what_the_pipeline_logged(two_runs, live_stack):
         assert [sorted(curve) for curve in runs[f"curve_{model}"]] == [[1, 2, 4, 8]] * 2
     # The second run was served from the cache: its evaluate children are the first run's.
     assert runs["curve_rl"][0] == runs["curve_rl"][1]
-    summary = grid_summary(runs).iloc[0]
+    summary = grid_summary(runs, study_frame_of_runs(uri, runs)).iloc[0]
     assert summary["seeds"] == 2 and summary["k"] == 8
+    assert summary["ci"] == "bootstrap over seeds × problems"
     for column in ("pass_at_1", "pass_at_kmax", "base_pass_at_kmax", "search_success"):
         assert summary[column] == summary[column], f"{column} not read back (NaN)"
+        low, high = summary[f"{column}_ci_low"], summary[f"{column}_ci_high"]
+        assert 0.0 <= low <= summary[column] <= high <= 1.0, column
     # Every eval problem is base-solved or base-unsolved: the split sizes are read back (splits
     # this small are too small for their diversity to be reported).
     sizes = [runs[f"rl/transfer/{split}/num_problems"][0] for split in ("solved", "unsolved")
              if f"rl/transfer/{split}/num_problems" in runs]  # fmt: skip
     assert sum(sizes) == 12  # data.num_eval of SMALL_PIPELINE
+
+
+def test_a_cached_re_run_says_where_its_stages_came_from(two_runs, live_stack):
+    from mlflow import MlflowClient
+
+    client = MlflowClient(live_stack["MLFLOW_TRACKING_URI"])
+    first, second = (client.get_run(_run_id(run[1])) for run in two_runs)
+    assert first.data.tags["breadth.cached_stages"] == "none"
+    cached = second.data.tags["breadth.cached_stages"].split(",")
+    assert {"prepare", "sft", "rl", "evaluate"} <= set(cached)
+    assert second.data.tags["breadth.cached_from"] == first.info.run_id
+    assert first.info.run_id in second.data.tags["mlflow.note.content"]
+    # The headline metrics are copied onto the cached run's parent: it is never empty.
+    assert second.data.metrics["rl/eval/pass_at_1"] == first.data.metrics["rl/eval/pass_at_1"]
+    # A few headline metrics on the parent, bounds under ci/; the rest on the evaluate runs.
+    names = set(first.data.metrics)
+    assert "rl/eval/pass_at_2" not in names and "rl/eval/distinct_1" not in names
+    assert "ci/low/rl/eval/pass_at_1" in names and not [n for n in names if "_ci_" in n]
+    assert len(names) < 60, sorted(names)
 
 
 def test_models_load_back_with_mlflow_transformers(two_runs, live_stack):

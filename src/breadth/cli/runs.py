@@ -152,7 +152,7 @@ def compare(
         runs = fetch_runs(uri, run_ids=run_ids or None, grid_id=grid_id)
     except (CompareError, TrackingError) as error:
         fail(str(error))
-    summary = grid_summary(runs, model=model)
+    summary = grid_summary(runs, _per_problem_tables(uri, runs), model=model)
     plots = plot_grid(runs, summary, out)
     claims, claims_note = None, ""
     if grid_id:
@@ -176,6 +176,17 @@ def compare(
         console.print(f"wrote {claims}", highlight=False)
     elif claims_note:
         console.print(f"no claims: {claims_note}", highlight=False)
+
+
+def _per_problem_tables(uri: str, runs):
+    """The runs' per-problem tables, which the summary's intervals resample; None for runs
+    logged without them (the summary's `ci` column then says there are no intervals)."""
+    from breadth.tracking.study import study_frame_of_runs
+
+    try:
+        return study_frame_of_runs(uri, runs)
+    except FileNotFoundError:
+        return None
 
 
 def _records(frame) -> list[dict]:

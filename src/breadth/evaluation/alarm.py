@@ -65,14 +65,18 @@ class AlarmResult:
         lines += [f"- {r}" for r in self.reasons]
         if self.notes:
             lines += ["", "Notes:", *(f"- {n}" for n in self.notes)]
-        lines += ["", "| format | reward | metric | previous [CI] | current [CI] | verdict |",
-                  "| --- | --- | --- | --- | --- | --- |"]  # fmt: skip
-        for c in self.compared:
-            lines.append(
-                f"| {c.format} | {c.reward} | {c.metric} | "
-                f"{estimate_text(c.previous, c.previous_low, c.previous_high)} | "
-                f"{estimate_text(c.current, c.current_low, c.current_high)} | {c.verdict} |"
-            )
+        # One narrow table per metric (the cell in one column, the verdict short), so that it
+        # fits a flow-run page; a drop's full sentence is in the list above.
+        for metric in dict.fromkeys(c.metric for c in self.compared):
+            lines += ["", f"**{metric}**", "", "| cell | previous [CI] | current [CI] | verdict |",
+                      "| --- | --- | --- | --- |"]  # fmt: skip
+            for c in (c for c in self.compared if c.metric == metric):
+                lines.append(
+                    f"| {c.format} / {c.reward} | "
+                    f"{estimate_text(c.previous, c.previous_low, c.previous_high)} | "
+                    f"{estimate_text(c.current, c.current_low, c.current_high)} | "
+                    f"{'DROPPED' if c.dropped else c.verdict} |"
+                )
         return "\n".join(lines) + "\n"
 
 

@@ -1,7 +1,8 @@
 """Statistics of a grid of pipeline runs: per cell (format x reward), means across seeds with
 95% CIs, the base model's reference values and paired deltas.
 
-Pure pandas over the frame `breadth.tracking.fetch.fetch_runs` returns; the collapse alarm
+Pure pandas over the frame `breadth.tracking.fetch.fetch_runs` returns and, for the intervals,
+the per-problem study frame (`breadth.tracking.study.load_study_frame`); the collapse alarm
 (`breadth.evaluation.alarm`) and the grid report (`breadth.evaluation.grid_report`) read its
 output.
 """
@@ -15,6 +16,10 @@ from collections.abc import Iterable, Mapping
 import numpy as np
 import pandas as pd
 
+from breadth.evaluation.claims import ClaimSettings
+from breadth.evaluation.grid_bootstrap import cell_intervals, split_by_cell
+from breadth.evaluation.result import ci_names
+
 __all__ = [
     "SUMMARY_METRICS",
     "estimate_text",
@@ -22,19 +27,17 @@ __all__ = [
     "grid_summary",
     "mean_curve",
     "summary_k",
-    "t_quantile_975",
 ]
 
 # Summary columns of the trained model: (column, label, metric name under `<model>/`).
 # `{k}` is the largest k every run measured. Each column also gets `_ci_low` / `_ci_high`.
+# maj@k, best-of-k and the crossover k stay on the runs (the crossover also in the claims):
+# there is no per-problem table to resample them from.
 SUMMARY_METRICS: tuple[tuple[str, str, str], ...] = (
     ("pass_at_1", "pass@1", "eval/pass_at_1"),
     ("pass_at_kmax", "pass@{k}", "eval/pass_at_{k}"),
-    ("maj_at_kmax", "maj@{k}", "eval/maj_at_{k}"),
-    ("best_of_kmax", "best-of-{k}", "eval/best_of_{k}"),
     ("distinct_solved", "distinct, base-solved", "transfer/solved/distinct_outcomes"),
     ("distinct_unsolved", "distinct, base-unsolved", "transfer/unsolved/distinct_outcomes"),
-    ("crossover_k", "crossover k", "transfer/crossover_k"),
     ("search_success", "search success", "search/evolutionary_success"),
 )
 # Reference values of the base (SFT) model. The unsolved-split diversity of the base is read
@@ -53,37 +56,27 @@ _DELTAS: tuple[tuple[str, str, str, str], ...] = (
     ("distinct_unsolved_delta", "Δdistinct, base-unsolved", "distinct_unsolved",
      "base_distinct_unsolved"),
 )  # fmt: skip
-
-# Two-sided 95% Student t quantiles, df = 1..30 (numpy has no t distribution; scipy is not
-# a dependency of the library).
-_T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179,
-         2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064,
-         2.060, 2.056, 2.052, 2.048, 2.045, 2.042)  # fmt: skip
+BOOTSTRAP_CI = "bootstrap over seeds × problems"
+RUN_CI = "the run's bootstrap over problems"
+NO_CI = "none (no per-problem tables)"
 
 
-def t_quantile_975(df: int) -> float:
-    """Two-sided 95% Student t quantile (table to df=30, Cornish-Fisher beyond).
-
-    >>> t_quantile_975(1), t_quantile_975(4), round(t_quantile_975(60), 3)
-    (12.706, 2.776, 2.0)
-    """
-    if df < 1:
-        raise ValueError(f"degrees of freedom must be >= 1, got {df}")
-    if df <= len(_T975):
-        return _T975[df - 1]
-    z = 1.959964
-    return z + (z**3 + z) / (4 * df)
-
-
-def grid_summary(runs: pd.DataFrame, model: str = "rl", *, base_model: str = "sft") -> pd.DataFrame:
+def grid_summary(
+    runs: pd.DataFrame, per_problem: pd.DataFrame | None = None, model: str = "rl", *,
+    base_model: str = "sft", settings: ClaimSettings | None = None,
+) -> pd.DataFrame:  # fmt: skip
     """One row per cell (format x reward): each SUMMARY_METRICS column as the mean across the
     cell's runs (seeds) with a 95% CI, the base model's reference values, the paired deltas
-    (trained minus base, per run), `seeds` and `k` (the largest k every run measured).
+    (trained minus base), `seeds`, `k` (the largest k every run measured) and `ci` (how the
+    intervals were made).
 
-    CI: with n >= 2 runs, mean ± t(n-1) · sd / sqrt(n) across seeds, so it covers seed and
-    problem-sampling noise together (each seed draws its own problems); with one run, that
-    run's own bootstrap-over-problems interval (`<name>_ci_low/_ci_high`) where it was logged,
-    else NaN. Absent metrics (e.g. no search stage) are NaN. Attributes: model, base_model, k.
+    CI: with the cells' per-problem tables (`per_problem`, the study frame), a percentile
+    bootstrap over seeds × problems (`breadth.evaluation.grid_bootstrap`): it covers seed and
+    problem-sampling noise together and stays inside the values' range, a proportion's inside
+    [0, 1], for one seed as for several. Without them, a one-run cell shows that run's own
+    bootstrap-over-problems interval where it was logged; any other interval is NaN (never a
+    t-interval: with two seeds it is ±12.7 sd and leaves [0, 1]). Absent metrics (e.g. no
+    search stage) are NaN. Attributes: model, base_model, k.
 
     >>> runs = pd.DataFrame({"format": ["mcq", "mcq"], "reward": ["correctness"] * 2,
     ...     "seed": [0, 1], "rl/eval/pass_at_1": [0.4, 0.6], "rl/eval/pass_at_8": [0.7, 0.9],
@@ -91,8 +84,8 @@ def grid_summary(runs: pd.DataFrame, model: str = "rl", *, base_model: str = "sf
     >>> row = grid_summary(runs).iloc[0]
     >>> int(row["k"]), [round(float(row[c]), 3) for c in ("pass_at_1", "pass_at_kmax_delta")]
     (8, [0.5, -0.1])
-    >>> round(float(row["pass_at_1_ci_high"] - row["pass_at_1"]), 3)  # 12.706 * 0.1414 / sqrt(2)
-    1.271
+    >>> row["ci"]
+    'none (no per-problem tables)'
     """
     missing = [c for c in ("format", "reward") if c not in runs.columns]
     if missing:
@@ -104,15 +97,23 @@ def grid_summary(runs: pd.DataFrame, model: str = "rl", *, base_model: str = "sf
         raise ValueError("no runs to summarise: fetch_runs returned an empty frame")
     k = _largest_common_k(runs, model)
     per_run = _per_run_values(runs, model, base_model, k)
-    keys = runs[["format", "reward"]]
-    out = keys.groupby(["format", "reward"], sort=True, dropna=False).size().rename("seeds")
-    out = out.reset_index()
-    out["k"] = k
-    columns = {}
-    for name, (values, lows, highs) in per_run.items():
-        columns.update(_across_seeds(name, keys, values, lows, highs))
-    out = pd.concat([out, pd.DataFrame(columns, index=out.index)], axis=1)
-    out["ci"] = [f"t over {n} seeds" if n > 1 else "bootstrap over problems" for n in out["seeds"]]
+    tables = {}
+    if per_problem is not None and (model, base_model) == ("rl", "sft"):
+        tables = split_by_cell(per_problem)
+    rows = []
+    for (fmt, reward), group in runs.groupby(["format", "reward"], sort=True, dropna=False):
+        row = {"format": fmt, "reward": reward, "seeds": len(group), "k": k}
+        for name, (values, lows, highs) in per_run.items():
+            row.update(_from_runs(name, values[group.index], lows[group.index],
+                                  highs[group.index]))  # fmt: skip
+        cell = tables.get((fmt, reward))
+        boot = cell_intervals(*cell, k, settings) if cell is not None else {}
+        for name, (estimate, low, high) in boot.items():
+            if finite(estimate):
+                row.update({name: estimate, f"{name}_ci_low": low, f"{name}_ci_high": high})
+        row["ci"] = BOOTSTRAP_CI if boot else RUN_CI if len(group) == 1 else NO_CI
+        rows.append(row)
+    out = pd.DataFrame(rows)
     out.attrs.update({"model": model, "base_model": base_model, "k": k})
     return out
 
@@ -142,6 +143,7 @@ def finite(value) -> bool:
 
 
 def _per_run_values(runs, model, base_model, k) -> dict[str, tuple[pd.Series, ...]]:
+    """{column: (value, logged CI low, logged CI high) per run}."""
     nan = pd.Series(np.nan, index=runs.index)
 
     def column(name: str) -> pd.Series:
@@ -154,28 +156,19 @@ def _per_run_values(runs, model, base_model, k) -> dict[str, tuple[pd.Series, ..
     sources = [(c, f"{model}/{m}") for c, _, m in SUMMARY_METRICS]
     sources += [(c, f"{model if under else base_model}/{m}") for c, _, m, under in _BASE_METRICS]
     for name, metric in sources:
-        out[name] = (column(metric), column(metric + "_ci_low"), column(metric + "_ci_high"))
+        out[name] = (column(metric), *(column(bound) for bound in ci_names(metric)))
     for name, _, trained, base in _DELTAS:
         out[name] = (out[trained][0] - out[base][0], nan, nan)
     return out
 
 
-def _across_seeds(name, keys, values, lows, highs) -> dict[str, np.ndarray]:
-    """Per cell (in sorted format, reward order): mean of the finite values, and the t-interval
-    (two or more values) or the one run's own interval (one value)."""
-    frame = keys.assign(v=values.to_numpy(np.float64), lo=lows.to_numpy(np.float64),
-                        hi=highs.to_numpy(np.float64))  # fmt: skip
-    cells = frame.groupby(["format", "reward"], sort=True, dropna=False)
-    n = cells["v"].count().to_numpy()
-    mean = cells["v"].mean().to_numpy()
-    sd = cells["v"].std(ddof=1).to_numpy()
-    # `first` skips NaN values: with one finite value, its row's bounds (NaN rows dropped first).
-    single = frame[frame["v"].notna()].groupby(["format", "reward"], sort=True, dropna=False)
-    single = single[["lo", "hi"]].first().reindex(cells["v"].count().index)
-    t = np.array([t_quantile_975(int(c) - 1) if c > 1 else np.nan for c in n])
-    half = t * sd / np.sqrt(np.maximum(n, 1))
-    low = np.where(n > 1, mean - half, np.where(n == 1, single["lo"].to_numpy(), np.nan))
-    high = np.where(n > 1, mean + half, np.where(n == 1, single["hi"].to_numpy(), np.nan))
+def _from_runs(name: str, values: pd.Series, lows: pd.Series, highs: pd.Series) -> dict:
+    """Mean of the finite values; the one run's own interval when only one has a value."""
+    present = values.notna()
+    mean = float(values[present].mean()) if present.any() else math.nan
+    low = high = math.nan
+    if present.sum() == 1:
+        low, high = float(lows[present].iloc[0]), float(highs[present].iloc[0])
     return {name: mean, f"{name}_ci_low": low, f"{name}_ci_high": high}
 
 

@@ -19,26 +19,32 @@ if TYPE_CHECKING:
 __all__ = ["plot_grid", "render_table", "summary_markdown"]
 
 
-def _columns(summary: pd.DataFrame) -> list[tuple[str, str]]:
-    """(column, header) pairs shown in the table, in order; absent-everywhere ones left out."""
+def _groups(summary: pd.DataFrame) -> list[tuple[str, list[tuple[str, str]]]]:
+    """(title, [(column, header), ...]) per markdown table, absent-everywhere columns left out,
+    tables left with no column dropped."""
     k = summary_k(summary) or "k"
     base = summary.attrs.get("base_model", "sft")
-    shown = [
-        ("base_pass_at_1", f"{base} pass@1"),
-        ("pass_at_1", "pass@1"),
-        ("pass_at_1_delta", "Δpass@1"),
-        ("base_pass_at_kmax", f"{base} pass@{k}"),
-        ("pass_at_kmax", f"pass@{k}"),
-        ("pass_at_kmax_delta", f"Δpass@{k}"),
-        ("maj_at_kmax", f"maj@{k}"),
-        ("best_of_kmax", f"best-of-{k}"),
-        ("distinct_solved", "distinct, solved"),
-        ("base_distinct_unsolved", f"{base} distinct, unsolved"),
-        ("distinct_unsolved", "distinct, unsolved"),
-        ("crossover_k", "crossover k"),
-        ("search_success", "search success"),
-    ]
-    return [(c, h) for c, h in shown if c in summary and summary[c].notna().any()]
+    model = summary.attrs.get("model", "rl")
+    groups = [
+        ("pass@1", [("base_pass_at_1", base), ("pass_at_1", model), ("pass_at_1_delta", "Δ")]),
+        (f"pass@{k}", [("base_pass_at_kmax", base), ("pass_at_kmax", model),
+                       ("pass_at_kmax_delta", "Δ")]),
+        ("distinct outcomes per problem, on problems the base did not solve",
+         [("base_distinct_unsolved", base), ("distinct_unsolved", model),
+          ("distinct_unsolved_delta", "Δ")]),
+        ("distinct outcomes per problem, on problems the base solved",
+         [("distinct_solved", model)]),
+        ("search success (evolutionary, within the budget)", [("search_success", model)]),
+    ]  # fmt: skip
+    present = lambda c: c in summary and summary[c].notna().any()
+    kept = [(title, [(c, h) for c, h in columns if present(c)]) for title, columns in groups]
+    return [(title, columns) for title, columns in kept if columns]
+
+
+def _columns(summary: pd.DataFrame) -> list[tuple[str, str]]:
+    """(column, header) pairs of the terminal table, in order."""
+    return [(c, f"{title.split(',')[0]}: {h}") for title, columns in _groups(summary)
+            for c, h in columns]  # fmt: skip
 
 
 def _cell(summary_row: Mapping[str, Any], column: str) -> str:
@@ -49,10 +55,10 @@ def _cell(summary_row: Mapping[str, Any], column: str) -> str:
 def _caption(summary: pd.DataFrame) -> str:
     model = summary.attrs.get("model", "rl")
     base = summary.attrs.get("base_model", "sft")
+    methods = sorted(set(summary["ci"])) if "ci" in summary else []
     return (
-        f"{model} vs {base}: mean across seeds [95% CI: t across seeds, or the run's bootstrap "
-        f"over problems for one seed]; Δ = {model} − {base} paired per seed; distinct = distinct "
-        "outcomes per problem on base-solved / base-unsolved problems."
+        f"{model} vs {base}: mean across seeds [95% CI: {'; '.join(methods) or 'none'}]; "
+        f"Δ = {model} − {base}, paired per problem; distinct = distinct outcomes per problem."
     )
 
 
@@ -75,20 +81,25 @@ def render_table(summary: pd.DataFrame) -> Table:
 
 
 def summary_markdown(summary: pd.DataFrame) -> str:
-    """The grid summary as a markdown table (for MLflow artifacts and Prefect artifacts).
+    """The grid summary as markdown (MLflow and Prefect artifacts): one narrow table per
+    measure, one row per cell, so no table is wider than a flow-run page.
 
     >>> s = pd.DataFrame({"format": ["mcq"], "reward": ["correctness"], "seeds": [1],
     ...     "pass_at_1": [0.5], "pass_at_1_ci_low": [0.4], "pass_at_1_ci_high": [0.6]})
-    >>> print(summary_markdown(s).splitlines()[2])
-    | format | reward | seeds | pass@1 |
+    >>> print("\\n".join(summary_markdown(s).splitlines()[4:7]))
+    ### pass@1
+    <BLANKLINE>
+    | cell | seeds | rl |
     """
-    columns = _columns(summary)
-    header = ["format", "reward", "seeds", *(h for _, h in columns)]
-    lines = ["## breadth grid summary", "", _md_row(header), _md_row(["---"] * len(header))]
-    for _, row in summary.iterrows():
-        cells = [str(row["format"]), str(row["reward"]), str(row["seeds"])]
-        lines.append(_md_row([*cells, *(_cell(row, c) for c, _ in columns)]))
-    lines += ["", _caption(summary), ""]
+    lines = ["## breadth grid summary", "", _caption(summary), ""]
+    for index, (title, columns) in enumerate(_groups(summary)):
+        seeds = ["seeds"] if index == 0 else []
+        header = ["cell", *seeds, *(h for _, h in columns)]
+        lines += [f"### {title}", "", _md_row(header), _md_row(["---"] * len(header))]
+        for _, row in summary.iterrows():
+            cell = [f"{row['format']} / {row['reward']}", *([str(row["seeds"])] if seeds else [])]
+            lines.append(_md_row([*cell, *(_cell(row, c) for c, _ in columns)]))
+        lines.append("")
     return "\n".join(lines)
 
 
@@ -147,30 +158,46 @@ def _plot_curves(plt, runs: pd.DataFrame, model: str, base: str, path: Path) -> 
     return path
 
 
+# The smallest half-range of the cost-vs-gain axes: noise of ±0.01 must not fill the plot.
+MIN_HALF_RANGE = 0.05
+
+
 def _plot_tradeoff(plt, summary: pd.DataFrame, path: Path) -> Path:
     k = summary.attrs.get("k", "k")
     model = summary.attrs.get("model", "trained")
     base = summary.attrs.get("base_model", "base")
-    fig, ax = plt.subplots(figsize=(8.4, 4.8))
+    fig, ax = plt.subplots(figsize=(8.8, 5.2))
     try:
         # Colour = objective (the same order as the curves plot), marker = format.
         rewards = sorted(summary["reward"].astype(str).unique())
         colours = {r: f"C{i % 10}" for i, r in enumerate(rewards)}
         markers = dict(zip(sorted(summary["format"].astype(str).unique()), "osD^v"))
-        for _, row in summary.iterrows():
-            x, y = row.get("pass_at_1_delta"), row.get("pass_at_kmax_delta")
-            if not (finite(x) and finite(y)):
-                continue
+        points = tradeoff_points(summary)
+        limit = axis_half_range(points)
+        for point in points:
+            row = summary.loc[point["index"]]
+            label = f"{row['format']} / {row['reward']}" + ("" if point["has_ci"] else " (no CI)")
+            # Cells at the same place are nudged apart (1.5% of the axis each) and named.
             ax.errorbar(
-                x, y, xerr=_err(row, "pass_at_1_delta"), yerr=_err(row, "pass_at_kmax_delta"),
+                point["x"] + 0.015 * limit * point["rank"], point["y"], xerr=point["xerr"],
+                yerr=point["yerr"],
                 fmt=markers.get(str(row["format"]), "o"), color=colours[str(row["reward"])],
-                capsize=2, alpha=0.85, label=f"{row['format']} / {row['reward']}",
+                capsize=3, alpha=0.85, label=label,
             )  # fmt: skip
+            if point["shared"] > 1:
+                ax.annotate(str(row["reward"]), (point["x"], point["y"]), fontsize=7,
+                            xytext=(6, 6 - 10 * point["rank"]), textcoords="offset points")  # fmt: skip
+        ax.set_xlim(-limit, limit)
+        ax.set_ylim(-limit, limit)
         ax.axhline(0, color="grey", linewidth=0.8)
         ax.axvline(0, color="grey", linewidth=0.8)
         ax.set_xlabel(f"pass@1 change, {model} − {base} (left = cost)")
         ax.set_ylabel(f"pass@{k} change, {model} − {base} (up = gain)")
-        ax.set_title("pass@1 cost vs pass@k gain, one point per cell (95% CI bars)")
+        with_ci = sum(p["has_ci"] for p in points)
+        bars = ("95% CI bars" if with_ci == len(points) else
+                f"95% CI bars on {with_ci} of {len(points)} cells" if with_ci else
+                "no CI bars: no per-problem tables to resample")  # fmt: skip
+        ax.set_title(f"pass@1 cost vs pass@{k} gain, one point per cell ({bars})", fontsize=10)
         ax.grid(True, alpha=0.3)
         if ax.get_legend_handles_labels()[0]:
             ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
@@ -181,8 +208,47 @@ def _plot_tradeoff(plt, summary: pd.DataFrame, path: Path) -> Path:
     return path
 
 
+def tradeoff_points(summary: pd.DataFrame) -> list[dict[str, Any]]:
+    """One point per cell with finite deltas: x, y, error bars (None without a CI), and how
+    many cells share its place (`shared`, `rank`), so identical cells can be told apart.
+
+    >>> s = pd.DataFrame({"pass_at_1_delta": [0.1, 0.1], "pass_at_kmax_delta": [0.0, 0.0]})
+    >>> [(p["shared"], p["rank"], p["has_ci"]) for p in tradeoff_points(s)]
+    [(2, 0, False), (2, 1, False)]
+    """
+    points = []
+    for index, row in summary.iterrows():
+        x, y = row.get("pass_at_1_delta"), row.get("pass_at_kmax_delta")
+        if finite(x) and finite(y):
+            xerr, yerr = _err(row, "pass_at_1_delta"), _err(row, "pass_at_kmax_delta")
+            points.append({"index": index, "x": float(x), "y": float(y), "xerr": xerr,
+                           "yerr": yerr, "has_ci": xerr is not None and yerr is not None})  # fmt: skip
+    places: dict[tuple[float, float], int] = {}
+    for point in points:
+        place = (round(point["x"], 3), round(point["y"], 3))
+        point["rank"] = places.get(place, 0)
+        places[place] = point["rank"] + 1
+    for point in points:
+        point["shared"] = places[(round(point["x"], 3), round(point["y"], 3))]
+    return points
+
+
+def axis_half_range(points: list[dict[str, Any]]) -> float:
+    """A symmetric half-range that holds every point and CI bar, and at least MIN_HALF_RANGE.
+
+    >>> axis_half_range([{"x": 0.01, "y": -0.02, "xerr": None, "yerr": [[0.3], [0.1]]}])
+    0.368
+    """
+    extent = MIN_HALF_RANGE / 1.15
+    for p in points:
+        for value, err in ((p["x"], p["xerr"]), (p["y"], p["yerr"])):
+            below, above = (err[0][0], err[1][0]) if err is not None else (0.0, 0.0)
+            extent = max(extent, abs(value - below), abs(value + above))
+    return round(extent * 1.15, 3)
+
+
 def _err(row: Mapping[str, Any], column: str):
     low, high, value = row.get(f"{column}_ci_low"), row.get(f"{column}_ci_high"), row[column]
     if finite(low) and finite(high):
-        return [[value - low], [high - value]]
+        return [[max(value - low, 0.0)], [max(high - value, 0.0)]]
     return None

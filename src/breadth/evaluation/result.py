@@ -16,7 +16,68 @@ import pandas as pd
 from breadth.evaluation.bootstrap import ConfidenceInterval
 from breadth.evaluation.transfer import SPLITS, TransferResult
 
-__all__ = ["ChancePoint", "CurvePoint", "EvaluationResult"]
+__all__ = [
+    "CI_HIGH",
+    "CI_LOW",
+    "ChancePoint",
+    "CurvePoint",
+    "EvaluationResult",
+    "ci_names",
+    "headline_metrics",
+    "under_model",
+]
+
+# Interval bounds are logged beside, not next to, their metric: `ci/low/eval/pass_at_1` for
+# `eval/pass_at_1`. MLflow's chart and compare views group metrics by their first path part,
+# so the bounds fill one "ci" section of their own instead of tripling every other one.
+CI_LOW, CI_HIGH = "ci/low/", "ci/high/"
+
+
+def ci_names(name: str) -> tuple[str, str]:
+    """The metric names of `name`'s interval bounds.
+
+    >>> ci_names("rl/eval/pass_at_1")
+    ('ci/low/rl/eval/pass_at_1', 'ci/high/rl/eval/pass_at_1')
+    """
+    return CI_LOW + name, CI_HIGH + name
+
+
+def under_model(model: str, name: str) -> str:
+    """A model's metric on a pipeline's parent run: `<model>/<name>`, bounds kept under `ci/`.
+
+    >>> under_model("rl", "eval/pass_at_1"), under_model("rl", "ci/low/eval/pass_at_1")
+    ('rl/eval/pass_at_1', 'ci/low/rl/eval/pass_at_1')
+    """
+    for prefix in (CI_LOW, CI_HIGH):
+        if name.startswith(prefix):
+            return f"{prefix}{model}/{name.removeprefix(prefix)}"
+    return f"{model}/{name}"
+
+
+# What a pipeline's parent run shows (the runs table and `breadth compare` read these); the
+# evaluate child runs keep every metric and curve. `{k}` is the largest k measured.
+_HEADLINE = (
+    "eval/num_problems", "eval/pass_at_1", "eval/pass_at_{k}", "eval/maj_at_{k}",
+    "eval/best_of_{k}", "eval/distinct_outcomes", "transfer/solved/distinct_outcomes",
+    "transfer/unsolved/distinct_outcomes", "transfer/unsolved/base/distinct_outcomes",
+    "transfer/crossover_k", "search/evolutionary_success", "search/independent_success",
+)  # fmt: skip
+
+
+def headline_metrics(metrics: dict[str, float]) -> dict[str, float]:
+    """The few metrics (and their interval bounds) a parent run carries, out of a child's.
+
+    >>> m = {"eval/pass_at_1": 0.5, "eval/pass_at_4": 0.9, "eval/pass_at_2": 0.7,
+    ...      "ci/low/eval/pass_at_1": 0.4, "eval/distinct_1": 0.3}
+    >>> sorted(headline_metrics(m))
+    ['ci/low/eval/pass_at_1', 'eval/pass_at_1', 'eval/pass_at_4']
+    """
+    ks = [int(n.rsplit("_", 1)[1]) for n in metrics
+          if n.startswith("eval/pass_at_") and n.rsplit("_", 1)[1].isdigit()]  # fmt: skip
+    k = max(ks, default=None)
+    wanted = {name.format(k=k) for name in _HEADLINE if k is not None or "{k}" not in name}
+    wanted |= {bound for name in wanted for bound in ci_names(name)}
+    return {name: value for name, value in metrics.items() if name in wanted}
 
 
 @dataclass(frozen=True)
@@ -71,7 +132,8 @@ class EvaluationResult:
     """One row per problem (index problem_id): counts and every per-problem metric."""
 
     def metrics(self) -> dict[str, float]:
-        """Flat MLflow-safe metric dict: eval/pass_at_1, eval/maj_at_16, transfer/unsolved/..."""
+        """Flat MLflow-safe metric dict: eval/pass_at_1, eval/maj_at_16, transfer/unsolved/...,
+        with interval bounds under `ci/low/` and `ci/high/` (`ci/low/eval/pass_at_1`)."""
         out: dict[str, float] = {
             "eval/num_problems": float(self.num_problems),
             "eval/num_samples": float(self.num_samples),
@@ -83,26 +145,28 @@ class EvaluationResult:
         ):
             for p in curve:
                 out[f"eval/{name}_{p.k}"] = p.estimate
-                out[f"eval/{name}_{p.k}_ci_low"] = p.low
-                out[f"eval/{name}_{p.k}_ci_high"] = p.high
+                out.update(zip(ci_names(f"eval/{name}_{p.k}"), (p.low, p.high)))
         for c in self.chance:
             out[f"eval/chance_pass_at_{c.k}"] = c.chance
             out[f"eval/chance_corrected_pass_at_{c.k}"] = c.corrected.estimate
         for metric, ci in self.diversity.items():
             out[f"eval/{metric}"] = ci.estimate
-            out[f"eval/{metric}_ci_low"] = ci.low
-            out[f"eval/{metric}_ci_high"] = ci.high
+            out.update(zip(ci_names(f"eval/{metric}"), (ci.low, ci.high)))
         if self.transfer is not None:
             out.update(_transfer_metrics(self.transfer))
         return {k: float(v) for k, v in out.items() if v is not None and math.isfinite(v)}
 
     def curves(self) -> dict[str, list[tuple[int, float]]]:
-        """Curves to log as one metric each with step=k: {"eval/pass_at_k": [(k, value), ...]}."""
-        return {
-            "eval/pass_at_k": [(p.k, p.estimate) for p in self.pass_at_k],
-            "eval/maj_at_k": [(p.k, p.estimate) for p in self.maj_at_k],
-            "eval/best_of_k": [(p.k, p.estimate) for p in self.best_of_k],
-        }
+        """Curves to log as one metric each with step=k: {"eval/pass_at_k": [(k, value), ...]},
+        their bounds as `ci/low/eval/pass_at_k` and `ci/high/eval/pass_at_k`."""
+        out = {}
+        for name, curve in (("eval/pass_at_k", self.pass_at_k), ("eval/maj_at_k", self.maj_at_k),
+                            ("eval/best_of_k", self.best_of_k)):  # fmt: skip
+            low, high = ci_names(name)
+            out[name] = [(p.k, p.estimate) for p in curve]
+            out[low] = [(p.k, p.low) for p in curve]
+            out[high] = [(p.k, p.high) for p in curve]
+        return out
 
     def to_dict(self, include_per_problem: bool = False) -> dict:
         """JSON-serialisable view (NaN becomes None); per-problem rows only when asked."""
@@ -145,13 +209,10 @@ def _transfer_metrics(t: TransferResult) -> dict[str, float]:
     if c is not None:
         out["transfer/has_crossover"] = float(c.k is not None)
         out["transfer/crossover_share"] = c.share_with_crossover
-        for key, value in (
-            ("crossover_k", c.k),
-            ("crossover_k_ci_low", c.low),
-            ("crossover_k_ci_high", c.high),
-        ):
+        low, high = ci_names("transfer/crossover_k")
+        for key, value in (("transfer/crossover_k", c.k), (low, c.low), (high, c.high)):
             if value is not None:
-                out[f"transfer/{key}"] = float(value)
+                out[key] = float(value)
     return out
 
 

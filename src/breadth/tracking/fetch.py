@@ -2,8 +2,9 @@
 
 Reads what the pipeline logs (README "MLflow layout"): one parent run per pipeline run with
 the tags `format`, `reward`, `seed` (and `grid.id` in a grid), the evaluate metrics copied onto
-it as `<model>/<name>` (`rl/eval/pass_at_16`, `sft/eval/pass_at_1`, ...), and one evaluate child
-per model (`evaluate-sft`, `evaluate-rl`) holding the curve `eval/pass_at_k` with step=k.
+it as `<model>/<name>` (`rl/eval/pass_at_16`, `sft/eval/pass_at_1`, ...; interval bounds as
+`ci/low/<model>/<name>`), and one evaluate child per model (`evaluate-sft`, `evaluate-rl`)
+holding the curve `eval/pass_at_k` with step=k.
 Everything goes through `MlflowClient` and explicit run ids; every value put into an MLflow
 filter string is quoted by `quoted` (which refuses what MLflow cannot escape). The statistics
 over these rows live in `breadth.evaluation.grid`.
@@ -17,9 +18,12 @@ from typing import Any
 
 import pandas as pd
 
+from breadth.evaluation.result import under_model
+
 _IDENTITY_COLUMNS = ("run_id", "experiment_id", "run_name", "status", "grid_id", "grid_cell",
                      "format", "reward", "seed", "preset", "config_hash")  # fmt: skip
 _CURVE = "eval/pass_at_k"
+_CURVE_NAMES = ("pass_at_k", "maj_at_k", "best_of_k")  # logged with step = k
 # The kind tag of a grid's summary run (one per grid, beside its cell runs).
 GRID_SUMMARY_KIND = "grid-summary"
 
@@ -178,8 +182,8 @@ def _row_of(client, run, experiment_ids: list[str]) -> dict[str, Any]:
     }
     for model, child in _evaluate_children(client, run, experiment_ids).items():
         for name, value in child.data.metrics.items():
-            if name != _CURVE:
-                row.setdefault(f"{model}/{name}", value)
+            if name.rsplit("/", 1)[-1] not in _CURVE_NAMES:  # a curve's last point, alone
+                row.setdefault(under_model(model, name), value)
         row[f"curve_{model}"] = _curve_of(client, child.info.run_id)
     return row
 

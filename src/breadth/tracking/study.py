@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 __all__ = ["grid_provenance", "load_study_frame", "provenance_header",
-           "study_frame_from_reports"]
+           "study_frame_from_reports", "study_frame_of_runs"]
 
 MODELS = ("sft", "rl")
 
@@ -66,11 +66,15 @@ def _search_outcomes(path: Path) -> dict[str, dict[str, dict[str, int]]]:
 
 def load_study_frame(tracking_uri: str, grid_id: str) -> pd.DataFrame:
     """Download every finished cell's `report/` artifacts of grid `grid_id` -> study frame."""
-    from mlflow import MlflowClient
-
     from breadth.tracking.fetch import fetch_runs
 
-    runs = fetch_runs(tracking_uri, grid_id=grid_id)
+    return study_frame_of_runs(tracking_uri, fetch_runs(tracking_uri, grid_id=grid_id))
+
+
+def study_frame_of_runs(tracking_uri: str, runs: pd.DataFrame) -> pd.DataFrame:
+    """The study frame of the parent runs `fetch_runs` returned (their `report/` artifacts)."""
+    from mlflow import MlflowClient
+
     client = MlflowClient(tracking_uri)
     with tempfile.TemporaryDirectory() as scratch:
         cells = []

@@ -13,6 +13,7 @@ import pytest
 
 from breadth.evaluation import alarm
 from breadth.evaluation.alarm import AlarmResult, collapse_alarm
+from breadth.evaluation.claims import ClaimSettings
 from breadth.evaluation.grid import grid_summary
 
 FORMATS = ("free_form", "mcq")
@@ -24,32 +25,44 @@ MEANS = {
     for i, r in enumerate(REWARDS)
 }
 NAN3 = (math.nan, math.nan, math.nan)
+N, PROBLEMS = 16, 128  # samples per problem, problems per seed (the study preset's num_eval)
+SETTINGS = ClaimSettings(num_resamples=200)
 
 
-def _runs(seeds, *, rng_seed, noise=0.05, collapse=(), factor=0.5, nights=1) -> pd.DataFrame:
-    """Per-seed parent-run rows as fetch_runs returns them: each metric drawn around its cell
-    mean with a relative sd of `noise`; cells in `collapse` have pass@16 and unsolved distinct
-    outcomes multiplied by `factor`. `nights` > 1 stacks independent grids (reward `r#night`)."""
+def _grid(seeds, *, rng_seed, noise=0.05, collapse=(), factor=0.5, nights=1):
+    """A grid as the summary reads it: parent-run rows and the per-problem study frame.
+
+    Per seed, each cell's means wobble by a relative sd of `noise` (seed noise); per problem,
+    the trained model solves a problem with probability pass@16 (then each sample with
+    probability pass@1 / pass@16) and gives 1 + Poisson(distinct - 1) outcomes (problem
+    noise). Cells in `collapse` have pass@16 and the distinct outcomes multiplied by
+    `factor`. `nights` > 1 stacks independent grids (reward `r#night`)."""
     rng = np.random.default_rng(rng_seed)
-    rows = []
+    runs, problems = [], []
     for night in range(nights):
         for (fmt, reward), (p1, pk, du) in MEANS.items():
             scale = factor if (fmt, reward) in collapse else 1.0
+            objective = reward if nights == 1 else f"{reward}#{night}"
             for seed in seeds:
-                draw = lambda mu: float(mu * (1 + noise * rng.standard_normal()))
-                rows.append({
-                    "format": fmt, "reward": reward if nights == 1 else f"{reward}#{night}",
-                    "seed": seed,
-                    "rl/eval/pass_at_1": draw(p1), "rl/eval/pass_at_16": draw(pk * scale),
-                    "rl/transfer/unsolved/distinct_outcomes": draw(du * scale),
-                    "sft/eval/pass_at_1": draw(0.2), "sft/eval/pass_at_16": draw(0.7),
-                })  # fmt: skip
-    return pd.DataFrame(rows)
+                wobble = lambda mu: float(mu * (1 + noise * rng.standard_normal()))
+                share, per_sample = min(wobble(pk * scale), 1.0), wobble(p1) / pk
+                solvable = rng.random(PROBLEMS) < share
+                correct = np.where(solvable, rng.binomial(N, min(per_sample, 1.0), PROBLEMS), 0)
+                distinct = 1 + rng.poisson(max(wobble(du * scale) - 1, 0.0), PROBLEMS)
+                base_correct = rng.binomial(N, 0.3, PROBLEMS) * (rng.random(PROBLEMS) < 0.7)
+                for model, c, d in (("rl", correct, distinct), ("sft", base_correct, 8.0)):
+                    problems.append(pd.DataFrame({
+                        "format": fmt, "objective": objective, "seed": seed, "model": model,
+                        "problem_id": [f"{night}-{seed}-{i}" for i in range(PROBLEMS)],
+                        "num_samples": N, "num_correct": c, "distinct_outcomes": d}))  # fmt: skip
+                runs.append({"format": fmt, "reward": objective, "seed": seed,
+                             "rl/eval/pass_at_16": float(np.mean(correct > 0))})  # fmt: skip
+    return pd.DataFrame(runs), pd.concat(problems, ignore_index=True)
 
 
 def _summary(**kwargs) -> pd.DataFrame:
     seeds = kwargs.pop("seeds", (0, 1))
-    return grid_summary(_runs(seeds, **kwargs))
+    return grid_summary(*_grid(seeds, **kwargs), settings=SETTINGS)
 
 
 def _one(metric="m", est=math.nan, low=math.nan, high=math.nan, fmt="mcq", reward="passk"):
@@ -100,7 +113,12 @@ def test_a_degraded_grid_fires_on_the_collapsed_cells_only():
     assert len(result.reasons) == 4
     assert any(r.startswith("mcq / correctness: distinct_unsolved fell") for r in result.reasons)
     assert len(result.compared) == 6 * 2 and result.notes == ()
-    assert "**Collapse alarm FIRED**" in result.markdown()
+    md = result.markdown()
+    assert "**Collapse alarm FIRED**" in md
+    # One narrow table per metric, every compared cell in it, drops marked.
+    rows = [line for line in md.splitlines() if line.startswith("| ") and "---" not in line]
+    assert len(rows) == 2 * (1 + 6) and md.count("| DROPPED |") == 4
+    assert max(len(r) for r in rows) <= 100
 
 
 def test_two_normal_grids_with_different_seeds_stay_quiet():
@@ -116,27 +134,29 @@ def _fired_nights(previous: pd.DataFrame, current: pd.DataFrame) -> int:
     return len({c.reward.split("#")[1] for c in result.compared if c.dropped})
 
 
+NIGHTS = 20
+
+
 @pytest.mark.parametrize(
     ("seeds", "noise", "max_false_alarms"),
-    [((0, 1), 0.05, 3), ((0, 1), 0.10, 6), ((0, 1, 2), 0.05, 3)],
+    [((0, 1), 0.05, 1), ((0, 1, 2), 0.05, 1), ((0, 1, 2), 0.10, 4)],
 )
-def test_false_alarm_rate_over_100_nights_of_pure_seed_noise(seeds, noise, max_false_alarms):
+def test_false_alarm_rate_over_many_nights_of_pure_seed_and_problem_noise(
+    seeds, noise, max_false_alarms
+):
     shifted = tuple(s + 10 for s in seeds)
-    previous = grid_summary(_runs(seeds, rng_seed=2, noise=noise, nights=100))
-    current = grid_summary(_runs(shifted, rng_seed=3, noise=noise, nights=100))
+    previous = _summary(seeds=seeds, rng_seed=2, noise=noise, nights=NIGHTS)
+    current = _summary(seeds=shifted, rng_seed=3, noise=noise, nights=NIGHTS)
     assert _fired_nights(previous, current) <= max_false_alarms
 
 
-@pytest.mark.parametrize(("seeds", "min_detected"), [((0, 1), 90), ((0, 1, 2), 99)])
+@pytest.mark.parametrize(("seeds", "min_detected"), [((0, 1), 18), ((0, 1, 2), 19)])
 def test_a_halving_in_two_cells_is_caught_on_most_nights(seeds, min_detected):
-    collapsed = [("free_form", "correctness#"), ("mcq", "correctness#")]
-    runs = _runs(seeds, rng_seed=5, nights=100)
-    degraded = _runs(tuple(s + 10 for s in seeds), rng_seed=6, nights=100)
-    for fmt, prefix in collapsed:  # halve pass@16 and unsolved distinct outcomes there
-        rows = (degraded["format"] == fmt) & degraded["reward"].str.startswith(prefix)
-        for column in ("rl/eval/pass_at_16", "rl/transfer/unsolved/distinct_outcomes"):
-            degraded.loc[rows, column] *= 0.5
-    assert _fired_nights(grid_summary(runs), grid_summary(degraded)) >= min_detected
+    collapsed = [("free_form", "correctness"), ("mcq", "correctness")]
+    previous = _summary(seeds=seeds, rng_seed=5, noise=0.10, nights=NIGHTS)
+    current = _summary(seeds=tuple(s + 10 for s in seeds), rng_seed=6, noise=0.10,
+                       nights=NIGHTS, collapse=collapsed)  # fmt: skip
+    assert _fired_nights(previous, current) >= min_detected
 
 
 def test_cells_in_one_grid_only_are_reported_not_alarmed():

@@ -1,4 +1,4 @@
-"""Grid statistics over the frame fetch_runs returns: means, t-intervals, paired deltas."""
+"""Grid statistics over the frame fetch_runs returns: means, intervals, paired deltas."""
 
 from __future__ import annotations
 
@@ -13,10 +13,11 @@ from breadth.evaluation.grid import (
     grid_summary,
     mean_curve,
     summary_k,
-    t_quantile_975,
 )
 
-_RUN_CI = {"rl/eval/pass_at_1_ci_low": 0.35, "rl/eval/pass_at_1_ci_high": 0.45}
+_RUN_CI = {"ci/low/rl/eval/pass_at_1": 0.35, "ci/high/rl/eval/pass_at_1": 0.45}
+_NO_CI = (math.nan, math.nan)
+
 
 @pytest.mark.parametrize(
     ("runs", "column", "expected"),
@@ -24,31 +25,32 @@ _RUN_CI = {"rl/eval/pass_at_1_ci_low": 0.35, "rl/eval/pass_at_1_ci_high": 0.45}
         # one seed: the run's own bootstrap interval
         ([{"rl/eval/pass_at_1": 0.4, **_RUN_CI}], "pass_at_1", (0.4, 0.35, 0.45)),
         # one seed, no interval logged: NaN bounds
-        ([{"rl/eval/pass_at_1": 0.4}], "pass_at_1", (0.4, math.nan, math.nan)),
-        # two seeds: mean ± 12.706 * sd / sqrt(2); sd of (0.2, 0.4) = 0.1414
-        ([{"rl/eval/pass_at_1": 0.2}, {"rl/eval/pass_at_1": 0.4}], "pass_at_1",
-         (0.3, 0.3 - 1.2706, 0.3 + 1.2706)),
-        # three seeds: t(2) = 4.303, sd of (1, 2, 3) = 1
+        ([{"rl/eval/pass_at_1": 0.4}], "pass_at_1", (0.4, *_NO_CI)),
+        # two seeds without per-problem tables: the mean, and no interval (never a t-interval)
+        ([{"rl/eval/pass_at_1": 0.2, **_RUN_CI}, {"rl/eval/pass_at_1": 0.4, **_RUN_CI}],
+         "pass_at_1", (0.3, *_NO_CI)),
         ([{"rl/transfer/unsolved/distinct_outcomes": v} for v in (1.0, 2.0, 3.0)],
-         "distinct_unsolved", (2.0, 2.0 - 4.303 / math.sqrt(3), 2.0 + 4.303 / math.sqrt(3))),
-        # a seed without the metric is left out of the mean
+         "distinct_unsolved", (2.0, *_NO_CI)),
+        # a seed without the metric is left out of the mean (and its interval with it)
         ([{"rl/eval/pass_at_1": 0.2}, {"rl/eval/pass_at_1": math.nan, **_RUN_CI}], "pass_at_1",
-         (0.2, math.nan, math.nan)),
+         (0.2, *_NO_CI)),
         # absent everywhere: NaN
-        ([{"rl/eval/pass_at_1": 0.2}], "crossover_k", (math.nan, math.nan, math.nan)),
-        # paired delta: (0.5 - 0.3 + 0.7 - 0.3) / 2, t interval of (0.2, 0.4)
+        ([{"rl/eval/pass_at_1": 0.2}], "search_success", (math.nan, *_NO_CI)),
+        # paired delta: (0.5 - 0.3 + 0.7 - 0.3) / 2
         ([{"rl/eval/pass_at_1": 0.5, "sft/eval/pass_at_1": 0.3},
           {"rl/eval/pass_at_1": 0.7, "sft/eval/pass_at_1": 0.3}], "pass_at_1_delta",
-         (0.3, 0.3 - 1.2706, 0.3 + 1.2706)),
+         (0.3, *_NO_CI)),
     ],
 )  # fmt: skip
-def test_grid_summary_statistics(runs, column, expected):
+def test_grid_summary_from_runs_alone(runs, column, expected):
     frame = pd.DataFrame([{"format": "mcq", "reward": "correctness", "seed": i, **r}
                           for i, r in enumerate(runs)])  # fmt: skip
     row = grid_summary(frame).iloc[0]
     got = (row[column], row[f"{column}_ci_low"], row[f"{column}_ci_high"])
     np.testing.assert_allclose(got, expected, atol=1e-3)
     assert row["seeds"] == len(runs)
+    assert row["ci"] == ("the run's bootstrap over problems" if len(runs) == 1
+                         else "none (no per-problem tables)")  # fmt: skip
 
 
 def test_grid_summary_reads_pass_at_k_at_the_largest_k_every_run_measured():
@@ -81,11 +83,6 @@ def test_mean_curve(curves, expected):
     got = mean_curve(curves)
     assert list(got) == list(expected)
     assert list(got.values()) == pytest.approx(list(expected.values()))
-
-
-@pytest.mark.parametrize(("df", "expected"), [(1, 12.706), (2, 4.303), (30, 2.042), (120, 1.98)])
-def test_t_quantile(df, expected):
-    assert t_quantile_975(df) == pytest.approx(expected, abs=2e-3)
 
 
 @pytest.mark.parametrize(

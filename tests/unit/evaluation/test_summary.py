@@ -82,9 +82,27 @@ def test_metric_names_are_mlflow_safe_and_cover_the_contract():
 def test_curves_are_lists_of_k_value_pairs_for_step_logging():
     r = evaluate_rollouts(rollouts(), num_bootstrap=20)
     curves = r.curves()
-    assert set(curves) == {"eval/pass_at_k", "eval/maj_at_k", "eval/best_of_k"}
+    names = {"eval/pass_at_k", "eval/maj_at_k", "eval/best_of_k"}
+    assert set(curves) == names | {f"ci/{b}/{n}" for n in names for b in ("low", "high")}
     assert [k for k, _ in curves["eval/pass_at_k"]] == [1, 2, 4]
     assert curves["eval/pass_at_k"][-1] == (4, pytest.approx(0.5))
+    for (k, low), (_, value), (_, high) in zip(curves["ci/low/eval/pass_at_k"],
+                                               curves["eval/pass_at_k"],
+                                               curves["ci/high/eval/pass_at_k"]):  # fmt: skip
+        assert low <= value + 1e-12 <= high + 2e-12, k
+
+
+def test_interval_bounds_are_logged_under_their_own_prefix():
+    # Bounds beside their metric (`eval/pass_at_1_ci_low`) tripled every chart section of
+    # MLflow's compare view; under `ci/low/` and `ci/high/` they fill one section of their own.
+    m = evaluate_rollouts(rollouts(), num_bootstrap=20).metrics()
+    bounds = [n for n in m if n.startswith("ci/")]
+    assert bounds and not [n for n in m if "_ci_" in n]
+    for name in bounds:
+        estimate = name.split("/", 2)[2]
+        assert estimate in m, name
+        side = name.split("/")[1]
+        assert (m[name] <= m[estimate] + 1e-12) if side == "low" else (m[name] >= m[estimate] - 1e-12)
 
 
 def test_cis_bracket_estimates_and_to_dict_is_strict_json():

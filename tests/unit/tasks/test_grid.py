@@ -48,7 +48,7 @@ def test_alarm_compares_with_the_previous_grid_and_fails_the_run_on_a_collapse(
                         lambda uri, experiment, study_hash, grid_id: asked.append(
                             (experiment, study_hash, grid_id)) or "g1")  # fmt: skip
     monkeypatch.setattr(tasks.grid, "fetch_runs", lambda uri, grid_id: grid_id)
-    monkeypatch.setattr(tasks.grid, "grid_summary", lambda runs: _summary(0.8))
+    monkeypatch.setattr(tasks.grid, "summary_of", lambda runs, study: _summary(0.8))
     steady = {"summary": _summary(0.78).to_dict(orient="records")}
     assert tasks.grid.alarm_against_previous.fn(STUDY, "g2", steady)["fired"] is False
     assert asked == [("study", STUDY.content_hash(), "g2")]

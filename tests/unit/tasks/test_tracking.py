@@ -12,3 +12,31 @@ def test_grid_cells_are_named_by_format_objective_and_seed():
 def test_lone_runs_differ_by_config_hash():
     a, b = load_config("default"), load_config("default", ["rl.max_steps=7"])
     assert run_name(a, {}).startswith("default·") and run_name(a, {}) != run_name(b, {})
+
+
+def test_stage_origins_are_read_from_each_stage_run_and_tagged_on_the_parent(monkeypatch):
+    from types import SimpleNamespace
+
+    from breadth.tracking.runs import RunHandle
+    from tasks.tracking import tag_stage_origins
+
+    produced_by = {"c-prep": "earlier", "c-eval": "this"}
+    tagged = {}
+
+    class FakeClient:
+        def get_run(self, run_id):
+            return SimpleNamespace(data=SimpleNamespace(tags={"mlflow.parentRunId":
+                                                              produced_by[run_id]}),
+                                   info=SimpleNamespace(experiment_id="3"))  # fmt: skip
+
+        def set_tag(self, run_id, key, value):
+            tagged[key] = value
+
+    monkeypatch.setattr(RunHandle, "client", property(lambda self: FakeClient()))
+    parent = RunHandle("this", "3", "http://user:pw@mlflow:5000")
+    # A model created from scratch has no stage run: left out, not looked up.
+    tag_stage_origins(parent, {"prepare": "c-prep", "init-model": "", "evaluate": "c-eval"})
+    assert tagged["breadth.cached_stages"] == "prepare"
+    assert tagged["breadth.cached_from"] == "earlier"
+    assert "http://mlflow:5000/#/experiments/3/runs/c-prep" in tagged["mlflow.note.content"]
+    assert "pw" not in tagged["mlflow.note.content"]

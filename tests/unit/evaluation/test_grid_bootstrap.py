@@ -1,0 +1,105 @@
+"""Grid-summary intervals from per-problem tables: a bootstrap over seeds × problems."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from breadth.evaluation.claims import ClaimSettings
+from breadth.evaluation.grid import grid_summary
+from breadth.evaluation.grid_bootstrap import BOOTSTRAPPED, cell_intervals, split_by_cell
+
+N = 8  # samples per problem
+PROPORTIONS = ("pass_at_1", "base_pass_at_1", "pass_at_kmax", "base_pass_at_kmax",
+               "search_success")  # fmt: skip
+DELTAS = ("pass_at_1_delta", "pass_at_kmax_delta")
+COUNTS = ("distinct_solved", "distinct_unsolved", "base_distinct_unsolved")
+
+
+def _study(seeds, rng, *, problems=30, rl_solve=0.97, objective="correctness"):
+    """RL solves almost everything (pass@1 near 1, where a t-interval across seeds leaves
+    [0, 1]); SFT solves some problems; distinct outcomes and search outcomes vary."""
+    rows = []
+    for seed in seeds:
+        for p in range(problems):
+            sft_c = int(rng.integers(0, N + 1))
+            rl_c = int(rng.binomial(N, rl_solve))
+            for model, c, distinct in (("sft", sft_c, rng.integers(1, 9)),
+                                       ("rl", rl_c, rng.integers(1, 4))):  # fmt: skip
+                rows.append({"format": "free_form", "objective": objective, "seed": seed,
+                             "model": model, "problem_id": f"s{seed}p{p}", "num_samples": N,
+                             "num_correct": c, "distinct_outcomes": float(distinct),
+                             "search_evolutionary": float(rng.random() < 0.9)})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def _runs(frame):
+    """The parent-run rows fetch_runs would give for the same cells (per-seed means)."""
+    rows = []
+    for seed, group in frame.groupby("seed"):
+        rl, sft = (group[group["model"] == m] for m in ("rl", "sft"))
+        rows.append({"format": "free_form", "reward": "correctness", "seed": seed,
+                     "rl/eval/pass_at_1": (rl["num_correct"] / N).mean(),
+                     "rl/eval/pass_at_8": (rl["num_correct"] > 0).mean(),
+                     "sft/eval/pass_at_1": (sft["num_correct"] / N).mean(),
+                     "sft/eval/pass_at_8": (sft["num_correct"] > 0).mean()})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def _cell(frame, fmt, objective, settings):
+    return cell_intervals(*split_by_cell(frame)[(fmt, objective)], N, settings)
+
+
+@pytest.mark.parametrize("num_seeds", [1, 2, 3])
+def test_intervals_stay_in_range_for_one_two_and_three_seeds(num_seeds):
+    frame = _study(range(num_seeds), np.random.default_rng(num_seeds))
+    row = grid_summary(_runs(frame), frame, settings=ClaimSettings(num_resamples=400)).iloc[0]
+    assert row["ci"] == "bootstrap over seeds × problems" and row["seeds"] == num_seeds
+    for name in BOOTSTRAPPED:
+        low, value, high = row[f"{name}_ci_low"], row[name], row[f"{name}_ci_high"]
+        assert np.isfinite([low, value, high]).all(), name
+        assert low <= value + 1e-12 and value <= high + 1e-12, name
+        if name in PROPORTIONS:
+            assert 0.0 <= low and high <= 1.0, name
+        elif name in DELTAS:
+            assert -1.0 <= low and high <= 1.0, name
+        elif name in COUNTS:
+            assert low >= 1.0 and high <= N, name  # every problem has 1..8 distinct outcomes
+
+
+def test_estimates_match_the_runs_means_and_deltas_are_paired():
+    frame = _study(range(2), np.random.default_rng(7))
+    runs = _runs(frame)
+    row = grid_summary(runs, frame, settings=ClaimSettings(num_resamples=100)).iloc[0]
+    assert row["pass_at_1"] == pytest.approx(runs["rl/eval/pass_at_1"].mean())
+    assert row["base_pass_at_kmax"] == pytest.approx(runs["sft/eval/pass_at_8"].mean())
+    assert row["pass_at_1_delta"] == pytest.approx(row["pass_at_1"] - row["base_pass_at_1"])
+
+
+def test_more_seeds_and_problems_narrow_the_interval():
+    rng = np.random.default_rng(3)
+    narrow, wide = (_cell(_study(seeds, rng, problems=p, rl_solve=0.6), "free_form",
+                          "correctness", ClaimSettings(num_resamples=400))
+                    for seeds, p in ((range(3), 60), (range(1), 10)))  # fmt: skip
+    width = lambda c: c["pass_at_1"][2] - c["pass_at_1"][1]
+    assert width(narrow) < width(wide)
+
+
+def test_distinct_counts_are_split_by_what_the_base_solved():
+    # Problem a: SFT solves it (8/8), RL gives 2 outcomes; problem b: SFT fails, RL gives 5.
+    rows = [("sft", "a", 8, 6.0), ("rl", "a", 8, 2.0), ("sft", "b", 0, 7.0), ("rl", "b", 1, 5.0)]
+    frame = pd.DataFrame([{"format": "mcq", "objective": "darling", "seed": 0, "model": m,
+                           "problem_id": p, "num_samples": N, "num_correct": c,
+                           "distinct_outcomes": d} for m, p, c, d in rows])  # fmt: skip
+    got = _cell(frame, "mcq", "darling", ClaimSettings(num_resamples=50))
+    assert got["distinct_solved"][0] == 2.0 and got["distinct_unsolved"][0] == 5.0
+    assert got["base_distinct_unsolved"][0] == 7.0 and got["distinct_unsolved_delta"][0] == -2.0
+    assert np.isnan(got["search_success"][0])  # no search stage: no value, no interval
+
+
+def test_a_cell_without_its_arms_in_the_tables_has_no_bootstrap():
+    frame = _study([0], np.random.default_rng(0), objective="darling")
+    assert ("free_form", "correctness") not in split_by_cell(frame)
+    row = grid_summary(_runs(frame).assign(seed=[0]), frame).iloc[0]  # reward: correctness
+    assert row["ci"] == "the run's bootstrap over problems"
