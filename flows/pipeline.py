@@ -8,11 +8,11 @@ parent run per flow run.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from prefect import flow
 
-from breadth.config import PipelineConfig
+from breadth.config import PipelineConfig, available_presets, with_form_changes
 from breadth.rollout.vllm_pool import kept_vllm_servers
 from tasks.evaluate import evaluate, publish_report
 from tasks.prepare import prepare
@@ -22,16 +22,26 @@ from tasks.stage_keys import stage_keys
 from tasks.tracking import open_parent_run, tag_stage_origins
 from tasks.train import init_model, rl, sft
 
+# The form's preset picker: a drop-down of the presets shipped with the package.
+PresetName = Literal[tuple(available_presets())]  # type: ignore[valid-type]
+
 
 @flow(name="breadth-pipeline", validate_parameters=True)
 def pipeline(
+    preset: PresetName | None = None,  # type: ignore[valid-type]
     config: PipelineConfig = PipelineConfig(),  # noqa: B008 - the UI form's defaults
     tags: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """Run the whole pipeline for one config (the Prefect UI renders it as a form).
 
-    `tags` are extra MLflow tags for the parent run (the grid flow marks its cells with them).
+    Args:
+        preset: Start from this preset: every `config` field you changed from its default
+            overrides it. Empty = run `config` below as it is.
+        config: Every setting of every stage; the defaults are the `default` preset.
+        tags: Extra MLflow tags for the parent run (the grid flow marks its cells with them).
     """
+    if preset is not None:
+        config = with_form_changes(preset, config)
     return run_pipeline(config, tags)
 
 

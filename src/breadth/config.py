@@ -360,7 +360,11 @@ class TrackingConfig(_Section):
 class PipelineConfig(_Section):
     """The whole pipeline. This is the Prefect flow's one parameter: the UI renders it as a form."""
 
-    preset: str = Field("default", description="Name of the preset these values started from.")
+    preset: str = Field(
+        "default", description="Label: the preset these values started from (names the MLflow "
+        "experiment and run). It does not load the preset: in the run form, choose one in the "
+        "flow's `preset` field, above `config`.",
+    )
     seed: int = Field(0, description="Seed for data, model init, training and sampling.")
     data: DataConfig = Field(default_factory=DataConfig)
     model: ModelConfig = Field(default_factory=ModelConfig)
@@ -546,6 +550,27 @@ def load_config(preset: str = "default", overrides: list[str] | None = None) -> 
     for text in overrides or []:
         key, value = parse_override(text)
         _set_dotted(values, key, value)
+    return validated(values)
+
+
+def with_form_changes(preset: str, form: PipelineConfig) -> PipelineConfig:
+    """The preset's values, then every field of `form` that differs from the form's defaults
+    (`PipelineConfig()`): how the Prefect run form chooses a preset and overrides it.
+
+    A field changed back to its default is indistinguishable from one left alone: it takes
+    the preset's value.
+
+    >>> form = PipelineConfig().model_copy(update={"seed": 3})
+    >>> config = with_form_changes("ucb", form)
+    >>> config.preset, config.rl.reward.spec, config.seed
+    ('ucb', 'correctness+ucb', 3)
+    """
+    defaults = _flatten(PipelineConfig().model_dump(mode="json"))
+    values = _preset_values(preset)
+    values["preset"] = Path(preset).stem
+    for key, value in _flatten(form.model_dump(mode="json")).items():
+        if key != "preset" and defaults.get(key) != value:
+            _set_dotted(values, key, value)
     return validated(values)
 
 
