@@ -1,22 +1,37 @@
-// Screenshots of the MLflow chart view (grid runs, pass@k) and the Prefect grid artifact.
+// One screenshot of the MLflow or Prefect UI in headless Chromium (scripts/ui_screenshots.sh
+// calls it for every image in docs/images/ and states the settings behind them there).
+//
+//   node ui_screenshot.js mlflow   URL OUT.png [chart search]   the chart view, filtered
+//   node ui_screenshot.js form     URL OUT.png TEXT             a Prefect form, TEXT in view
+//   node ui_screenshot.js artifact URL OUT.png                  a page, full length
+//
+// playwright-core is resolved from NODE_PATH (it is not a dependency of the Python package).
 const { chromium } = require('playwright-core');
+
 (async () => {
-  const [mode, url, out, search] = process.argv.slice(2);
-  const browser = await chromium.launch({ executablePath: '/usr/bin/chromium',
+  const [mode, url, out, text] = process.argv.slice(2);
+  const browser = await chromium.launch({
+    executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
     args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-           '--disable-background-networking', '--disable-component-update', '--disable-sync'] });
-  const page = await browser.newPage({ viewport: { width: 1700, height: 1050 } });
-  await page.goto(url, { waitUntil: 'load', timeout: 60000 });
-  await page.waitForTimeout(10000);
-  for (const label of ['Close', 'Got it']) {
-    const b = page.getByRole('button', { name: label });
-    if (await b.count()) { try { await b.first().click({ timeout: 2000 }); } catch (e) {} }
+           '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
+  const page = await browser.newPage({ viewport: { width: 1600, height: 1000 } });
+  await page.goto(url, { waitUntil: 'load', timeout: 90000 });
+  await page.waitForTimeout(8000);  // both UIs render after their API calls return
+  for (const label of ['Close', 'Got it', 'Dismiss']) {
+    const button = page.getByRole('button', { name: label });
+    if (await button.count()) { try { await button.first().click({ timeout: 2000 }); } catch (e) {} }
   }
-  if (mode === 'mlflow' && search) {
-    const box = page.getByPlaceholder('Search metric charts');
-    await box.fill(search);
+  if (mode === 'mlflow' && text) {
+    await page.getByPlaceholder('Search metric charts').fill(text);
     await page.waitForTimeout(6000);
   }
-  await page.screenshot({ path: out, fullPage: false });
+  if (mode === 'form' && text) {
+    const target = page.getByText(text, { exact: false }).first();
+    await target.scrollIntoViewIfNeeded({ timeout: 30000 });
+    await page.evaluate(() => window.scrollBy(0, -250));  // the field's label above its help
+    await page.waitForTimeout(1000);
+  }
+  await page.screenshot({ path: out, fullPage: mode === 'artifact' });
   await browser.close();
-})();
+})().catch((error) => { console.error(error); process.exit(1); });

@@ -19,32 +19,34 @@ if TYPE_CHECKING:
 __all__ = ["plot_grid", "render_table", "summary_markdown"]
 
 
-def _groups(summary: pd.DataFrame) -> list[tuple[str, list[tuple[str, str]]]]:
-    """(title, [(column, header), ...]) per markdown table, absent-everywhere columns left out,
-    tables left with no column dropped."""
+def _groups(summary: pd.DataFrame) -> list[tuple[str, str, list[tuple[str, str]]]]:
+    """(title, short name, [(column, header), ...]) per measure, absent-everywhere columns
+    left out, measures left with no column dropped."""
     k = summary_k(summary) or "k"
     base = summary.attrs.get("base_model", "sft")
     model = summary.attrs.get("model", "rl")
     groups = [
-        ("pass@1", [("base_pass_at_1", base), ("pass_at_1", model), ("pass_at_1_delta", "Δ")]),
-        (f"pass@{k}", [("base_pass_at_kmax", base), ("pass_at_kmax", model),
-                       ("pass_at_kmax_delta", "Δ")]),
-        ("distinct outcomes per problem, on problems the base did not solve",
+        ("pass@1", "pass@1",
+         [("base_pass_at_1", base), ("pass_at_1", model), ("pass_at_1_delta", "Δ")]),
+        (f"pass@{k}", f"pass@{k}",
+         [("base_pass_at_kmax", base), ("pass_at_kmax", model), ("pass_at_kmax_delta", "Δ")]),
+        ("distinct outcomes per problem, on problems the base did not solve", "distinct, unsolved",
          [("base_distinct_unsolved", base), ("distinct_unsolved", model),
           ("distinct_unsolved_delta", "Δ")]),
-        ("distinct outcomes per problem, on problems the base solved",
+        ("distinct outcomes per problem, on problems the base solved", "distinct, solved",
          [("distinct_solved", model)]),
-        ("search success (evolutionary, within the budget)", [("search_success", model)]),
+        ("search success (evolutionary, within the budget)", "search success",
+         [("search_success", model)]),
     ]  # fmt: skip
     present = lambda c: c in summary and summary[c].notna().any()
-    kept = [(title, [(c, h) for c, h in columns if present(c)]) for title, columns in groups]
-    return [(title, columns) for title, columns in kept if columns]
+    kept = [(title, short, [(c, h) for c, h in columns if present(c)])
+            for title, short, columns in groups]  # fmt: skip
+    return [group for group in kept if group[2]]
 
 
 def _columns(summary: pd.DataFrame) -> list[tuple[str, str]]:
     """(column, header) pairs of the terminal table, in order."""
-    return [(c, f"{title.split(',')[0]}: {h}") for title, columns in _groups(summary)
-            for c, h in columns]  # fmt: skip
+    return [(c, f"{short}: {h}") for _, short, columns in _groups(summary) for c, h in columns]
 
 
 def _cell(summary_row: Mapping[str, Any], column: str) -> str:
@@ -92,7 +94,7 @@ def summary_markdown(summary: pd.DataFrame) -> str:
     | cell | seeds | rl |
     """
     lines = ["## breadth grid summary", "", _caption(summary), ""]
-    for index, (title, columns) in enumerate(_groups(summary)):
+    for index, (title, _, columns) in enumerate(_groups(summary)):
         seeds = ["seeds"] if index == 0 else []
         header = ["cell", *seeds, *(h for _, h in columns)]
         lines += [f"### {title}", "", _md_row(header), _md_row(["---"] * len(header))]

@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# Regenerate docs/images/ from a running stack that holds the demo grid, and write
+# docs/images/README.md with the commands behind them.
+#
+#   scripts/ui_screenshots.sh grid    # run the demo grid (4 small cells) and register the
+#                                     # deployments (the run form needs `adhoc`)
+#   scripts/ui_screenshots.sh shots   # the screenshots and plots, then the README
+#
+# Needs: the client environment of `breadth stack up` in this shell (BREADTH_HOME and the
+# BREADTH_*_PORT variables of that stack), Chromium (/usr/bin/chromium or $CHROMIUM) and
+# playwright-core where node finds it ($NODE_PATH).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BREADTH=${BREADTH:-.venv/bin/breadth}
+PYTHON=${PYTHON:-.venv/bin/python}
+GRID_ID=ui-demo
+GRID_COMMAND=("$BREADTH" grid --preset default --format free_form
+  --reward correctness --reward correctness+batch --seed 0 --seed 1 --grid-id "$GRID_ID"
+  --set data.num_train=200 --set data.num_eval=32 --set sft.epochs=1 --set rl.max_steps=4
+  --set rl.save_steps=2 --set rl.num_generations=4 --set rl.prompts_per_step=2
+  --set rollout.num_samples=8 --set evaluation.bootstrap_samples=200
+  --set tracking.log_models=false)
+
+case "${1:-}" in
+grid)
+  "${GRID_COMMAND[@]}"
+  "$BREADTH" deploy
+  ;;
+shots)
+  eval "$("$BREADTH" stack up 2>/dev/null | sed -n 's/^ *export \([A-Z_]*=http[^ ]*\)$/export \1/p')"
+  out=docs/images
+  # Where to point the browser: the grid's experiment, the adhoc deployment, the grid's
+  # summary artifact and the grid flow run that published it.
+  read -r experiment deployment artifact flow_run < <("$PYTHON" - "$GRID_ID" <<'EOF'
+import json, os, sys, urllib.request
+from mlflow import MlflowClient
+
+grid_id = sys.argv[1]
+api = os.environ["PREFECT_API_URL"]
+def post(path, body):
+    request = urllib.request.Request(f"{api}{path}", json.dumps(body).encode(),
+                                     {"Content-Type": "application/json"})
+    with urllib.request.urlopen(request) as response:
+        return json.load(response)
+run = MlflowClient().search_runs(
+    [e.experiment_id for e in MlflowClient().search_experiments()],
+    f"tags.`grid.id` = '{grid_id}'", max_results=1)[0]
+deployment = [d for d in post("/deployments/filter", {}) if d["name"] == "adhoc"][0]
+artifact = post("/artifacts/filter", {"artifacts": {"key": {"any_": ["breadth-grid"]}},
+                                      "sort": "CREATED_DESC", "limit": 1})[0]
+print(run.info.experiment_id, deployment["id"], artifact["id"], artifact["flow_run_id"])
+EOF
+)
+  mlflow=$MLFLOW_TRACKING_URI
+  prefect=${PREFECT_API_URL%/api}
+  node scripts/ui_screenshot.js mlflow "$mlflow/#/experiments/$experiment?compareRunsMode=CHART" \
+    "$out/mlflow-grid-pass-at-k.png" pass_at_k
+  node scripts/ui_screenshot.js form "$prefect/deployments/deployment/$deployment/run" \
+    "$out/prefect-run-form.png" "NAME[:key=val]"
+  node scripts/ui_screenshot.js artifact "$prefect/artifacts/artifact/$artifact" \
+    "$out/prefect-grid-artifact.png"
+  node scripts/ui_screenshot.js artifact "$prefect/runs/flow-run/$flow_run?tab=Artifacts" \
+    "$out/prefect-flow-run-artifacts.png"
+  plots=$(mktemp -d)
+  "$BREADTH" compare --grid "$GRID_ID" --out "$plots" > /dev/null
+  cp "$plots/pass_at_k_by_format.png" "$out/grid-pass-at-k-by-format.png"
+  cp "$plots/pass_at_1_cost_vs_pass_at_k_gain.png" "$out/grid-cost-vs-gain.png"
+  rm -rf "$plots"
+  cat > "$out/README.md" <<EOF
+# docs/images
+
+Written by \`scripts/ui_screenshots.sh shots\` (headless Chromium through
+\`scripts/ui_screenshot.js\`), against the local stack (\`breadth stack up\`) after
+\`scripts/ui_screenshots.sh grid\`, which ran the demo grid
+
+\`\`\`
+breadth ${GRID_COMMAND[*]:1}
+\`\`\`
+
+(2 objectives x 2 seeds of the tiny default model, 32 evaluation problems of 8 samples each:
+a demonstration of the views, not a result) and \`breadth deploy\`.
+
+| image | what it shows |
+| --- | --- |
+| mlflow-grid-pass-at-k.png | MLflow chart view of the grid's experiment, charts filtered to \`pass_at_k\`: runs named \`format·objective·seed\` |
+| prefect-run-form.png | the \`breadth-pipeline/adhoc\` custom-run form at the reward spec, its syntax in code spans |
+| prefect-grid-artifact.png | the grid summary artifact (\`breadth-grid\`), full page |
+| prefect-flow-run-artifacts.png | the grid flow run's Artifacts tab |
+| grid-pass-at-k-by-format.png, grid-cost-vs-gain.png | \`breadth compare --grid $GRID_ID\` plots |
+EOF
+  ;;
+*)
+  sed -n '2,12p' "$0"
+  exit 2
+  ;;
+esac
