@@ -22,6 +22,13 @@ const { chromium } = require('playwright-core');
     const button = page.getByRole('button', { name: label });
     if (await button.count()) { try { await button.first().click({ timeout: 2000 }); } catch (e) {} }
   }
+  if (mode === 'mlflow') {
+    // MLflow 3 opens on its GenAI pages; runs and their charts are under "Model training"
+    // (a choice the browser remembers), then the chart view of the runs page.
+    await page.getByText('Model training', { exact: true }).first().click({ timeout: 30000 });
+    await page.goto(url, { waitUntil: 'load', timeout: 90000 });
+    await page.waitForTimeout(8000);
+  }
   if (mode === 'mlflow' && text) {
     await page.getByPlaceholder('Search metric charts').fill(text);
     await page.waitForTimeout(6000);

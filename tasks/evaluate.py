@@ -10,7 +10,7 @@ from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 
 from breadth.config import PipelineConfig
-from breadth.evaluation.result import headline_metrics, under_model
+from breadth.evaluation.result import headline_metrics
 from breadth.stages import evaluate_stage
 from breadth.tracking.runs import RunHandle, log_curves
 from tasks.common import (
@@ -56,11 +56,11 @@ def publish_report(parent: RunHandle, evaluation: StageResult) -> str:
     """Attach the report to this run's parent (also on cache hits) and publish it in Prefect."""
     folder = evaluation.ensure_local()
     parent.log_artifact(folder, "report")
-    # Each model's headline metrics on the parent (`rl/eval/pass_at_16`, bounds under
-    # `ci/low/rl/...`): the runs table and compare view stay readable; the evaluate child runs
+    # Each model's headline metrics on the parent (`rl/eval/pass_at_16`, its bounds as
+    # `rl/eval_ci/low/pass_at_16`): the runs table and compare view stay readable; the evaluate child runs
     # hold every metric and curve. Also on cache hits, so a re-run's parent is never empty.
     for name, metrics in evaluation.info["metrics"].items():
-        parent.log_metrics({under_model(name, key): value
+        parent.log_metrics({f"{name}/{key}": value
                             for key, value in headline_metrics(metrics).items()})  # fmt: skip
         # ... and the pass@k curve, so the chart view overlays rl/eval/pass_at_k across runs.
         curve = evaluation.info["curves"][name]["eval/pass_at_k"]

@@ -110,7 +110,7 @@ def test_a_cached_re_run_says_where_its_stages_came_from(two_runs, live_stack):
     # A few headline metrics on the parent, bounds under ci/; the rest on the evaluate runs.
     names = set(first.data.metrics)
     assert "rl/eval/pass_at_2" not in names and "rl/eval/distinct_1" not in names
-    assert "ci/low/rl/eval/pass_at_1" in names and not [n for n in names if "_ci_" in n]
+    assert "rl/eval_ci/low/pass_at_1" in names and not [n for n in names if "_ci_" in n]
     assert len(names) < 60, sorted(names)
 
 

@@ -153,10 +153,11 @@ def _per_run_values(runs, model, base_model, k) -> dict[str, tuple[pd.Series, ..
         return pd.to_numeric(runs[key], errors="coerce") if key in runs.columns else nan
 
     out: dict[str, tuple[pd.Series, ...]] = {}
-    sources = [(c, f"{model}/{m}") for c, _, m in SUMMARY_METRICS]
-    sources += [(c, f"{model if under else base_model}/{m}") for c, _, m, under in _BASE_METRICS]
-    for name, metric in sources:
-        out[name] = (column(metric), *(column(bound) for bound in ci_names(metric)))
+    sources = [(c, model, m) for c, _, m in SUMMARY_METRICS]
+    sources += [(c, model if under else base_model, m) for c, _, m, under in _BASE_METRICS]
+    for name, prefix, metric in sources:
+        out[name] = (column(f"{prefix}/{metric}"),
+                     *(column(f"{prefix}/{bound}") for bound in ci_names(metric)))  # fmt: skip
     for name, _, trained, base in _DELTAS:
         out[name] = (out[trained][0] - out[base][0], nan, nan)
     return out

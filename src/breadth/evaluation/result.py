@@ -17,41 +17,24 @@ from breadth.evaluation.bootstrap import ConfidenceInterval
 from breadth.evaluation.transfer import SPLITS, TransferResult
 
 __all__ = [
-    "CI_HIGH",
-    "CI_LOW",
     "ChancePoint",
     "CurvePoint",
     "EvaluationResult",
     "ci_names",
     "headline_metrics",
-    "under_model",
 ]
 
-# Interval bounds are logged beside, not next to, their metric: `ci/low/eval/pass_at_1` for
-# `eval/pass_at_1`. MLflow's chart and compare views group metrics by their first path part,
-# so the bounds fill one "ci" section of their own instead of tripling every other one.
-CI_LOW, CI_HIGH = "ci/low/", "ci/high/"
-
-
 def ci_names(name: str) -> tuple[str, str]:
-    """The metric names of `name`'s interval bounds.
+    """The metric names of `name`'s interval bounds: beside their group, not next to the
+    metric. MLflow's chart view makes a section of each metric path's folder, so the bounds
+    fill sections of their own (`eval_ci/low`), sorted after the estimates' (`eval`), instead
+    of tripling every chart section; a parent run's `rl/` prefix keeps them under the model.
 
-    >>> ci_names("rl/eval/pass_at_1")
-    ('ci/low/rl/eval/pass_at_1', 'ci/high/rl/eval/pass_at_1')
+    >>> ci_names("eval/pass_at_1")
+    ('eval_ci/low/pass_at_1', 'eval_ci/high/pass_at_1')
     """
-    return CI_LOW + name, CI_HIGH + name
-
-
-def under_model(model: str, name: str) -> str:
-    """A model's metric on a pipeline's parent run: `<model>/<name>`, bounds kept under `ci/`.
-
-    >>> under_model("rl", "eval/pass_at_1"), under_model("rl", "ci/low/eval/pass_at_1")
-    ('rl/eval/pass_at_1', 'ci/low/rl/eval/pass_at_1')
-    """
-    for prefix in (CI_LOW, CI_HIGH):
-        if name.startswith(prefix):
-            return f"{prefix}{model}/{name.removeprefix(prefix)}"
-    return f"{model}/{name}"
+    group, _, rest = name.partition("/")
+    return f"{group}_ci/low/{rest}", f"{group}_ci/high/{rest}"
 
 
 # What a pipeline's parent run shows (the runs table and `breadth compare` read these); the
@@ -68,9 +51,9 @@ def headline_metrics(metrics: dict[str, float]) -> dict[str, float]:
     """The few metrics (and their interval bounds) a parent run carries, out of a child's.
 
     >>> m = {"eval/pass_at_1": 0.5, "eval/pass_at_4": 0.9, "eval/pass_at_2": 0.7,
-    ...      "ci/low/eval/pass_at_1": 0.4, "eval/distinct_1": 0.3}
+    ...      "eval_ci/low/pass_at_1": 0.4, "eval/distinct_1": 0.3}
     >>> sorted(headline_metrics(m))
-    ['ci/low/eval/pass_at_1', 'eval/pass_at_1', 'eval/pass_at_4']
+    ['eval/pass_at_1', 'eval/pass_at_4', 'eval_ci/low/pass_at_1']
     """
     ks = [int(n.rsplit("_", 1)[1]) for n in metrics
           if n.startswith("eval/pass_at_") and n.rsplit("_", 1)[1].isdigit()]  # fmt: skip
@@ -133,7 +116,7 @@ class EvaluationResult:
 
     def metrics(self) -> dict[str, float]:
         """Flat MLflow-safe metric dict: eval/pass_at_1, eval/maj_at_16, transfer/unsolved/...,
-        with interval bounds under `ci/low/` and `ci/high/` (`ci/low/eval/pass_at_1`)."""
+        with interval bounds named by `ci_names` (`eval_ci/low/pass_at_1`)."""
         out: dict[str, float] = {
             "eval/num_problems": float(self.num_problems),
             "eval/num_samples": float(self.num_samples),
@@ -158,7 +141,7 @@ class EvaluationResult:
 
     def curves(self) -> dict[str, list[tuple[int, float]]]:
         """Curves to log as one metric each with step=k: {"eval/pass_at_k": [(k, value), ...]},
-        their bounds as `ci/low/eval/pass_at_k` and `ci/high/eval/pass_at_k`."""
+        their bounds as `eval_ci/low/pass_at_k` and `eval_ci/high/pass_at_k`."""
         out = {}
         for name, curve in (("eval/pass_at_k", self.pass_at_k), ("eval/maj_at_k", self.maj_at_k),
                             ("eval/best_of_k", self.best_of_k)):  # fmt: skip

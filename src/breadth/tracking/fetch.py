@@ -3,7 +3,7 @@
 Reads what the pipeline logs (README "MLflow layout"): one parent run per pipeline run with
 the tags `format`, `reward`, `seed` (and `grid.id` in a grid), the evaluate metrics copied onto
 it as `<model>/<name>` (`rl/eval/pass_at_16`, `sft/eval/pass_at_1`, ...; interval bounds as
-`ci/low/<model>/<name>`), and one evaluate child per model (`evaluate-sft`, `evaluate-rl`)
+`<model>/eval_ci/low/<name>`), and one evaluate child per model (`evaluate-sft`, `evaluate-rl`)
 holding the curve `eval/pass_at_k` with step=k.
 Everything goes through `MlflowClient` and explicit run ids; every value put into an MLflow
 filter string is quoted by `quoted` (which refuses what MLflow cannot escape). The statistics
@@ -17,8 +17,6 @@ from collections.abc import Mapping
 from typing import Any
 
 import pandas as pd
-
-from breadth.evaluation.result import under_model
 
 _IDENTITY_COLUMNS = ("run_id", "experiment_id", "run_name", "status", "grid_id", "grid_cell",
                      "format", "reward", "seed", "preset", "config_hash")  # fmt: skip
@@ -183,7 +181,7 @@ def _row_of(client, run, experiment_ids: list[str]) -> dict[str, Any]:
     for model, child in _evaluate_children(client, run, experiment_ids).items():
         for name, value in child.data.metrics.items():
             if name.rsplit("/", 1)[-1] not in _CURVE_NAMES:  # a curve's last point, alone
-                row.setdefault(under_model(model, name), value)
+                row.setdefault(f"{model}/{name}", value)
         row[f"curve_{model}"] = _curve_of(client, child.info.run_id)
     return row
 

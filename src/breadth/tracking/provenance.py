@@ -41,7 +41,7 @@ def stage_provenance(
     >>> tags["breadth.cached_stages"], tags["breadth.cached_from"]
     ('prepare', 'p0')
     >>> print(tags["mlflow.note.content"].splitlines()[0])
-    1 of 2 stages came from the cache (nothing to recompute):
+    1 of 2 stages came from the cache (reused, not recomputed):
     """
     cached = {stage: o for stage, o in origins.items() if o.pipeline_run_id != run_id}
     tags = {f"stage_run.{stage}": o.stage_run_id for stage, o in origins.items()}
@@ -50,7 +50,7 @@ def stage_provenance(
     if not cached:
         tags[NOTE_TAG] = f"Every stage ({len(origins)}) ran in this run: no cache hit."
         return tags
-    lines = [f"{len(cached)} of {len(origins)} stages came from the cache (nothing to recompute):",
+    lines = [f"{len(cached)} of {len(origins)} stages came from the cache (reused, not recomputed):",
              ""]  # fmt: skip
     for stage, origin in cached.items():
         stage_url = run_url(origin.experiment_id, origin.stage_run_id)

@@ -15,7 +15,7 @@ from breadth.evaluation.grid import (
     summary_k,
 )
 
-_RUN_CI = {"ci/low/rl/eval/pass_at_1": 0.35, "ci/high/rl/eval/pass_at_1": 0.45}
+_RUN_CI = {"rl/eval_ci/low/pass_at_1": 0.35, "rl/eval_ci/high/pass_at_1": 0.45}
 _NO_CI = (math.nan, math.nan)
 
 

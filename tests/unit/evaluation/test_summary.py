@@ -83,25 +83,28 @@ def test_curves_are_lists_of_k_value_pairs_for_step_logging():
     r = evaluate_rollouts(rollouts(), num_bootstrap=20)
     curves = r.curves()
     names = {"eval/pass_at_k", "eval/maj_at_k", "eval/best_of_k"}
-    assert set(curves) == names | {f"ci/{b}/{n}" for n in names for b in ("low", "high")}
+    bounds = {f"eval_ci/{b}/{n.split('/')[1]}" for n in names for b in ("low", "high")}
+    assert set(curves) == names | bounds
     assert [k for k, _ in curves["eval/pass_at_k"]] == [1, 2, 4]
     assert curves["eval/pass_at_k"][-1] == (4, pytest.approx(0.5))
-    for (k, low), (_, value), (_, high) in zip(curves["ci/low/eval/pass_at_k"],
+    for (k, low), (_, value), (_, high) in zip(curves["eval_ci/low/pass_at_k"],
                                                curves["eval/pass_at_k"],
-                                               curves["ci/high/eval/pass_at_k"]):  # fmt: skip
+                                               curves["eval_ci/high/pass_at_k"]):  # fmt: skip
         assert low <= value + 1e-12 <= high + 2e-12, k
 
 
-def test_interval_bounds_are_logged_under_their_own_prefix():
+def test_interval_bounds_are_logged_in_folders_of_their_own():
     # Bounds beside their metric (`eval/pass_at_1_ci_low`) tripled every chart section of
-    # MLflow's compare view; under `ci/low/` and `ci/high/` they fill one section of their own.
-    m = evaluate_rollouts(rollouts(), num_bootstrap=20).metrics()
-    bounds = [n for n in m if n.startswith("ci/")]
-    assert bounds and not [n for n in m if "_ci_" in n]
+    # MLflow's views; in `eval_ci/low/` and `eval_ci/high/` they fill sections of their own.
+    m = evaluate_rollouts(rollouts(), base=rollouts("base"), num_bootstrap=20, min_split=1,
+                          ).metrics()  # fmt: skip
+    bounds = [n for n in m if "_ci/" in n]
+    assert {n.split("/")[0] for n in bounds} == {"eval_ci", "transfer_ci"}
+    assert not [n for n in m if "_ci_" in n or n.startswith("ci/")]
     for name in bounds:
-        estimate = name.split("/", 2)[2]
+        group, side, rest = name.split("/", 2)
+        estimate = f"{group.removesuffix('_ci')}/{rest}"
         assert estimate in m, name
-        side = name.split("/")[1]
         assert (m[name] <= m[estimate] + 1e-12) if side == "low" else (m[name] >= m[estimate] - 1e-12)
 
 

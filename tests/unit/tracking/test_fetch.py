@@ -17,7 +17,7 @@ import pytest
 from breadth.evaluation.claims import ClaimSettings
 from breadth.evaluation.grid import grid_summary
 from breadth.evaluation.grid_report import plot_grid, render_table, summary_markdown
-from breadth.evaluation.result import headline_metrics, under_model
+from breadth.evaluation.result import headline_metrics
 from breadth.evaluation.summary import evaluate_models
 from breadth.tracking.fetch import GRID_SUMMARY_KIND, CompareError, fetch_runs, previous_grid_id
 
@@ -81,7 +81,7 @@ def _pipeline_run(client, exp, fmt, reward, seed, *, grid=GRID, full_copy=True, 
     # publish_report copies the headline metrics onto the parent (full_copy); some runs carry
     # only pass@1 there, the rest only on the evaluate children.
     copied = {
-        under_model(n, k): v
+        f"{n}/{k}": v
         for n, m in metrics.items()
         for k, v in headline_metrics(m).items()
         if full_copy or k == "eval/pass_at_1"
@@ -139,7 +139,7 @@ def test_fetch_runs_by_grid_gives_one_row_per_finished_cell_run(store):
         # Every metric of both evaluate children, also where the parent got only a subset.
         for model in ("sft", "rl"):
             for name, value in metrics[model].items():
-                assert row[under_model(model, name)] == pytest.approx(value), (model, name)
+                assert row[f"{model}/{name}"] == pytest.approx(value), (model, name)
             assert row[f"curve_{model}"] == dict(results[model].curves()["eval/pass_at_k"])
         assert sorted(row["curve_rl"]) == [1, 2, 4, 8, 16]
 
