@@ -182,7 +182,8 @@ register(RewardEntry(
         RewardParam("coef", _constructor_default(OutcomeUCB, "coef"), "bonus coefficient c",
                     ge=0),
         RewardParam("variant", _constructor_default(OutcomeUCB, "variant"),
-                    "ucb: c*b; ucb_mean: c*(b - group mean of b); ucb_con: c*(b - baseline)",
+                    "`ucb` = `c*b`, `ucb_mean` = `c*(b - mean of b over the group)`, `ucb_con` = "
+                    "`c*(b - baseline)`",
                     choices=UCB_VARIANTS),
         RewardParam("baseline", _constructor_default(OutcomeUCB, "baseline"),
                     "constant baseline b0 of ucb_con", ge=0, le=1),
