@@ -57,8 +57,9 @@ def publish_report(parent: RunHandle, evaluation: StageResult) -> str:
     folder = evaluation.ensure_local()
     parent.log_artifact(folder, "report")
     # Each model's headline metrics on the parent (`rl/eval/pass_at_16`, its bounds as
-    # `rl/eval_ci/low/pass_at_16`): the runs table and compare view stay readable; the evaluate child runs
-    # hold every metric and curve. Also on cache hits, so a re-run's parent is never empty.
+    # `rl/eval_ci/low/pass_at_16`): the runs table and compare view stay readable; the
+    # evaluate child runs hold every metric and curve. Also on cache hits, so a re-run's
+    # parent is never empty.
     for name, metrics in evaluation.info["metrics"].items():
         parent.log_metrics({f"{name}/{key}": value
                             for key, value in headline_metrics(metrics).items()})  # fmt: skip
