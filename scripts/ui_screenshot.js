@@ -3,7 +3,7 @@
 //
 //   node ui_screenshot.js mlflow   URL OUT.png [chart search]   the chart view, filtered
 //   node ui_screenshot.js form     URL OUT.png TEXT             a Prefect form, TEXT in view
-//   node ui_screenshot.js artifact URL OUT.png                  a page, full length
+//   node ui_screenshot.js artifact URL OUT.png [TAB]            a page (its tab TAB), 1900 px tall
 //
 // playwright-core is resolved from NODE_PATH (it is not a dependency of the Python package).
 const { chromium } = require('playwright-core');
@@ -15,7 +15,10 @@ const { chromium } = require('playwright-core');
     args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
            '--disable-background-networking', '--disable-component-update', '--disable-sync'],
   });
-  const page = await browser.newPage({ viewport: { width: 1600, height: 1000 } });
+  // Prefect's pages scroll inside a panel (a full-page capture sees one screen): a tall
+  // window shows a whole artifact.
+  const height = mode === 'artifact' ? 1900 : 1000;
+  const page = await browser.newPage({ viewport: { width: 1600, height } });
   await page.goto(url, { waitUntil: 'load', timeout: 90000 });
   await page.waitForTimeout(8000);  // both UIs render after their API calls return
   for (const label of ['Close', 'Got it', 'Dismiss']) {
@@ -38,6 +41,10 @@ const { chromium } = require('playwright-core');
     await target.scrollIntoViewIfNeeded({ timeout: 30000 });
     await page.evaluate(() => window.scrollBy(0, -250));  // the field's label above its help
     await page.waitForTimeout(1000);
+  }
+  if (mode === 'artifact' && text) {
+    await page.getByText(text, { exact: true }).first().click({ timeout: 30000 });
+    await page.waitForTimeout(5000);
   }
   await page.screenshot({ path: out, fullPage: mode === 'artifact' });
   await browser.close();

@@ -16,9 +16,9 @@ PYTHON=${PYTHON:-.venv/bin/python}
 GRID_ID=ui-demo
 GRID_COMMAND=("$BREADTH" grid --preset default --format free_form
   --reward correctness --reward correctness+batch --seed 0 --seed 1 --grid-id "$GRID_ID"
-  --set data.num_train=200 --set data.num_eval=32 --set sft.epochs=1 --set rl.max_steps=4
-  --set rl.save_steps=2 --set rl.num_generations=4 --set rl.prompts_per_step=2
-  --set rollout.num_samples=8 --set evaluation.bootstrap_samples=200
+  --set data.num_train=600 --set data.num_eval=32 --set sft.epochs=4
+  --set rl.max_steps=8 --set rl.save_steps=4 --set rl.num_generations=8
+  --set rl.prompts_per_step=4 --set rollout.num_samples=8 --set evaluation.bootstrap_samples=200
   --set tracking.log_models=false)
 
 case "${1:-}" in
@@ -53,14 +53,19 @@ EOF
 )
   mlflow=$MLFLOW_TRACKING_URI
   prefect=${PREFECT_API_URL%/api}
-  node scripts/ui_screenshot.js mlflow "$mlflow/#/experiments/$experiment?compareRunsMode=CHART" \
+  # The grid's finished cell runs only (its summary run has no curve, and would take a colour).
+  cells="searchFilter=$("$PYTHON" -c 'import urllib.parse; print(urllib.parse.quote(
+    "tags.`grid.cell` LIKE '"'%'"' AND attributes.status = '"'FINISHED'"'"))')"
+  node scripts/ui_screenshot.js mlflow "$mlflow/#/experiments/$experiment/runs?compareRunsMode=CHART&$cells" \
     "$out/mlflow-grid-pass-at-k.png" pass_at_k
   node scripts/ui_screenshot.js form "$prefect/deployments/deployment/$deployment/run" \
     "$out/prefect-run-form.png" "NAME[:key=val]"
   node scripts/ui_screenshot.js artifact "$prefect/artifacts/artifact/$artifact" \
     "$out/prefect-grid-artifact.png"
-  node scripts/ui_screenshot.js artifact "$prefect/runs/flow-run/$flow_run?tab=Artifacts" \
-    "$out/prefect-flow-run-artifacts.png"
+  node scripts/ui_screenshot.js form "$prefect/deployments/deployment/$deployment/run" \
+    "$out/prefect-run-form-preset.png" "Start from this preset"
+  node scripts/ui_screenshot.js artifact "$prefect/runs/flow-run/$flow_run" \
+    "$out/prefect-flow-run-artifacts.png" Artifacts
   plots=$(mktemp -d)
   "$BREADTH" compare --grid "$GRID_ID" --out "$plots" > /dev/null
   cp "$plots/pass_at_k_by_format.png" "$out/grid-pass-at-k-by-format.png"
@@ -78,12 +83,14 @@ breadth ${GRID_COMMAND[*]:1}
 \`\`\`
 
 (2 objectives x 2 seeds of the tiny default model, 32 evaluation problems of 8 samples each:
-a demonstration of the views, not a result) and \`breadth deploy\`.
+a demonstration of the views, not a result) and
+\`breadth deploy\`.
 
 | image | what it shows |
 | --- | --- |
 | mlflow-grid-pass-at-k.png | MLflow chart view of the grid's experiment, charts filtered to \`pass_at_k\`: runs named \`format·objective·seed\` |
 | prefect-run-form.png | the \`breadth-pipeline/adhoc\` custom-run form at the reward spec, its syntax in code spans |
+| prefect-run-form-preset.png | the same form's first field: the preset drop-down that chooses the preset |
 | prefect-grid-artifact.png | the grid summary artifact (\`breadth-grid\`), full page |
 | prefect-flow-run-artifacts.png | the grid flow run's Artifacts tab |
 | grid-pass-at-k-by-format.png, grid-cost-vs-gain.png | \`breadth compare --grid $GRID_ID\` plots |
