@@ -78,14 +78,14 @@ def tag_stage_origins(parent: RunHandle, stage_runs: dict[str, str]) -> None:
     """Say on the parent which stages ran here and which came from the cache, from which runs
     ({stage: producing child run id}; stages without a run, e.g. a model created from scratch,
     are left out)."""
-    client = parent.client
     origins = {}
     for stage, run_id in stage_runs.items():
         if run_id:
-            info = client.get_run(run_id)
+            info = parent.client.get_run(run_id)
             origins[stage] = StageOrigin(run_id, info.data.tags.get("mlflow.parentRunId", ""),
                                          info.info.experiment_id)  # fmt: skip
-    base = without_userinfo(parent.tracking_uri)
-    parent.set_tags(stage_provenance(
-        parent.run_id, origins, lambda experiment, run: f"{base}/#/experiments/{experiment}/runs/{run}"
-    ))  # fmt: skip
+
+    def url(experiment: str, run: str) -> str:
+        return f"{without_userinfo(parent.tracking_uri)}/#/experiments/{experiment}/runs/{run}"
+
+    parent.set_tags(stage_provenance(parent.run_id, origins, url))

@@ -29,7 +29,7 @@ def headline(metrics: Mapping[str, float]) -> tuple[str | None, dict[str, float]
     and the mean number of distinct outcomes per problem.
 
     >>> headline({"sft/eval/pass_at_1": 0.2, "rl/eval/pass_at_1": 0.3, "rl/eval/pass_at_8": 0.6,
-    ...           "rl/eval/pass_at_16": 0.7, "rl/eval/pass_at_16_ci_low": 0.5,
+    ...           "rl/eval/pass_at_16": 0.7, "rl/eval_ci/low/pass_at_16": 0.5,
     ...           "rl/eval/distinct_outcomes": 2.5})
     ('rl', {'pass@1': 0.3, 'pass@16': 0.7, 'distinct outcomes': 2.5})
     >>> headline({})

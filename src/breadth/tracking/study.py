@@ -79,6 +79,11 @@ def study_frame_of_runs(tracking_uri: str, runs: pd.DataFrame) -> pd.DataFrame:
     with tempfile.TemporaryDirectory() as scratch:
         cells = []
         for row in runs.itertuples():
+            if not client.list_artifacts(row.run_id, "report"):
+                raise FileNotFoundError(
+                    f"run {row.run_id} ({row.run_name}) has no report/ artifacts: it did not "
+                    "finish its evaluation, or predates them; re-run it to include it"
+                )
             local = client.download_artifacts(row.run_id, "report", str(Path(scratch) / row.run_id))
             cells.append((row.format, row.reward, int(row.seed), Path(local)))
         return study_frame_from_reports(cells)
