@@ -20,6 +20,7 @@ __all__ = [
     "hierarchical_bootstrap_ci",
     "hierarchical_bootstrap_means",
     "percentile_interval",
+    "widened_for_few_seeds",
 ]
 
 DEFAULT_RESAMPLES = 500  # matches EvaluationConfig.bootstrap_samples
@@ -151,6 +152,21 @@ def hierarchical_bootstrap_means(
     return means[:, 0] if squeeze else means
 
 
+def widened_for_few_seeds(estimate, low, high, num_seeds: int, floor, ceiling):
+    """Widen the interval by sqrt(S / (S - 1)) for S >= 2 seeds, inside the values' range.
+
+    Resampling S seeds with replacement sees (S - 1) / S of their variance: with 2 seeds, half.
+    Where seeds differ more than problems do, the plain percentile interval is then too
+    narrow (two grids of pure seed noise "differ" on many nights); the factor restores the
+    seed-level variance (and widens the problem-level part a little: conservative). The
+    clip keeps a proportion's bounds in [0, 1]: a mean never leaves its values' range.
+    """
+    factor = np.sqrt(num_seeds / (num_seeds - 1)) if num_seeds > 1 else 1.0
+    wide_low = np.maximum(estimate - factor * (estimate - low), floor)
+    wide_high = np.minimum(estimate + factor * (high - estimate), ceiling)
+    return wide_low, wide_high
+
+
 def hierarchical_bootstrap_ci(
     values, num_resamples: int = DEFAULT_RESAMPLES, seed: int = 0,
     confidence: float = DEFAULT_CONFIDENCE,
@@ -159,7 +175,8 @@ def hierarchical_bootstrap_ci(
 
     Both sources of noise, training seeds and the problem sample, widen the interval, and a
     percentile interval of means stays inside the values' range (a proportion's interval
-    inside [0, 1]). With one seed this is the ordinary bootstrap over problems.
+    inside [0, 1]). With one seed this is the ordinary bootstrap over problems; with S >= 2
+    seeds it is widened by sqrt(S / (S - 1)) (`widened_for_few_seeds`).
 
     >>> ci = hierarchical_bootstrap_ci([[0.0, 1.0], [1.0, 1.0]], num_resamples=200)
     >>> ci.estimate, 0.0 <= ci.low <= ci.estimate <= ci.high <= 1.0
@@ -170,4 +187,7 @@ def hierarchical_bootstrap_ci(
         raise ValueError("hierarchical bootstrap needs at least one seed and one problem value")
     means = hierarchical_bootstrap_means(matrix, num_resamples, seed)
     low, high = percentile_interval(means[np.isfinite(means)], confidence)
-    return ConfidenceInterval(float(np.nanmean(matrix)), float(low), float(high))
+    estimate = float(np.nanmean(matrix))
+    low, high = widened_for_few_seeds(estimate, low, high, matrix.shape[0],
+                                      np.nanmin(matrix), np.nanmax(matrix))  # fmt: skip
+    return ConfidenceInterval(estimate, float(low), float(high))

@@ -7,7 +7,8 @@ where available `forking_token_share`, `num_options` (mcq) and `search_evolution
 `search_independent` (1 when the method solved the problem within the search budget).
 
 Every effect is a mean over seeds x problems of a paired per-problem difference, with a
-two-level bootstrap interval (`hierarchical_bootstrap_means`). pass@k of mcq cells is taken
+two-level bootstrap interval (`hierarchical_bootstrap_ci`: seeds, then problems within each seed,
+widened by sqrt(S / (S - 1)) for S seeds, the same interval as the grid summary's). pass@k of mcq cells is taken
 above chance, `(p - chance) / (1 - chance)`, so a format comparison is not a comparison with
 guessing. A verdict is *reproduced* when the interval excludes zero on the claimed side,
 *refuted* when it excludes zero on the other side, and *inconclusive* otherwise, or when an
@@ -22,7 +23,11 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import pandas as pd
 
-from breadth.evaluation.bootstrap import hierarchical_bootstrap_means, percentile_interval
+from breadth.evaluation.bootstrap import (
+    hierarchical_bootstrap_ci,
+    hierarchical_bootstrap_means,
+    percentile_interval,
+)
 from breadth.evaluation.metrics import chance_corrected_pass_at_k, pass_at_k
 from breadth.evaluation.transfer import (
     DEFAULT_MIN_SPLIT,
@@ -174,10 +179,9 @@ class Study:
             return Claim(claim, self.fmt, measure, None, None, None, INCONCLUSIVE,
                          f"no finite values ({detail})")  # fmt: skip
         s = self.settings
-        means = hierarchical_bootstrap_means(matrix, s.num_resamples, s.seed)
-        low, high = percentile_interval(means[np.isfinite(means)], s.confidence)
-        return Claim(claim, self.fmt, measure, float(np.nanmean(matrix)), float(low),
-                     float(high), verdict(float(low), float(high), sign), detail)  # fmt: skip
+        ci = hierarchical_bootstrap_ci(matrix, s.num_resamples, s.seed, s.confidence)
+        return Claim(claim, self.fmt, measure, ci.estimate, ci.low, ci.high,
+                     verdict(ci.low, ci.high, sign), detail)  # fmt: skip
 
 
 def _of_seed(rows: pd.DataFrame, seed, problems) -> pd.DataFrame:
@@ -211,12 +215,11 @@ def _at_chance(study: Study) -> str:
         return ""
     values, _ = study.aligned([("", "sft")], pass_metric(1))
     s = study.settings
-    means = hierarchical_bootstrap_means(values[..., 0], s.num_resamples, s.seed)
-    low, high = percentile_interval(means[np.isfinite(means)], s.confidence)
-    if low > 0:
+    ci = hierarchical_bootstrap_ci(values[..., 0], s.num_resamples, s.seed, s.confidence)
+    if ci.low > 0:
         return ""
     return (f"the SFT start is not above chance: pass@1 above chance "
-            f"{float(np.nanmean(values)):+.3f} [{low:+.3f}, {high:+.3f}]")  # fmt: skip
+            f"{ci.estimate:+.3f} [{ci.low:+.3f}, {ci.high:+.3f}]")  # fmt: skip
 
 
 def _guessing(claim: Claim, reason: str) -> Claim:

@@ -18,7 +18,11 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from breadth.evaluation.bootstrap import hierarchical_bootstrap_means, percentile_interval
+from breadth.evaluation.bootstrap import (
+    hierarchical_bootstrap_means,
+    percentile_interval,
+    widened_for_few_seeds,
+)
 from breadth.evaluation.claims import ClaimSettings
 from breadth.evaluation.metrics import pass_at_k
 from breadth.evaluation.transfer import solved_by_base
@@ -103,7 +107,7 @@ def cell_intervals(
         low, high = percentile_interval(means, s.confidence)
         estimate = np.nanmean(stacked, axis=(0, 1))
         floor, ceiling = np.nanmin(stacked, axis=(0, 1)), np.nanmax(stacked, axis=(0, 1))
-    low, high = _few_seeds_widened(estimate, low, high, shape[0], floor, ceiling)
+    low, high = widened_for_few_seeds(estimate, low, high, shape[0], floor, ceiling)
     return {name: (float(e), float(lo), float(hi))
             for name, e, lo, hi in zip(BOOTSTRAPPED, estimate, low, high)}  # fmt: skip
 
@@ -115,17 +119,3 @@ def _pass(n: np.ndarray, c: np.ndarray, k: int) -> np.ndarray:
     out[ok] = pass_at_k(n[ok], c[ok], k)
     return out
 
-
-def _few_seeds_widened(estimate, low, high, num_seeds: int, floor, ceiling):
-    """Widen the interval by sqrt(S / (S - 1)) for S >= 2 seeds, inside the values' range.
-
-    Resampling S seeds with replacement sees (S - 1) / S of their variance: with 2 seeds, half.
-    Where seeds differ more than problems do, the plain percentile interval is then too
-    narrow (two grids of pure seed noise "differ" on many nights); the factor restores the
-    seed-level variance (and widens the problem-level part a little: conservative). The
-    clip keeps a proportion's bounds in [0, 1]: a mean never leaves its values' range.
-    """
-    factor = np.sqrt(num_seeds / (num_seeds - 1)) if num_seeds > 1 else 1.0
-    wide_low = np.maximum(estimate - factor * (estimate - low), floor)
-    wide_high = np.minimum(estimate + factor * (high - estimate), ceiling)
-    return wide_low, wide_high

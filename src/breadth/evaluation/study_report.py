@@ -8,7 +8,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from breadth.evaluation.bootstrap import hierarchical_bootstrap_means, percentile_interval
+from breadth.evaluation.bootstrap import (
+    hierarchical_bootstrap_means,
+    percentile_interval,
+    widened_for_few_seeds,
+)
 from breadth.evaluation.claims import (
     Claim,
     ClaimSettings,
@@ -41,6 +45,9 @@ def pass_at_k_by_objective(frame: pd.DataFrame, settings: ClaimSettings) -> pd.D
             boot = hierarchical_bootstrap_means(stacked, settings.num_resamples, settings.seed)
             low, high = percentile_interval(boot, settings.confidence)
             point = np.nanmean(stacked, axis=(0, 1))
+            low, high = widened_for_few_seeds(point, low, high, stacked.shape[0],
+                                              np.nanmin(stacked, axis=(0, 1)),
+                                              np.nanmax(stacked, axis=(0, 1)))  # fmt: skip
             for j, k in enumerate(ks):
                 rows.append({"format": fmt, "arm": arm, "k": k, "estimate": float(point[j]),
                              "low": float(low[j]), "high": float(high[j])})  # fmt: skip

@@ -12,7 +12,10 @@ from breadth.evaluation.bootstrap import (
     bootstrap_ci,
     bootstrap_means,
     bootstrap_weights,
+    hierarchical_bootstrap_ci,
+    hierarchical_bootstrap_means,
     percentile_interval,
+    widened_for_few_seeds,
 )
 
 
@@ -81,3 +84,25 @@ def test_coverage_is_near_nominal():
         ci = bootstrap_ci(values, num_resamples=300, seed=trial)
         hits += ci.low <= 0.3 <= ci.high
     assert 0.88 <= hits / 200 <= 0.99
+
+
+def test_widened_for_few_seeds_scales_by_sqrt_s_over_s_minus_1_and_stays_in_range():
+    # Two seeds: the half-widths grow by sqrt(2); one seed: unchanged; the clip holds [0, 1].
+    low, high = widened_for_few_seeds(np.array([0.5]), np.array([0.4]), np.array([0.55]), 2,
+                                      np.array([0.0]), np.array([1.0]))  # fmt: skip
+    assert low[0] == pytest.approx(0.5 - 0.1 * np.sqrt(2)) and high[0] == pytest.approx(
+        0.5 + 0.05 * np.sqrt(2))
+    same = widened_for_few_seeds(np.array([0.5]), np.array([0.4]), np.array([0.55]), 1,
+                                 np.array([0.0]), np.array([1.0]))  # fmt: skip
+    assert same[0][0] == pytest.approx(0.4) and same[1][0] == pytest.approx(0.55)
+    clipped = widened_for_few_seeds(np.array([0.95]), np.array([0.9]), np.array([0.99]), 2,
+                                    np.array([0.0]), np.array([1.0]))  # fmt: skip
+    assert clipped[1][0] == 1.0
+
+
+def test_hierarchical_ci_with_two_seeds_is_the_widened_percentile_interval():
+    values = np.random.default_rng(3).random((2, 40))
+    ci = hierarchical_bootstrap_ci(values, num_resamples=300, seed=1)
+    means = hierarchical_bootstrap_means(values, 300, 1)
+    low, high = percentile_interval(means)
+    assert ci.high - ci.low == pytest.approx(np.sqrt(2) * (high - low))
