@@ -205,37 +205,43 @@ def maj_at_k(outcomes, correct, k: int, num_resamples: int = 32, seed: int = 0) 
         result = _plurality_accuracy(keys)
     else:
         rng = np.random.default_rng(seed)
-        rows = np.arange(num_problems)[:, None]
+        keys_by_sample = np.ascontiguousarray(keys.T).ravel()  # sample-major, like the draws
         result = np.zeros(num_problems, dtype=np.float64)
         # One draw at a time: batching all draws into one sort measured slower (cache misses).
         for drawn in _draws_without_replacement(num_problems, n, k, num_resamples, rng):
-            result += _plurality_accuracy(keys[rows, drawn])
+            result += _plurality_accuracy(np.ascontiguousarray(keys_by_sample[drawn].T))
         result /= num_resamples
     return result[0] if one_problem else result
 
 
 def _draws_without_replacement(num_problems: int, n: int, k: int, num_draws: int, rng):
-    """Yield `num_draws` index matrices (P, k), each row a uniform k-subset of range(n).
+    """Yield `num_draws` (k, P) matrices; column p holds a uniform k-subset of problem p's n
+    samples, as flat positions `sample * P + p` into a sample-major (n, P) array.
 
     A partial Fisher-Yates shuffle, vectorised across problems, costs O(P * min(k, n-k)) per
     draw instead of O(P * n) for a full permutation; the permutation is reused between draws
-    (a partial shuffle of any permutation still yields a uniform subset).
+    (a partial shuffle of any permutation still yields a uniform subset). It is held sample-
+    major so that each swap reads and writes one contiguous row: several times faster than
+    swapping strided columns of a (P, n) array, with the same draws.
     """
-    perm = np.tile(np.arange(n, dtype=np.int64), (num_problems, 1))
-    rows = np.arange(num_problems)
+    columns = np.arange(num_problems, dtype=np.int64)
+    perm = np.arange(n * num_problems, dtype=np.int64).reshape(n, num_problems)
+    flat = perm.reshape(-1)
     steps = min(k, n - k)  # shuffle the smaller side; its complement is uniform too
     # Every uniform in one call, consumed in the same order as one call per step would.
     offsets = np.arange(steps)[None, :, None]
     picks = offsets + (rng.random((num_draws, steps, num_problems)) * (n - offsets)).astype(
         np.int64
     )
+    picks *= num_problems
+    picks += columns  # the flat position of each picked sample
     for draw in range(num_draws):
         for j in range(steps):
-            pick = picks[draw, j]
-            held = perm[:, j].copy()
-            perm[:, j] = perm[rows, pick]
-            perm[rows, pick] = held
-        yield perm[:, :k] if steps == k else perm[:, steps:]
+            at = picks[draw, j]
+            held = perm[j].copy()
+            perm[j] = flat[at]
+            flat[at] = held
+        yield perm[:k] if steps == k else perm[steps:]
 
 
 def _plurality_accuracy(keys: np.ndarray) -> np.ndarray:

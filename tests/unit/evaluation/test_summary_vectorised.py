@@ -82,6 +82,20 @@ def test_texts_arrow_cannot_hold_fall_back_to_python_split():
         np.testing.assert_allclose(got[n], want, rtol=0, atol=1e-12)
 
 
+@pytest.mark.parametrize("separator", ["\x1c", "\x1d", "\x1e", "\x1f", "\x0b", "\x0c", "\r"])
+def test_ascii_texts_split_like_str_split(separator):
+    # ASCII-only texts take Arrow's ASCII split, which must still treat every character
+    # Python calls whitespace (0x1c-0x1f included) as a separator.
+    rng = np.random.default_rng(len(separator) + ord(separator))
+    pieces = ["a", "b", "ab", " ", "\t", separator, "7"]
+    texts = ["".join(rng.choice(pieces, rng.integers(0, 12))) for _ in range(60)]
+    group = np.repeat(np.arange(12), 5)
+    got = grouped.distinct_n_by_group(texts, group, 12)
+    for n in range(1, 5):
+        want = [distinct_n(texts[g * 5 : g * 5 + 5], n) for g in range(12)]
+        np.testing.assert_allclose(got[n], want, rtol=0, atol=1e-12, err_msg=f"n={n}")
+
+
 @pytest.mark.parametrize(
     "texts", [[], ["", "  "], ["a"], ["", "a b", None], ["x y z"] * 3, ["a b", "c"]]
 )
