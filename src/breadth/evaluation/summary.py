@@ -276,9 +276,12 @@ def per_problem_table(
     nan = np.full(num_problems, np.nan)
     distinct_n = {}
     if "text" in df.columns:
-        texts = df["text"].to_numpy(object)
-        if pd.api.types.infer_dtype(texts, skipna=True) != "string":  # numbers, bytes, ...
-            texts = [as_text(t) for t in texts]
+        if isinstance(df["text"].dtype, pd.StringDtype):
+            texts = df["text"].array  # Arrow-backed: reaches Arrow's split without a copy
+        else:
+            texts = df["text"].to_numpy(object)
+            if pd.api.types.infer_dtype(texts, skipna=True) != "string":  # numbers, bytes, ...
+                texts = [as_text(t) for t in texts]
         distinct_n = grouped.distinct_n_by_group(texts, group, num_problems, tokenize=tokenize)
     for n in range(1, 5):
         table[f"distinct_{n}"] = distinct_n.get(n, nan)
