@@ -74,8 +74,13 @@ class RunHandle:
             self.client.log_batch(self.run_id, metrics=items[start : start + 500])
 
     def set_tags(self, tags: Mapping[str, Any]) -> None:
-        for key, value in tags.items():
-            self.client.set_tag(self.run_id, key, str(value))
+        # One request per 100 tags, not one per tag: each request is a round trip to MLflow,
+        # and the pipeline sets a dozen tags on every run, cache hits included.
+        from mlflow.entities import RunTag
+
+        items = [RunTag(key, str(value)) for key, value in tags.items()]
+        for start in range(0, len(items), 100):
+            self.client.log_batch(self.run_id, tags=items[start : start + 100])
 
     def log_artifact(self, path: Path, artifact_path: str | None = None) -> None:
         path = Path(path)

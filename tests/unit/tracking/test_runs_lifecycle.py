@@ -89,3 +89,11 @@ def test_metric_buffer_flushes_through_a_background_lane(tracking):
         buffer.flush()
     history = run.client.get_metric_history(run.run_id, "train/reward")
     assert sorted(point.step for point in history) == [1, 2, 3, 4, 5]
+
+
+def test_set_tags_sends_every_tag_in_batches(tracking):
+    tags = {f"tag.{i:03d}": i for i in range(130)}  # more than one batch of 100
+    with start_run("lifecycle", "tagged") as run:
+        run.set_tags(tags)
+        stored = run.client.get_run(run.run_id).data.tags
+    assert {key: stored[key] for key in tags} == {key: str(value) for key, value in tags.items()}
