@@ -27,8 +27,9 @@ from side_by_side import compare, load_line
 
 def trl_arguments(sft, output_dir: Path, seed: int, **changes):
     """The TRL SFTConfig breadth's `train_sft` builds, with `changes` applied."""
-    from breadth.training.common import device_arguments
     from trl import SFTConfig
+
+    from breadth.training.trainer_setup import device_arguments
 
     values = dict(
         output_dir=str(output_dir), num_train_epochs=sft.epochs, learning_rate=sft.learning_rate,
@@ -62,12 +63,29 @@ def bare_sft(config, data: Path, base: Path, out: Path, held_out: bool = False, 
     trainer.train()
     trainer.save_model(str(out / "final"))
     seconds = time.perf_counter() - started
-    losses = [log["loss"] for log in trainer.state.log_history if "loss" in log]
+    logged = [(log["epoch"], log["loss"]) for log in trainer.state.log_history if "loss" in log]
     return {
         "seconds": seconds,
-        "train_loss": losses[-1],
-        "held_out_loss": trainer.evaluate()["eval_loss"],
+        "train_loss": logged[-1][1],
+        "curve": loss_by_quarter(logged, config.sft.epochs),
+        "held_out_loss": trainer.evaluate()["eval_loss"] if held_out else float("nan"),
     }
+
+
+def loss_by_quarter(logged: list[tuple[float, float]], epochs: float) -> list[float]:
+    """Mean logged training loss in each quarter of training, by examples seen (epochs), so
+    that runs with different batch sizes (different step counts) compare point for point."""
+    quarters: list[list[float]] = [[], [], [], []]
+    for epoch, loss in logged:
+        quarters[min(3, int(4 * epoch / epochs - 1e-9))].append(loss)
+    return [statistics.fmean(q) if q else float("nan") for q in quarters]
+
+
+# A variant "gives the same loss curve" when its held-out loss is within HELD_OUT_TOLERANCE
+# of the default's and its training loss in every quarter within CURVE_TOLERANCE (relative,
+# medians over rounds); it is worth applying only if it is also faster.
+HELD_OUT_TOLERANCE = 0.02
+CURVE_TOLERANCE = 0.05
 
 
 def main() -> None:
@@ -133,14 +151,31 @@ def compare_variants(config, data: Path, base: Path, fresh, rounds: int) -> None
             outcomes[name].append(
                 bare_sft(config, data, base, fresh(), held_out=True, **variants[name])
             )
-    print(f"  {'variant':<28} {'seconds (median)':>17} {'last train loss':>16} "
-          f"{'held-out loss':>14}")  # fmt: skip
+    print(f"  {'variant':<28} {'seconds (median)':>17} {'held-out loss':>14}  "
+          "train loss by quarter of training  verdict")  # fmt: skip
+    reference = _medians(outcomes[names[0]])
     for name in names:
-        runs = outcomes[name]
-        seconds = statistics.median(r["seconds"] for r in runs)
-        print(f"  {name:<28} {seconds:>17.1f} {runs[-1]['train_loss']:>16.4f} "
-              f"{runs[-1]['held_out_loss']:>14.4f}")  # fmt: skip
+        seconds, held_out, curve = _medians(outcomes[name])
+        same = abs(held_out / reference[1] - 1) <= HELD_OUT_TOLERANCE and all(
+            abs(c / r - 1) <= CURVE_TOLERANCE for c, r in zip(curve, reference[2])
+        )
+        faster = seconds < reference[0]
+        verdict = ("reference" if name == names[0] else
+                   f"{'same' if same else 'DIFFERENT'} loss, {seconds / reference[0]:.2f}x time"
+                   + (" -> apply" if same and faster else ""))  # fmt: skip
+        print(f"  {name:<28} {seconds:>17.1f} {held_out:>14.4f}  "
+              f"{' '.join(f'{c:.3f}' for c in curve):<34} {verdict}")  # fmt: skip
+    print(f"  same loss = held-out within {HELD_OUT_TOLERANCE:.0%} and every quarter's training "
+          f"loss within {CURVE_TOLERANCE:.0%} of the default's (medians over rounds)")
     print(f"  after: {load_line()}")
+
+
+def _medians(runs: list[dict]) -> tuple[float, float, list[float]]:
+    return (
+        statistics.median(r["seconds"] for r in runs),
+        statistics.median(r["held_out_loss"] for r in runs),
+        [statistics.median(r["curve"][q] for r in runs) for q in range(4)],
+    )
 
 
 if __name__ == "__main__":

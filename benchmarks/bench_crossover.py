@@ -1,0 +1,145 @@
+"""Benchmark: the CPU crossover behind `rollout.backend=auto`, vLLM / transformers samples per second.
+
+Run: .venv/bin/python benchmarks/bench_crossover.py [--sizes default,4m] [--new-tokens 8,48]
+     [--problems 64] [--samples 16] [--pairs 3] [--sft-epochs 8] [--markdown FILE]
+
+For each model size a policy is built and SFT-trained briefly (so it answers and stops like a
+real one), one vLLM server is started for it (its start is timed on its own, not in the
+ratio), and for each --new-tokens value our two backends sample the same problems side by side
+(benchmarks/side_by_side.py: warm-up, then transformers and vLLM alternate for --pairs rounds).
+The ratio printed is vLLM / transformers throughput per pair: min, median, max, and the load.
+With --markdown the table is written there, headed by the command that produced it.
+Needs the vLLM environment (scripts/install_vllm_env.sh, or BREADTH_VLLM_ENV).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from bench_rollout import make_problems
+from side_by_side import compare, load_line
+
+from breadth.config import ModelConfig, RolloutConfig, SFTConfig
+from breadth.rollout.backend_choice import parameter_count
+from breadth.rollout.transformers_backend import rollout_transformers
+from breadth.rollout.vllm_backend import rollout_vllm
+from breadth.rollout.vllm_server import VLLMServer
+
+# Model sizes by name: the default tiny model, and one about 12x larger.
+SIZES = {
+    "default": ModelConfig(),
+    "4m": ModelConfig(hidden_size=256, num_layers=4, num_heads=4, intermediate_size=1024),
+}
+
+
+def train_policy(model_config: ModelConfig, problems: list, out: Path, epochs: int) -> Path:
+    from breadth.models.tiny import build_char_tokenizer, build_tiny_model
+    from breadth.training.sft import train_sft
+
+    tokenizer = build_char_tokenizer()
+    model = build_tiny_model(model_config, tokenizer, seed=0)
+    if not epochs:  # untrained: rarely emits EOS, so every sample runs to the token limit
+        model.save_pretrained(out / "final")
+        tokenizer.save_pretrained(out / "final")
+        return out / "final"
+    train_sft(model, tokenizer, problems * 4, SFTConfig(epochs=epochs, batch_size=32),
+              output_dir=out, seed=0)  # fmt: skip
+    return out / "final"
+
+
+def measure(size: str, new_tokens: list[int], args, scratch: Path) -> list[dict]:
+    from breadth.models.tiny import load_policy
+
+    problems = make_problems(args.problems)
+    policy = train_policy(SIZES[size], problems, scratch / size, args.sft_epochs)
+    model, tokenizer = load_policy(policy)
+    rows = []
+    started = time.perf_counter()
+    with VLLMServer(Path(policy), home=scratch, seed=0) as server:
+        start_seconds = time.perf_counter() - started
+        for tokens in new_tokens:
+            config = RolloutConfig(num_samples=args.samples, max_new_tokens=tokens,
+                                   vllm_url=server.url)  # fmt: skip
+
+            def hf(config: RolloutConfig = config) -> list:
+                return rollout_transformers(model, tokenizer, problems, config, model_name="b",
+                                            seed=0, progress=False)  # fmt: skip
+
+            def vllm(config: RolloutConfig = config) -> list:
+                return rollout_vllm(policy, problems, config, model_name="b", seed=0,
+                                    progress=False)  # fmt: skip
+
+            result = compare(("transformers", hf), ("vLLM", vllm), pairs=args.pairs)
+            print(result.report(f"{size}, {tokens} new tokens"), flush=True)
+            throughput = sorted(1.0 / r for r in result.ratios())
+            new = [len(r["text"]) for r in hf()]  # characters: tokens, for the character model
+            rows.append({
+                "size": size, "parameters": parameter_count(policy), "tokens": tokens,
+                "mean_new": statistics.mean(new), "median": statistics.median(throughput),
+                "min": throughput[0], "max": throughput[-1],
+                "hf_s": statistics.median(result.wall["transformers"]),
+                "vllm_s": statistics.median(result.wall["vLLM"]),
+                "server_start_s": start_seconds, "load": result.load_after,
+            })  # fmt: skip
+    return rows
+
+
+def markdown(rows: list[dict], args) -> str:
+    lines = [
+        "# Rollout crossover on CPU: vLLM / transformers",
+        "",
+        "Written by `PYTHONPATH=src:benchmarks python " + " ".join(sys.argv) + "`.",
+        (
+            f"{args.problems} problems x {args.samples} samples, {args.pairs} interleaved pairs "
+            "after a warm-up; ratio = vLLM / transformers samples per second (> 1: vLLM faster). "
+            f"Policies SFT-trained for {args.sft_epochs} epochs (0: untrained, so every sample "
+            "runs to the token limit)."
+        ),
+        "",
+        (
+            "| model | parameters | max new tokens | mean new characters | transformers s | vLLM s "
+            "| ratio median [min, max] | vLLM server start s | load after |"
+        ),
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['size']} | {r['parameters'] / 1e6:.2f}M | {r['tokens']} | {r['mean_new']:.1f} "
+            f"| {r['hf_s']:.2f} | {r['vllm_s']:.2f} | {r['median']:.2f} [{r['min']:.2f}, "
+            f"{r['max']:.2f}] | {r['server_start_s']:.0f} | {r['load']} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="default,4m", help=f"comma list of {sorted(SIZES)}")
+    parser.add_argument("--new-tokens", default="8,48")
+    parser.add_argument("--problems", type=int, default=64)
+    parser.add_argument("--samples", type=int, default=16)
+    parser.add_argument("--pairs", type=int, default=3)
+    parser.add_argument(
+        "--sft-epochs",
+        type=int,
+        default=8,
+        help="SFT epochs of each policy; 0 = untrained (long outputs)",
+    )
+    parser.add_argument("--markdown", type=Path, help="write the table here")
+    args = parser.parse_args()
+    print(load_line(), flush=True)
+    scratch = Path(tempfile.mkdtemp(prefix="bench-crossover-"))
+    tokens = [int(t) for t in args.new_tokens.split(",")]
+    rows = [row for size in args.sizes.split(",") for row in measure(size, tokens, args, scratch)]
+    table = markdown(rows, args)
+    print(table)
+    if args.markdown:
+        args.markdown.write_text(table)
+
+
+if __name__ == "__main__":  # vLLM's engine spawns workers: entry points need this guard
+    main()
