@@ -13,7 +13,11 @@ import pytest
 
 from breadth.evaluation import grouped
 from breadth.evaluation.diversity import distinct_n
-from breadth.evaluation.metrics import _plurality_accuracy, maj_at_k
+from breadth.evaluation.metrics import (
+    _plurality_accuracy,
+    _plurality_accuracy_by_sample,
+    maj_at_k,
+)
 from breadth.evaluation.summary import per_problem_table
 from tests.unit.evaluation.loop_reference import (
     LOOP_METRICS,
@@ -120,6 +124,17 @@ def test_plurality_vote_matches_the_sorted_run_version(width):
     np.testing.assert_allclose(
         _plurality_accuracy(keys), plurality_accuracy_sorted_runs(keys), rtol=0, atol=1e-12
     )
+
+
+@pytest.mark.parametrize("width", [1, 2, 3, 4, 8, 12, 16, 17])
+def test_pairwise_vote_of_sample_major_keys_matches_the_sorted_run_version(width):
+    rng = np.random.default_rng(100 + width)
+    codes = rng.integers(-1, 4, (2000, width))
+    keys = codes * 2 + (rng.random((2000, width)) < 0.5)
+    np.testing.assert_allclose(
+        _plurality_accuracy_by_sample(np.ascontiguousarray(keys.T)),
+        plurality_accuracy_sorted_runs(keys), rtol=0, atol=1e-12,
+    )  # fmt: skip
 
 
 def test_maj_at_k_is_unchanged_by_the_faster_vote():
