@@ -76,7 +76,15 @@ def bootstrap_means(values, weights: np.ndarray) -> np.ndarray:
         raise ValueError(f"values have {v.shape[0]} problems but the weights {weights.shape[1]}")
     valid = ~np.isnan(v)
     num = weights @ np.where(valid, v, 0.0)
-    den = weights @ valid.astype(np.float64)
+    # Each resample's weights sum to its problem count; only columns with NaN need their own
+    # denominators (a second pass over the whole (B, P) matrix otherwise).
+    drawn = weights.sum(axis=1)
+    den = np.broadcast_to(drawn.reshape(-1, *([1] * (v.ndim - 1))), num.shape).copy()
+    gaps = ~valid.all(axis=0)
+    if v.ndim == 1 and gaps:
+        den = weights @ valid.astype(np.float64)
+    elif v.ndim > 1 and gaps.any():
+        den[:, gaps] = weights @ valid[:, gaps].astype(np.float64)
     return np.divide(num, den, out=np.full(num.shape, np.nan), where=den > 0)
 
 

@@ -45,6 +45,18 @@ def test_bootstrap_means_of_a_matrix_share_resamples():
     np.testing.assert_allclose(got, [[0.0, 1.0], [1.0, 1.0]])
 
 
+def test_matrix_columns_with_and_without_nan_match_their_own_means():
+    rng = np.random.default_rng(3)
+    values = rng.random((200, 4))
+    values[rng.random(200) < 0.2, 1] = np.nan  # one column with gaps, three without
+    weights = bootstrap_weights(200, 40, seed=1)
+    together = bootstrap_means(values, weights)
+    for column in range(4):
+        valid = ~np.isnan(values[:, column])
+        expected = (weights[:, valid] @ values[valid, column]) / weights[:, valid].sum(axis=1)
+        np.testing.assert_allclose(together[:, column], expected, rtol=1e-12)
+
+
 def test_ci_brackets_the_mean_and_shrinks_with_more_problems():
     rng = np.random.default_rng(0)
     small = bootstrap_ci(rng.random(50), num_resamples=400, seed=1)
