@@ -1,10 +1,10 @@
 """Benchmark: the CPU crossover behind `rollout.backend=auto`, vLLM / transformers samples per second.
 
 Run: .venv/bin/python benchmarks/bench_crossover.py [--sizes default,4m] [--new-tokens 8,48]
-     [--problems 64] [--samples 16] [--pairs 3] [--sft-epochs 8] [--markdown FILE]
+     [--problems 64] [--samples 16] [--pairs 3] [--sft-epochs 8,0] [--markdown FILE]
 
-For each model size a policy is built and SFT-trained briefly (so it answers and stops like a
-real one), one vLLM server is started for it (its start is timed on its own, not in the
+For each model size and each --sft-epochs value a policy is built and SFT-trained briefly (a
+trained one answers and stops like a real policy; an untrained one runs to the token limit), one vLLM server is started for it (its start is timed on its own, not in the
 ratio), and for each --new-tokens value our two backends sample the same problems side by side
 (benchmarks/side_by_side.py: warm-up, then transformers and vLLM alternate for --pairs rounds).
 The ratio printed is vLLM / transformers throughput per pair: min, median, max, and the load.
@@ -52,11 +52,11 @@ def train_policy(model_config: ModelConfig, problems: list, out: Path, epochs: i
     return out / "final"
 
 
-def measure(size: str, new_tokens: list[int], args, scratch: Path) -> list[dict]:
+def measure(size: str, epochs: int, new_tokens: list[int], args, scratch: Path) -> list[dict]:
     from breadth.models.tiny import load_policy
 
     problems = make_problems(args.problems)
-    policy = train_policy(SIZES[size], problems, scratch / size, args.sft_epochs)
+    policy = train_policy(SIZES[size], problems, scratch / f"{size}-{epochs}", epochs)
     model, tokenizer = load_policy(policy)
     rows = []
     started = time.perf_counter()
@@ -75,11 +75,11 @@ def measure(size: str, new_tokens: list[int], args, scratch: Path) -> list[dict]
                                     progress=False)  # fmt: skip
 
             result = compare(("transformers", hf), ("vLLM", vllm), pairs=args.pairs)
-            print(result.report(f"{size}, {tokens} new tokens"), flush=True)
+            print(result.report(f"{size}, SFT {epochs} epochs, {tokens} new tokens"), flush=True)
             throughput = sorted(1.0 / r for r in result.ratios())
             new = [len(r["text"]) for r in hf()]  # characters: tokens, for the character model
             rows.append({
-                "size": size, "parameters": parameter_count(policy), "tokens": tokens,
+                "size": size, "epochs": epochs, "parameters": parameter_count(policy), "tokens": tokens,
                 "mean_new": statistics.mean(new), "median": statistics.median(throughput),
                 "min": throughput[0], "max": throughput[-1],
                 "hf_s": statistics.median(result.wall["transformers"]),
@@ -97,19 +97,21 @@ def markdown(rows: list[dict], args) -> str:
         (
             f"{args.problems} problems x {args.samples} samples, {args.pairs} interleaved pairs "
             "after a warm-up; ratio = vLLM / transformers samples per second (> 1: vLLM faster). "
-            f"Policies SFT-trained for {args.sft_epochs} epochs (0: untrained, so every sample "
-            "runs to the token limit)."
+            "SFT epochs 0 = an untrained policy, which rarely stops, so its samples run to the "
+            "token limit; a trained one answers in a few characters."
         ),
         "",
         (
-            "| model | parameters | max new tokens | mean new characters | transformers s | vLLM s "
+            "| model | parameters | SFT epochs | max new tokens | mean new characters "
+            "| transformers s | vLLM s "
             "| ratio median [min, max] | vLLM server start s | load after |"
         ),
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for r in rows:
         lines.append(
-            f"| {r['size']} | {r['parameters'] / 1e6:.2f}M | {r['tokens']} | {r['mean_new']:.1f} "
+            f"| {r['size']} | {r['parameters'] / 1e6:.2f}M | {r['epochs']} | {r['tokens']} "
+            f"| {r['mean_new']:.1f} "
             f"| {r['hf_s']:.2f} | {r['vllm_s']:.2f} | {r['median']:.2f} [{r['min']:.2f}, "
             f"{r['max']:.2f}] | {r['server_start_s']:.0f} | {r['load']} |"
         )
@@ -125,16 +127,20 @@ def main() -> None:
     parser.add_argument("--pairs", type=int, default=3)
     parser.add_argument(
         "--sft-epochs",
-        type=int,
-        default=8,
-        help="SFT epochs of each policy; 0 = untrained (long outputs)",
+        default="8,0",
+        help="comma list: SFT epochs of each policy; 0 = untrained (long outputs)",
     )
     parser.add_argument("--markdown", type=Path, help="write the table here")
     args = parser.parse_args()
     print(load_line(), flush=True)
     scratch = Path(tempfile.mkdtemp(prefix="bench-crossover-"))
     tokens = [int(t) for t in args.new_tokens.split(",")]
-    rows = [row for size in args.sizes.split(",") for row in measure(size, tokens, args, scratch)]
+    rows = [
+        row
+        for size in args.sizes.split(",")
+        for epochs in (int(e) for e in args.sft_epochs.split(","))
+        for row in measure(size, epochs, tokens, args, scratch)
+    ]
     table = markdown(rows, args)
     print(table)
     if args.markdown:

@@ -25,30 +25,42 @@ from side_by_side import compare
 TARGET_RATIO = 1.05
 
 
+# Seconds per stage of the last run of each side (stage name -> seconds), for the breakdown.
+STAGES: dict[str, dict[str, float]] = {"direct": {}, "orchestrated": {}}
+
+
+def timed(stage: str, fn, *args, **kwargs):
+    started = time.perf_counter()
+    out = fn(*args, **kwargs)
+    STAGES["direct"][stage] = STAGES["direct"].get(stage, 0.0) + time.perf_counter() - started
+    return out
+
+
 def run_direct(config) -> float:
     from breadth import stages
 
+    STAGES["direct"].clear()
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as scratch:
         root = Path(scratch)
-        stages.prepare_stage(config, root / "data")
-        stages.init_model_stage(config, root / "base")
-        sft = stages.sft_stage(config, root / "data", root / "base", root / "sft")
-        rl = stages.rl_stage(config, root / "data", sft, root / "rl")
+        timed("prepare", stages.prepare_stage, config, root / "data")
+        timed("init-model", stages.init_model_stage, config, root / "base")
+        sft = timed("sft", stages.sft_stage, config, root / "data", root / "base", root / "sft")
+        rl = timed("rl", stages.rl_stage, config, root / "data", sft, root / "rl")
         rollouts = {
-            name: stages.rollout_stage(config, root / "data", policy, name,
-                                       root / f"{name}.parquet", progress=False)
+            name: timed("rollout", stages.rollout_stage, config, root / "data", policy, name,
+                        root / f"{name}.parquet", progress=False)
             for name, policy in {"sft": sft, "rl": rl}.items()
         }  # fmt: skip
         # The flow also runs the search for every policy: so does this side.
         policies = {"sft": sft, "rl": rl}
         searches = (
-            {name: stages.search_stage(config, root / "data", policy)
+            {name: timed("search", stages.search_stage, config, root / "data", policy)
              for name, policy in policies.items()}
             if config.evaluation.search_budget > 0 else {}
         )  # fmt: skip
-        stages.evaluate_stage(config, rollouts, root / "report", base_model="sft",
-                              searches=searches)  # fmt: skip
+        timed("evaluate", stages.evaluate_stage, config, rollouts, root / "report",
+              base_model="sft", searches=searches)  # fmt: skip
         return time.perf_counter() - started  # before the clean-up, as on the other side
 
 
@@ -59,8 +71,30 @@ def run_orchestrated(config) -> float:
     with tempfile.TemporaryDirectory() as scratch:
         os.environ["BREADTH_WORK_DIR"] = scratch
         started = time.perf_counter()
-        pipeline(config=config)
-        return time.perf_counter() - started
+        result = pipeline(config=config)
+        seconds = time.perf_counter() - started
+    STAGES["orchestrated"] = stage_seconds(result["mlflow_run_id"])
+    return seconds
+
+
+def stage_seconds(parent_run_id: str) -> dict[str, float]:
+    """Seconds of each stage's MLflow child run (its whole task body: stage, uploads, logging);
+    what the flow spends outside them is the Prefect engine and the parent run."""
+    from mlflow import MlflowClient
+
+    client = MlflowClient()
+    parent = client.get_run(parent_run_id)
+    children = client.search_runs(
+        [parent.info.experiment_id], f"tags.mlflow.parentRunId = '{parent_run_id}'"
+    )
+    out: dict[str, float] = {}
+    for child in children:
+        stage = child.data.tags.get("breadth.stage", child.info.run_name or "?")
+        if stage.startswith(("rollout-", "search-", "evaluate-")):  # one run per model
+            stage = stage.split("-")[0]
+        seconds = (child.info.end_time - child.info.start_time) / 1000
+        out[stage] = out.get(stage, 0.0) + seconds
+    return out
 
 
 def main() -> None:
@@ -86,6 +120,13 @@ def main() -> None:
     print(result.report("whole pipeline, seconds"))
     ratio = result.median_ratio()
     print(f"orchestration overhead ratio (median pair): {ratio:.3f}  (target <= {TARGET_RATIO})")
+    print("seconds per stage, last pair (orchestrated: its MLflow child runs, so the task's")
+    print("uploads and logging; init-model and publish-report have none, and evaluate's runs")
+    print("open after its metrics are computed, so they hold only its logging):")
+    print(f"  {'stage':<12} {'direct':>8} {'orchestrated':>13}")
+    for stage in sorted(set(STAGES["direct"]) | set(STAGES["orchestrated"])):
+        direct, orchestrated = (STAGES[side].get(stage, float("nan")) for side in STAGES)
+        print(f"  {stage:<12} {direct:>8.1f} {orchestrated:>13.1f}")
 
 
 if __name__ == "__main__":
