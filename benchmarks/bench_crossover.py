@@ -85,8 +85,16 @@ def measure(size: str, epochs: int, new_tokens: list[int], args, scratch: Path) 
                 "hf_s": statistics.median(result.wall["transformers"]),
                 "vllm_s": statistics.median(result.wall["vLLM"]),
                 "server_start_s": start_seconds, "load": result.load_after,
+                "break_even": break_even(result, len(problems) * args.samples, start_seconds),
             })  # fmt: skip
     return rows
+
+
+def break_even(result, samples: int, start_seconds: float) -> str:
+    """Samples per rollout stage above which vLLM's faster sampling repays its server start
+    (medians); "never" when vLLM is not faster per sample."""
+    saved = statistics.median(result.wall["transformers"]) - statistics.median(result.wall["vLLM"])
+    return f"{start_seconds / (saved / samples):,.0f}" if saved > 0 else "never"
 
 
 def markdown(rows: list[dict], args) -> str:
@@ -104,16 +112,16 @@ def markdown(rows: list[dict], args) -> str:
         (
             "| model | parameters | SFT epochs | max new tokens | mean new characters "
             "| transformers s | vLLM s "
-            "| ratio median [min, max] | vLLM server start s | load after |"
+            "| ratio median [min, max] | vLLM server start s | break-even samples | load after |"
         ),
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for r in rows:
         lines.append(
             f"| {r['size']} | {r['parameters'] / 1e6:.2f}M | {r['epochs']} | {r['tokens']} "
             f"| {r['mean_new']:.1f} "
             f"| {r['hf_s']:.2f} | {r['vllm_s']:.2f} | {r['median']:.2f} [{r['min']:.2f}, "
-            f"{r['max']:.2f}] | {r['server_start_s']:.0f} | {r['load']} |"
+            f"{r['max']:.2f}] | {r['server_start_s']:.0f} | {r['break_even']} | {r['load']} |"
         )
     return "\n".join(lines) + "\n"
 
