@@ -53,10 +53,18 @@ def test_an_explicit_backend_is_kept(backend, large_model):
     assert choice.backend == backend
 
 
-def test_auto_on_cpu_is_transformers_at_any_size(large_model):
+def test_auto_on_cpu_is_transformers_at_any_size(large_model, monkeypatch):
+    monkeypatch.delenv("BREADTH_VLLM_URL", raising=False)
     choice = choose_backend(RolloutConfig(backend="auto"), large_model, cuda=False,
                             vllm_available=True)  # fmt: skip
     assert choice.backend == "transformers" and "CUDA" in choice.reason
+
+
+def test_auto_on_cpu_uses_a_running_server_when_one_is_configured(small_model, monkeypatch):
+    monkeypatch.delenv("BREADTH_VLLM_URL", raising=False)
+    config = RolloutConfig(backend="auto", vllm_url="http://127.0.0.1:9/v1")
+    choice = choose_backend(config, small_model, cuda=False)
+    assert choice.backend == "vllm" and "no server start" in choice.reason
 
 
 def test_auto_on_gpu_picks_vllm_for_large_models_only(large_model, small_model):
