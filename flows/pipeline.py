@@ -14,6 +14,7 @@ from prefect import flow
 
 from breadth.config import PipelineConfig, available_presets, with_form_changes
 from breadth.rollout.vllm_pool import kept_vllm_servers
+from tasks.common import models_logged_in_background
 from tasks.evaluate import evaluate, publish_report
 from tasks.prepare import prepare
 from tasks.rollout import rollout
@@ -47,9 +48,10 @@ def pipeline(
 
 def run_pipeline(config: PipelineConfig, extra_tags: dict[str, str] | None = None) -> dict[str, Any]:
     parent = open_parent_run(config, extra_tags)
-    # FINISHED, or FAILED / KILLED with the error, on every path; a vLLM server started for a
-    # model serves its rollouts and its search, and stops with the run.
-    with parent, kept_vllm_servers():
+    # FINISHED, or FAILED / KILLED with the error, on every path (after the queued MLflow
+    # models are logged); a vLLM server started for a model serves its rollouts and its
+    # search, and stops with the run.
+    with parent, kept_vllm_servers(), models_logged_in_background(config):
         keys = stage_keys(config)
         dataset = prepare(config, keys["prepare"], parent)
         parent.set_tags({"dataset.hash": dataset.info["content_hash"]})

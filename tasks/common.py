@@ -16,8 +16,8 @@ from prefect.context import TaskRunContext
 
 import breadth
 from breadth.tracking.objects import ObjectStore
-from breadth.tracking.runs import RunHandle, start_run
-from breadth.tracking.uploads import with_retries
+from breadth.tracking.runs import RunHandle, log_transformers_model, start_run
+from breadth.tracking.uploads import BackgroundLane, UploadsFailed, with_retries
 from breadth.training.checkpointing import hold_lock
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
@@ -142,3 +142,47 @@ def upload_stage_output(config: Any, folder: Path, prefix: str) -> str:
     with_retries(f"upload of {folder} to {prefix}", lambda: store.upload_dir(folder, prefix),
                  give_up_after_s=config.tracking.upload_retry_s)  # fmt: skip
     return store.uri(prefix)
+
+
+# The flow's lane for MLflow model logging (None outside `models_logged_in_background`).
+_model_logs: BackgroundLane | None = None
+
+
+@contextmanager
+def models_logged_in_background(config: Any) -> Iterator[None]:
+    """Inside this block a model stage queues its MLflow model logging instead of waiting for it:
+    MLflow saves, checks and uploads the model again (seconds per model), and the next stage
+    need not wait for that. Leaving the block waits for every queued model; one that could not
+    be logged fails the run, naming it."""
+    global _model_logs
+    lane = _model_logs = BackgroundLane("MLflow model logging", config.tracking.upload_retry_s)
+    body_failed = True
+    try:
+        with lane:
+            yield
+            body_failed = False
+    except UploadsFailed as error:
+        if body_failed:  # the run's own error, not the lane's
+            raise
+        raise UploadsFailed(
+            f"{error}\nThe stage itself finished and is cached, so a plain re-run skips it: "
+            "re-run with PREFECT_TASKS_REFRESH_CACHE=true to log the model again."
+        ) from error
+    finally:
+        _model_logs = None
+
+
+def log_model(run: RunHandle, model_dir: Path) -> str:
+    """Log a stage's model as an MLflow model and tag the run with its URI (`model.mlflow_uri`):
+    queued inside `models_logged_in_background` (the tag comes when it is done; "" is returned),
+    done now outside it (its URI is returned)."""
+
+    def job() -> str:
+        uri = log_transformers_model(run, model_dir)
+        run.set_tags({"model.mlflow_uri": uri})
+        return uri
+
+    if _model_logs is None:
+        return job()
+    _model_logs.submit(f"MLflow model of {model_dir} (run {run.run_id})", job)
+    return ""

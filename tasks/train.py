@@ -9,7 +9,7 @@ from prefect import get_run_logger, task
 from breadth.config import PipelineConfig
 from breadth.stages import init_model_stage, rl_stage, sft_stage
 from breadth.tracking.objects import ObjectStore, ObjectStoreError
-from breadth.tracking.runs import MetricBuffer, RunHandle, log_transformers_model
+from breadth.tracking.runs import MetricBuffer, RunHandle
 from breadth.tracking.uploads import BackgroundLane, with_retries
 from breadth.training.checkpointing import (
     OUTPUT_COMPLETE,
@@ -28,6 +28,7 @@ from tasks.common import (
     StageResult,
     child_run,
     exclusive_work_dir,
+    log_model,
     stage_cache_key,
     upload_stage_output,
 )  # fmt: skip
@@ -47,8 +48,9 @@ def _finish_model_stage(
     model_dir: Path,
 ) -> StageResult:  # fmt: skip
     uri = upload_stage_output(config, model_dir, f"runs/{parent.run_id}/models/{stage}")
-    model_uri = log_transformers_model(run, model_dir) if config.tracking.log_models else ""
-    run.set_tags({"model.s3_uri": uri, "model.mlflow_uri": model_uri})
+    run.set_tags({"model.s3_uri": uri})
+    # In the flow the MLflow model is logged while the next stage runs ("" here, then).
+    model_uri = log_model(run, model_dir) if config.tracking.log_models else ""
     return StageResult(stage, key, str(model_dir), uri, run.run_id, {"model_uri": model_uri})
 
 

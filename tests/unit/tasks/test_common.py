@@ -113,3 +113,54 @@ def test_a_cached_output_is_looked_for_under_this_workers_work_dir(tmp_path, mon
     assert result.local_path_here() == tmp_path / "here" / "rl-abc" / "final"
     (tmp_path / "here" / "rl-abc" / "final").mkdir(parents=True)
     assert result.ensure_local() == tmp_path / "here" / "rl-abc" / "final"
+
+
+class _Run:
+    """What log_model needs of a RunHandle: an id and set_tags."""
+
+    run_id = "run-1"
+
+    def __init__(self):
+        self.tags: dict[str, str] = {}
+
+    def set_tags(self, tags):
+        self.tags.update(tags)
+
+
+def test_models_are_logged_in_the_background_and_waited_for_at_the_end(monkeypatch, tmp_path):
+    import threading
+
+    from breadth.config import PipelineConfig
+    from tasks import common
+
+    release, logged_in = threading.Event(), []
+
+    def slow_log(run, model_dir):
+        release.wait(5)
+        logged_in.append(threading.current_thread().name)
+        return f"models:/{model_dir.name}"
+
+    monkeypatch.setattr(common, "log_transformers_model", slow_log)
+    run = _Run()
+    with common.models_logged_in_background(PipelineConfig()):
+        assert common.log_model(run, tmp_path / "sft") == ""  # queued: the stage goes on
+        assert run.tags == {}
+        release.set()
+    assert run.tags == {"model.mlflow_uri": "models:/sft"}
+    assert logged_in and logged_in[0] != threading.current_thread().name
+    # Outside the block the model is logged at once and its URI returned.
+    assert common.log_model(_Run(), tmp_path / "rl") == "models:/rl"
+
+
+def test_a_model_that_cannot_be_logged_fails_the_run_saying_how_to_log_it(monkeypatch, tmp_path):
+    from breadth.config import PipelineConfig
+    from breadth.tracking.uploads import UploadsFailed
+    from tasks import common
+
+    def refused(run, model_dir):
+        raise ValueError("MLflow refused the model")  # permanent: no retries
+
+    monkeypatch.setattr(common, "log_transformers_model", refused)
+    background = common.models_logged_in_background(PipelineConfig())
+    with pytest.raises(UploadsFailed, match="PREFECT_TASKS_REFRESH_CACHE"), background:
+        common.log_model(_Run(), tmp_path / "sft")
