@@ -64,10 +64,13 @@ def sft(
         if is_complete_output(model_dir):  # a run of the same config finished it meanwhile
             run.set_tags({"breadth.reused_output": str(model_dir)})
         else:
-            metrics = MetricBuffer(run)
-            sft_stage(config, dataset.ensure_local(), base.ensure_local(), folder,
-                      log_metric=metrics)  # fmt: skip
-            metrics.flush()
+            # Metrics go to MLflow from a background lane, as GRPO's do: a flush never holds
+            # up a training step; the lane is joined before the output is marked complete.
+            with BackgroundLane("MLflow metrics", config.tracking.upload_retry_s) as writes:
+                metrics = MetricBuffer(run, lane=writes)
+                sft_stage(config, dataset.ensure_local(), base.ensure_local(), folder,
+                          log_metric=metrics)  # fmt: skip
+                metrics.flush()
             write_marker(model_dir, OUTPUT_COMPLETE)
         return _finish_model_stage("sft", config, key, run, parent, model_dir)
 
