@@ -77,7 +77,7 @@ def choose_backend(
     if cuda is None:
         cuda = _cuda_available()
     if not cuda:
-        if resolve_vllm_url(rollout.vllm_url) is not None:
+        if resolve_vllm_urls(rollout.vllm_url):
             return BackendChoice(
                 "vllm", "auto: no CUDA device, but a running vLLM server is configured: no "
                 "server start to pay, and vLLM samples faster than transformers on CPU too",
