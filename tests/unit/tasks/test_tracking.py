@@ -32,6 +32,9 @@ def test_stage_origins_are_read_from_each_stage_run_and_tagged_on_the_parent(mon
         def set_tag(self, run_id, key, value):
             tagged[key] = value
 
+        def log_batch(self, run_id, tags=()):  # RunHandle.set_tags sends tags in batches
+            tagged.update({tag.key: tag.value for tag in tags})
+
     monkeypatch.setattr(RunHandle, "client", property(lambda self: FakeClient()))
     parent = RunHandle("this", "3", "http://user:pw@mlflow:5000")
     # A model created from scratch has no stage run: left out, not looked up.
