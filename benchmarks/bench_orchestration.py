@@ -6,8 +6,9 @@ functions called directly, measured side by side in one run (target ratio <= 1.0
 
 It brings the local stack up if needed (stack start-up is not counted: both sides assume a
 running stack), forces every Prefect task to re-run (PREFECT_TASKS_REFRESH_CACHE) so nothing is
-served from cache, and gives each orchestrated run a fresh work folder (no checkpoint to resume
-from). Both sides do the same work, evolutionary search included. Each side runs once untimed
+served from cache, and gives each orchestrated run a fresh work folder. The n-th run of each
+side uses seed + n, so both sides of a pair do the same work and no GRPO run finds a checkpoint
+of its config in S3 to resume from. Both sides do the same work, evolutionary search included. Each side runs once untimed
 (imports, first-call costs), then they alternate direct, orchestrated, ... for --pairs rounds;
 the ratio is the median of the per-pair ratios, printed with min, max and the load average.
 """
@@ -15,6 +16,7 @@ the ratio is the median of the per-pair ratios, printed with min, max and the lo
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import tempfile
 import time
@@ -107,14 +109,25 @@ def main() -> None:
     from breadth.config import load_config
     from breadth.stack import LocalStack
 
-    config = load_config(args.preset, [*args.overrides, "tracking.experiment=bench-orchestration"])
+    overrides = [*args.overrides, "tracking.experiment=bench-orchestration"]
+    config = load_config(args.preset, overrides)
+
+    # The n-th call of each side runs seed + n: the same work within a pair, and a GRPO run that
+    # cannot resume. The rl stage resumes from its content key's S3 checkpoints (a fresh work
+    # folder does not stop that), so repeating one config would let every orchestrated run after
+    # the first skip training.
+    def next_config(calls: itertools.count) -> object:
+        return load_config(args.preset, [*overrides, f"seed={config.seed + next(calls)}"])
+
     stack = LocalStack()
     stack.up()
     os.environ.update(stack.settings.client_env())
     os.environ["PREFECT_TASKS_REFRESH_CACHE"] = "true"
 
-    result = compare(("direct stage functions", lambda: run_direct(config)),
-                     ("Prefect + MLflow + S3", lambda: run_orchestrated(config)),
+    direct_calls, orchestrated_calls = itertools.count(), itertools.count()
+    result = compare(("direct stage functions", lambda: run_direct(next_config(direct_calls))),
+                     ("Prefect + MLflow + S3",
+                      lambda: run_orchestrated(next_config(orchestrated_calls))),
                      pairs=args.pairs, self_timed=True)  # fmt: skip
     print(f"preset {args.preset} {' '.join(args.overrides)}")
     print(result.report("whole pipeline, seconds"))
