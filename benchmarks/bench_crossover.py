@@ -15,6 +15,8 @@ Needs the vLLM environment (scripts/install_vllm_env.sh, or BREADTH_VLLM_ENV).
 from __future__ import annotations
 
 import argparse
+import os
+import platform
 import statistics
 import sys
 import tempfile
@@ -97,11 +99,15 @@ def break_even(result, samples: int, start_seconds: float) -> str:
     return f"{start_seconds / (saved / samples):,.0f}" if saved > 0 else "never"
 
 
-def markdown(rows: list[dict], args) -> str:
+def markdown(rows: list[dict], args, wall_s: float) -> str:
     lines = [
         "# Rollout crossover on CPU: vLLM / transformers",
         "",
         "Written by `PYTHONPATH=src:benchmarks python " + " ".join(sys.argv) + "`.",
+        (
+            f"Machine: {platform.node()}, {os.cpu_count()} CPU cores, {platform.machine()}; "
+            f"seed 0 for every model, policy and sampler; wall time {wall_s / 60:.1f} min."
+        ),
         (
             f"{args.problems} problems x {args.samples} samples, {args.pairs} interleaved pairs "
             "after a warm-up; ratio = vLLM / transformers samples per second (> 1: vLLM faster). "
@@ -141,6 +147,7 @@ def main() -> None:
     parser.add_argument("--markdown", type=Path, help="write the table here")
     args = parser.parse_args()
     print(load_line(), flush=True)
+    started = time.perf_counter()
     scratch = Path(tempfile.mkdtemp(prefix="bench-crossover-"))
     tokens = [int(t) for t in args.new_tokens.split(",")]
     rows = [
@@ -149,7 +156,7 @@ def main() -> None:
         for epochs in (int(e) for e in args.sft_epochs.split(","))
         for row in measure(size, epochs, tokens, args, scratch)
     ]
-    table = markdown(rows, args)
+    table = markdown(rows, args, time.perf_counter() - started)
     print(table)
     if args.markdown:
         args.markdown.write_text(table)
