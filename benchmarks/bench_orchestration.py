@@ -8,21 +8,24 @@ It brings the local stack up if needed (stack start-up is not counted: both side
 running stack), forces every Prefect task to re-run (PREFECT_TASKS_REFRESH_CACHE) so nothing is
 served from cache, and gives each orchestrated run a fresh work folder. The n-th run of each
 side uses seed + n, so both sides of a pair do the same work and no GRPO run finds a checkpoint
-of its config in S3 to resume from. Both sides do the same work, evolutionary search included. Each side runs once untimed
-(imports, first-call costs), then they alternate direct, orchestrated, ... for --pairs rounds;
-the ratio is the median of the per-pair ratios, printed with min, max and the load average.
+of its config in S3 to resume from. Both sides do the same work, evolutionary search included.
+Each side runs once untimed (imports, first-call costs), then they alternate direct,
+orchestrated, ... for --pairs rounds; the ratio is the median of the per-pair ratios, printed
+with min, max and the load average. Beside wall time it prints this process's CPU time and
+each stack server's CPU seconds during each side's runs (where the extra time goes).
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import itertools
 import os
 import tempfile
 import time
 from pathlib import Path
 
-from side_by_side import compare
+from side_by_side import compare, process_tree_cpu
 
 TARGET_RATIO = 1.05
 
@@ -124,13 +127,17 @@ def main() -> None:
     os.environ.update(stack.settings.client_env())
     os.environ["PREFECT_TASKS_REFRESH_CACHE"] = "true"
 
+    # The servers' CPU during each run: on a small machine it is taken from training, so it is
+    # where the orchestrated side's extra wall time goes (this process's CPU is the "cpu" rows).
+    meters = {f"{row['service']} server CPU": functools.partial(process_tree_cpu, row["pid"])
+              for row in stack.status() if row["pid"] is not None}  # fmt: skip
     direct_calls, orchestrated_calls = itertools.count(), itertools.count()
     result = compare(("direct stage functions", lambda: run_direct(next_config(direct_calls))),
                      ("Prefect + MLflow + S3",
                       lambda: run_orchestrated(next_config(orchestrated_calls))),
-                     pairs=args.pairs, self_timed=True)  # fmt: skip
+                     pairs=args.pairs, self_timed=True, meters=meters)  # fmt: skip
     print(f"preset {args.preset} {' '.join(args.overrides)}")
-    print(result.report("whole pipeline, seconds"))
+    print(result.report("whole pipeline, seconds", clocks=("wall", "cpu")))
     ratio = result.median_ratio()
     print(f"orchestration overhead ratio (median pair): {ratio:.3f}  (target <= {TARGET_RATIO})")
     print("seconds per stage, last pair (orchestrated: its MLflow child runs, so the task's")

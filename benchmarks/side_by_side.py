@@ -28,6 +28,8 @@ class Comparison:
     names: tuple[str, str]
     wall: dict[str, list[float]] = field(default_factory=dict)
     cpu: dict[str, list[float]] = field(default_factory=dict)
+    # Per meter (e.g. "mlflow server CPU"), the counter's increase over each round of each arm.
+    metered: dict[str, dict[str, list[float]]] = field(default_factory=dict)
     load_before: str = ""
     load_after: str = ""
     warmed_up: bool = True
@@ -52,6 +54,9 @@ class Comparison:
             for name in self.names:
                 lines.append(f"  {clock:>4} {name:<28} {_spread(times[name], 's')}")
             lines.append(f"  {clock:>4} ratio {b} / {a}: {_spread(self.ratios(clock), '')}")
+        for meter, per_arm in self.metered.items():
+            for name in self.names:
+                lines.append(f"  {meter} during {name}: {_spread(per_arm[name], 's')}")
         lines.append(f"  before: {self.load_before}")
         lines.append(f"  after:  {self.load_after}")
         return "\n".join(lines)
@@ -64,11 +69,14 @@ def compare(
     pairs: int = 3,
     warm_up: bool = True,
     self_timed: bool = False,
+    meters: dict[str, Callable[[], float]] | None = None,
 ) -> Comparison:
     """Warm both arms up, then time them alternately `pairs` times (A first in each pair).
 
     With `self_timed`, each arm returns the seconds to record (e.g. its median step time, so
     set-up inside the arm is left out); its CPU time is still measured around the call.
+    `meters` are cumulative counters read before and after each call (e.g. another process's
+    CPU seconds, `process_tree_cpu`): what an arm costs outside this process.
     """
     if pairs < 3:
         raise ValueError(f"pairs must be >= 3 for a min/median/max to mean anything, got {pairs}")
@@ -76,18 +84,49 @@ def compare(
     if warm_up:
         arm_a[1]()
         arm_b[1]()
+    meters = meters or {}
     for name, _ in (arm_a, arm_b):
         result.wall[name], result.cpu[name] = [], []
+        for meter in meters:
+            result.metered.setdefault(meter, {})[name] = []
     for _ in range(pairs):
         for name, fn in (arm_a, arm_b):
+            counters = {meter: read() for meter, read in meters.items()}
             wall, cpu = time.perf_counter(), time.process_time()
             returned = fn()
             result.cpu[name].append(time.process_time() - cpu)
+            for meter, read in meters.items():
+                result.metered[meter][name].append(read() - counters[meter])
             result.wall[name].append(
                 float(returned) if self_timed else time.perf_counter() - wall  # type: ignore[arg-type]
             )
     result.load_after = load_line()
     return result
+
+
+def process_tree_cpu(pid: int) -> float:
+    """CPU seconds (user + system) used so far by a process and its live children, from /proc
+    (Linux); NaN where /proc is absent. Children that already exited are not counted."""
+    if not os.path.isdir("/proc"):
+        return float("nan")
+    ticks = os.sysconf("SC_CLK_TCK")
+    stats: dict[int, list[str]] = {}
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{entry}/stat") as stat:
+                stats[int(entry)] = stat.read().rsplit(")", 1)[1].split()
+        except OSError:  # it exited meanwhile
+            continue
+    children: dict[int, list[int]] = {}
+    for child, fields in stats.items():
+        children.setdefault(int(fields[1]), []).append(child)
+    total, todo = 0.0, [pid]
+    while todo:
+        current = todo.pop()
+        if current in stats:  # fields 14 and 15 of /proc/<pid>/stat: utime, stime
+            total += (int(stats[current][11]) + int(stats[current][12])) / ticks
+        todo.extend(children.get(current, []))
+    return total
 
 
 def _spread(values: list[float], unit: str) -> str:

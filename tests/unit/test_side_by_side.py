@@ -1,0 +1,55 @@
+"""The benchmarks' side-by-side timer: its meters and the process-tree CPU counter."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+
+from side_by_side import compare, process_tree_cpu
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads /proc")
+def test_process_tree_cpu_counts_a_busy_grandchild():
+    # A shell whose child spins for ~0.6 s of CPU: the shell itself uses almost none.
+    spin = f"{sys.executable} -c \"import time; end = time.process_time() + 0.6\nwhile time.process_time() < end: pass\nimport time; time.sleep(5)\""
+    shell = subprocess.Popen(["/bin/sh", "-c", f"{spin}; true"])  # "; true": sh stays the parent
+    try:
+        deadline = time.monotonic() + 20
+        while process_tree_cpu(shell.pid) < 0.5 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert 0.5 <= process_tree_cpu(shell.pid) < 5
+    finally:
+        shell.kill()
+        subprocess.run(["pkill", "-P", str(shell.pid)], check=False)
+        shell.wait()
+
+
+def test_process_tree_cpu_of_a_missing_process_is_zero():
+    assert process_tree_cpu(2**22 + 7) == 0.0
+
+
+def test_meters_record_each_rounds_increase_per_arm():
+    counter = {"value": 0.0}
+
+    def arm(step: float):
+        def run() -> None:
+            counter["value"] += step
+
+        return run
+
+    result = compare(("a", arm(1.0)), ("b", arm(3.0)), pairs=3,
+                     meters={"fake meter": lambda: counter["value"]})  # fmt: skip
+    assert result.metered["fake meter"] == {"a": [1.0] * 3, "b": [3.0] * 3}
+    assert "fake meter during b: min 3.000s" in result.report()
+
+
+def test_fewer_than_three_pairs_are_refused():
+    with pytest.raises(ValueError, match="pairs must be >= 3"):
+        compare(("a", lambda: None), ("b", lambda: None), pairs=2)
