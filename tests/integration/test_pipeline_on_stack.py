@@ -127,6 +127,12 @@ def test_models_load_back_with_mlflow_transformers(two_runs, live_stack):
     tokenizer = components["tokenizer"]
     assert tokenizer.decode(tokenizer("12+7=")["input_ids"]) == "12+7="
     assert components["model"].num_parameters() > 0
+    # The model is the rl run's output, with the run as its source and the run's params.
+    model_id = rl_run.data.tags["model.mlflow_uri"].removeprefix("models:/")
+    assert [output.model_id for output in rl_run.outputs.model_outputs] == [model_id]
+    logged = client.get_logged_model(model_id)
+    assert (logged.source_run_id, str(logged.status)) == (rl_run.info.run_id, "READY")
+    assert logged.params["rl.learning_rate"] == rl_run.data.params["rl.learning_rate"]
 
 
 def test_s3_holds_dataset_checkpoints_and_rollouts(two_runs, live_stack):
