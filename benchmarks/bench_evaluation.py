@@ -1,21 +1,27 @@
 """Benchmark: evaluation of 10,000 problems x 16 samples with text (target: <= 0.3 s).
 
 Run: .venv/bin/python benchmarks/bench_evaluation.py [--problems P] [--samples N] [--words W]
-     [--entropy] [--pairs 3]
+     [--entropy] [--pairs 3] [--against main]
 
 Two figures, both after a warm-up and with the machine load printed:
   1. the per-problem table, side by side: the per-problem loop evaluation used before
      (kept as the tests' reference) against the vectorised `per_problem_table`, interleaved;
   2. the whole `evaluate_rollouts` (table, pass@k, maj@k with 32 resamples, best-of-k, 500
      bootstrap resamples), min/median/max of --pairs runs, wall and CPU time.
+  3. with --against REF: `evaluate_rollouts` of git ref REF (its src/ exported to a temporary
+     folder) against the working tree's, interleaved, after checking that both return the
+     same result, every value exactly equal.
 Texts are W words drawn from a 2,000-word vocabulary (a skewed draw, so n-grams repeat).
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -29,6 +35,34 @@ from breadth.evaluation.summary import evaluate_rollouts, per_problem_table
 from tests.unit.evaluation.loop_reference import per_problem_loop
 
 TARGET_SECONDS = 0.3
+REPO = Path(__file__).resolve().parents[1]
+
+
+def evaluate_rollouts_of(ref: str, folder: str):
+    """`evaluate_rollouts` as git ref `ref` has it, beside this tree's: `src/` of the ref is
+    exported into `folder` and imported with the `breadth` modules swapped out meanwhile, so
+    its functions keep their own module globals."""
+    archive = subprocess.run(["git", "archive", ref, "src"], cwd=REPO, check=True,
+                             capture_output=True).stdout  # fmt: skip
+    subprocess.run(["tar", "-x", "-C", folder], input=archive, check=True)
+    ours = {n: m for n, m in sys.modules.items() if n == "breadth" or n.startswith("breadth.")}
+    for name in ours:
+        del sys.modules[name]
+    sys.path.insert(0, f"{folder}/src")
+    try:
+        return importlib.import_module("breadth.evaluation.summary").evaluate_rollouts
+    finally:
+        sys.path.remove(f"{folder}/src")
+        for name in [n for n in sys.modules if n == "breadth" or n.startswith("breadth.")]:
+            del sys.modules[name]
+        sys.modules.update(ours)
+
+
+def check_same(reference, result) -> None:
+    """Every value of the two results equal (NaN where NaN), per-problem table included."""
+    if reference.to_dict(include_per_problem=True) != result.to_dict(include_per_problem=True):
+        raise SystemExit("the two evaluate_rollouts results differ")
+    pd.testing.assert_frame_equal(reference.per_problem, result.per_problem, check_exact=True)
 
 
 def make_rollouts(problems: int, samples: int, words: int, entropy: bool, seed: int = 0):
@@ -55,6 +89,7 @@ def main() -> None:
     parser.add_argument("--words", type=int, default=8, help="words per sampled text")
     parser.add_argument("--entropy", action="store_true", help="add per-token entropies")
     parser.add_argument("--pairs", type=int, default=3)
+    parser.add_argument("--against", metavar="REF", help="also time evaluate_rollouts of git REF")
     args = parser.parse_args()
 
     frame = make_rollouts(args.problems, args.samples, args.words, args.entropy)
@@ -83,6 +118,17 @@ def main() -> None:
     print(f"  before: {before}\n  after:  {load_line()}")
     verdict = "met" if statistics.median(wall) <= TARGET_SECONDS else "MISSED"
     print(f"  target <= {TARGET_SECONDS} s (median wall): {verdict}")
+    if args.against:
+        with tempfile.TemporaryDirectory() as folder:
+            before_fn = evaluate_rollouts_of(args.against, folder)
+            check_same(before_fn(frame), evaluate_rollouts(frame))
+            print(f"3. identical results from {args.against} and the working tree")
+            table = compare(
+                (f"evaluate_rollouts {args.against}", lambda: before_fn(frame)),
+                ("evaluate_rollouts here", lambda: evaluate_rollouts(frame)),
+                pairs=args.pairs,
+            )
+            print(table.report(f"3. evaluate_rollouts, {args.against} vs here", clocks=("wall", "cpu")))
 
 
 if __name__ == "__main__":

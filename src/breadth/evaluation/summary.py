@@ -252,10 +252,12 @@ def per_problem_table(
     df = s.rows
     counts = np.diff(s.bounds)
     num_problems = len(counts)
-    table = pd.DataFrame(index=pd.Index(s.problem_ids, name="problem_id"))
+    # Columns are collected first and framed once: a DataFrame grown column by column costs
+    # a block insert per column (~1 ms each at 10,000 problems).
+    table: dict[str, np.ndarray] = {}
     table["num_samples"] = counts
     table["num_correct"] = np.add.reduceat(s.correct.astype(np.int64), s.bounds[:-1])
-    table["pass_at_1"] = table["num_correct"] / table["num_samples"]
+    table["pass_at_1"] = table["num_correct"] / counts
     table["num_options"] = num_options(df, s.bounds)
 
     distinct = np.zeros(num_problems, dtype=np.int64)
@@ -302,7 +304,7 @@ def per_problem_table(
         if "embedding" in df.columns
         else nan
     )
-    return table
+    return pd.DataFrame(table, index=pd.Index(s.problem_ids, name="problem_id"))
 
 
 def _intervals(columns: np.ndarray, weights: np.ndarray, confidence: float):
