@@ -112,61 +112,78 @@ def distinct_n_by_group(
         starts = np.repeat(np.cumsum(lengths) - lengths, lengths)
         keep = np.arange(len(token_ids)) - starts < max_tokens_per_text
         token_ids, lengths = token_ids[keep], np.minimum(lengths, max_tokens_per_text)
-    token_group = np.repeat(group, lengths)
-    # Tokens from each one to the end of its text: an n-gram starts where at least n are left.
-    left = np.repeat(np.cumsum(lengths), lengths) - np.arange(len(token_ids))
-    bits = _id_bits(token_ids)
-    if max(ns) * bits > _KEY_BITS:  # a large vocabulary: number tokens within each group
-        token_ids = _ids_within_groups(token_ids, token_group, bits)
-        bits = _id_bits(token_ids)
-    per_group = np.bincount(token_group, minlength=num_groups)
+    # n-grams per group: each text of L tokens holds max(L - n + 1, 0).
+    totals = {
+        n: np.bincount(group, weights=np.maximum(lengths - n + 1, 0), minlength=num_groups)
+        for n in ns
+    }
+    per_group = np.bincount(group, weights=lengths, minlength=num_groups).astype(np.int64)
     width = int(per_group.max(initial=0))
-    if max(ns) * bits <= _KEY_BITS and num_groups * width <= 4 * len(token_ids) + 2**20:
-        seen = _distinct_ngrams_in_rows(token_ids, left, token_group, per_group, ns, bits)
-    else:  # very uneven groups, or over 2**(62 // n) distinct tokens in one: hash n-grams
-        seen = _distinct_ngrams_hashed(token_ids, left, token_group, num_groups, ns)
-    out: dict[int, np.ndarray] = {}
-    for n in ns:
-        total = np.bincount(group, weights=np.maximum(lengths - n + 1, 0), minlength=num_groups)
-        out[n] = np.divide(seen[n], total, out=np.zeros(num_groups), where=total > 0)
-    return out
+    fits_rows = num_groups * width <= 4 * len(token_ids) + 2**20
+    bits = _id_bits(token_ids)
+    if max(ns) * bits <= _KEY_BITS and fits_rows:
+        seen = _distinct_ngrams_in_rows(token_ids, lengths, group, per_group, totals, ns, bits)
+    else:
+        token_group = np.repeat(group, lengths)
+        # Tokens from each one to the end of its text: an n-gram starts where n are left.
+        left = np.repeat(np.cumsum(lengths), lengths) - np.arange(len(token_ids))
+        if max(ns) * bits > _KEY_BITS:  # a large vocabulary: number tokens within each group
+            token_ids = _ids_within_groups(token_ids, token_group, bits)
+            bits = _id_bits(token_ids)
+        if max(ns) * bits <= _KEY_BITS and fits_rows:
+            seen = _distinct_ngrams_in_rows(token_ids, lengths, group, per_group, totals, ns, bits)
+        else:  # very uneven groups, or over 2**(62 // n) distinct tokens in one: hash n-grams
+            seen = _distinct_ngrams_hashed(token_ids, left, token_group, num_groups, ns)
+    return {
+        n: np.divide(seen[n], totals[n], out=np.zeros(num_groups), where=totals[n] > 0)
+        for n in ns
+    }
 
 
 _KEY_BITS = 62  # packed n-gram keys stay below the int64 maximum used for padding
 
 
-def _distinct_ngrams_in_rows(token_ids, left, token_group, per_group, ns, bits):
+def _distinct_ngrams_in_rows(token_ids, lengths, group, per_group, totals, ns, bits):
     """{n: distinct n-grams per group}: each group's tokens are one row of a padded matrix;
     n-grams are n token ids packed side by side into one int64 (equal keys are exactly equal
     n-grams), and rows are sorted one by one: many small sorts that stay in cache, several
     times faster than hashing millions of keys. The matrices are allocated once and reused
-    for every n: fresh arrays of this size cost more in page faults than the sorts do."""
+    for every n: fresh arrays of this size cost more in page faults than the sorts do.
+    Per-token work is one index and one scatter; the rest is per text or per cell."""
     padding = np.iinfo(np.int64).max
-    num_groups, width = len(per_group), int(per_group.max(initial=0))
-    column = np.arange(len(token_ids)) - np.repeat(np.cumsum(per_group) - per_group, per_group)
-    cell = token_group * width + column
+    num_groups, width, most = len(per_group), int(per_group.max(initial=0)), max(ns)
+    # A token's cell is its flat index shifted by its text's offset from flat to its row.
+    group_start = np.cumsum(per_group) - per_group
+    shift = group.astype(np.int64) * width - group_start[group]
+    cell = np.repeat(shift, lengths) + np.arange(len(token_ids))
     ids = np.zeros(num_groups * width, dtype=np.int64)
     ids[cell] = token_ids
     ids = ids.reshape(num_groups, width)
-    remaining = np.zeros(num_groups * width, dtype=np.int64)  # 0 in a row's padding
-    remaining[cell] = left
-    remaining = remaining.reshape(num_groups, width)
+    # Tokens left from each cell to the end of its text, capped at the largest n (0 in a row's
+    # padding): an n-gram starts where n are left. Set per text from its end backwards.
+    left = np.full((num_groups, width), most, dtype=np.int8 if most <= 127 else np.int64)
+    left[np.arange(width) >= per_group[:, None]] = 0
+    text_end = (shift + np.cumsum(lengths))[lengths > 0]
+    text_length = lengths[lengths > 0]
+    flat_left = left.reshape(-1)
+    for r in range(1, most):
+        flat_left[text_end[text_length >= r] - r] = r
     packed, keys = ids.copy(), np.empty_like(ids)
-    valid = np.empty(ids.shape, dtype=bool)
+    invalid = np.empty(ids.shape, dtype=bool)
     changes = np.empty((num_groups, max(width - 1, 0)), dtype=bool)
     seen = {}
-    for n in range(1, max(ns) + 1):
+    for n in range(1, most + 1):
         starts = max(width - n + 1, 0)  # columns where an n-gram can start
         if n > 1:  # the (n-1)-gram at each column followed by the token n - 1 columns on
             packed[:, :starts] <<= bits
             packed[:, :starts] |= ids[:, n - 1 :]
         if n not in ns:
             continue
-        np.greater_equal(remaining, n, out=valid)
-        keys.fill(padding)
-        np.copyto(keys, packed, where=valid)
+        np.less(left, n, out=invalid)
+        np.copyto(keys, packed)
+        np.copyto(keys, padding, where=invalid)
         keys.sort(axis=1)
-        count = np.count_nonzero(valid, axis=1)
+        count = totals[n]  # the n-grams of each row: its valid cells
         np.not_equal(keys[:, 1:], keys[:, :-1], out=changes)
         # A row with padding also changes once from its largest key to the padding.
         seen[n] = np.where(count > 0, np.count_nonzero(changes, axis=1) + 1 - (count < width), 0)
@@ -303,10 +320,15 @@ def _arrow_whitespace_ids(texts: Sequence) -> tuple[np.ndarray, np.ndarray]:
     split = pc.ascii_split_whitespace if _ascii_split_agrees(strings) else pc.utf8_split_whitespace
     pieces = split(strings)
     words = pieces.flatten()
-    nonempty = pc.greater(pc.binary_length(words), 0).to_numpy(zero_copy_only=False)
-    offsets = pieces.offsets.to_numpy()
-    per_text = _group_sums(nonempty.astype(np.int64), offsets.astype(np.int64))
-    encoded = pc.dictionary_encode(words.filter(pa.array(nonempty)))
+    offsets = pieces.offsets.to_numpy().astype(np.int64)
+    empty = pc.equal(pc.binary_length(words), 0)
+    if pc.any(empty).as_py():
+        nonempty = pc.invert(empty)
+        per_text = _group_sums(nonempty.to_numpy(zero_copy_only=False).astype(np.int64), offsets)
+        words = words.filter(nonempty)
+    else:  # the usual case (no leading or trailing whitespace): nothing to filter
+        per_text = np.diff(offsets)
+    encoded = pc.dictionary_encode(words)
     ids = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
     return ids, per_text
 
