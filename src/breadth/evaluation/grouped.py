@@ -25,6 +25,7 @@ __all__ = [
     "distinct_n_by_group",
     "distinct_per_group",
     "embedding_diversity_by_group",
+    "flat_vectors",
     "token_entropy_by_group",
     "utility_k_by_group",
 ]
@@ -218,9 +219,7 @@ def token_entropy_by_group(
 ) -> tuple[np.ndarray, np.ndarray]:
     """(mean token entropy, forking-token share) per group, pooled over all tokens of its
     samples; NaN for a group without tokens. A missing or empty sample adds no tokens."""
-    arrays = _as_vectors(entropies)
-    counts = np.fromiter((a.size for a in arrays), dtype=np.int64, count=len(arrays))
-    flat = np.concatenate(arrays) if arrays else np.empty(0)
+    flat, counts = flat_vectors(entropies)
     token_group = np.repeat(group, counts)
     num = np.bincount(token_group, minlength=num_groups).astype(np.float64)
     total = np.bincount(token_group, weights=flat, minlength=num_groups)
@@ -269,6 +268,27 @@ def _group_sums(values: np.ndarray, bounds: np.ndarray) -> np.ndarray:
     """Sum of values[bounds[g]:bounds[g+1]] per group (0 for an empty group)."""
     cumulative = np.concatenate(([0], np.cumsum(values)))
     return cumulative[bounds[1:]] - cumulative[bounds[:-1]]
+
+
+def flat_vectors(values: Sequence) -> tuple[np.ndarray, np.ndarray]:
+    """(every value's numbers concatenated as float64, how many each value gave); a missing or
+    non-list value gives none, a nested one is flattened.
+
+    >>> flat, counts = flat_vectors([[1, 2], None, np.array([3.0])])
+    >>> flat.tolist(), counts.tolist()
+    ([1.0, 2.0, 3.0], [2, 0, 1])
+    """
+    values = list(values)
+    try:  # flat numeric lists or arrays, as a parquet list column holds: no Python per value
+        counts = np.fromiter(map(len, values), dtype=np.int64, count=len(values))
+        flat = np.concatenate(values) if values else np.empty(0)
+        if flat.ndim == 1 and flat.size == counts.sum() and flat.dtype.kind in "biuf":
+            return flat.astype(np.float64, copy=False), counts
+    except (TypeError, ValueError):
+        pass  # None, numbers, nested or mixed values: one at a time below
+    arrays = [_as_vector(v) for v in values]
+    counts = np.fromiter((a.size for a in arrays), dtype=np.int64, count=len(arrays))
+    return (np.concatenate(arrays) if arrays else np.empty(0)), counts
 
 
 def _as_vectors(values: Sequence) -> list[np.ndarray]:

@@ -336,8 +336,8 @@ def _chance_points(table, ks, pass_matrix, weights, confidence) -> list[ChancePo
 def _entropy_threshold_of(rollouts: pd.DataFrame, quantile: float) -> float | None:
     if "entropy" not in rollouts.columns:
         return None
-    ents = [e for e in rollouts["entropy"] if isinstance(e, (list, tuple, np.ndarray)) and len(e)]
-    return div.entropy_threshold(ents, quantile) if ents else None
+    flat, _ = grouped.flat_vectors(rollouts["entropy"].to_numpy(object))
+    return div.entropy_threshold([flat], quantile) if flat.size else None
 
 
 def _single_model_name(rollouts: pd.DataFrame) -> str:

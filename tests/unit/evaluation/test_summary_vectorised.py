@@ -189,3 +189,18 @@ def test_table_columns_keep_their_types():
     new, old = per_problem_table(frame), per_problem_loop(frame, entropy_threshold=None)
     for metric in LOOP_METRICS:
         assert new[metric].dtype == old[metric].dtype == np.float64, metric
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        [np.array([0.5, 1.5]), np.array([]), np.array([2.0])],  # a parquet list column
+        [[1, 2], (3,), np.array([True, False])],  # ints, tuples, bools
+        [np.array([0.5]), None, [1.0, None], "ab", 3.0, np.ones((2, 2))],  # one at a time
+    ],
+)
+def test_flat_vectors_match_one_vector_per_value(values):
+    flat, counts = grouped.flat_vectors(values)
+    each = [grouped._as_vector(v) for v in values]
+    assert flat.dtype == np.float64 and counts.tolist() == [v.size for v in each]
+    np.testing.assert_array_equal(flat, np.concatenate(each), strict=True)
