@@ -128,7 +128,11 @@ def main() -> None:
                 ("evaluate_rollouts here", lambda: evaluate_rollouts(frame)),
                 pairs=args.pairs,
             )
-            print(table.report(f"3. evaluate_rollouts, {args.against} vs here", clocks=("wall", "cpu")))
+            print(
+                table.report(
+                    f"3. evaluate_rollouts, {args.against} vs here", clocks=("wall", "cpu")
+                )
+            )
 
 
 if __name__ == "__main__":
