@@ -249,16 +249,20 @@ def _draws_without_replacement(
     ).reshape(n, num_problems)
     flat = perm.reshape(-1)
     steps = min(k, n - k)  # shuffle the smaller side; its complement is uniform too
-    # Every uniform in one call, consumed in the same order as one call per step would.
-    offsets = np.arange(steps)[None, :, None]
-    picks = offsets + (rng.random((num_draws, steps, num_problems)) * (n - offsets)).astype(
-        np.int64
-    )
-    picks *= num_problems
-    picks += columns  # the flat position of each picked sample
-    for draw in range(num_draws):
+    # Step j picks uniformly among samples j..n-1: flat position (j + floor(u * (n - j))) * P
+    # + p. One draw's uniforms at a time (the same stream as one call for all draws), so the
+    # arithmetic on them stays in cache: half the cost of doing it on every draw at once.
+    offsets = np.arange(steps)[:, None]
+    scale = (n - offsets).astype(np.float64)
+    base = offsets * num_problems + columns
+    for _ in range(num_draws):
+        picks = rng.random((steps, num_problems))
+        picks *= scale
+        picks = picks.astype(np.int64)
+        picks *= num_problems
+        picks += base  # the flat position of each picked sample
         for j in range(steps):
-            at = picks[draw, j]
+            at = picks[j]
             held = perm[j].copy()
             perm[j] = flat[at]
             flat[at] = held
