@@ -151,7 +151,6 @@ def _distinct_ngrams_in_rows(token_ids, lengths, group, per_group, totals, ns, b
     times faster than hashing millions of keys. The matrices are allocated once and reused
     for every n: fresh arrays of this size cost more in page faults than the sorts do.
     Per-token work is one index and one scatter; the rest is per text or per cell."""
-    padding = np.iinfo(np.int64).max
     num_groups, width, most = len(per_group), int(per_group.max(initial=0)), max(ns)
     # A token's cell is its flat index shifted by its text's offset from flat to its row.
     group_start = np.cumsum(per_group) - per_group
@@ -169,7 +168,10 @@ def _distinct_ngrams_in_rows(token_ids, lengths, group, per_group, totals, ns, b
     flat_left = left.reshape(-1)
     for r in range(1, most):
         flat_left[text_end[text_length >= r] - r] = r
-    packed, keys = ids.copy(), np.empty_like(ids)
+    packed = ids.copy()
+    # Keys of up to 30 bits sort and compare as int32, several times faster than int64; the
+    # padding (the type's maximum) stays above every key.
+    buffers = {kind: np.empty(ids.shape, dtype=kind) for kind in {_key_type(n * bits) for n in ns}}
     invalid = np.empty(ids.shape, dtype=bool)
     changes = np.empty((num_groups, max(width - 1, 0)), dtype=bool)
     seen = {}
@@ -181,14 +183,19 @@ def _distinct_ngrams_in_rows(token_ids, lengths, group, per_group, totals, ns, b
         if n not in ns:
             continue
         np.less(left, n, out=invalid)
-        np.copyto(keys, packed)
-        np.copyto(keys, padding, where=invalid)
+        keys = buffers[_key_type(n * bits)]
+        np.copyto(keys, packed, casting="unsafe")  # every key fits in its type's bits
+        np.copyto(keys, np.iinfo(keys.dtype).max, where=invalid)
         keys.sort(axis=1)
         count = totals[n]  # the n-grams of each row: its valid cells
         np.not_equal(keys[:, 1:], keys[:, :-1], out=changes)
         # A row with padding also changes once from its largest key to the padding.
         seen[n] = np.where(count > 0, np.count_nonzero(changes, axis=1) + 1 - (count < width), 0)
     return seen
+
+
+def _key_type(key_bits: int) -> type:
+    return np.int32 if key_bits <= 30 else np.int64
 
 
 def _distinct_ngrams_hashed(token_ids, left, token_group, num_groups, ns):
