@@ -173,6 +173,20 @@ def test_large_vocabularies_take_the_within_problem_and_hashed_paths(monkeypatch
         np.testing.assert_allclose(new[f"distinct_{n}"], old[f"distinct_{n}"], rtol=0, atol=1e-9)
 
 
+def test_distinct_n_with_int32_and_int64_keys():
+    # ~1,800 distinct tokens (11 bits): 1- and 2-grams sort as int32 keys, 3- and 4-grams as int64.
+    rng = np.random.default_rng(5)
+    vocabulary = np.array([f"t{i}" for i in range(3000)])
+    texts = [" ".join(vocabulary[rng.integers(0, 3000 if p % 2 else 40, 9)]) for p in range(600)]
+    group = np.repeat(np.arange(100), 6)
+    bits = grouped._id_bits(grouped._token_ids(texts, str.split)[0])
+    assert 2 * bits <= 30 < 3 * bits
+    got = grouped.distinct_n_by_group(texts, group, 100)
+    for n in range(1, 5):
+        expected = [distinct_n(texts[6 * g : 6 * g + 6], n) for g in range(100)]
+        np.testing.assert_allclose(got[n], expected, rtol=0, atol=1e-12, err_msg=str(n))
+
+
 def test_distinct_n_in_very_uneven_problems():
     rng = np.random.default_rng(3)
     # One long text and 3000 one-word texts: padding to the widest would be ~9M cells.
