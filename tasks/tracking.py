@@ -81,9 +81,9 @@ def tag_stage_origins(parent: RunHandle, stage_runs: dict[str, str]) -> None:
     origins = {}
     for stage, run_id in stage_runs.items():
         if run_id:
-            info = parent.client.get_run(run_id)
-            origins[stage] = StageOrigin(run_id, info.data.tags.get("mlflow.parentRunId", ""),
-                                         info.info.experiment_id)  # fmt: skip
+            info = parent.get_run(run_id)
+            origins[stage] = StageOrigin(run_id, info.tags.get("mlflow.parentRunId", ""),
+                                         info.experiment_id)  # fmt: skip
 
     def url(experiment: str, run: str) -> str:
         return f"{without_userinfo(parent.tracking_uri)}/#/experiments/{experiment}/runs/{run}"
