@@ -6,6 +6,7 @@ import logging
 import os
 import platform
 import subprocess
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from prefect import runtime
@@ -78,12 +79,14 @@ def tag_stage_origins(parent: RunHandle, stage_runs: dict[str, str]) -> None:
     """Say on the parent which stages ran here and which came from the cache, from which runs
     ({stage: producing child run id}; stages without a run, e.g. a model created from scratch,
     are left out)."""
-    origins = {}
-    for stage, run_id in stage_runs.items():
-        if run_id:
-            info = parent.get_run(run_id)
-            origins[stage] = StageOrigin(run_id, info.tags.get("mlflow.parentRunId", ""),
-                                         info.experiment_id)  # fmt: skip
+    produced = {stage: run_id for stage, run_id in stage_runs.items() if run_id}
+    # Looked up side by side: one round trip's time instead of one per stage.
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        infos = dict(zip(produced, pool.map(lambda run_id: parent.get_run(run_id),
+                                            produced.values())))  # fmt: skip
+    origins = {stage: StageOrigin(produced[stage], info.tags.get("mlflow.parentRunId", ""),
+                                  info.experiment_id)
+               for stage, info in infos.items()}  # fmt: skip
 
     def url(experiment: str, run: str) -> str:
         return f"{without_userinfo(parent.tracking_uri)}/#/experiments/{experiment}/runs/{run}"

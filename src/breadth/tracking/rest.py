@@ -26,6 +26,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,6 +35,7 @@ API = "/api/2.0/mlflow"
 ARTIFACTS_API = "/api/2.0/mlflow-artifacts/artifacts"
 # What MLflow's own client retries (mlflow.utils.request_utils): the server may come back.
 TRANSIENT_STATUS = frozenset({408, 429, 500, 502, 503, 504})
+UPLOAD_THREADS = 4
 
 
 class MlflowRequestError(RuntimeError):
@@ -223,10 +225,17 @@ class MlflowRest:
         if folder is None:
             return False
         base, endpoint = folder
-        for file, relative in _files(Path(local), artifact_path):
+
+        def put(item: tuple[Path, str]) -> None:
+            file, relative = item
             kind = mimetypes.guess_type(file.name)[0] or "application/octet-stream"
             self.request("PUT", f"{endpoint}/{urllib.parse.quote(relative)}", base=base,
                          data=file.read_bytes(), content_type=kind)  # fmt: skip
+
+        # A few at a time: each PUT waits on the server's own upload to the artifact store.
+        files = list(_files(Path(local), artifact_path))
+        with ThreadPoolExecutor(max_workers=max(1, min(UPLOAD_THREADS, len(files)))) as pool:
+            list(pool.map(put, files))  # raises the first failure
         return True
 
     def _pages(self, path: str, key: str, body: dict[str, Any]) -> Iterator[dict[str, Any]]:
