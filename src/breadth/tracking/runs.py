@@ -1,7 +1,10 @@
 """MLflow run structure: one parent run per pipeline run, one nested child run per stage.
 
-Everything goes through `MlflowClient` with explicit run ids instead of the fluent active-run
-stack, so stages running in Prefect worker threads never log into each other's runs.
+Everything goes through a client with explicit run ids instead of the fluent active-run
+stack, so stages running in Prefect worker threads never log into each other's runs. For an
+http(s) server that client speaks MLflow's REST API (`breadth.tracking.rest`), so a cached run
+never imports `mlflow` (1.3-1.7 s); local stores go through `MlflowClient`
+(`breadth.tracking.clients`).
 """
 
 from __future__ import annotations
