@@ -5,9 +5,12 @@ Run: .venv/bin/python benchmarks/bench_cached_rerun.py [--preset default] [--set
 
 The stack is brought up and the pipeline run once first (not timed: it fills the cache, or
 finds it filled). Then two arms alternate, each a fresh process as a user would start it:
-  A  the import floor: `python -c "import flows.pipeline, mlflow"` (Prefect, MLflow and the
-     flow's modules: what any run must load before it can ask Prefect for its cached results
-     and open its MLflow run);
+  A  the import floor: `python -c "import flows.pipeline"` (Prefect and the flow's modules:
+     what any run must load before it can ask Prefect for its cached results). Until
+     2026-11-23 the floor also imported `mlflow`, which every run then loaded to open its
+     MLflow run; runs now speak MLflow's REST API (`breadth.tracking.rest`) and a cached run
+     no longer imports mlflow at all (tests/integration/test_pipeline_on_stack.py checks it),
+     so mlflow left the floor too;
   B  `breadth run` with the same preset and overrides: every stage a cache hit.
 Each prints min/median/max wall seconds, the ratio B / A per pair and the load average.
 With --profile, one more cached run is made under cProfile and its top 30 entries by
@@ -56,7 +59,7 @@ def main() -> None:
     env["PYTHONPATH"] = os.pathsep.join([str(REPO / "src"), str(REPO), env.get("PYTHONPATH", "")])
     command = breadth_command(args.preset, args.overrides)
     run(command, env)  # fills the cache (or finds it filled): not timed
-    floor = [sys.executable, "-c", "import flows.pipeline, mlflow"]
+    floor = [sys.executable, "-c", "import flows.pipeline"]
     result = compare(("import floor", lambda: run(floor, env)),
                      ("cached breadth run", lambda: run(command, env)), pairs=args.pairs)  # fmt: skip
     print(f"preset {args.preset} {' '.join(args.overrides)}")

@@ -12,7 +12,7 @@ from prefect.cache_policies import NO_CACHE
 from breadth.config import PipelineConfig
 from breadth.evaluation.result import headline_metrics
 from breadth.stages import evaluate_stage
-from breadth.tracking.runs import RunHandle, log_curves
+from breadth.tracking.runs import MetricBuffer, RunHandle, log_curves
 from tasks.common import (
     StageResult,
     child_run,
@@ -60,12 +60,15 @@ def publish_report(parent: RunHandle, evaluation: StageResult) -> str:
     # `rl/eval_ci/low/pass_at_16`): the runs table and compare view stay readable; the
     # evaluate child runs hold every metric and curve. Also on cache hits, so a re-run's
     # parent is never empty.
+    # One request for every model's metrics and curves (each request is a round trip).
+    buffer = MetricBuffer(parent)
     for name, metrics in evaluation.info["metrics"].items():
-        parent.log_metrics({f"{name}/{key}": value
-                            for key, value in headline_metrics(metrics).items()})  # fmt: skip
+        for key, value in headline_metrics(metrics).items():
+            buffer(f"{name}/{key}", value)
         # ... and the pass@k curve, so the chart view overlays rl/eval/pass_at_k across runs.
-        curve = evaluation.info["curves"][name]["eval/pass_at_k"]
-        log_curves(parent, {"eval/pass_at_k": curve}, prefix=f"{name}/")
+        for k, value in evaluation.info["curves"][name]["eval/pass_at_k"]:
+            buffer(f"{name}/eval/pass_at_k", value, k)
+    buffer.flush()
     create_markdown_artifact(
         key="breadth-report",
         markdown=f"[MLflow run]({parent.url()})\n\n" + evaluation.info["report_markdown"],

@@ -186,3 +186,35 @@ def _pipeline_seconds(output: str) -> float:
     match = re.search(r"pipeline finished in ([0-9.]+)s", output)
     assert match, f"no 'pipeline finished in' line in:\n{output[-2000:]}"
     return float(match.group(1))
+
+
+# Run `breadth ARGS` in-process and say, on exit, which heavy packages it loaded.
+LOADED_AT_EXIT = """
+import atexit, sys
+from breadth.cli import app
+HEAVY = ("mlflow", "torch", "transformers", "trl")
+atexit.register(lambda: print("LOADED:", ",".join(m for m in HEAVY if m in sys.modules)))
+sys.argv = ["breadth", *sys.argv[1:]]
+app()
+"""
+
+
+def test_a_cached_re_run_imports_neither_mlflow_nor_torch(two_runs, live_stack):
+    """A cached re-run talks REST to MLflow (importing mlflow was ~1.3 s of a ~4 s cached run)
+    and trains nothing: neither package may creep back onto its path."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.integration.helpers import REPO
+
+    args = ["run", *set_args([*SMALL_PIPELINE, "tracking.experiment=skeleton-test", "seed=11"])]
+    done = subprocess.run([sys.executable, "-c", LOADED_AT_EXIT, *args], cwd=REPO,
+                          env={**os.environ, **live_stack}, capture_output=True, text=True,
+                          timeout=300, check=False)  # fmt: skip
+    output = done.stdout + done.stderr
+    assert done.returncode == 0, output[-4000:]
+    assert "Cached" in output and "pipeline finished" in output
+    loaded = re.search(r"^LOADED:(.*)$", done.stdout, re.MULTILINE)
+    assert loaded, output[-2000:]
+    assert loaded.group(1).strip() == "", f"a cached re-run imported {loaded.group(1)}"

@@ -18,11 +18,14 @@ import json
 import logging
 import os
 import socket
+import time
 import urllib.error
 import urllib.request
 from typing import Any
 
 from breadth.processes import pid_alive
+from breadth.tracking.clients import tracking_client
+from breadth.tracking.rest import RunRecord
 from breadth.tracking.runs import PROCESS_TAG, check_tracking_server, process_start_ticks
 
 log = logging.getLogger("breadth.reconcile")
@@ -30,6 +33,15 @@ log = logging.getLogger("breadth.reconcile")
 FINAL_PREFECT_STATES = {"COMPLETED", "FAILED", "CRASHED", "CANCELLED"}
 OPEN_PREFECT_STATES = {"RUNNING", "PENDING", "SCHEDULED", "PAUSED", "CANCELLING"}
 FLOW_RUN_TAG = "prefect.flow_run_id"
+# (tracking URI, Prefect API URL) -> when this process last reconciled them (monotonic s).
+_last_reconciled: dict[tuple[str, str], float] = {}
+
+
+def reconciled_within(tracking_uri: str, prefect_api_url: str | None, seconds: float) -> bool:
+    """Whether this process reconciled these servers less than `seconds` ago (`breadth run`
+    reconciles in `stack up`, then the flow would again a second later)."""
+    done = _last_reconciled.get((tracking_uri, prefect_api_url or ""))
+    return done is not None and time.monotonic() - done < seconds
 
 
 def owner_alive(process_tag: str | None, host: str | None = None) -> bool | None:
@@ -77,16 +89,16 @@ class PrefectApi:
         return [task["id"] for task in tasks]
 
 
-def _flow_run_id(client: Any, run: Any, cache: dict[str, Any]) -> str:
+def _flow_run_id(client: Any, run: RunRecord, cache: dict[str, RunRecord]) -> str:
     """The run's own Prefect flow run tag, else its parent's (stage runs are children)."""
-    if run.data.tags.get(FLOW_RUN_TAG):
-        return run.data.tags[FLOW_RUN_TAG]
-    parent_id = run.data.tags.get("mlflow.parentRunId")
+    if run.tags.get(FLOW_RUN_TAG):
+        return run.tags[FLOW_RUN_TAG]
+    parent_id = run.tags.get("mlflow.parentRunId")
     if not parent_id:
         return ""
     if parent_id not in cache:
         cache[parent_id] = client.get_run(parent_id)
-    return cache[parent_id].data.tags.get(FLOW_RUN_TAG, "")
+    return cache[parent_id].tags.get(FLOW_RUN_TAG, "")
 
 
 def reconcile_stale_runs(
@@ -94,17 +106,17 @@ def reconcile_stale_runs(
 ) -> list[str]:
     """Mark RUNNING MLflow runs whose owner is gone KILLED and their flow runs Crashed.
 
-    Returns one line per record changed (for the terminal and the logs).
+    Returns one line per record changed (for the terminal and the logs). It runs before every
+    pipeline run, so it talks REST to an http(s) server (`tracking_client`): importing `mlflow`
+    here was most of a cached run's start-up.
     """
-    from mlflow import MlflowClient
-    from mlflow.entities import ViewType
-
     check_tracking_server(tracking_uri)  # seconds, not the client's minutes of retries
-    client = MlflowClient(tracking_uri)
+    client = tracking_client(tracking_uri)
     prefect_url = prefect_api_url if prefect_api_url is not None else os.environ.get("PREFECT_API_URL")
     prefect = PrefectApi(prefect_url) if prefect_url else None
-    experiments = [e.experiment_id for e in client.search_experiments(view_type=ViewType.ALL)]
+    experiments = client.experiment_ids()
     if not experiments:
+        _last_reconciled[(tracking_uri, prefect_url or "")] = time.monotonic()
         return []
     running = client.search_runs(experiments, "attributes.status = 'RUNNING'", max_results=5000)
     parents: dict[str, Any] = {}
@@ -113,17 +125,17 @@ def reconcile_stale_runs(
     to_crash: set[str] = set()
     for run in running:
         flow_run_id = _flow_run_id(client, run, parents)
-        alive = owner_alive(run.data.tags.get(PROCESS_TAG), host)
+        alive = owner_alive(run.tags.get(PROCESS_TAG), host)
         if alive is None and prefect and flow_run_id:
             if flow_run_id not in states:
                 states[flow_run_id] = prefect.flow_run_state(flow_run_id)
             alive = False if states[flow_run_id] in FINAL_PREFECT_STATES else None
         if alive is not False:
             continue
-        why = f"its process ({run.data.tags.get(PROCESS_TAG, 'unknown')}) is gone"
-        client.set_tag(run.info.run_id, "breadth.reconciled", f"KILLED by reconciliation: {why}")
-        client.set_terminated(run.info.run_id, "KILLED")
-        notes.append(f"MLflow run {run.info.run_id} ({run.info.run_name}) RUNNING -> KILLED: {why}")
+        why = f"its process ({run.tags.get(PROCESS_TAG, 'unknown')}) is gone"
+        client.set_tag(run.run_id, "breadth.reconciled", f"KILLED by reconciliation: {why}")
+        client.set_terminated(run.run_id, "KILLED")
+        notes.append(f"MLflow run {run.run_id} ({run.run_name}) RUNNING -> KILLED: {why}")
         if flow_run_id:
             to_crash.add(flow_run_id)
     for flow_run_id in sorted(to_crash):
@@ -136,4 +148,5 @@ def reconcile_stale_runs(
                          f"(and {len(tasks)} unfinished task run(s))")  # fmt: skip
     for note in notes:
         log.warning(note)
+    _last_reconciled[(tracking_uri, prefect_url or "")] = time.monotonic()
     return notes

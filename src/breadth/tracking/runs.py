@@ -1,7 +1,10 @@
 """MLflow run structure: one parent run per pipeline run, one nested child run per stage.
 
-Everything goes through `MlflowClient` with explicit run ids instead of the fluent active-run
-stack, so stages running in Prefect worker threads never log into each other's runs.
+Everything goes through a client with explicit run ids instead of the fluent active-run
+stack, so stages running in Prefect worker threads never log into each other's runs. For an
+http(s) server that client speaks MLflow's REST API (`breadth.tracking.rest`), so a cached run
+never imports `mlflow` (1.3-1.7 s); local stores go through `MlflowClient`
+(`breadth.tracking.clients`).
 """
 
 from __future__ import annotations
@@ -9,11 +12,14 @@ from __future__ import annotations
 import logging
 import math
 import os
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
+
+from breadth.tracking.rest import RunRecord
 
 # Values MLflow refuses as params beyond this length; longer ones are truncated, marked so.
 MAX_PARAM_LENGTH = 500
@@ -39,7 +45,17 @@ class RunHandle:
     tracking_uri: str
 
     @property
+    def tracking(self) -> Any:
+        """The client every write goes through: REST for an http(s) server (no `import mlflow`
+        on a cached run), `MlflowClient` for local stores (`breadth.tracking.clients`)."""
+        from breadth.tracking.clients import tracking_client
+
+        return tracking_client(self.tracking_uri)
+
+    @property
     def client(self) -> Any:
+        """`MlflowClient` itself, for what only the `mlflow` package does (dataset inputs,
+        models, reading metric histories); importing it costs over a second."""
         from mlflow import MlflowClient
 
         return MlflowClient(self.tracking_uri)
@@ -50,47 +66,46 @@ class RunHandle:
         return (f"{without_userinfo(self.tracking_uri)}/#/experiments/{self.experiment_id}"
                 f"/runs/{self.run_id}")
 
-    def log_params(self, params: Mapping[str, Any]) -> None:
-        from mlflow.entities import Param
+    def get_run(self, run_id: str | None = None) -> RunRecord:
+        """This run (or another by id) as stored: its tags, status and experiment."""
+        return self.tracking.get_run(run_id or self.run_id)
 
-        items = [
-            Param(key, str(value)[:MAX_PARAM_LENGTH]) for key, value in sorted(params.items())
-        ]
+    def experiment_name(self) -> str:
+        return self.tracking.experiment_name(self.experiment_id)
+
+    def log_params(self, params: Mapping[str, Any]) -> None:
+        items = [(key, str(value)[:MAX_PARAM_LENGTH]) for key, value in sorted(params.items())]
+        tracking = self.tracking
         for start in range(0, len(items), 100):
-            self.client.log_batch(self.run_id, params=items[start : start + 100])
+            tracking.log_batch(self.run_id, params=items[start : start + 100])
 
     def log_metrics(self, metrics: Mapping[str, float], step: int = 0) -> None:
-        import time
-
-        from mlflow.entities import Metric
-
         now = int(time.time() * 1000)
         items = [
-            Metric(metric_name(key), float(value), now, step)
+            (metric_name(key), float(value), now, step)
             for key, value in metrics.items()
             if value is not None and math.isfinite(float(value))
         ]
+        tracking = self.tracking
         for start in range(0, len(items), 500):
-            self.client.log_batch(self.run_id, metrics=items[start : start + 500])
+            tracking.log_batch(self.run_id, metrics=items[start : start + 500])
 
     def set_tags(self, tags: Mapping[str, Any]) -> None:
         # One request per 100 tags, not one per tag: each request is a round trip to MLflow,
         # and the pipeline sets a dozen tags on every run, cache hits included.
-        from mlflow.entities import RunTag
-
-        items = [RunTag(key, str(value)) for key, value in tags.items()]
+        items = [(key, str(value)) for key, value in tags.items()]
+        tracking = self.tracking
         for start in range(0, len(items), 100):
-            self.client.log_batch(self.run_id, tags=items[start : start + 100])
+            tracking.log_batch(self.run_id, tags=items[start : start + 100])
 
     def log_artifact(self, path: Path, artifact_path: str | None = None) -> None:
-        path = Path(path)
-        if path.is_dir():
-            self.client.log_artifacts(self.run_id, str(path), artifact_path)
-        else:
-            self.client.log_artifact(self.run_id, str(path), artifact_path)
+        """A file, or a folder's files, under `artifact_path` of the run's artifacts."""
+        from breadth.tracking.clients import log_artifact
+
+        log_artifact(self.tracking, self.run_id, Path(path), artifact_path)
 
     def finish(self, status: str = "FINISHED") -> None:
-        self.client.set_terminated(self.run_id, status)
+        self.tracking.set_terminated(self.run_id, status)
 
     def __enter__(self) -> Self:
         return self
@@ -107,8 +122,8 @@ class RunHandle:
         status = "FINISHED" if kind is None else "FAILED" if issubclass(kind, Exception) else "KILLED"
         try:
             if kind is not None:
-                self.client.set_tag(self.run_id, "breadth.error",
-                                    f"{kind.__name__}: {error}"[:MAX_PARAM_LENGTH])  # fmt: skip
+                self.tracking.set_tag(self.run_id, "breadth.error",
+                                      f"{kind.__name__}: {error}"[:MAX_PARAM_LENGTH])  # fmt: skip
             self.finish(status)
         except Exception as close_error:
             if kind is None:
@@ -132,16 +147,12 @@ class MetricBuffer:
         self.run = run
         self.flush_every = flush_every
         self.lane = lane  # a BackgroundLane: flushes then leave the caller's thread
-        self.pending: list[Any] = []
+        self.pending: list[tuple[str, float, int, int]] = []
 
     def __call__(self, key: str, value: float, step: int = 0) -> None:
-        import time
-
-        from mlflow.entities import Metric
-
         if value is None or not math.isfinite(float(value)):
             return
-        self.pending.append(Metric(metric_name(key), float(value), int(time.time() * 1000), step))
+        self.pending.append((metric_name(key), float(value), int(time.time() * 1000), step))
         if len(self.pending) >= self.flush_every:
             self.flush()
 
@@ -150,11 +161,13 @@ class MetricBuffer:
         for start in range(0, len(pending), self.MAX_BATCH):
             batch = pending[start : start + self.MAX_BATCH]
             if self.lane is None:
-                self.run.client.log_batch(self.run.run_id, metrics=batch)
+                self._send(batch)
             else:
                 self.lane.submit(f"{len(batch)} metrics of MLflow run {self.run.run_id}",
-                                 lambda batch=batch: self.run.client.log_batch(
-                                     self.run.run_id, metrics=batch))  # fmt: skip
+                                 lambda batch=batch: self._send(batch))  # fmt: skip
+
+    def _send(self, batch: list[tuple[str, float, int, int]]) -> None:
+        self.run.tracking.log_batch(self.run.run_id, metrics=batch)
 
 
 # Which process owns a run (host:pid:start time), so a later run can tell a dead owner.
@@ -187,18 +200,16 @@ def tracking_uri() -> str:
 
 
 def check_tracking_server(uri: str) -> None:
-    """Fail in seconds, with the fix, when the MLflow server is down."""
-    import urllib.error
-    import urllib.request
-
+    """Fail in seconds, with the fix, when the MLflow server is down (MLflow's own client
+    retries a refused connection for minutes)."""
     from breadth.stack import without_userinfo
+    from breadth.tracking.rest import MlflowRest
 
     if not uri.startswith("http"):
         return
     try:
-        with urllib.request.urlopen(uri.rstrip("/") + "/health", timeout=5):
-            return
-    except (urllib.error.URLError, OSError) as error:
+        MlflowRest(uri).health(timeout_s=5)
+    except OSError as error:
         raise TrackingError(
             f"MLflow at {without_userinfo(uri)} does not answer ({error}). Start it with "
             "`breadth stack up`, or "
@@ -212,21 +223,24 @@ def start_run(
     *,
     parent: RunHandle | None = None,
     tags: Mapping[str, Any] | None = None,
+    experiment_id: str | None = None,
 ) -> RunHandle:
-    from mlflow import MlflowClient
+    """Open a run in `experiment` (created if missing; pass `experiment_id` when it is known,
+    e.g. a stage run in its parent's experiment, to skip looking it up)."""
+    from breadth.tracking.clients import tracking_client
 
     uri = parent.tracking_uri if parent else tracking_uri()
     check_tracking_server(uri)
-    client = MlflowClient(uri)
-    found = client.get_experiment_by_name(experiment)
-    experiment_id = found.experiment_id if found else client.create_experiment(experiment)
+    client = tracking_client(uri)
+    if experiment_id is None:
+        experiment_id = client.experiment_id(experiment) or client.create_experiment(experiment)
     all_tags = {key: str(value) for key, value in (tags or {}).items()}
     all_tags["mlflow.runName"] = run_name
     all_tags[PROCESS_TAG] = this_process()
     if parent is not None:
         all_tags["mlflow.parentRunId"] = parent.run_id
-    run = client.create_run(experiment_id, tags=all_tags, run_name=run_name)
-    return RunHandle(run.info.run_id, experiment_id, uri)
+    run = client.create_run(experiment_id, run_name, all_tags)
+    return RunHandle(run.run_id, experiment_id, uri)
 
 
 def log_transformers_model(run: RunHandle, model_dir: Path, name: str = "model") -> str:

@@ -15,8 +15,7 @@ def test_lone_runs_differ_by_config_hash():
 
 
 def test_stage_origins_are_read_from_each_stage_run_and_tagged_on_the_parent(monkeypatch):
-    from types import SimpleNamespace
-
+    from breadth.tracking.rest import RunRecord
     from breadth.tracking.runs import RunHandle
     from tasks.tracking import tag_stage_origins
 
@@ -25,17 +24,13 @@ def test_stage_origins_are_read_from_each_stage_run_and_tagged_on_the_parent(mon
 
     class FakeClient:
         def get_run(self, run_id):
-            return SimpleNamespace(data=SimpleNamespace(tags={"mlflow.parentRunId":
-                                                              produced_by[run_id]}),
-                                   info=SimpleNamespace(experiment_id="3"))  # fmt: skip
-
-        def set_tag(self, run_id, key, value):
-            tagged[key] = value
+            return RunRecord(run_id, "3", "", "FINISHED", "",
+                             {"mlflow.parentRunId": produced_by[run_id]})  # fmt: skip
 
         def log_batch(self, run_id, tags=()):  # RunHandle.set_tags sends tags in batches
-            tagged.update({tag.key: tag.value for tag in tags})
+            tagged.update(dict(tags))
 
-    monkeypatch.setattr(RunHandle, "client", property(lambda self: FakeClient()))
+    monkeypatch.setattr(RunHandle, "tracking", property(lambda self: FakeClient()))
     parent = RunHandle("this", "3", "http://user:pw@mlflow:5000")
     # A model created from scratch has no stage run: left out, not looked up.
     tag_stage_origins(parent, {"prepare": "c-prep", "init-model": "", "evaluate": "c-eval"})
@@ -43,3 +38,25 @@ def test_stage_origins_are_read_from_each_stage_run_and_tagged_on_the_parent(mon
     assert tagged["breadth.cached_from"] == "earlier"
     assert "http://mlflow:5000/#/experiments/3/runs/c-prep" in tagged["mlflow.note.content"]
     assert "pw" not in tagged["mlflow.note.content"]
+
+
+def test_a_run_does_not_reconcile_again_what_stack_up_just_reconciled(monkeypatch):
+    import tasks.tracking
+    from breadth.tracking import reconcile
+
+    calls = []
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", "http://127.0.0.1:1")
+    monkeypatch.setenv("PREFECT_API_URL", "http://127.0.0.1:2/api")
+    monkeypatch.setattr(tasks.tracking, "reconcile_stale_runs", lambda uri: calls.append(uri))
+    monkeypatch.setattr(reconcile, "_last_reconciled", {})
+    tasks.tracking.close_stale_runs()  # nothing reconciled yet in this process: it reconciles
+    assert calls == ["http://127.0.0.1:1"]
+    reconcile._last_reconciled[("http://127.0.0.1:1", "http://127.0.0.1:2/api")] = 0.0  # long ago
+    tasks.tracking.close_stale_runs()
+    assert len(calls) == 2
+    monkeypatch.setattr(reconcile.time, "monotonic", lambda: 30.0)  # 30 s after: skipped
+    tasks.tracking.close_stale_runs()
+    assert len(calls) == 2
+    monkeypatch.setenv("PREFECT_API_URL", "http://elsewhere/api")  # other servers: reconciled
+    tasks.tracking.close_stale_runs()
+    assert len(calls) == 3

@@ -1,0 +1,114 @@
+"""Which MLflow client a run uses: the REST client (no `import mlflow`) where it can, else the
+`mlflow` package behind the same few methods.
+
+The REST client (`breadth.tracking.rest`) covers an http(s) server with no auth or with
+basic / bearer auth - the local stack and the usual team server. Everything else - a local
+store (`sqlite:`, `file:`, a folder), Databricks, or auth the REST client does not speak
+(MLFLOW_TRACKING_AUTH plugins, AWS SigV4, client certificates, ~/.mlflow/credentials) - goes
+through `MlflowClient`, which costs its import but works exactly as before.
+"""
+
+from __future__ import annotations
+
+import os
+import urllib.parse
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from breadth.tracking.rest import MlflowRest, RunRecord
+
+# Auth that only the `mlflow` package implements.
+SDK_ONLY_SETTINGS = ("MLFLOW_TRACKING_AUTH", "MLFLOW_TRACKING_CLIENT_CERT_PATH")
+
+
+def speaks_rest(uri: str) -> bool:
+    """True when the REST client can talk to `uri` as `MlflowClient` would."""
+    parts = urllib.parse.urlsplit(uri)
+    if parts.scheme not in ("http", "https"):
+        return False
+    if any(os.environ.get(name) for name in SDK_ONLY_SETTINGS):
+        return False
+    if os.environ.get("MLFLOW_TRACKING_AWS_SIGV4", "").lower() == "true":
+        return False
+    has_credentials = parts.username or os.environ.get("MLFLOW_TRACKING_USERNAME") or \
+        os.environ.get("MLFLOW_TRACKING_TOKEN")  # fmt: skip
+    # Without them, MLflow reads ~/.mlflow/credentials (a file only it parses).
+    return bool(has_credentials) or not (Path.home() / ".mlflow" / "credentials").exists()
+
+
+def tracking_client(uri: str) -> Any:
+    """A client with `MlflowRest`'s run methods for `uri` (`MlflowRest` or `SdkTracking`)."""
+    return MlflowRest(uri) if speaks_rest(uri) else SdkTracking(uri)
+
+
+def _record(run: Any) -> RunRecord:
+    return RunRecord(run.info.run_id, run.info.experiment_id, run.info.run_name or "",
+                     run.info.status, run.info.artifact_uri, dict(run.data.tags))  # fmt: skip
+
+
+class SdkTracking:
+    """`MlflowRest`'s methods on `MlflowClient` (imported here, on first use only)."""
+
+    def __init__(self, uri: str):
+        from mlflow import MlflowClient
+
+        self.uri = uri
+        self.client = MlflowClient(uri)
+
+    def experiment_id(self, name: str) -> str | None:
+        found = self.client.get_experiment_by_name(name)
+        return found.experiment_id if found else None
+
+    def create_experiment(self, name: str) -> str:
+        return self.client.create_experiment(name)
+
+    def experiment_name(self, experiment_id: str) -> str:
+        return self.client.get_experiment(experiment_id).name
+
+    def experiment_ids(self) -> list[str]:
+        from mlflow.entities import ViewType
+
+        return [e.experiment_id for e in self.client.search_experiments(view_type=ViewType.ALL)]
+
+    def create_run(self, experiment_id: str, run_name: str, tags: dict[str, str]) -> RunRecord:
+        return _record(self.client.create_run(experiment_id, tags=tags, run_name=run_name))
+
+    def get_run(self, run_id: str) -> RunRecord:
+        return _record(self.client.get_run(run_id))
+
+    def search_runs(self, experiment_ids: list[str], filter_string: str,
+                    max_results: int = 5000) -> list[RunRecord]:  # fmt: skip
+        found = self.client.search_runs(experiment_ids, filter_string, max_results=max_results)
+        return [_record(run) for run in found]
+
+    def log_batch(self, run_id: str, *, metrics: Sequence[tuple[str, float, int, int]] = (),
+                  params: Sequence[tuple[str, str]] = (),
+                  tags: Sequence[tuple[str, str]] = ()) -> None:  # fmt: skip
+        from mlflow.entities import Metric, Param, RunTag
+
+        self.client.log_batch(run_id, metrics=[Metric(*m) for m in metrics],
+                              params=[Param(*p) for p in params],
+                              tags=[RunTag(*t) for t in tags])  # fmt: skip
+
+    def set_tag(self, run_id: str, key: str, value: str) -> None:
+        self.client.set_tag(run_id, key, value)
+
+    def set_terminated(self, run_id: str, status: str = "FINISHED") -> None:
+        self.client.set_terminated(run_id, status)
+
+    def log_artifact(self, run_id: str, local: Path, artifact_path: str | None = None) -> None:
+        if Path(local).is_dir():
+            self.client.log_artifacts(run_id, str(local), artifact_path)
+        else:
+            self.client.log_artifact(run_id, str(local), artifact_path)
+
+
+def log_artifact(client: Any, run_id: str, local: Path, artifact_path: str | None = None) -> None:
+    """Upload a file or a folder's files to the run's artifacts: over REST when the server
+    proxies them (`mlflow-artifacts:`), else with the `mlflow` package (s3://, file:)."""
+    if isinstance(client, MlflowRest):
+        if client.upload(client.get_run(run_id).artifact_uri, Path(local), artifact_path):
+            return
+        client = SdkTracking(client.uri)
+    client.log_artifact(run_id, Path(local), artifact_path)

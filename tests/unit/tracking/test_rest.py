@@ -1,0 +1,179 @@
+"""The MLflow REST client against an in-process fake of MLflow's API (tests/unit/tracking/
+fake_mlflow.py): the run lifecycle a pipeline run makes, auth, retries, clear errors, artifact
+uploads, and which client `tracking_client` picks. The same client against the real MLflow
+server: tests/integration/test_pipeline_on_stack.py."""
+
+from __future__ import annotations
+
+import base64
+import json
+import socket
+
+import pytest
+
+from breadth.tracking.clients import SdkTracking, speaks_rest, tracking_client
+from breadth.tracking.rest import MlflowRequestError, MlflowRest
+from breadth.tracking.runs import RunHandle, TrackingError, check_tracking_server, start_run
+from breadth.tracking.uploads import is_permanent
+from tests.unit.tracking.fake_mlflow import FakeMlflow
+
+AUTH_VARIABLES = ("MLFLOW_TRACKING_USERNAME", "MLFLOW_TRACKING_PASSWORD", "MLFLOW_TRACKING_TOKEN",
+                  "MLFLOW_TRACKING_AUTH", "MLFLOW_TRACKING_CLIENT_CERT_PATH",
+                  "MLFLOW_TRACKING_AWS_SIGV4", "MLFLOW_HTTP_REQUEST_MAX_RETRIES")  # fmt: skip
+
+
+@pytest.fixture(autouse=True)
+def _no_auth_settings(monkeypatch, tmp_path):
+    for name in AUTH_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))  # no ~/.mlflow/credentials
+
+
+@pytest.fixture
+def fake():
+    with FakeMlflow() as server:
+        yield server
+
+
+def _no_sleep(seconds: float) -> None:
+    pass
+
+
+def test_a_run_is_opened_logged_and_closed_over_rest(fake, monkeypatch):
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", fake.url)
+    with start_run("exp", "parent", tags={"seed": 3}) as parent:
+        parent.log_params({"lr": 0.1, "long": "x" * 600})
+        parent.log_metrics({"eval/pass@4": 0.5, "nan": float("nan")}, step=2)
+        parent.set_tags({"dataset.hash": "abc"})
+        child = start_run("ignored", "sft", parent=parent, experiment_id=parent.experiment_id)
+        child.finish()
+    assert fake.experiments[parent.experiment_id] == "exp"
+    stored = fake.runs[parent.run_id]
+    assert stored["info"]["status"] == "FINISHED" and stored["info"]["end_time"] > 0
+    tags = fake.tags(parent.run_id)
+    assert tags["seed"] == "3" and tags["mlflow.runName"] == "parent" and tags["dataset.hash"] == "abc"
+    assert "breadth.process" in tags
+    params = {p["key"]: p["value"] for p in stored["data"]["params"]}
+    assert params["lr"] == "0.1" and len(params["long"]) == 500
+    (metric,) = stored["data"]["metrics"]  # the NaN is not sent
+    assert (metric["key"], metric["value"], metric["step"]) == ("eval/pass_at_4", 0.5, 2)
+    assert fake.tags(child.run_id)["mlflow.parentRunId"] == parent.run_id
+    assert fake.runs[child.run_id]["info"]["experiment_id"] == parent.experiment_id
+    # The second start_run found the experiment by name instead of creating another.
+    assert start_run("exp", "again").experiment_id == parent.experiment_id
+
+
+def test_a_failing_block_marks_the_run_failed_with_the_error(fake, monkeypatch):
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", fake.url)
+    run = start_run("exp", "raises")
+    with pytest.raises(RuntimeError), run:
+        raise RuntimeError("inside training")
+    assert fake.runs[run.run_id]["info"]["status"] == "FAILED"
+    assert fake.tags(run.run_id)["breadth.error"] == "RuntimeError: inside training"
+    assert run.get_run().status == "FAILED" and run.experiment_name() == "exp"
+
+
+def test_credentials_in_the_uri_become_basic_auth_and_leave_the_url(fake):
+    host = fake.url.removeprefix("http://")
+    client = MlflowRest(f"http://me:s%40cret@{host}")
+    assert client.experiment_ids() == ["0"] and client.base == fake.url
+    _, _, headers = fake.requests[-1]
+    assert headers["Authorization"] == "Basic " + base64.b64encode(b"me:s@cret").decode()
+
+
+def test_credentials_from_the_environment(fake, monkeypatch):
+    monkeypatch.setenv("MLFLOW_TRACKING_TOKEN", "tok")
+    MlflowRest(fake.url).experiment_ids()
+    assert fake.requests[-1][2]["Authorization"] == "Bearer tok"
+    monkeypatch.setenv("MLFLOW_TRACKING_USERNAME", "u")
+    monkeypatch.setenv("MLFLOW_TRACKING_PASSWORD", "p")
+    MlflowRest(fake.url).experiment_ids()  # MLflow's order: basic auth before a token
+    assert fake.requests[-1][2]["Authorization"] == "Basic " + base64.b64encode(b"u:p").decode()
+
+
+def test_an_error_names_the_endpoint_and_mlflows_message_and_is_not_retried(fake):
+    client = MlflowRest(fake.url, sleep=_no_sleep)
+    with pytest.raises(MlflowRequestError) as caught:
+        client.get_run("nope")
+    message = str(caught.value)
+    assert "GET /api/2.0/mlflow/runs/get" in message and "HTTP 404" in message
+    assert "RESOURCE_DOES_NOT_EXIST: Run with id=nope not found" in message
+    assert is_permanent(caught.value) and len(fake.requests) == 1
+    assert client.experiment_id("no-such-experiment") is None  # a 404 that means "absent"
+
+
+def test_transient_answers_are_retried_like_mlflows_client(fake):
+    slept = []
+    client = MlflowRest(fake.url, sleep=slept.append)
+    fake.failures = [(503, {"message": "busy"}), (429, {"message": "slow down"})]
+    assert client.experiment_ids() == ["0"]
+    assert len(fake.requests) == 3 and len(slept) == 2 and slept[1] > slept[0] - 1
+    fake.failures = [(500, {"error_code": "INTERNAL_ERROR", "message": "db locked"})] * 8
+    with pytest.raises(MlflowRequestError, match="HTTP 500: INTERNAL_ERROR: db locked") as caught:
+        client.experiment_ids()
+    assert not is_permanent(caught.value)  # a background lane keeps retrying it
+
+
+def test_a_server_that_is_down_is_named_with_the_fix(monkeypatch):
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]  # closed again: nothing listens there
+    url = f"http://u:secret@127.0.0.1:{port}"
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "1")
+    with pytest.raises(ConnectionError, match=f"127.0.0.1:{port} did not answer POST"):
+        MlflowRest(url, sleep=_no_sleep).experiment_ids()
+    with pytest.raises(TrackingError) as caught:
+        check_tracking_server(url)
+    assert f"http://127.0.0.1:{port}" in str(caught.value) and "breadth stack up" in str(caught.value)
+    assert "secret" not in str(caught.value)
+
+
+def test_search_runs_and_experiments_follow_pages(fake):
+    client = MlflowRest(fake.url)
+    experiments = [client.create_experiment(f"e{i}") for i in range(3)]
+    runs = [client.create_run(e, "r", {"k": e}) for e in experiments for _ in range(2)]
+    client.set_terminated(runs[0].run_id, "KILLED")
+    assert client.experiment_ids() == ["0", *experiments]
+    found = client.search_runs(experiments, "attributes.status = 'RUNNING'")
+    assert {r.run_id for r in found} == {r.run_id for r in runs[1:]}
+    assert found[0].tags["k"] == found[0].experiment_id
+    assert len(client.search_runs(experiments, "", max_results=3)) == 3
+
+
+def test_artifacts_are_uploaded_with_their_layout(fake, tmp_path, monkeypatch):
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", fake.url)
+    (tmp_path / "report" / "plots").mkdir(parents=True)
+    (tmp_path / "report" / "report.md").write_text("# hi")
+    (tmp_path / "report" / "plots" / "pass at k.json").write_text("{}")
+    (tmp_path / "manifest.json").write_text(json.dumps({"n": 1}))
+    run = start_run("exp", "artifacts")
+    run.log_artifact(tmp_path / "report", "report")
+    run.log_artifact(tmp_path / "manifest.json")
+    root = f"{run.experiment_id}/{run.run_id}/artifacts"
+    assert fake.artifacts[f"{root}/report/report.md"] == (b"# hi", "text/markdown")
+    assert fake.artifacts[f"{root}/report/plots/pass at k.json"][1] == "application/json"
+    assert fake.artifacts[f"{root}/manifest.json"][0] == b'{"n": 1}'
+    # A store the server does not proxy (s3://, file:) is left to the mlflow package.
+    assert MlflowRest(fake.url).upload("s3://bucket/1/x/artifacts", tmp_path / "manifest.json") is False
+
+
+def test_the_rest_client_is_used_only_where_it_speaks_the_servers_auth(monkeypatch, tmp_path):
+    assert speaks_rest("http://127.0.0.1:5000") and speaks_rest("https://u:p@mlflow.example.com")
+    assert not speaks_rest(f"sqlite:///{tmp_path}/mlflow.db") and not speaks_rest("databricks")
+    assert isinstance(tracking_client(f"sqlite:///{tmp_path}/mlflow.db"), SdkTracking)
+    monkeypatch.setenv("MLFLOW_TRACKING_AUTH", "my-plugin")
+    assert not speaks_rest("http://127.0.0.1:5000")
+    monkeypatch.delenv("MLFLOW_TRACKING_AUTH")
+    (tmp_path / ".mlflow").mkdir()
+    (tmp_path / ".mlflow" / "credentials").write_text("[mlflow]\nmlflow_tracking_username = u\n")
+    assert not speaks_rest("http://127.0.0.1:5000")  # only mlflow reads that file
+    monkeypatch.setenv("MLFLOW_TRACKING_TOKEN", "tok")
+    assert speaks_rest("http://127.0.0.1:5000")
+
+
+def test_run_handles_stay_picklable_and_name_no_credentials():
+    import pickle
+
+    run = RunHandle("r1", "3", "http://u:pw@mlflow:5000")
+    assert pickle.loads(pickle.dumps(run)) == run
+    assert run.url() == "http://mlflow:5000/#/experiments/3/runs/r1"
