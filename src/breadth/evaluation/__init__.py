@@ -4,60 +4,67 @@ Pure numpy/pandas (no torch); matplotlib is imported only inside the report func
 Formulas and names: docs/design/algorithms.md, "Metrics" and "Search at test time".
 """
 
-from breadth.evaluation.bootstrap import (
-    ConfidenceInterval,
-    bootstrap_ci,
-    bootstrap_means,
-    bootstrap_weights,
-)
-from breadth.evaluation.diversity import (
-    OutcomeDiversity,
-    distinct_classes,
-    distinct_k,
-    distinct_n,
-    distinct_outcome_fraction,
-    distinct_outcomes,
-    embedding_diversity,
-    entropy_threshold,
-    forking_token_share,
-    mean_token_entropy,
-    outcome_diversity,
-    outcome_entropy,
-    utility_k,
-)
-from breadth.evaluation.metrics import (
-    best_of_k,
-    best_of_k_curve,
-    chance_corrected_pass_at_k,
-    chance_pass_at_k,
-    default_ks,
-    maj_at_k,
-    outcome_codes,
-    pass_at_k,
-    pass_at_k_curve,
-)
-from breadth.evaluation.search import (
-    EvolutionConfig,
-    SearchComparison,
-    SearchResult,
-    compare_search,
-    evolutionary_search,
-    independent_sampling,
-)
-from breadth.evaluation.summary import (
-    DIVERSITY_METRICS,
-    EvaluationResult,
-    evaluate_models,
-    evaluate_rollouts,
-    per_problem_table,
-)
-from breadth.evaluation.transfer import (
-    Crossover,
-    TransferResult,
-    crossover_k,
-    solved_by_base,
-    transfer_analysis,
-)
+# Each public name and the module that defines it. They are imported on first use (PEP 562):
+# Prefect reads a cached search result (a `SearchComparison`) by importing this package, and
+# importing every module eagerly would load pandas into a run that needs none of it.
+_HOMES = {
+    "ConfidenceInterval": "bootstrap",
+    "bootstrap_ci": "bootstrap",
+    "bootstrap_means": "bootstrap",
+    "bootstrap_weights": "bootstrap",
+    "OutcomeDiversity": "diversity",
+    "distinct_classes": "diversity",
+    "distinct_k": "diversity",
+    "distinct_n": "diversity",
+    "distinct_outcome_fraction": "diversity",
+    "distinct_outcomes": "diversity",
+    "embedding_diversity": "diversity",
+    "entropy_threshold": "diversity",
+    "forking_token_share": "diversity",
+    "mean_token_entropy": "diversity",
+    "outcome_diversity": "diversity",
+    "outcome_entropy": "diversity",
+    "utility_k": "diversity",
+    "best_of_k": "metrics",
+    "best_of_k_curve": "metrics",
+    "chance_corrected_pass_at_k": "metrics",
+    "chance_pass_at_k": "metrics",
+    "default_ks": "metrics",
+    "maj_at_k": "metrics",
+    "outcome_codes": "metrics",
+    "pass_at_k": "metrics",
+    "pass_at_k_curve": "metrics",
+    "EvolutionConfig": "search",
+    "SearchComparison": "search",
+    "SearchResult": "search",
+    "compare_search": "search",
+    "evolutionary_search": "search",
+    "independent_sampling": "search",
+    "DIVERSITY_METRICS": "summary",
+    "EvaluationResult": "summary",
+    "evaluate_models": "summary",
+    "evaluate_rollouts": "summary",
+    "per_problem_table": "summary",
+    "Crossover": "transfer",
+    "TransferResult": "transfer",
+    "crossover_k": "transfer",
+    "solved_by_base": "transfer",
+    "transfer_analysis": "transfer",
+}
+
+
+def __getattr__(name: str):
+    if name not in _HOMES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f"{__name__}.{_HOMES[name]}"), name)
+    globals()[name] = value  # found once, then an ordinary module attribute
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_HOMES})
 
 
 def write_report(results, out_dir):
@@ -67,48 +74,4 @@ def write_report(results, out_dir):
     return _write_report(results, out_dir)
 
 
-__all__ = [
-    "DIVERSITY_METRICS",
-    "ConfidenceInterval",
-    "Crossover",
-    "EvaluationResult",
-    "EvolutionConfig",
-    "OutcomeDiversity",
-    "SearchComparison",
-    "SearchResult",
-    "TransferResult",
-    "best_of_k",
-    "best_of_k_curve",
-    "bootstrap_ci",
-    "bootstrap_means",
-    "bootstrap_weights",
-    "chance_corrected_pass_at_k",
-    "chance_pass_at_k",
-    "compare_search",
-    "crossover_k",
-    "default_ks",
-    "distinct_classes",
-    "distinct_k",
-    "distinct_n",
-    "distinct_outcome_fraction",
-    "distinct_outcomes",
-    "embedding_diversity",
-    "entropy_threshold",
-    "evaluate_models",
-    "evaluate_rollouts",
-    "evolutionary_search",
-    "forking_token_share",
-    "independent_sampling",
-    "maj_at_k",
-    "mean_token_entropy",
-    "outcome_codes",
-    "outcome_diversity",
-    "outcome_entropy",
-    "pass_at_k",
-    "pass_at_k_curve",
-    "per_problem_table",
-    "solved_by_base",
-    "transfer_analysis",
-    "utility_k",
-    "write_report",
-]
+__all__ = ["write_report", *_HOMES]  # noqa: PLE0604 - _HOMES holds the names, once

@@ -13,7 +13,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 import numpy as np
-import pandas as pd
 
 __all__ = [
     "best_of_k",
@@ -160,6 +159,8 @@ def outcome_codes(outcomes) -> np.ndarray:
         raise ValueError(
             "outcomes must be strings or integer codes, not booleans (did you pass `correct`?)"
         )
+    import pandas as pd  # here, not at the top: a cached run reads search results without it
+
     flat = np.asarray(arr, dtype=object).ravel()
     codes, _ = pd.factorize(flat, use_na_sentinel=True)
     return codes.astype(np.int64).reshape(arr.shape)

@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from breadth.evaluation.bootstrap import ConfidenceInterval
 from breadth.evaluation.transfer import SPLITS, TransferResult
+
+if TYPE_CHECKING:  # annotations only: reading a cached result must not load pandas
+    import pandas as pd
 
 __all__ = [
     "ChancePoint",

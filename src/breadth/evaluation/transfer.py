@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from breadth.evaluation.bootstrap import (
     DEFAULT_CONFIDENCE,
@@ -31,6 +31,9 @@ from breadth.evaluation.bootstrap import (
     percentile_interval,
 )
 from breadth.evaluation.metrics import chance_corrected_pass_at_k, default_ks, pass_at_k
+
+if TYPE_CHECKING:  # annotations only: reading a cached result must not load pandas
+    import pandas as pd
 
 __all__ = [
     "SPLITS",
@@ -233,6 +236,7 @@ def transfer_analysis(
     Only problems in both tables are analysed (a warning says how many were dropped). A
     metric that is NaN on every problem of a split is left out of that split.
 
+    >>> import pandas as pd
     >>> b = pd.DataFrame({"num_samples": [4, 4], "num_correct": [3, 0], "distinct_outcomes": [3, 4]},
     ...                  index=["p1", "p2"])
     >>> t = pd.DataFrame({"num_samples": [4, 4], "num_correct": [4, 0], "distinct_outcomes": [1, 2]},
@@ -257,7 +261,9 @@ def transfer_analysis(
         )
     b, t = base.loc[shared], trained.loc[shared]
     if metrics is None:
-        numeric = [c for c in b.columns if c in t.columns and pd.api.types.is_numeric_dtype(b[c])]
+        from pandas.api.types import is_numeric_dtype
+
+        numeric = [c for c in b.columns if c in t.columns and is_numeric_dtype(b[c])]
         metrics = [c for c in numeric if c not in ("num_samples", "num_correct")]
     solved = solved_by_base(b["num_samples"].to_numpy(), b["num_correct"].to_numpy(), split_k,
                             split_threshold, _options_of(b))  # fmt: skip
