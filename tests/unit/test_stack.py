@@ -167,3 +167,17 @@ def test_clients_get_quiet_libraries_unless_they_chose_otherwise(tmp_path, monke
     assert QUIET_LIBRARIES.items() <= StackSettings(home=tmp_path).client_env().items()
     monkeypatch.setenv("HF_HUB_DISABLE_PROGRESS_BARS", "0")
     assert StackSettings(home=tmp_path).client_env()["HF_HUB_DISABLE_PROGRESS_BARS"] == "0"
+
+
+@pytest.mark.parametrize(("s3_action", "checks_bucket"),
+                         [("started", True), ("external", True), ("running", False)])  # fmt: skip
+def test_the_bucket_is_checked_when_s3_is_new_to_the_stack(tmp_path, monkeypatch, s3_action,
+                                                            checks_bucket):  # fmt: skip
+    stack = LocalStack(StackSettings(home=tmp_path))
+    checked = []
+    monkeypatch.setattr(stack, "_up_one",
+                        lambda service: s3_action if service.name == "s3" else "running")  # fmt: skip
+    monkeypatch.setattr(stack, "_ensure_bucket", lambda: checked.append(True))
+    monkeypatch.setattr(stack, "reconcile", list)
+    assert stack.up()["s3"] == s3_action
+    assert bool(checked) is checks_bucket
