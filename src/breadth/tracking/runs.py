@@ -217,6 +217,21 @@ def check_tracking_server(uri: str) -> None:
         ) from None
 
 
+def experiment_id_of(client: Any, name: str) -> str:
+    """The id of experiment `name`, created if missing. Two runs that start in a new experiment
+    at the same moment both see it missing; the one whose create is refused takes the other's."""
+    found = client.experiment_id(name)
+    if found is not None:
+        return found
+    try:
+        return client.create_experiment(name)
+    except Exception:  # MLflow's RESOURCE_ALREADY_EXISTS, in either client's exception type
+        created_meanwhile = client.experiment_id(name)
+        if created_meanwhile is None:
+            raise
+        return created_meanwhile
+
+
 def start_run(
     experiment: str,
     run_name: str,
@@ -233,7 +248,7 @@ def start_run(
     check_tracking_server(uri)
     client = tracking_client(uri)
     if experiment_id is None:
-        experiment_id = client.experiment_id(experiment) or client.create_experiment(experiment)
+        experiment_id = experiment_id_of(client, experiment)
     all_tags = {key: str(value) for key, value in (tags or {}).items()}
     all_tags["mlflow.runName"] = run_name
     all_tags[PROCESS_TAG] = this_process()

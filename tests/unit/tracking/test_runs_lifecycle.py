@@ -106,3 +106,31 @@ def test_reconciliation_remembers_when_it_ran(tracking):
     assert reconciled_within(tracking, "", 60)
     assert not reconciled_within(tracking, "http://127.0.0.1:9/api", 60)
     assert not reconciled_within(tracking, "", 0)
+
+
+class _RacingClient:
+    """Sees no experiment, then loses the create to a run that made it meanwhile."""
+
+    def __init__(self, created_by_other: str | None):
+        self.created_by_other = created_by_other
+        self.lookups = 0
+
+    def experiment_id(self, name: str) -> str | None:
+        self.lookups += 1
+        return None if self.lookups == 1 else self.created_by_other
+
+    def create_experiment(self, name: str) -> str:
+        raise RuntimeError("RESOURCE_ALREADY_EXISTS: Experiment 'twins' already exists.")
+
+
+def test_an_experiment_created_meanwhile_by_another_run_is_taken():
+    from breadth.tracking.runs import experiment_id_of
+
+    assert experiment_id_of(_RacingClient(created_by_other="7"), "twins") == "7"
+
+
+def test_a_refused_create_with_no_experiment_after_it_is_raised():
+    from breadth.tracking.runs import experiment_id_of
+
+    with pytest.raises(RuntimeError, match="RESOURCE_ALREADY_EXISTS"):
+        experiment_id_of(_RacingClient(created_by_other=None), "twins")
