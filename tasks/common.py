@@ -15,8 +15,9 @@ from typing import Any
 from prefect.context import TaskRunContext
 
 import breadth
+from breadth.tracking.mlflow_sdk import log_transformers_model
 from breadth.tracking.objects import ObjectStore
-from breadth.tracking.runs import RunHandle, log_transformers_model, start_run
+from breadth.tracking.runs import RunHandle, start_run
 from breadth.tracking.uploads import BackgroundLane, UploadsFailed, with_retries
 from breadth.training.checkpointing import hold_lock
 

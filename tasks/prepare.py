@@ -8,8 +8,9 @@ from prefect import task
 
 from breadth.config import PipelineConfig
 from breadth.stages import prepare_stage
+from breadth.tracking.mlflow_sdk import log_dataset_input
 from breadth.tracking.objects import ObjectStore
-from breadth.tracking.runs import RunHandle, log_dataset_input
+from breadth.tracking.runs import RunHandle
 from tasks.common import StageResult, child_run, exclusive_work_dir, stage_cache_key
 
 

@@ -258,64 +258,6 @@ def start_run(
     return RunHandle(run.run_id, experiment_id, uri)
 
 
-def log_transformers_model(run: RunHandle, model_dir: Path, name: str = "model") -> str:
-    """Log a saved policy as an MLflow model (loadable back with `mlflow.transformers`), linked
-    to `run` as its output and named after it in the Logged Models table.
-
-    pip requirements are given explicitly: inferring them imports torchvision, which is absent.
-
-    The LoggedModel is created here (with the run as its source and the run's params) and the
-    flavour only saves and uploads into it; then it is linked to the run as an output. Logging
-    inside the run instead makes MLflow copy the run's step-0 metrics onto the model by reading
-    the whole history of every metric (one request per key, ~45 per training run, about 0.7 s
-    of the MLflow server's CPU per pipeline run, which on a small machine comes out of
-    training). Deviation: the model's own metric columns stay empty; they are on its run.
-    """
-    import mlflow
-    import torch
-    import transformers
-    from mlflow.entities import LoggedModelOutput
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    model = AutoModelForCausalLM.from_pretrained(str(model_dir))
-    tokenizer = AutoTokenizer.from_pretrained(str(model_dir))
-    mlflow.set_tracking_uri(run.tracking_uri)
-    client = run.client
-    params = client.get_run(run.run_id).data.params
-    logged = mlflow.initialize_logged_model(
-        name=name, source_run_id=run.run_id, experiment_id=run.experiment_id,
-        params={key: str(value) for key, value in params.items()},
-    )  # fmt: skip
-    info = mlflow.transformers.log_model(
-        transformers_model={"model": model, "tokenizer": tokenizer},
-        name=name,
-        task="text-generation",
-        model_id=logged.model_id,
-        pip_requirements=[
-            f"torch=={torch.__version__.split('+')[0]}",
-            f"transformers=={transformers.__version__}",
-        ],
-    )
-    client.log_outputs(run.run_id, [LoggedModelOutput(logged.model_id, step=0)])
-    return info.model_uri
-
-
-def log_dataset_input(run: RunHandle, parquet: Path, *, name: str, source: str) -> None:
-    """Record a dataset as an MLflow run input (the Datasets column of the runs table)."""
-    import mlflow.data
-    import pandas as pd
-    from mlflow.entities import DatasetInput, InputTag
-
-    frame = pd.read_parquet(parquet)
-    dataset = mlflow.data.from_pandas(frame, source=source, name=name)
-    run.client.log_inputs(
-        run.run_id,
-        datasets=[
-            DatasetInput(dataset._to_mlflow_entity(), tags=[InputTag("mlflow.data.context", "train")])
-        ],
-    )
-
-
 def log_curves(
     run: RunHandle, curves: Mapping[str, list[tuple[int, float]]], prefix: str = ""
 ) -> None:
