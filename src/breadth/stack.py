@@ -179,6 +179,11 @@ class Service:
     def is_external(self) -> bool:
         return bool(os.environ.get(self.external_env))
 
+    @property
+    def local_url(self) -> str:
+        """Where this stack serves it (`url` is the environment's address when that is set)."""
+        return f"http://127.0.0.1:{self.port}"
+
 
 def _http_ok(url: str, timeout: float = 2.0) -> bool:
     try:
@@ -368,6 +373,12 @@ class LocalStack:
             return [note]
 
     def _up_one(self, service: Service) -> str:
+        pid = self._read_pid(service)
+        # Ours even when the environment names it (a shell after `eval "$(breadth env)"`, a
+        # worker): it is running, not external, so S3's bucket is not checked again.
+        if pid is not None and service.url.rstrip("/") == service.local_url:
+            self._wait_healthy(service, pid)
+            return "running"
         if service.is_external():
             if not service.healthy(self.settings):
                 raise StackError(
@@ -377,10 +388,6 @@ class LocalStack:
                     "`breadth stack up` run a local one."
                 )
             return "external"
-        pid = self._read_pid(service)
-        if pid is not None:
-            self._wait_healthy(service, pid)
-            return "running"
         for port in (service.port, *service.extra_ports):
             if _port_in_use(port):
                 raise StackError(

@@ -181,3 +181,27 @@ def test_the_bucket_is_checked_when_s3_is_new_to_the_stack(tmp_path, monkeypatch
     monkeypatch.setattr(stack, "reconcile", list)
     assert stack.up()["s3"] == s3_action
     assert bool(checked) is checks_bucket
+
+
+@pytest.mark.parametrize(("endpoint", "action"),
+                         [("this stack's", "running"), ("another", "external")])  # fmt: skip
+def test_a_service_this_stack_runs_is_its_own_when_the_environment_names_it(
+    tmp_path, monkeypatch, endpoint, action
+):
+    """After `eval "$(breadth env)"` the environment names the stack's own S3: it is running
+    (no bucket check), not external; an endpoint elsewhere stays external."""
+    import os
+
+    import breadth.stack as stack_module
+
+    settings = StackSettings(home=tmp_path)
+    port = settings.s3_port if endpoint == "this stack's" else settings.s3_port + 1
+    monkeypatch.setenv("BREADTH_S3_ENDPOINT", f"http://127.0.0.1:{port}")
+    monkeypatch.setattr(stack_module, "_s3_healthy", lambda _settings: True)
+    stack = LocalStack(settings)
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "s3.pid").write_text(str(os.getpid()))  # a live process
+    checked = []
+    monkeypatch.setattr(stack, "_ensure_bucket", lambda: checked.append(True))
+    assert stack.up(only=["s3"]) == {"s3": action}
+    assert bool(checked) is (action == "external")
