@@ -70,13 +70,15 @@ def run_direct(config) -> float:
 
 
 def run_orchestrated(config) -> float:
+    from flows.in_process import in_process_run
     from flows.pipeline import pipeline
 
     # A fresh work folder: otherwise GRPO would resume from the last run's final checkpoint.
     with tempfile.TemporaryDirectory() as scratch:
         os.environ["BREADTH_WORK_DIR"] = scratch
         started = time.perf_counter()
-        result = pipeline(config=config)
+        with in_process_run():  # as `breadth run` runs it
+            result = pipeline(config=config)
         seconds = time.perf_counter() - started
     STAGES["orchestrated"] = stage_seconds(result["mlflow_run_id"])
     return seconds

@@ -33,11 +33,13 @@ def run(
     """Run the whole pipeline locally (brings the stack up first when it is not running)."""
     config = load_or_fail(preset, set_)  # validated before any service starts or compute happens
     env = stack.bring_up_stack()
+    from flows.in_process import in_process_run
     from flows.pipeline import pipeline  # after the environment points Prefect at the stack
 
     started = time.monotonic()
     try:
-        result = pipeline(config=config)
+        with in_process_run():
+            result = pipeline(config=config)
     except Exception as error:  # noqa: BLE001 - reported in one paragraph; traceback in the log
         fail(
             f"the pipeline failed: {type(error).__name__}: {error}\nThe failing task's log and "
@@ -93,10 +95,12 @@ def grid(
         return
     stack.bring_up_stack()
     from flows.grid import grid as grid_flow
+    from flows.in_process import in_process_run
 
     started = time.monotonic()
     try:
-        result = grid_flow(study=study)
+        with in_process_run():
+            result = grid_flow(study=study)
     except Exception as error:  # noqa: BLE001 - reported in one paragraph
         fail(f"the grid failed: {type(error).__name__}: {error}")
     console.print(f"grid {result['grid_id']} finished in {time.monotonic() - started:.0f}s; "

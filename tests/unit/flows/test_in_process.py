@@ -1,0 +1,31 @@
+"""Flow runs started in the caller's process run without Prefect's heartbeats (flows/in_process.py)."""
+
+from __future__ import annotations
+
+from prefect.settings import get_current_settings
+from typer.testing import CliRunner
+
+import flows.pipeline
+from breadth import cli
+from flows.in_process import in_process_run
+
+
+def test_in_process_runs_have_no_heartbeats_and_others_keep_them():
+    before = get_current_settings().flows.heartbeat_frequency
+    with in_process_run():
+        assert get_current_settings().flows.heartbeat_frequency is None
+    assert get_current_settings().flows.heartbeat_frequency == before is not None
+
+
+def test_breadth_run_runs_its_flow_in_process(monkeypatch):
+    seen = []
+
+    def pipeline(config):
+        seen.append(get_current_settings().flows.heartbeat_frequency)
+        raise RuntimeError("stop here")
+
+    monkeypatch.setattr(cli.stack, "bring_up_stack", lambda: {"PREFECT_UI_URL": "http://ui"})
+    monkeypatch.setattr(flows.pipeline, "pipeline", pipeline)
+    result = CliRunner().invoke(cli.app, ["run"])
+    assert seen == [None]
+    assert "stop here" in result.output and result.exit_code != 0
