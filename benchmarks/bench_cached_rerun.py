@@ -5,13 +5,11 @@ Run: .venv/bin/python benchmarks/bench_cached_rerun.py [--preset default] [--set
 
 The stack is brought up and the pipeline run once first (not timed: it fills the cache, or
 finds it filled). Then two arms alternate, each a fresh process as a user would start it:
-  A  the import floor: `python -c "import flows.pipeline"` (Prefect and the flow's modules:
-     what any run must load before it can ask Prefect for its cached results). Until
-     2026-11-23 the floor also imported `mlflow`, which every run then loaded to open its
-     MLflow run; runs now speak MLflow's REST API (`breadth.tracking.rest`) and a cached run
-     no longer imports mlflow at all (tests/integration/test_pipeline_on_stack.py checks it),
-     so mlflow left the floor too;
+  A  the raw engine: `benchmarks/bare_cached_flow.py`, a bare Prefect flow with as many cached
+     tasks as the pipeline has stages, run in-process with the same settings against the same
+     server: what Prefect itself costs (its import, ~1.2 s here, and its engine's API calls);
   B  `breadth run` with the same preset and overrides: every stage a cache hit.
+  Until 2026-11-24, A was `import flows.pipeline` alone, which left the engine out.
 Each prints min/median/max wall seconds, the ratio B / A per pair and the load average.
 With --profile, one more cached run is made under cProfile and its top 30 entries by
 cumulative time are written to FILE (what the remaining seconds are spent on).
@@ -51,7 +49,9 @@ def main() -> None:
     parser.add_argument("--profile", type=Path, help="write a cProfile summary of one cached run")
     args = parser.parse_args()
 
+    from breadth.config import load_config
     from breadth.stack import LocalStack
+    from tasks.stage_keys import stage_keys
 
     stack = LocalStack()
     stack.up()
@@ -59,8 +59,9 @@ def main() -> None:
     env["PYTHONPATH"] = os.pathsep.join([str(REPO / "src"), str(REPO), env.get("PYTHONPATH", "")])
     command = breadth_command(args.preset, args.overrides)
     run(command, env)  # fills the cache (or finds it filled): not timed
-    floor = [sys.executable, "-c", "import flows.pipeline"]
-    result = compare(("import floor", lambda: run(floor, env)),
+    tasks = len(stage_keys(load_config(args.preset, args.overrides)))
+    bare = [sys.executable, str(REPO / "benchmarks" / "bare_cached_flow.py"), str(tasks)]
+    result = compare((f"bare Prefect, {tasks} cached tasks", lambda: run(bare, env)),
                      ("cached breadth run", lambda: run(command, env)), pairs=args.pairs)  # fmt: skip
     print(f"preset {args.preset} {' '.join(args.overrides)}")
     print(result.report("cached re-run, seconds"))
