@@ -14,7 +14,7 @@ from prefect import runtime
 from breadth.config import PipelineConfig
 from breadth.stack import without_userinfo
 from breadth.tracking.provenance import StageOrigin, stage_provenance
-from breadth.tracking.reconcile import reconcile_stale_runs, reconciled_within
+from breadth.tracking.reconcile import reconcile_stale_runs
 from breadth.tracking.runs import RunHandle, start_run, tracking_uri
 
 
@@ -28,17 +28,11 @@ def git_sha() -> str:
         return "unknown"
 
 
-RECONCILED_RECENTLY_S = 60.0
-
-
 def close_stale_runs() -> None:
     """Close what killed runs left open (RUNNING in MLflow, Running in Prefect); a failure here
     is logged, never a reason not to run."""
     try:
-        uri = tracking_uri()
-        if reconciled_within(uri, os.environ.get("PREFECT_API_URL"), RECONCILED_RECENTLY_S):
-            return  # `breadth run` did it in `stack up` moments ago, in this process
-        reconcile_stale_runs(uri)
+        reconcile_stale_runs(tracking_uri())
     except Exception as error:  # noqa: BLE001
         logging.getLogger("breadth.reconcile").warning("could not reconcile stale runs: %s", error)
 

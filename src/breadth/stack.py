@@ -342,9 +342,10 @@ class LocalStack:
                          "state": state, "pid": pid, "healthy": healthy, "managed": managed})
         return rows
 
-    def up(self, only: list[str] | None = None) -> dict[str, str]:
+    def up(self, only: list[str] | None = None, reconcile: bool = True) -> dict[str, str]:
         """Start what is not running; what was done per service: "started", "running" (was
-        already) or "external" (checked, not started)."""
+        already) or "external" (checked, not started). Then, for the whole stack, close what
+        killed runs left open (`reconcile`)."""
         self.settings.home.mkdir(parents=True, exist_ok=True)
         actions = {}
         for service in services(self.settings):
@@ -356,7 +357,7 @@ class LocalStack:
             # (~0.2 s) off a cached re-run.
             if service.name == "s3" and actions["s3"] != "running":
                 self._ensure_bucket()
-        if not only:
+        if reconcile and not only:
             self.reconcile()
         return actions
 

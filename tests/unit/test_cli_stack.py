@@ -76,7 +76,7 @@ def test_a_service_this_stack_started_is_not_reported_external(local_mlflow, mon
 
 
 def test_stack_up_says_started_and_where_the_secret_is(local_mlflow, home, monkeypatch):
-    monkeypatch.setattr(LocalStack, "up", lambda self, only=None: {"mlflow": "started"})
+    monkeypatch.setattr(LocalStack, "up", lambda self, only=None, reconcile=True: {"mlflow": "started"})
     result = runner.invoke(cli.app, ["stack", "up"])
     text = " ".join(result.output.split())
     assert result.exit_code == 0, result.output
@@ -93,7 +93,7 @@ def test_stack_up_says_started_and_where_the_secret_is(local_mlflow, home, monke
 def test_stack_status_json_parses(local_mlflow):
     for args in (["stack", "status", "--json"], ["stack", "up", "--json"]):
         with pytest.MonkeyPatch.context() as patch:
-            patch.setattr(LocalStack, "up", lambda self, only=None: {})
+            patch.setattr(LocalStack, "up", lambda self, only=None, reconcile=True: {})
             result = runner.invoke(cli.app, args)
         assert result.exit_code == 0, result.output
         rows = json.loads(result.output)
@@ -166,7 +166,7 @@ def test_env_prints_the_whole_client_environment_for_eval(home, tmp_path):
 
 
 def test_worker_starts_prefect_with_the_whole_client_environment(home, monkeypatch):
-    monkeypatch.setattr(LocalStack, "up", lambda self, only=None: {})
+    monkeypatch.setattr(LocalStack, "up", lambda self, only=None, reconcile=True: {})
     started = []
     monkeypatch.setattr(cli.stack, "replace_process", lambda argv, env: started.append((argv, env)))
     before = dict(os.environ)

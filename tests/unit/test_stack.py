@@ -183,6 +183,18 @@ def test_the_bucket_is_checked_when_s3_is_new_to_the_stack(tmp_path, monkeypatch
     assert bool(checked) is checks_bucket
 
 
+@pytest.mark.parametrize("reconcile", [True, False])
+def test_up_reconciles_the_whole_stack_unless_told_not_to(tmp_path, monkeypatch, reconcile):
+    stack = LocalStack(StackSettings(home=tmp_path))
+    reconciled = []
+    monkeypatch.setattr(stack, "_up_one", lambda service: "running")
+    monkeypatch.setattr(stack, "reconcile", lambda: reconciled.append(True))
+    stack.up(reconcile=reconcile)
+    assert reconciled == [True] * reconcile
+    stack.up(only=["s3"])  # one service: never
+    assert reconciled == [True] * reconcile
+
+
 @pytest.mark.parametrize(("endpoint", "action"),
                          [("this stack's", "running"), ("another", "external")])  # fmt: skip
 def test_a_service_this_stack_runs_is_its_own_when_the_environment_names_it(

@@ -32,7 +32,7 @@ def run(
 ) -> None:
     """Run the whole pipeline locally (brings the stack up first when it is not running)."""
     config = load_or_fail(preset, set_)  # validated before any service starts or compute happens
-    env = stack.bring_up_stack()
+    env = stack.bring_up_stack(reconcile=False)
     from flows.in_process import in_process_run
     from flows.pipeline import pipeline  # after the environment points Prefect at the stack
 
@@ -93,7 +93,7 @@ def grid(
     if dry_run:
         _print_cells(cells)
         return
-    stack.bring_up_stack()
+    stack.bring_up_stack(reconcile=False)
     from flows.grid import grid as grid_flow
     from flows.in_process import in_process_run
 

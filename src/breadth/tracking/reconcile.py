@@ -18,7 +18,6 @@ import json
 import logging
 import os
 import socket
-import time
 import urllib.error
 import urllib.request
 from typing import Any
@@ -33,17 +32,6 @@ log = logging.getLogger("breadth.reconcile")
 FINAL_PREFECT_STATES = {"COMPLETED", "FAILED", "CRASHED", "CANCELLED"}
 OPEN_PREFECT_STATES = {"RUNNING", "PENDING", "SCHEDULED", "PAUSED", "CANCELLING"}
 FLOW_RUN_TAG = "prefect.flow_run_id"
-# (tracking URI, Prefect API URL) -> when this process last reconciled them (monotonic s).
-_last_reconciled: dict[tuple[str, str], float] = {}
-
-
-def reconciled_within(tracking_uri: str, prefect_api_url: str | None, seconds: float) -> bool:
-    """Whether this process reconciled these servers less than `seconds` ago (`breadth run`
-    reconciles in `stack up`, then the flow would again a second later)."""
-    done = _last_reconciled.get((tracking_uri, prefect_api_url or ""))
-    return done is not None and time.monotonic() - done < seconds
-
-
 def owner_alive(process_tag: str | None, host: str | None = None) -> bool | None:
     """True/False for a process on this host; None when unknown (no tag, another host)."""
     if not process_tag or process_tag.count(":") < 2:
@@ -116,7 +104,6 @@ def reconcile_stale_runs(
     prefect = PrefectApi(prefect_url) if prefect_url else None
     experiments = client.experiment_ids()
     if not experiments:
-        _last_reconciled[(tracking_uri, prefect_url or "")] = time.monotonic()
         return []
     running = client.search_runs(experiments, "attributes.status = 'RUNNING'", max_results=5000)
     parents: dict[str, Any] = {}
@@ -148,5 +135,4 @@ def reconcile_stale_runs(
                          f"(and {len(tasks)} unfinished task run(s))")  # fmt: skip
     for note in notes:
         log.warning(note)
-    _last_reconciled[(tracking_uri, prefect_url or "")] = time.monotonic()
     return notes

@@ -38,25 +38,3 @@ def test_stage_origins_are_read_from_each_stage_run_and_tagged_on_the_parent(mon
     assert tagged["breadth.cached_from"] == "earlier"
     assert "http://mlflow:5000/#/experiments/3/runs/c-prep" in tagged["mlflow.note.content"]
     assert "pw" not in tagged["mlflow.note.content"]
-
-
-def test_a_run_does_not_reconcile_again_what_stack_up_just_reconciled(monkeypatch):
-    import tasks.tracking
-    from breadth.tracking import reconcile
-
-    calls = []
-    monkeypatch.setenv("MLFLOW_TRACKING_URI", "http://127.0.0.1:1")
-    monkeypatch.setenv("PREFECT_API_URL", "http://127.0.0.1:2/api")
-    monkeypatch.setattr(tasks.tracking, "reconcile_stale_runs", lambda uri: calls.append(uri))
-    monkeypatch.setattr(reconcile, "_last_reconciled", {})
-    tasks.tracking.close_stale_runs()  # nothing reconciled yet in this process: it reconciles
-    assert calls == ["http://127.0.0.1:1"]
-    reconcile._last_reconciled[("http://127.0.0.1:1", "http://127.0.0.1:2/api")] = 0.0  # long ago
-    tasks.tracking.close_stale_runs()
-    assert len(calls) == 2
-    monkeypatch.setattr(reconcile.time, "monotonic", lambda: 30.0)  # 30 s after: skipped
-    tasks.tracking.close_stale_runs()
-    assert len(calls) == 2
-    monkeypatch.setenv("PREFECT_API_URL", "http://elsewhere/api")  # other servers: reconciled
-    tasks.tracking.close_stale_runs()
-    assert len(calls) == 3

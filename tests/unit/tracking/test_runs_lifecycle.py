@@ -99,15 +99,6 @@ def test_set_tags_sends_every_tag_in_batches(tracking):
     assert {key: stored[key] for key in tags} == {key: str(value) for key, value in tags.items()}
 
 
-def test_reconciliation_remembers_when_it_ran(tracking):
-    from breadth.tracking.reconcile import reconciled_within
-
-    reconcile_stale_runs(tracking, prefect_api_url="")
-    assert reconciled_within(tracking, "", 60)
-    assert not reconciled_within(tracking, "http://127.0.0.1:9/api", 60)
-    assert not reconciled_within(tracking, "", 0)
-
-
 class _RacingClient:
     """Sees no experiment, then loses the create to a run that made it meanwhile."""
 
