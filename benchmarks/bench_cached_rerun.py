@@ -9,7 +9,6 @@ finds it filled). Then two arms alternate, each a fresh process as a user would 
      tasks as the pipeline has stages, run in-process with the same settings against the same
      server: what Prefect itself costs (its import, ~1.2 s here, and its engine's API calls);
   B  `breadth run` with the same preset and overrides: every stage a cache hit.
-  Until 2026-11-24, A was `import flows.pipeline` alone, which left the engine out.
 Each prints min/median/max wall seconds, the ratio B / A per pair and the load average.
 With --profile, one more cached run is made under cProfile and its top 30 entries by
 cumulative time are written to FILE (what the remaining seconds are spent on).
