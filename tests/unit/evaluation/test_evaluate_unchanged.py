@@ -1,5 +1,6 @@
-"""The whole `evaluate_rollouts` output, value for value, against what it was before it was sped
-up (issue #15): cases/evaluate_rollouts.json holds the results of main at a83eaa4.
+"""The whole `evaluate_rollouts` output, value for value (floats to rel 1e-12), against what it
+was before it was sped up (issue #15): cases/evaluate_rollouts.json holds the results of main at
+a83eaa4.
 
 Rewrite the file only when a change of values is intended, and say why in the commit:
     PYTHONPATH=$PWD/src:$PWD python -m tests.unit.evaluation.test_evaluate_unchanged --write
@@ -67,12 +68,35 @@ def evaluated(frame: pd.DataFrame, kwargs: dict) -> dict:
     return json.loads(json.dumps(result.to_dict(include_per_problem=True)))
 
 
+def differences(got, expected, path: str = "") -> list[str]:
+    """Where `got` differs from `expected`: keys, lengths, strings, ints and None exactly; floats
+    to rel 1e-12 (abs 1e-15 near zero). Floats are not compared bit for bit because the bootstrap
+    draws are a BLAS matrix product (`weights @ values`, bootstrap.py) whose last bit depends on
+    the CPU's kernel (AVX-512 rounds some interval bounds differently from AVX2, a83eaa4's own code
+    included); 1e-12 is far inside the issue's "the same numbers to 1e-9"."""
+    if isinstance(expected, float) and isinstance(got, float):
+        same = got == pytest.approx(expected, rel=1e-12, abs=1e-15)
+        return [] if same else [f"{path}: {got!r} != {expected!r}"]
+    if isinstance(expected, dict) and isinstance(got, dict):
+        if got.keys() != expected.keys():
+            return [f"{path}: keys {sorted(got)} != {sorted(expected)}"]
+        pairs = ((got[key], expected[key], f"{path}/{key}") for key in expected)
+        return [d for g, e, where in pairs for d in differences(g, e, where)]
+    if isinstance(expected, list) and isinstance(got, list):
+        if len(got) != len(expected):
+            return [f"{path}: length {len(got)} != {len(expected)}"]
+        pairs = ((g, e, f"{path}[{i}]") for i, (g, e) in enumerate(zip(got, expected)))
+        return [d for g, e, where in pairs for d in differences(g, e, where)]
+    same = type(got) is type(expected) and got == expected
+    return [] if same else [f"{path}: {got!r} != {expected!r}"]
+
+
 @pytest.mark.parametrize("name", list(cases()))
 def test_evaluate_rollouts_output_is_unchanged(name):
     frame, kwargs = cases()[name]
     expected = json.loads(CASES.read_text())[name]
     got = evaluated(frame, kwargs)
-    assert got == expected  # exact: every float bit for bit
+    assert differences(got, expected) == []
     # The case measures what it is meant to: diversity metrics, and curves at several k where
     # every problem has several samples (a ragged case has a problem with one).
     assert "distinct_4" in got["diversity"] and "utility_k" in got["diversity"]
