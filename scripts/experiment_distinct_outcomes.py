@@ -96,7 +96,7 @@ def main() -> None:
     runs = {}
     for spec in args.specs:
         config = load_config("default", [*args.overrides, f"rl.reward.spec={spec}"])
-        run = start_run(args.experiment, spec, parent=parent, tags={"reward_spec": spec})
+        run = start_run(None, spec, parent=parent, tags={"reward_spec": spec})
         run.log_params({k: v for k, v in config.flat().items() if k.startswith("rl.")})
         began = time.perf_counter()
         name = spec.replace("+", "_").replace(":", "_")

@@ -123,8 +123,7 @@ def work_root() -> Path:
 def child_run(parent: RunHandle, stage: str, key: str) -> RunHandle:
     """The stage's MLflow run; use it as `with child_run(...) as run:` so that it is closed
     (FINISHED, FAILED or KILLED) on every path."""
-    # In the parent's experiment, by id: no look-up by name.
-    return start_run("", stage, parent=parent, experiment_id=parent.experiment_id,
+    return start_run(None, stage, parent=parent,
                      tags={"breadth.stage": stage, "breadth.stage_key": key})  # fmt: skip
 
 

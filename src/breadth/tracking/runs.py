@@ -233,27 +233,33 @@ def experiment_id_of(client: Any, name: str) -> str:
 
 
 def start_run(
-    experiment: str,
+    experiment: str | None,
     run_name: str,
     *,
     parent: RunHandle | None = None,
     tags: Mapping[str, Any] | None = None,
-    experiment_id: str | None = None,
 ) -> RunHandle:
-    """Open a run in `experiment` (created if missing; pass `experiment_id` when it is known,
-    e.g. a stage run in its parent's experiment, to skip looking it up)."""
+    """Open a run in `experiment` (created if missing), or, with `parent` and no experiment, a
+    child run in its parent's experiment (by id: no look-up by name)."""
     from breadth.tracking.clients import tracking_client
 
+    if (experiment is None) == (parent is None):
+        raise ValueError(
+            f"start_run({experiment!r}, {run_name!r}): pass exactly one of an experiment name (a "
+            "top-level run) and a parent (a child run, in the parent's experiment)."
+        )
     uri = parent.tracking_uri if parent else tracking_uri()
     check_tracking_server(uri)
     client = tracking_client(uri)
-    if experiment_id is None:
-        experiment_id = experiment_id_of(client, experiment)
     all_tags = {key: str(value) for key, value in (tags or {}).items()}
     all_tags["mlflow.runName"] = run_name
     all_tags[PROCESS_TAG] = this_process()
     if parent is not None:
+        experiment_id = parent.experiment_id
         all_tags["mlflow.parentRunId"] = parent.run_id
+    else:
+        assert experiment is not None  # checked above; for the type checker
+        experiment_id = experiment_id_of(client, experiment)
     run = client.create_run(experiment_id, run_name, all_tags)
     return RunHandle(run.run_id, experiment_id, uri)
 

@@ -45,7 +45,9 @@ def test_a_run_is_opened_logged_and_closed_over_rest(fake, monkeypatch):
         parent.log_params({"lr": 0.1, "long": "x" * 600})
         parent.log_metrics({"eval/pass@4": 0.5, "nan": float("nan")}, step=2)
         parent.set_tags({"dataset.hash": "abc"})
-        child = start_run("ignored", "sft", parent=parent, experiment_id=parent.experiment_id)
+        child = start_run(None, "sft", parent=parent)
+        with pytest.raises(ValueError, match="exactly one"):
+            start_run("exp", "sft", parent=parent)  # a child is in its parent's experiment
         child.finish()
     assert fake.experiments[parent.experiment_id] == "exp"
     stored = fake.runs[parent.run_id]
