@@ -63,9 +63,6 @@ class SdkTracking:
     def create_experiment(self, name: str) -> str:
         return self.client.create_experiment(name)
 
-    def experiment_name(self, experiment_id: str) -> str:
-        return self.client.get_experiment(experiment_id).name
-
     def experiment_ids(self) -> list[str]:
         from mlflow.entities import ViewType
 

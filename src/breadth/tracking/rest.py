@@ -2,7 +2,7 @@
 
 `import mlflow` costs 1.3-1.7 s (it pulls in pandas, fastapi, mlflow.genai ...), more than a
 whole cached `breadth run` should take, while a run only needs a dozen JSON endpoints. This
-client speaks them directly: experiments get-by-name / create / get / search, runs create /
+client speaks them directly: experiments get-by-name / create / search, runs create /
 get / search / log-batch / update / set-tag, and proxied artifact upload (`mlflow-artifacts:`
 URIs, the stack's `mlflow server --serve-artifacts`). `breadth.tracking.clients.tracking_client`
 picks it for http(s) tracking URIs whose auth it speaks, and the `mlflow` package otherwise.
@@ -156,10 +156,6 @@ class MlflowRest:
 
     def create_experiment(self, name: str) -> str:
         return self.api("POST", "/experiments/create", body={"name": name})["experiment_id"]
-
-    def experiment_name(self, experiment_id: str) -> str:
-        answer = self.api("GET", "/experiments/get", query={"experiment_id": experiment_id})
-        return answer["experiment"]["name"]
 
     def experiment_ids(self) -> list[str]:
         """Every experiment, deleted ones included (their runs may still be RUNNING)."""

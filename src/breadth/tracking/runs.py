@@ -70,9 +70,6 @@ class RunHandle:
         """This run (or another by id) as stored: its tags, status and experiment."""
         return self.tracking.get_run(run_id or self.run_id)
 
-    def experiment_name(self) -> str:
-        return self.tracking.experiment_name(self.experiment_id)
-
     def log_params(self, params: Mapping[str, Any]) -> None:
         items = [(key, str(value)[:MAX_PARAM_LENGTH]) for key, value in sorted(params.items())]
         tracking = self.tracking

@@ -84,9 +84,6 @@ class FakeMlflow:
             eid = str(len(self.experiments))
             self.experiments[eid] = body["name"]
             return 200, {"experiment_id": eid}
-        if route == "/experiments/get":
-            eid = args["experiment_id"]
-            return 200, {"experiment": {"experiment_id": eid, "name": self.experiments[eid]}}
         if route == "/experiments/search":
             items = [{"experiment_id": e, "name": n} for e, n in self.experiments.items()]
             return 200, self._page(items, body, "experiments")

@@ -72,7 +72,7 @@ def test_a_failing_block_marks_the_run_failed_with_the_error(fake, monkeypatch):
         raise RuntimeError("inside training")
     assert fake.runs[run.run_id]["info"]["status"] == "FAILED"
     assert fake.tags(run.run_id)["breadth.error"] == "RuntimeError: inside training"
-    assert run.get_run().status == "FAILED" and run.experiment_name() == "exp"
+    assert run.get_run().status == "FAILED"
 
 
 def test_credentials_in_the_uri_become_basic_auth_and_leave_the_url(fake):
