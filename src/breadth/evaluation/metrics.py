@@ -212,9 +212,8 @@ def maj_at_k(outcomes, correct, k: int, num_resamples: int = 32, seed: int = 0) 
         keys_by_sample = np.ascontiguousarray(keys.T).astype(_small_int_type(keys)).ravel()
         result = np.zeros(num_problems, dtype=np.float64)
         # One draw at a time: batching all draws into one sort measured slower (cache misses).
-        for drawn in _draws_without_replacement(
-            num_problems, n, k, num_resamples, rng, values=keys_by_sample
-        ):
+        draws = _draws_without_replacement(keys_by_sample, num_problems, n, k, num_resamples, rng)
+        for drawn in draws:
             result += _plurality_accuracy_by_sample(drawn)
         result /= num_resamples
     return result[0] if one_problem else result
@@ -231,12 +230,11 @@ def _small_int_type(values: np.ndarray) -> type:
 
 
 def _draws_without_replacement(
-    num_problems: int, n: int, k: int, num_draws: int, rng, values: np.ndarray | None = None
+    values: np.ndarray, num_problems: int, n: int, k: int, num_draws: int, rng
 ):
-    """Yield `num_draws` (k, P) matrices; column p holds a uniform k-subset of problem p's n
-    samples, as flat positions `sample * P + p` into a sample-major (n, P) array, or, given
-    that array flattened as `values`, as the values at those positions (the values are
-    shuffled in place of the positions: the same swaps, no gather afterwards).
+    """Yield `num_draws` (k, P) matrices; column p holds the values of a uniform k-subset of
+    problem p's n samples, from `values`, a sample-major (n, P) array flattened (the values
+    themselves are shuffled, so no gather is needed afterwards).
 
     A partial Fisher-Yates shuffle, vectorised across problems, costs O(P * min(k, n-k)) per
     draw instead of O(P * n) for a full permutation; the permutation is reused between draws
@@ -245,9 +243,7 @@ def _draws_without_replacement(
     swapping strided columns of a (P, n) array, with the same draws.
     """
     columns = np.arange(num_problems, dtype=np.int64)
-    perm = (
-        np.arange(n * num_problems, dtype=np.int64) if values is None else values.copy()
-    ).reshape(n, num_problems)
+    perm = values.copy().reshape(n, num_problems)
     flat = perm.reshape(-1)
     steps = min(k, n - k)  # shuffle the smaller side; its complement is uniform too
     # Step j picks uniformly among samples j..n-1: flat position (j + floor(u * (n - j))) * P
