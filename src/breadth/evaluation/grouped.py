@@ -289,7 +289,7 @@ def flat_vectors(values: Sequence) -> tuple[np.ndarray, np.ndarray]:
     try:  # flat numeric lists or arrays, as a parquet list column holds: no Python per value
         counts = np.fromiter(map(len, values), dtype=np.int64, count=len(values))
         flat = np.concatenate(values) if values else np.empty(0)
-        if flat.ndim == 1 and flat.size == counts.sum() and flat.dtype.kind in "biuf":
+        if flat.ndim == 1 and flat.dtype.kind in "biuf":
             return flat.astype(np.float64, copy=False), counts
     except (TypeError, ValueError):
         pass  # None, numbers, nested or mixed values: one at a time below
