@@ -127,7 +127,7 @@ class MlflowRest:
                 failure: Exception = MlflowRequestError(method, endpoint, error.code, error.read())
                 if error.code not in TRANSIENT_STATUS:
                     raise failure from None
-            except (urllib.error.URLError, OSError) as error:
+            except OSError as error:  # URLError included
                 failure = ConnectionError(f"MLflow at {self.base} did not answer {method} "
                                           f"{endpoint}: {getattr(error, 'reason', error)}")  # fmt: skip
             if attempt < self.retries:  # urllib3's backoff, as MLflow configures it
