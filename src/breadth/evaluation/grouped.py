@@ -122,19 +122,16 @@ def distinct_n_by_group(
     width = int(per_group.max(initial=0))
     fits_rows = num_groups * width <= 4 * len(token_ids) + 2**20
     bits = _id_bits(token_ids)
+    if max(ns) * bits > _KEY_BITS:  # a large vocabulary: number tokens within each group
+        token_ids = _ids_within_groups(token_ids, np.repeat(group, lengths), bits)
+        bits = _id_bits(token_ids)
     if max(ns) * bits <= _KEY_BITS and fits_rows:
         seen = _distinct_ngrams_in_rows(token_ids, lengths, group, per_group, totals, ns, bits)
-    else:
-        token_group = np.repeat(group, lengths)
+    else:  # very uneven groups, or over 2**(62 // n) distinct tokens in one: hash n-grams
         # Tokens from each one to the end of its text: an n-gram starts where n are left.
         left = np.repeat(np.cumsum(lengths), lengths) - np.arange(len(token_ids))
-        if max(ns) * bits > _KEY_BITS:  # a large vocabulary: number tokens within each group
-            token_ids = _ids_within_groups(token_ids, token_group, bits)
-            bits = _id_bits(token_ids)
-        if max(ns) * bits <= _KEY_BITS and fits_rows:
-            seen = _distinct_ngrams_in_rows(token_ids, lengths, group, per_group, totals, ns, bits)
-        else:  # very uneven groups, or over 2**(62 // n) distinct tokens in one: hash n-grams
-            seen = _distinct_ngrams_hashed(token_ids, left, token_group, num_groups, ns)
+        token_group = np.repeat(group, lengths)
+        seen = _distinct_ngrams_hashed(token_ids, left, token_group, num_groups, ns)
     return {
         n: np.divide(seen[n], totals[n], out=np.zeros(num_groups), where=totals[n] > 0)
         for n in ns
