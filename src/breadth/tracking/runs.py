@@ -77,15 +77,9 @@ class RunHandle:
             tracking.log_batch(self.run_id, params=items[start : start + 100])
 
     def log_metrics(self, metrics: Mapping[str, float], step: int = 0) -> None:
-        now = int(time.time() * 1000)
-        items = [
-            (metric_name(key), float(value), now, step)
-            for key, value in metrics.items()
-            if value is not None and math.isfinite(float(value))
-        ]
-        tracking = self.tracking
-        for start in range(0, len(items), 500):
-            tracking.log_batch(self.run_id, metrics=items[start : start + 500])
+        buffer = MetricBuffer(self)
+        buffer.add(metrics, step)
+        buffer.flush()
 
     def set_tags(self, tags: Mapping[str, Any]) -> None:
         # One request per 100 tags, not one per tag: each request is a round trip to MLflow,
@@ -152,6 +146,11 @@ class MetricBuffer:
         self.pending.append((metric_name(key), float(value), int(time.time() * 1000), step))
         if len(self.pending) >= self.flush_every:
             self.flush()
+
+    def add(self, metrics: Mapping[str, float], step: int = 0) -> None:
+        """Every metric of `metrics` at `step`."""
+        for key, value in metrics.items():
+            self(key, value, step)
 
     def flush(self) -> None:
         pending, self.pending = self.pending, []
