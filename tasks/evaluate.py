@@ -12,7 +12,7 @@ from prefect.cache_policies import NO_CACHE
 from breadth.config import PipelineConfig
 from breadth.evaluation.result import headline_metrics
 from breadth.stages import evaluate_stage
-from breadth.tracking.runs import MetricBuffer, RunHandle, log_curves
+from breadth.tracking.runs import RunHandle, log_curves
 from tasks.common import (
     StageResult,
     child_run,
@@ -39,8 +39,7 @@ def evaluate(
             search_metrics = comparisons[name].metrics() if name in comparisons else {}
             metrics[name] = {**result.metrics(), **search_metrics}
             curves[name] = result.curves()
-            run.log_metrics(metrics[name])
-            log_curves(run, curves[name])
+            log_curves(run, curves[name], metrics[name])
         run_ids[name] = run.run_id
     report_md = (out / "report" / "report.md").read_text()
     # Its S3 copy is what `publish_report` fetches on a cache hit on a fresh worker.
@@ -61,14 +60,13 @@ def publish_report(parent: RunHandle, evaluation: StageResult) -> str:
     # evaluate child runs hold every metric and curve. Also on cache hits, so a re-run's
     # parent is never empty.
     # One request for every model's metrics and curves (each request is a round trip).
-    buffer = MetricBuffer(parent)
-    for name, metrics in evaluation.info["metrics"].items():
-        for key, value in headline_metrics(metrics).items():
-            buffer(f"{name}/{key}", value)
-        # ... and the pass@k curve, so the chart view overlays rl/eval/pass_at_k across runs.
-        for k, value in evaluation.info["curves"][name]["eval/pass_at_k"]:
-            buffer(f"{name}/eval/pass_at_k", value, k)
-    buffer.flush()
+    models = evaluation.info["metrics"]
+    headlines = {f"{name}/{key}": value for name, metrics in models.items()
+                 for key, value in headline_metrics(metrics).items()}  # fmt: skip
+    # ... and the pass@k curve, so the chart view overlays rl/eval/pass_at_k across runs.
+    pass_curves = {f"{name}/eval/pass_at_k": evaluation.info["curves"][name]["eval/pass_at_k"]
+                   for name in models}  # fmt: skip
+    log_curves(parent, pass_curves, headlines)
     create_markdown_artifact(
         key="breadth-report",
         markdown=f"[MLflow run]({parent.url()})\n\n" + evaluation.info["report_markdown"],

@@ -261,12 +261,16 @@ def start_run(
 
 
 def log_curves(
-    run: RunHandle, curves: Mapping[str, list[tuple[int, float]]], prefix: str = ""
+    run: RunHandle,
+    curves: Mapping[str, list[tuple[int, float]]],
+    metrics: Mapping[str, float] | None = None,
 ) -> None:
     """Log each curve (`eval/pass_at_k` -> [(k, value), ...]) as one metric with step = k, so
-    MLflow's chart view draws it and overlays it across runs."""
+    MLflow's chart view draws it and overlays it across runs, and `metrics` (at step 0) in the
+    same requests: one round trip for up to 1000 points."""
     buffer = MetricBuffer(run)
+    buffer.add(metrics or {})
     for name, points in curves.items():
         for k, value in points:
-            buffer(f"{prefix}{name}", value, k)
+            buffer(name, value, k)
     buffer.flush()

@@ -13,7 +13,13 @@ import pytest
 
 from breadth.tracking.clients import SdkTracking, speaks_rest, tracking_client
 from breadth.tracking.rest import MlflowRequestError, MlflowRest
-from breadth.tracking.runs import RunHandle, TrackingError, check_tracking_server, start_run
+from breadth.tracking.runs import (
+    RunHandle,
+    TrackingError,
+    check_tracking_server,
+    log_curves,
+    start_run,
+)
 from breadth.tracking.uploads import is_permanent
 from tests.unit.tracking.fake_mlflow import FakeMlflow
 
@@ -63,6 +69,19 @@ def test_a_run_is_opened_logged_and_closed_over_rest(fake, monkeypatch):
     assert fake.runs[child.run_id]["info"]["experiment_id"] == parent.experiment_id
     # The second start_run found the experiment by name instead of creating another.
     assert start_run("exp", "again").experiment_id == parent.experiment_id
+
+
+def test_curves_and_metrics_go_in_one_request(fake, monkeypatch):
+    # publish_report logs every model's headline metrics and pass@k curve on each run, cached
+    # or not: one round trip.
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", fake.url)
+    run = start_run("exp", "curves")
+    before = len(fake.requests)
+    log_curves(run, {"rl/eval/pass_at_k": [(1, 0.5), (4, 0.8)]}, {"rl/eval/pass@4": 0.8})
+    assert [path for _, path, _ in fake.requests[before:]] == ["/api/2.0/mlflow/runs/log-batch"]
+    points = {(m["key"], m["step"], m["value"]) for m in fake.runs[run.run_id]["data"]["metrics"]}
+    assert points == {("rl/eval/pass_at_k", 1, 0.5), ("rl/eval/pass_at_k", 4, 0.8),
+                      ("rl/eval/pass_at_4", 0, 0.8)}  # fmt: skip
 
 
 def test_a_failing_block_marks_the_run_failed_with_the_error(fake, monkeypatch):
