@@ -221,7 +221,10 @@ def experiment_id_of(client: Any, name: str) -> str:
         return found
     try:
         return client.create_experiment(name)
-    except Exception:  # MLflow's RESOURCE_ALREADY_EXISTS, in either client's exception type
+    except Exception as error:
+        # MlflowRequestError and mlflow's MlflowException both carry MLflow's error code.
+        if getattr(error, "error_code", "") != "RESOURCE_ALREADY_EXISTS":
+            raise
         created_meanwhile = client.experiment_id(name)
         if created_meanwhile is None:
             raise

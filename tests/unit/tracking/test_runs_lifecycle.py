@@ -3,6 +3,7 @@ what a killed process left RUNNING (MLflow on a local SQLite store, no server)."
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -10,6 +11,7 @@ import sys
 import pytest
 
 from breadth.tracking.reconcile import owner_alive, reconcile_stale_runs
+from breadth.tracking.rest import MlflowRequestError
 from breadth.tracking.runs import PROCESS_TAG, MetricBuffer, start_run, this_process
 from breadth.tracking.uploads import BackgroundLane
 
@@ -100,10 +102,12 @@ def test_set_tags_sends_every_tag_in_batches(tracking):
 
 
 class _RacingClient:
-    """Sees no experiment, then loses the create to a run that made it meanwhile."""
+    """Sees no experiment, then loses the create to a run that made it meanwhile (or has it
+    refused with `error_code`)."""
 
-    def __init__(self, created_by_other: str | None):
+    def __init__(self, created_by_other: str | None, error_code: str = "RESOURCE_ALREADY_EXISTS"):
         self.created_by_other = created_by_other
+        self.error_code = error_code
         self.lookups = 0
 
     def experiment_id(self, name: str) -> str | None:
@@ -111,7 +115,8 @@ class _RacingClient:
         return None if self.lookups == 1 else self.created_by_other
 
     def create_experiment(self, name: str) -> str:
-        raise RuntimeError("RESOURCE_ALREADY_EXISTS: Experiment 'twins' already exists.")
+        answer = {"error_code": self.error_code, "message": f"Experiment '{name}' is refused."}
+        raise MlflowRequestError("POST", "experiments/create", 400, json.dumps(answer).encode())
 
 
 def test_an_experiment_created_meanwhile_by_another_run_is_taken():
@@ -125,3 +130,12 @@ def test_a_refused_create_with_no_experiment_after_it_is_raised():
 
     with pytest.raises(RuntimeError, match="RESOURCE_ALREADY_EXISTS"):
         experiment_id_of(_RacingClient(created_by_other=None), "twins")
+
+
+def test_any_other_refused_create_is_raised_at_once():
+    from breadth.tracking.runs import experiment_id_of
+
+    client = _RacingClient(created_by_other="7", error_code="PERMISSION_DENIED")
+    with pytest.raises(RuntimeError, match="PERMISSION_DENIED"):
+        experiment_id_of(client, "twins")
+    assert client.lookups == 1  # no second look-up
