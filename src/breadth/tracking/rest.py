@@ -36,12 +36,18 @@ ARTIFACTS_API = "/api/2.0/mlflow-artifacts/artifacts"
 # What MLflow's own client retries (mlflow.utils.request_utils): the server may come back.
 TRANSIENT_STATUS = frozenset({408, 429, 500, 502, 503, 504})
 UPLOAD_THREADS = 4
+# The fix an error names, for a server that refuses our credentials or does not answer.
+CREDENTIALS_FIX = ("Set MLFLOW_TRACKING_USERNAME and MLFLOW_TRACKING_PASSWORD, or "
+                   "MLFLOW_TRACKING_TOKEN, to credentials this server accepts.")  # fmt: skip
+UNREACHABLE_FIX = ("Start it with `breadth stack up`, or set MLFLOW_TRACKING_URI to a running "
+                   "MLflow server.")  # fmt: skip
 
 
 class MlflowRequestError(RuntimeError):
     """MLflow answered a request with an error: the message names the endpoint and MLflow's
-    error code and message. 4xx answers are `permanent` (retrying the same request cannot help;
-    `breadth.tracking.uploads.with_retries` gives up on them at once)."""
+    error code and message, and for 401/403 the settings that carry credentials. 4xx answers
+    are `permanent` (retrying the same request cannot help; `with_retries` in
+    `breadth.tracking.uploads` gives up on them at once)."""
 
     def __init__(self, method: str, endpoint: str, status: int, body: bytes):
         try:
@@ -52,6 +58,8 @@ class MlflowRequestError(RuntimeError):
             what = f"{answer.get('error_code', '')}: {answer.get('message', '')}"
         else:
             what = body.decode(errors="replace")[:500] or "(empty answer)"
+        if status in (401, 403):
+            what = f"{what.rstrip('.')}. {CREDENTIALS_FIX}"
         super().__init__(f"MLflow {method} {endpoint} failed with HTTP {status}: {what}")
         self.status = status
         self.error_code = answer.get("error_code", "") if isinstance(answer, dict) else ""
@@ -111,7 +119,8 @@ class MlflowRest:
                 base: str | None = None) -> Any:  # fmt: skip
         """Send one request to `endpoint` on `base` (default: the tracking server), retried as
         MLflow's client retries; returns the decoded JSON."""
-        url = (base or self.base) + endpoint
+        server = base or self.base
+        url = server + endpoint
         if query:
             url += "?" + urllib.parse.urlencode(query)
         if body is not None:
@@ -128,8 +137,9 @@ class MlflowRest:
                 if error.code not in TRANSIENT_STATUS:
                     raise failure from None
             except OSError as error:  # URLError included
-                failure = ConnectionError(f"MLflow at {self.base} did not answer {method} "
-                                          f"{endpoint}: {getattr(error, 'reason', error)}")  # fmt: skip
+                reason = getattr(error, "reason", error)
+                failure = ConnectionError(f"MLflow at {server} did not answer {method} {endpoint}: "
+                                          f"{reason}. {UNREACHABLE_FIX}")  # fmt: skip
             if attempt < self.retries:  # urllib3's backoff, as MLflow configures it
                 self.sleep(min(self.backoff * 2**attempt, 120) + random.random())
         raise failure

@@ -199,7 +199,7 @@ def check_tracking_server(uri: str) -> None:
     """Fail in seconds, with the fix, when the MLflow server is down (MLflow's own client
     retries a refused connection for minutes)."""
     from breadth.stack import without_userinfo
-    from breadth.tracking.rest import MlflowRest
+    from breadth.tracking.rest import UNREACHABLE_FIX, MlflowRest
 
     if not uri.startswith("http"):
         return
@@ -207,9 +207,7 @@ def check_tracking_server(uri: str) -> None:
         MlflowRest(uri).health(timeout_s=5)
     except OSError as error:
         raise TrackingError(
-            f"MLflow at {without_userinfo(uri)} does not answer ({error}). Start it with "
-            "`breadth stack up`, or "
-            "set MLFLOW_TRACKING_URI to a running MLflow server."
+            f"MLflow at {without_userinfo(uri)} does not answer ({error}). {UNREACHABLE_FIX}"
         ) from None
 
 

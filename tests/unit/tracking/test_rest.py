@@ -135,14 +135,28 @@ def test_transient_answers_are_retried_like_mlflows_client(fake):
     assert not is_permanent(caught.value)  # a background lane keeps retrying it
 
 
-def test_a_server_that_is_down_is_named_with_the_fix(monkeypatch):
+def test_refused_credentials_name_the_settings_that_carry_them(fake):
+    fake.failures = [(401, {"error_code": "UNAUTHENTICATED", "message": "Not authenticated."})]
+    with pytest.raises(MlflowRequestError) as caught:
+        MlflowRest(fake.url, sleep=_no_sleep).experiment_ids()
+    message = str(caught.value)
+    assert "HTTP 401: UNAUTHENTICATED: Not authenticated. Set MLFLOW_TRACKING_USERNAME" in message
+    assert "MLFLOW_TRACKING_TOKEN" in message
+
+
+def _closed_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]  # closed again: nothing listens there
+        return sock.getsockname()[1]  # closed again: nothing listens there
+
+
+def test_a_server_that_is_down_is_named_with_the_fix(monkeypatch):
+    port = _closed_port()
     url = f"http://u:secret@127.0.0.1:{port}"
     monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "1")
-    with pytest.raises(ConnectionError, match=f"127.0.0.1:{port} did not answer POST"):
+    with pytest.raises(ConnectionError, match=f"127.0.0.1:{port} did not answer POST") as down:
         MlflowRest(url, sleep=_no_sleep).experiment_ids()
+    assert "breadth stack up" in str(down.value) and "secret" not in str(down.value)
     with pytest.raises(TrackingError) as caught:
         check_tracking_server(url)
     assert f"http://127.0.0.1:{port}" in str(caught.value) and "breadth stack up" in str(caught.value)
@@ -174,6 +188,12 @@ def test_artifacts_are_uploaded_with_their_layout(fake, tmp_path, monkeypatch):
     assert fake.artifacts[f"{root}/report/report.md"] == (b"# hi", "text/markdown")
     assert fake.artifacts[f"{root}/report/plots/pass at k.json"][1] == "application/json"
     assert fake.artifacts[f"{root}/manifest.json"][0] == b'{"n": 1}'
+    # An artifact host that does not answer is named, not the tracking server.
+    port = _closed_port()
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
+    with pytest.raises(ConnectionError, match=f"MLflow at http://127.0.0.1:{port} did not answer"):
+        MlflowRest(fake.url).upload(f"mlflow-artifacts://127.0.0.1:{port}/1/r/artifacts",
+                                    tmp_path / "manifest.json")  # fmt: skip
     # A store the server does not proxy (s3://, file:) is left to the mlflow package.
     assert MlflowRest(fake.url).upload("s3://bucket/1/x/artifacts", tmp_path / "manifest.json") is False
 
