@@ -99,13 +99,3 @@ class SdkTracking:
             self.client.log_artifacts(run_id, str(local), artifact_path)
         else:
             self.client.log_artifact(run_id, str(local), artifact_path)
-
-
-def log_artifact(client: Any, run_id: str, local: Path, artifact_path: str | None = None) -> None:
-    """Upload a file or a folder's files to the run's artifacts: over REST when the server
-    proxies them (`mlflow-artifacts:`), else with the `mlflow` package (s3://, file:)."""
-    if isinstance(client, MlflowRest):
-        if client.upload(client.get_run(run_id).artifact_uri, Path(local), artifact_path):
-            return
-        client = SdkTracking(client.uri)
-    client.log_artifact(run_id, Path(local), artifact_path)

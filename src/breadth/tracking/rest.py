@@ -224,6 +224,14 @@ class MlflowRest:
             base = f"{urllib.parse.urlsplit(self.base).scheme}://{parts.netloc}"
         return base, ARTIFACTS_API + urllib.parse.quote(parts.path.rstrip("/"))
 
+    def log_artifact(self, run_id: str, local: Path, artifact_path: str | None = None) -> None:
+        """Upload a file or a folder's files to the run's artifacts: over REST when the server
+        proxies them (`mlflow-artifacts:`), else with the `mlflow` package (s3://, file:)."""
+        if not self.upload(self.get_run(run_id).artifact_uri, Path(local), artifact_path):
+            from breadth.tracking.clients import SdkTracking  # imports mlflow
+
+            SdkTracking(self.uri).log_artifact(run_id, Path(local), artifact_path)
+
     def upload(self, artifact_uri: str, local: Path, artifact_path: str | None = None) -> bool:
         """PUT a file, or a folder's files, under `artifact_path` of a proxied artifact folder;
         False (nothing sent) when the run's artifacts are not proxied by the server."""

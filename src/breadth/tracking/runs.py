@@ -91,9 +91,7 @@ class RunHandle:
 
     def log_artifact(self, path: Path, artifact_path: str | None = None) -> None:
         """A file, or a folder's files, under `artifact_path` of the run's artifacts."""
-        from breadth.tracking.clients import log_artifact
-
-        log_artifact(self.tracking, self.run_id, Path(path), artifact_path)
+        self.tracking.log_artifact(self.run_id, Path(path), artifact_path)
 
     def finish(self, status: str = "FINISHED") -> None:
         self.tracking.set_terminated(self.run_id, status)
