@@ -270,12 +270,7 @@ def _plurality_accuracy(keys: np.ndarray) -> np.ndarray:
     """Tie-aware plurality accuracy per row of (P, m) keys = code * 2 + correct."""
     num_rows, m = keys.shape
     if m <= 2:
-        # One sample wins if it has an outcome; of two with outcomes, equal or tied, the
-        # vote is right with probability (c1 + c2) / 2: the sorted-run result, without a sort.
-        answered = keys >= 0
-        right = (answered & (keys & 1 == 1)).sum(axis=1)
-        voters = answered.sum(axis=1)
-        return np.divide(right, voters, out=np.zeros(num_rows), where=voters > 0)
+        return _two_vote_accuracy(keys, axis=1)
     # int32 sorts faster than int64; keys are small unless there are billions of outcomes.
     if keys.size and -(2**31) < keys.min() and keys.max() < 2**31:
         keys = keys.astype(np.int32)
@@ -296,6 +291,16 @@ def _plurality_accuracy(keys: np.ndarray) -> np.ndarray:
     return np.divide(num, den, out=np.zeros(num_rows), where=den > 0)
 
 
+def _two_vote_accuracy(keys: np.ndarray, axis: int) -> np.ndarray:
+    """Plurality accuracy of at most two votes (keys along `axis`). One sample wins if it has an
+    outcome; of two with outcomes, equal or tied, the vote is right with probability
+    (c1 + c2) / 2: the sorted-run result, without a sort."""
+    answered = keys >= 0
+    right = np.count_nonzero(answered & (keys & 1 == 1), axis=axis)
+    voters = np.count_nonzero(answered, axis=axis)
+    return np.divide(right, voters, out=np.zeros(right.shape), where=voters > 0)
+
+
 PAIRWISE_VOTE_MAX = 16  # up to here comparing every pair of votes beats sorting them (measured)
 
 
@@ -309,11 +314,8 @@ def _plurality_accuracy_by_sample(keys: np.ndarray) -> np.ndarray:
     t): correct winning samples over winning samples.
     """
     m = keys.shape[0]
-    if m <= 2:  # as `_plurality_accuracy` does for m <= 2, on the rows as they are
-        answered = keys >= 0
-        right = np.count_nonzero(answered & (keys & 1 == 1), axis=0)
-        voters = np.count_nonzero(answered, axis=0)
-        return np.divide(right, voters, out=np.zeros(keys.shape[1]), where=voters > 0)
+    if m <= 2:
+        return _two_vote_accuracy(keys, axis=0)
     if m > PAIRWISE_VOTE_MAX:
         return _plurality_accuracy(np.ascontiguousarray(keys.T))
     codes = keys >> 1
