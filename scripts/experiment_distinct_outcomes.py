@@ -64,7 +64,7 @@ def main() -> None:
 
     from breadth.config import load_config
     from breadth.stages import init_model_stage, prepare_stage, rl_stage, sft_stage
-    from breadth.tracking.runs import start_run
+    from breadth.tracking.runs import MetricBuffer, start_child_run, start_run
 
     transformers.logging.set_verbosity_error()
     work = args.work_dir.resolve()
@@ -96,12 +96,14 @@ def main() -> None:
     runs = {}
     for spec in args.specs:
         config = load_config("default", [*args.overrides, f"rl.reward.spec={spec}"])
-        run = start_run(None, spec, parent=parent, tags={"reward_spec": spec})
+        run = start_child_run(parent, spec, tags={"reward_spec": spec})
         run.log_params({k: v for k, v in config.flat().items() if k.startswith("rl.")})
         began = time.perf_counter()
         name = spec.replace("+", "_").replace(":", "_")
         out_dir = root / f"rl-{args.rl_problems or 'all'}" / name
-        rl_stage(config, rl_data, sft_dir, out_dir, log_metric=run.log_metric)
+        metrics = MetricBuffer(run)
+        rl_stage(config, rl_data, sft_dir, out_dir, log_metric=metrics)
+        metrics.flush()
         run.finish()
         runs[spec] = run
         print(

@@ -17,7 +17,7 @@ from prefect.context import TaskRunContext
 import breadth
 from breadth.tracking.mlflow_sdk import log_transformers_model
 from breadth.tracking.objects import ObjectStore
-from breadth.tracking.runs import RunHandle, start_run
+from breadth.tracking.runs import RunHandle, start_child_run
 from breadth.tracking.uploads import BackgroundLane, UploadsFailed, with_retries
 from breadth.training.checkpointing import hold_lock
 
@@ -123,8 +123,7 @@ def work_root() -> Path:
 def child_run(parent: RunHandle, stage: str, key: str) -> RunHandle:
     """The stage's MLflow run; use it as `with child_run(...) as run:` so that it is closed
     (FINISHED, FAILED or KILLED) on every path."""
-    return start_run(None, stage, parent=parent,
-                     tags={"breadth.stage": stage, "breadth.stage_key": key})  # fmt: skip
+    return start_child_run(parent, stage, tags={"breadth.stage": stage, "breadth.stage_key": key})
 
 
 @contextmanager

@@ -227,34 +227,31 @@ def experiment_id_of(client: Any, name: str) -> str:
         return created_meanwhile
 
 
-def start_run(
-    experiment: str | None,
-    run_name: str,
-    *,
-    parent: RunHandle | None = None,
-    tags: Mapping[str, Any] | None = None,
-) -> RunHandle:
-    """Open a run in `experiment` (created if missing), or, with `parent` and no experiment, a
-    child run in its parent's experiment (by id: no look-up by name)."""
+def start_run(experiment: str, run_name: str, *, tags: Mapping[str, Any] | None = None) -> RunHandle:
+    """Open a top-level run in `experiment` (created if missing)."""
     from breadth.tracking.clients import tracking_client
 
-    if (experiment is None) == (parent is None):
-        raise ValueError(
-            f"start_run({experiment!r}, {run_name!r}): pass exactly one of an experiment name (a "
-            "top-level run) and a parent (a child run, in the parent's experiment)."
-        )
-    uri = parent.tracking_uri if parent else tracking_uri()
+    uri = tracking_uri()
     check_tracking_server(uri)
     client = tracking_client(uri)
+    return _create_run(client, uri, experiment_id_of(client, experiment), run_name, tags)
+
+
+def start_child_run(
+    parent: RunHandle, run_name: str, *, tags: Mapping[str, Any] | None = None
+) -> RunHandle:
+    """Open a child run of `parent`, in its experiment (by id: no look-up by name)."""
+    check_tracking_server(parent.tracking_uri)
+    tags = {**(tags or {}), "mlflow.parentRunId": parent.run_id}
+    return _create_run(parent.tracking, parent.tracking_uri, parent.experiment_id, run_name, tags)
+
+
+def _create_run(
+    client: Any, uri: str, experiment_id: str, run_name: str, tags: Mapping[str, Any] | None
+) -> RunHandle:
     all_tags = {key: str(value) for key, value in (tags or {}).items()}
     all_tags["mlflow.runName"] = run_name
     all_tags[PROCESS_TAG] = this_process()
-    if parent is not None:
-        experiment_id = parent.experiment_id
-        all_tags["mlflow.parentRunId"] = parent.run_id
-    else:
-        assert experiment is not None  # checked above; for the type checker
-        experiment_id = experiment_id_of(client, experiment)
     run = client.create_run(experiment_id, run_name, all_tags)
     return RunHandle(run.run_id, experiment_id, uri)
 

@@ -18,6 +18,7 @@ from breadth.tracking.runs import (
     TrackingError,
     check_tracking_server,
     log_curves,
+    start_child_run,
     start_run,
 )
 from breadth.tracking.uploads import is_permanent
@@ -51,9 +52,7 @@ def test_a_run_is_opened_logged_and_closed_over_rest(fake, monkeypatch):
         parent.log_params({"lr": 0.1, "long": "x" * 600})
         parent.log_metrics({"eval/pass@4": 0.5, "nan": float("nan")}, step=2)
         parent.set_tags({"dataset.hash": "abc"})
-        child = start_run(None, "sft", parent=parent)
-        with pytest.raises(ValueError, match="exactly one"):
-            start_run("exp", "sft", parent=parent)  # a child is in its parent's experiment
+        child = start_child_run(parent, "sft")
         child.finish()
     assert fake.experiments[parent.experiment_id] == "exp"
     stored = fake.runs[parent.run_id]
