@@ -2,13 +2,15 @@
 functions called directly, measured side by side in one run (target ratio <= 1.05).
 
     .venv/bin/python benchmarks/bench_orchestration.py [--preset default] [--set key=value ...]
-        [--pairs 3]
+        [--pairs 3] [--first-seed N]
 
 It brings the local stack up if needed (stack start-up is not counted: both sides assume a
 running stack), forces every Prefect task to re-run (PREFECT_TASKS_REFRESH_CACHE) so nothing is
 served from cache, and gives each orchestrated run a fresh work folder. The n-th run of each
-side uses seed + n, so both sides of a pair do the same work and no GRPO run finds a checkpoint
-of its config in S3 to resume from. Both sides do the same work, evolutionary search included.
+side uses first seed + n, so both sides of a pair do the same work; the first seed is drawn
+afresh for each invocation (printed; --first-seed repeats one), so no GRPO run finds a
+checkpoint of its config in S3 to resume from, not even one an earlier invocation left. Both
+sides do the same work, evolutionary search included.
 Each side runs once untimed (imports, first-call costs), then they alternate direct,
 orchestrated, ... for --pairs rounds; the ratio is the median of the per-pair ratios, printed
 with min, max and the load average. Beside wall time it prints this process's CPU time and
@@ -21,6 +23,7 @@ import argparse
 import functools
 import itertools
 import os
+import random
 import tempfile
 import time
 from pathlib import Path
@@ -96,6 +99,10 @@ def stage_seconds(parent_run_id: str) -> dict[str, float]:
     )
     out: dict[str, float] = {}
     for child in children:
+        if "checkpoint.resumed_from" in child.data.tags:  # the orchestrated side skipped work
+            raise SystemExit(f"run {child.info.run_id} resumed from checkpoint "
+                             f"{child.data.tags['checkpoint.resumed_from']}: not the same work as "
+                             "the direct side. Use seeds this stack has not run (--first-seed).")
         stage = child.data.tags.get("breadth.stage", child.info.run_name or "?")
         if stage.startswith(("rollout-", "search-", "evaluate-")):  # one run per model
             stage = stage.split("-")[0]
@@ -109,20 +116,28 @@ def main() -> None:
     parser.add_argument("--preset", default="default")
     parser.add_argument("--set", dest="overrides", action="append", default=[])
     parser.add_argument("--pairs", type=int, default=3)
+    parser.add_argument("--first-seed", type=int,
+                        help="seed of the first run of each side (default: drawn at random)")
     args = parser.parse_args()
 
     from breadth.config import load_config
     from breadth.stack import LocalStack
 
     overrides = [*args.overrides, "tracking.experiment=bench-orchestration"]
-    config = load_config(args.preset, overrides)
+    load_config(args.preset, overrides)  # a bad --set fails here, before the stack starts
 
-    # The n-th call of each side runs seed + n: the same work within a pair, and a GRPO run that
-    # cannot resume. The rl stage resumes from its content key's S3 checkpoints (a fresh work
-    # folder does not stop that), so repeating one config would let every orchestrated run after
-    # the first skip training.
+    # The n-th call of each side runs first_seed + n: the same work within a pair, and a GRPO
+    # run that cannot resume. The rl stage resumes from its content key's S3 checkpoints (a fresh
+    # work folder does not stop that), so repeating a config, even in a later invocation of this
+    # benchmark on the same stack and code, would let the orchestrated side skip training.
+    first_seed = args.first_seed
+    if first_seed is None:
+        first_seed = random.SystemRandom().randrange(10**6)
+    print(f"seeds {first_seed}..{first_seed + args.pairs} (each side; --first-seed {first_seed} "
+          "repeats them, on a stack that has not run them)")
+
     def next_config(calls: itertools.count) -> object:
-        return load_config(args.preset, [*overrides, f"seed={config.seed + next(calls)}"])
+        return load_config(args.preset, [*overrides, f"seed={first_seed + next(calls)}"])
 
     stack = LocalStack()
     stack.up()
