@@ -227,7 +227,9 @@ def experiment_id_of(client: Any, name: str) -> str:
         return created_meanwhile
 
 
-def start_run(experiment: str, run_name: str, *, tags: Mapping[str, Any] | None = None) -> RunHandle:
+def start_run(
+    experiment: str, run_name: str, *, tags: Mapping[str, Any] | None = None
+) -> RunHandle:
     """Open a top-level run in `experiment` (created if missing)."""
     from breadth.tracking.clients import tracking_client
 

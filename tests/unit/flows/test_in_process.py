@@ -1,4 +1,5 @@
-"""Flow runs started in the caller's process run without Prefect's heartbeats (flows/in_process.py)."""
+"""Flow runs started in the caller's process run without Prefect's heartbeats
+(flows/in_process.py)."""
 
 from __future__ import annotations
 
