@@ -219,3 +219,31 @@ def test_a_cached_re_run_imports_neither_mlflow_nor_torch(two_runs, live_stack):
     loaded = re.search(r"^LOADED:(.*)$", done.stdout, re.MULTILINE)
     assert loaded, output[-2000:]
     assert loaded.group(1).strip() == "", f"a cached re-run imported {loaded.group(1)}"
+
+
+def test_runs_lists_the_pipeline_runs_over_rest(two_runs, live_stack):
+    """`breadth runs` reads the real server over REST: both runs, newest first, with the final
+    model's headline figures and links, and without importing mlflow or pandas (`import
+    mlflow` was 1.7 of its 2.6 s)."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from tests.integration.helpers import REPO
+
+    done = subprocess.run([sys.executable, "-c", LOADED_AT_EXIT, "runs", "--json",
+                           "--experiment", "skeleton-test"], cwd=REPO,
+                          env={**os.environ, **live_stack}, capture_output=True, text=True,
+                          timeout=120, check=False)  # fmt: skip
+    assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
+    listed, _, loaded = done.stdout.rpartition("LOADED:")
+    assert loaded.strip() == "", f"`breadth runs` imported {loaded.strip()}"
+    rows = json.loads(listed)
+    first, second = (_run_id(run[1]) for run in two_runs)
+    ids = [row["run_id"] for row in rows]
+    assert ids.index(second) < ids.index(first)  # newest first
+    row = rows[ids.index(first)]
+    assert (row["experiment"], row["status"], row["model"]) == ("skeleton-test", "FINISHED", "rl")
+    assert 0.0 <= row["headline"]["pass@1"] <= 1.0 and row["duration_s"] > 0
+    assert row["mlflow_url"].endswith(f"/runs/{first}") and "flow-run" in row["prefect_url"]

@@ -43,8 +43,10 @@ def tracking_client(uri: str) -> Any:
 
 
 def _record(run: Any) -> RunRecord:
-    return RunRecord(run.info.run_id, run.info.experiment_id, run.info.run_name or "",
-                     run.info.status, run.info.artifact_uri, dict(run.data.tags))  # fmt: skip
+    info = run.info
+    return RunRecord(info.run_id, info.experiment_id, info.run_name or "", info.status,
+                     info.artifact_uri, dict(run.data.tags), dict(run.data.metrics),
+                     info.start_time, info.end_time)  # fmt: skip
 
 
 class SdkTracking:
@@ -68,6 +70,9 @@ class SdkTracking:
 
         return [e.experiment_id for e in self.client.search_experiments(view_type=ViewType.ALL)]
 
+    def experiment_names(self) -> dict[str, str]:
+        return {e.experiment_id: e.name for e in self.client.search_experiments()}
+
     def create_run(self, experiment_id: str, run_name: str, tags: dict[str, str]) -> RunRecord:
         return _record(self.client.create_run(experiment_id, tags=tags, run_name=run_name))
 
@@ -75,8 +80,9 @@ class SdkTracking:
         return _record(self.client.get_run(run_id))
 
     def search_runs(self, experiment_ids: list[str], filter_string: str,
-                    max_results: int = 5000) -> list[RunRecord]:  # fmt: skip
-        found = self.client.search_runs(experiment_ids, filter_string, max_results=max_results)
+                    max_results: int = 5000, order_by: Sequence[str] = ()) -> list[RunRecord]:  # fmt: skip
+        found = self.client.search_runs(experiment_ids, filter_string, max_results=max_results,
+                                        order_by=list(order_by))  # fmt: skip
         return [_record(run) for run in found]
 
     def log_batch(self, run_id: str, *, metrics: Sequence[tuple[str, float, int, int]] = (),

@@ -18,6 +18,8 @@ from typing import Any
 
 import pandas as pd
 
+from breadth.tracking.rest import quoted
+
 _IDENTITY_COLUMNS = ("run_id", "experiment_id", "run_name", "status", "grid_id", "grid_cell",
                      "format", "reward", "seed", "preset", "config_hash")  # fmt: skip
 _CURVE = "eval/pass_at_k"
@@ -72,13 +74,6 @@ def _all_pages(search, *args, **kwargs) -> list:
         token = page.token
         if not token:
             return out
-
-
-def quoted(value: str, what: str) -> str:
-    # MLflow filter strings have no escape for quotes; refuse rather than mis-parse.
-    if "'" in value or "\\" in value:
-        raise ValueError(f"{what} {value!r} contains a quote or backslash; MLflow cannot search it")
-    return f"'{value}'"
 
 
 def _search(client, experiment_ids: list[str], filter_string: str) -> list:

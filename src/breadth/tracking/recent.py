@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from breadth.suggestions import did_you_mean
-from breadth.tracking.fetch import quoted
+from breadth.tracking.rest import RunRecord, quoted
 
 # The trained models in pipeline order: the last one present is the run's result.
 MODEL_ROLES = ("base", "sft", "rl")
@@ -54,23 +54,22 @@ def _iso(millis: int | None) -> str:
     return dt.datetime.fromtimestamp(millis / 1000, tz=dt.UTC).isoformat(timespec="seconds")
 
 
-def _summary(run: Any, experiment: str, tracking_uri: str) -> dict[str, Any]:
+def _summary(run: RunRecord, experiment: str, tracking_uri: str) -> dict[str, Any]:
     from breadth.tracking.runs import RunHandle
 
-    tags, info = run.data.tags, run.info
-    model, figures = headline(run.data.metrics)
+    tags = run.tags
+    model, figures = headline(run.metrics)
     # An MLflow UI link only exists for a server; a local store (sqlite, files) has none.
-    url = (RunHandle(info.run_id, info.experiment_id, tracking_uri).url()
+    url = (RunHandle(run.run_id, run.experiment_id, tracking_uri).url()
            if tracking_uri.startswith("http") else None)  # fmt: skip
-    ended = info.end_time if info.end_time else None
     return {
-        "run_id": info.run_id,
-        "name": info.run_name,
+        "run_id": run.run_id,
+        "name": run.run_name,
         "experiment": experiment,
-        "status": info.status,
-        "started": _iso(info.start_time),
-        "duration_s": round((ended - info.start_time) / 1000, 1) if ended and info.start_time
-        else None,
+        "status": run.status,
+        "started": _iso(run.start_time),
+        "duration_s": round((run.end_time - run.start_time) / 1000, 1)
+        if run.end_time and run.start_time else None,
         "format": tags.get("format"),
         "reward": tags.get("grid.objective") or tags.get("reward"),
         "seed": tags.get("seed"),
@@ -87,11 +86,12 @@ def recent_runs(
     tracking_uri: str, limit: int = 20, experiment: str | None = None, grid_id: str | None = None
 ) -> list[dict[str, Any]]:
     """The `limit` newest pipeline runs (all experiments, or one), newest first, as JSON-safe
-    dicts: identity, status, start time, headline figures and links."""
-    from mlflow import MlflowClient
+    dicts: identity, status, start time, headline figures and links. A server is read over
+    REST (no `import mlflow`, which took most of `breadth runs`' time)."""
+    from breadth.tracking.clients import tracking_client
 
-    client = MlflowClient(tracking_uri)
-    experiments = {e.experiment_id: e.name for e in client.search_experiments()}
+    client = tracking_client(tracking_uri)
+    experiments = client.experiment_names()
     if experiment is not None:
         ids = [i for i, name in experiments.items() if name == experiment]
         if not ids:
@@ -107,6 +107,6 @@ def recent_runs(
     where = PIPELINE_RUNS
     if grid_id is not None:
         where += f" AND tags.`grid.id` = {quoted(grid_id, 'grid id')}"
-    runs = client.search_runs(ids, where, order_by=["attributes.start_time DESC"],
-                              max_results=limit)  # fmt: skip
-    return [_summary(run, experiments[run.info.experiment_id], tracking_uri) for run in runs]
+    runs = client.search_runs(ids, where, max_results=limit,
+                              order_by=["attributes.start_time DESC"])  # fmt: skip
+    return [_summary(run, experiments[run.experiment_id], tracking_uri) for run in runs]

@@ -76,13 +76,28 @@ class RunRecord:
     status: str
     artifact_uri: str
     tags: dict[str, str] = field(default_factory=dict)
+    # Each metric's latest value, and the run's start and end in ms since the epoch (None
+    # while it has not ended).
+    metrics: dict[str, float] = field(default_factory=dict)
+    start_time: int | None = None
+    end_time: int | None = None
 
     @classmethod
     def from_json(cls, run: dict[str, Any]) -> RunRecord:
         info, data = run["info"], run.get("data", {})
         return cls(info["run_id"], info["experiment_id"], info.get("run_name", ""),
                    info.get("status", ""), info.get("artifact_uri", ""),
-                   {t["key"]: t.get("value", "") for t in data.get("tags", [])})  # fmt: skip
+                   {t["key"]: t.get("value", "") for t in data.get("tags", [])},
+                   {m["key"]: float(m["value"]) for m in data.get("metrics", [])},
+                   info.get("start_time"), info.get("end_time"))  # fmt: skip
+
+
+def quoted(value: str, what: str) -> str:
+    """`value` as a string literal in an MLflow filter string (`search_runs`)."""
+    # MLflow filter strings have no escape for quotes; refuse rather than mis-parse.
+    if "'" in value or "\\" in value:
+        raise ValueError(f"{what} {value!r} contains a quote or backslash; MLflow cannot search it")
+    return f"'{value}'"
 
 
 def _pairs(items: Sequence[tuple[str, str]]) -> list[dict[str, str]]:
@@ -172,6 +187,11 @@ class MlflowRest:
         return [e["experiment_id"] for e in self._pages(
             "/experiments/search", "experiments", {"view_type": "ALL", "max_results": 1000})]  # fmt: skip
 
+    def experiment_names(self) -> dict[str, str]:
+        """{id: name} of the active (not deleted) experiments."""
+        return {e["experiment_id"]: e["name"] for e in self._pages(
+            "/experiments/search", "experiments", {"max_results": 1000})}  # fmt: skip
+
     # -- runs --------------------------------------------------------------------------------
 
     def create_run(self, experiment_id: str, run_name: str, tags: dict[str, str]) -> RunRecord:
@@ -184,10 +204,11 @@ class MlflowRest:
         return RunRecord.from_json(self.api("GET", "/runs/get", query={"run_id": run_id})["run"])
 
     def search_runs(self, experiment_ids: list[str], filter_string: str,
-                    max_results: int = 5000) -> list[RunRecord]:  # fmt: skip
+                    max_results: int = 5000, order_by: Sequence[str] = ()) -> list[RunRecord]:  # fmt: skip
         """Active (not deleted) runs matching `filter_string`, as `MlflowClient.search_runs`."""
         body = {"experiment_ids": experiment_ids, "filter": filter_string,
-                "run_view_type": "ACTIVE_ONLY", "max_results": min(max_results, 1000)}  # fmt: skip
+                "run_view_type": "ACTIVE_ONLY", "max_results": min(max_results, 1000),
+                "order_by": list(order_by)}  # fmt: skip
         found = []
         for run in self._pages("/runs/search", "runs", body):
             found.append(RunRecord.from_json(run))

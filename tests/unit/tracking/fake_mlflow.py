@@ -19,6 +19,7 @@ class FakeMlflow:
         self.runs: dict[str, dict[str, Any]] = {}
         self.artifacts: dict[str, tuple[bytes, str]] = {}
         self.requests: list[tuple[str, str, dict[str, str]]] = []  # method, path, headers
+        self.bodies: list[dict[str, Any]] = []  # every POST's JSON body, in order
         self.failures: list[tuple[int, dict[str, str]]] = []  # next answers: status, body
         fake = self
 
@@ -67,6 +68,8 @@ class FakeMlflow:
         path, _, query = target.partition("?")
         args = {k: v[0] for k, v in urllib.parse.parse_qs(query).items()}
         body = json.loads(raw) if raw and method == "POST" else {}
+        if method == "POST":
+            self.bodies.append(body)
         if method == "PUT" and path.startswith("/api/2.0/mlflow-artifacts/artifacts/"):
             key = urllib.parse.unquote(path.removeprefix("/api/2.0/mlflow-artifacts/artifacts/"))
             self.artifacts[key] = (raw, headers.get("Content-Type", ""))

@@ -219,3 +219,16 @@ def test_run_handles_stay_picklable_and_name_no_credentials():
     run = RunHandle("r1", "3", "http://u:pw@mlflow:5000")
     assert pickle.loads(pickle.dumps(run)) == run
     assert run.url() == "http://mlflow:5000/#/experiments/3/runs/r1"
+
+
+def test_search_runs_reads_metrics_and_times_and_sends_the_order(fake):
+    client = MlflowRest(fake.url)
+    run = client.create_run("0", "r", {})
+    client.log_batch(run.run_id, metrics=[("rl/eval/pass_at_1", 0.25, 1, 0)])
+    client.set_terminated(run.run_id)
+    fake.runs[run.run_id]["info"]["start_time"] = 1000
+    (found,) = client.search_runs(["0"], "", order_by=["attributes.start_time DESC"])
+    assert found.metrics == {"rl/eval/pass_at_1": 0.25}
+    assert found.start_time == 1000 and found.end_time >= found.start_time
+    assert fake.bodies[-1]["order_by"] == ["attributes.start_time DESC"]
+    assert client.experiment_names() == {"0": "Default"}
