@@ -313,6 +313,16 @@ class LocalStack:
         path.unlink()  # stale: the process it names is gone
         return None
 
+    def _serving_pid(self, service: Service) -> int | None:
+        """The pid of this stack's server for `service` when it is the one clients use: its pid
+        file is live and the environment names no other server. After `eval "$(breadth env)"`
+        the environment names this very server, which keeps it ours (not external)."""
+        pid = self._read_pid(service)
+        if pid is not None and (not service.is_external()
+                                or service.url.rstrip("/") == service.local_url):  # fmt: skip
+            return pid
+        return None
+
     def log_path(self, service: str) -> Path:
         """Where a service this stack starts writes its stdout and stderr."""
         return self.logs / f"{service}.log"
@@ -321,14 +331,15 @@ class LocalStack:
         """One row per service: name, url, state, pid, healthy and who manages it ("local":
         started by this stack; "external": its URL came from the environment).
 
-        A pid file decides before the environment does: after `up`, clients' environment points
-        at the local services, which are still this stack's. `started` names the services
-        the caller has just started, so their state says so.
+        A live server this stack started is "local" unless the environment points clients at
+        another one (`_serving_pid`, the rule `up` follows); then the row is "external" and
+        says that the local one runs unused. `started` names the services the caller has just
+        started, so their state says so.
         """
         rows = []
         for service in services(self.settings):
             healthy = service.healthy(self.settings)
-            pid = self._read_pid(service)
+            pid = self._serving_pid(service)
             if pid is not None:
                 managed = "local"
                 word = "started" if service.name in started else "running"
@@ -336,6 +347,10 @@ class LocalStack:
             elif service.is_external():
                 managed = "external"
                 state = "external, healthy" if healthy else "external, NOT answering"
+                unused = self._read_pid(service)
+                if unused is not None:
+                    state += (f"; this stack's own server (pid {unused}) runs unused: unset "
+                              f"{service.external_env} to use it, or `breadth stack down`")
             else:
                 managed, state = "local", "stopped"
             rows.append({"service": service.name, "url": without_userinfo(service.url),
@@ -374,10 +389,10 @@ class LocalStack:
             return [note]
 
     def _up_one(self, service: Service) -> str:
-        pid = self._read_pid(service)
+        pid = self._serving_pid(service)
         # Ours even when the environment names it (a shell after `eval "$(breadth env)"`, a
         # worker): it is running, not external, so S3's bucket is not checked again.
-        if pid is not None and service.url.rstrip("/") == service.local_url:
+        if pid is not None:
             self._wait_healthy(service, pid)
             return "running"
         if service.is_external():

@@ -201,7 +201,8 @@ def test_a_service_this_stack_runs_is_its_own_when_the_environment_names_it(
     tmp_path, monkeypatch, endpoint, action
 ):
     """After `eval "$(breadth env)"` the environment names the stack's own S3: it is running
-    (no bucket check), not external; an endpoint elsewhere stays external."""
+    (no bucket check), not external; an endpoint elsewhere stays external. `status` follows
+    the same rule, and says when this stack's own server runs unused."""
     import os
 
     import breadth.stack as stack_module
@@ -217,3 +218,7 @@ def test_a_service_this_stack_runs_is_its_own_when_the_environment_names_it(
     monkeypatch.setattr(stack, "_ensure_bucket", lambda: checked.append(True))
     assert stack.up(only=["s3"]) == {"s3": action}
     assert bool(checked) is (action == "external")
+    (row,) = [row for row in stack.status() if row["service"] == "s3"]
+    assert row["managed"] == ("local" if action == "running" else "external")
+    assert ("runs unused" in row["state"]) is (action == "external")
+    assert ("BREADTH_S3_ENDPOINT" in row["state"]) is (action == "external")
