@@ -9,6 +9,7 @@ and after with the core count: on a shared machine a ratio is only as good as it
 
 from __future__ import annotations
 
+import math
 import os
 import statistics
 import time
@@ -43,6 +44,10 @@ class Comparison:
     def median_ratio(self, clock: str = "wall") -> float:
         return statistics.median(self.ratios(clock))
 
+    def median_ratio_interval(self, clock: str = "wall") -> tuple[float, float] | None:
+        """95% CI of the median ratio (`median_interval`); None with fewer than 6 pairs."""
+        return median_interval(self.ratios(clock))
+
     def report(self, label: str = "", clocks: tuple[str, ...] = ("wall",)) -> str:
         a, b = self.names
         start = "after a warm-up" if self.warmed_up else "from cold"
@@ -54,6 +59,10 @@ class Comparison:
             for name in self.names:
                 lines.append(f"  {clock:>4} {name:<28} {_spread(times[name], 's')}")
             lines.append(f"  {clock:>4} ratio {b} / {a}: {_spread(self.ratios(clock), '')}")
+            interval = self.median_ratio_interval(clock)
+            lines.append(f"  {clock:>4} ratio median, 95% CI: [{interval[0]:.3f}, {interval[1]:.3f}] "
+                         "(order statistics, no distribution assumed)" if interval else
+                         f"  {clock:>4} ratio median: no 95% CI with fewer than 6 pairs")  # fmt: skip
         for meter, per_arm in self.metered.items():
             for name in self.names:
                 lines.append(f"  {meter} during {name}: {_spread(per_arm[name], 's')}")
@@ -102,6 +111,27 @@ def compare(
             )
     result.load_after = load_line()
     return result
+
+
+def median_interval(values: list[float], level: float = 0.95) -> tuple[float, float] | None:
+    """A distribution-free CI of the median: the widest-inside pair of order statistics
+    (x_(k), x_(n+1-k)) whose coverage, 1 - 2 P(Binomial(n, 1/2) < k), is at least `level`.
+    Pairs of a benchmark are not normal (a noisy neighbour gives a long tail), so no t-interval.
+    None when even (min, max) covers less (fewer than 6 values at 95%).
+
+    >>> median_interval([1.0, 2.0, 3.0, 4.0, 5.0, 6.0])  # coverage 1 - 2/64 = 0.969
+    (1.0, 6.0)
+    >>> median_interval([1.0, 2.0, 3.0, 4.0, 5.0]) is None  # (min, max) covers only 0.9375
+    True
+    """
+    ordered, n = sorted(values), len(values)
+    below, best = 0.0, None
+    for k in range(1, n // 2 + 1):
+        below += math.comb(n, k - 1) / 2**n  # now P(Binomial(n, 1/2) < k)
+        if 1 - 2 * below < level:
+            break
+        best = (ordered[k - 1], ordered[n - k])
+    return best
 
 
 def process_tree_cpu(pid: int) -> float:

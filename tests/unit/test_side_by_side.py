@@ -53,3 +53,20 @@ def test_meters_record_each_rounds_increase_per_arm():
 def test_fewer_than_three_pairs_are_refused():
     with pytest.raises(ValueError, match="pairs must be >= 3"):
         compare(("a", lambda: None), ("b", lambda: None), pairs=2)
+
+
+def test_median_interval_uses_the_order_statistics_with_95_percent_coverage():
+    from side_by_side import median_interval
+
+    values = [float(v) for v in range(16, 0, -1)]  # unsorted on purpose
+    # n = 16: (x_4, x_13) covers 1 - 2 * 697 / 65536 = 0.979; (x_5, x_12) only 0.923.
+    assert median_interval(values) == (4.0, 13.0)
+    assert median_interval(values[:6]) == (11.0, 16.0)
+    assert median_interval(values[:5]) is None
+
+
+def test_the_report_gives_the_median_ratio_interval_only_from_six_pairs():
+    few = compare(("a", lambda: None), ("b", lambda: None), pairs=3, warm_up=False)
+    assert "no 95% CI with fewer than 6 pairs" in few.report()
+    enough = compare(("a", lambda: None), ("b", lambda: None), pairs=6, warm_up=False)
+    assert "ratio median, 95% CI: [" in enough.report()
