@@ -42,4 +42,5 @@ benchmark: install vllm-env
 	$(BIN)/python benchmarks/bench_sft.py
 	$(BIN)/python benchmarks/bench_prepare.py
 	$(BIN)/python benchmarks/bench_cached_rerun.py
+	$(BIN)/python benchmarks/bench_runs_listing.py
 	$(BIN)/python benchmarks/bench_crossover.py
