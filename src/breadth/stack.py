@@ -27,6 +27,9 @@ from typing import Any
 
 from breadth.processes import pid_alive, stop_process_group
 
+# How a URL names this machine's own loopback interface, where the stack's servers listen.
+LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
+
 
 def without_userinfo(url: str) -> str:
     """A URL safe to print: "user:password@" removed (MLFLOW_TRACKING_URI may carry them).
@@ -179,10 +182,24 @@ class Service:
     def is_external(self) -> bool:
         return bool(os.environ.get(self.external_env))
 
-    @property
-    def local_url(self) -> str:
-        """Where this stack serves it (`url` is the environment's address when that is set)."""
-        return f"http://127.0.0.1:{self.port}"
+    def url_is_local(self) -> bool:
+        """Whether `url` names this stack's own server, however it is spelled: a loopback host
+        (127.0.0.1, localhost, ::1) and this service's port, with any credentials or path.
+
+        >>> s3 = Service("s3", 8333, "http://localhost:8333/", "BREADTH_S3_ENDPOINT",
+        ...              lambda _: [], lambda _: {}, lambda _: True)
+        >>> s3.url_is_local()
+        True
+        >>> Service("s3", 8333, "http://10.0.0.5:8333", "", lambda _: [], lambda _: {},
+        ...         lambda _: True).url_is_local()
+        False
+        """
+        parts = urllib.parse.urlsplit(self.url)
+        try:
+            port = parts.port
+        except ValueError:  # not a port number: not ours
+            return False
+        return parts.hostname in LOOPBACK_HOSTS and port == self.port
 
 
 def _http_ok(url: str, timeout: float = 2.0) -> bool:
@@ -316,10 +333,9 @@ class LocalStack:
     def _serving_pid(self, service: Service) -> int | None:
         """The pid of this stack's server for `service` when it is the one clients use: its pid
         file is live and the environment names no other server. After `eval "$(breadth env)"`
-        the environment names this very server, which keeps it ours (not external)."""
+        the environment names this very server (`url_is_local`), which keeps it ours."""
         pid = self._read_pid(service)
-        if pid is not None and (not service.is_external()
-                                or service.url.rstrip("/") == service.local_url):  # fmt: skip
+        if pid is not None and (not service.is_external() or service.url_is_local()):
             return pid
         return None
 

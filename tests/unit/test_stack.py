@@ -196,20 +196,25 @@ def test_up_reconciles_the_whole_stack_unless_told_not_to(tmp_path, monkeypatch,
 
 
 @pytest.mark.parametrize(("endpoint", "action"),
-                         [("this stack's", "running"), ("another", "external")])  # fmt: skip
+                         [("http://127.0.0.1:{port}", "running"),
+                          ("http://localhost:{port}/", "running"),
+                          ("http://key:secret@[::1]:{port}", "running"),
+                          ("http://127.0.0.1:{other}", "external"),
+                          ("http://10.1.2.3:{port}", "external")])  # fmt: skip
 def test_a_service_this_stack_runs_is_its_own_when_the_environment_names_it(
     tmp_path, monkeypatch, endpoint, action
 ):
-    """After `eval "$(breadth env)"` the environment names the stack's own S3: it is running
-    (no bucket check), not external; an endpoint elsewhere stays external. `status` follows
-    the same rule, and says when this stack's own server runs unused."""
+    """After `eval "$(breadth env)"` the environment names the stack's own S3 (a loopback host
+    and its port, however spelled): it is running (no bucket check), not external; an
+    endpoint elsewhere stays external. `status` follows the same rule, and says when this
+    stack's own server runs unused."""
     import os
 
     import breadth.stack as stack_module
 
     settings = StackSettings(home=tmp_path)
-    port = settings.s3_port if endpoint == "this stack's" else settings.s3_port + 1
-    monkeypatch.setenv("BREADTH_S3_ENDPOINT", f"http://127.0.0.1:{port}")
+    monkeypatch.setenv("BREADTH_S3_ENDPOINT",
+                       endpoint.format(port=settings.s3_port, other=settings.s3_port + 1))  # fmt: skip
     monkeypatch.setattr(stack_module, "_s3_healthy", lambda _settings: True)
     stack = LocalStack(settings)
     (tmp_path / "run").mkdir()
