@@ -6,8 +6,8 @@ Both arms are fresh processes, as a user starts them, against the stack's MLflow
 (brought up if needed; it should hold some pipeline runs, e.g. from `breadth run`):
   A  the raw engine: `MlflowClient` lists the experiments, then searches the newest pipeline
      runs with breadth's filter and order, and prints each run's id, status and metrics;
-  B  `breadth runs --json --limit N`: the same query, over MLflow's REST API, and its table
-     of headline figures.
+  B  `breadth runs --json --limit N`: the same query over MLflow's REST API, printed as
+     breadth's JSON summaries (headline figures and links).
 Both print the same runs (checked once before timing). Min/median/max, the ratio B / A per
 pair with a 95% CI of its median, and the load come from benchmarks/side_by_side.py.
 """

@@ -114,7 +114,7 @@ def compare(
 
 
 def median_interval(values: list[float], level: float = 0.95) -> tuple[float, float] | None:
-    """A distribution-free CI of the median: the widest-inside pair of order statistics
+    """A distribution-free CI of the median: the innermost pair of order statistics
     (x_(k), x_(n+1-k)) whose coverage, 1 - 2 P(Binomial(n, 1/2) < k), is at least `level`.
     Pairs of a benchmark are not normal (a noisy neighbour gives a long tail), so no t-interval.
     None when even (min, max) covers less (fewer than 6 values at 95%).

@@ -102,3 +102,21 @@ def test_compare_of_an_unknown_run_names_only_real_options(store, monkeypatch):
     text = " ".join(result.output.split())
     assert result.exit_code == 2 and "no-such-run" in text and "MLFLOW_TRACKING_URI" in text
     assert "--tracking-uri" not in text
+
+
+def test_runs_refused_by_the_server_says_why_and_how_to_fix_it(monkeypatch, tmp_path):
+    from tests.unit.tracking.fake_mlflow import FakeMlflow
+
+    for name in ("MLFLOW_TRACKING_USERNAME", "MLFLOW_TRACKING_PASSWORD", "MLFLOW_TRACKING_TOKEN",
+                 "MLFLOW_TRACKING_AUTH", "MLFLOW_TRACKING_CLIENT_CERT_PATH"):  # fmt: skip
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))  # no ~/.mlflow/credentials: the REST client
+    with FakeMlflow() as fake:
+        # /health answers; the experiment listing is refused.
+        fake.failures = [(200, {}), (403, {"error_code": "PERMISSION_DENIED",
+                                           "message": "Permission denied."})]  # fmt: skip
+        result = _invoke((fake.url,), ["runs"], monkeypatch)
+    text = " ".join(result.output.split())
+    assert result.exit_code == 2, result.exception  # a clear error, not a traceback
+    assert "HTTP 403: PERMISSION_DENIED: Permission denied." in text
+    assert "MLFLOW_TRACKING_TOKEN" in text  # the fix

@@ -227,13 +227,15 @@ def list_runs(
     """The newest pipeline runs: name, status, headline metrics and links to MLflow and Prefect."""
     from breadth.stack import StackSettings
     from breadth.tracking.recent import RunListError, recent_runs
+    from breadth.tracking.rest import MlflowRequestError
     from breadth.tracking.runs import TrackingError, check_tracking_server
 
     try:
         uri = StackSettings().mlflow_url  # MLFLOW_TRACKING_URI, else the local stack's server
         check_tracking_server(uri)
         rows = recent_runs(uri, limit=limit, experiment=experiment, grid_id=grid_id)
-    except (RunListError, TrackingError) as error:
+    # An answer MLflow refused (e.g. credentials, 401/403) names the endpoint and the fix.
+    except (RunListError, TrackingError, MlflowRequestError) as error:
         fail(str(error))
     if json_:
         print_json(rows)
