@@ -224,7 +224,7 @@ def test_a_cached_re_run_imports_neither_mlflow_nor_torch(two_runs, live_stack):
 def test_runs_lists_the_pipeline_runs_over_rest(two_runs, live_stack):
     """`breadth runs` reads the real server over REST: both runs, newest first, with the final
     model's headline figures and links, and without importing mlflow or pandas (`import
-    mlflow` was 1.7 of its 2.6 s)."""
+    mlflow`, 1.3-1.7 s, was most of its time)."""
     import json
     import os
     import subprocess

@@ -106,9 +106,9 @@ def test_compare_of_an_unknown_run_names_only_real_options(store, monkeypatch):
 
 def test_runs_refused_by_the_server_says_why_and_how_to_fix_it(monkeypatch, tmp_path):
     from tests.unit.tracking.fake_mlflow import FakeMlflow
+    from tests.unit.tracking.test_rest import AUTH_VARIABLES
 
-    for name in ("MLFLOW_TRACKING_USERNAME", "MLFLOW_TRACKING_PASSWORD", "MLFLOW_TRACKING_TOKEN",
-                 "MLFLOW_TRACKING_AUTH", "MLFLOW_TRACKING_CLIENT_CERT_PATH"):  # fmt: skip
+    for name in AUTH_VARIABLES:
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("HOME", str(tmp_path))  # no ~/.mlflow/credentials: the REST client
     with FakeMlflow() as fake:
