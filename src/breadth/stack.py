@@ -339,6 +339,14 @@ class LocalStack:
             return pid
         return None
 
+    def _uses_external(self, service: Service, healthy: bool) -> bool:
+        """Whether clients use a server this stack did not start (when `_serving_pid` finds
+        none of ours): the environment names one elsewhere, or names this stack's own address
+        while another process answers there. Nothing answering at this stack's own address (a
+        shell after `eval "$(breadth env)"`, then `stack down` or a reboot) is this stack's
+        server, stopped: `up` starts it."""
+        return service.is_external() and (healthy or not service.url_is_local())
+
     def log_path(self, service: str) -> Path:
         """Where a service this stack starts writes its stdout and stderr."""
         return self.logs / f"{service}.log"
@@ -360,7 +368,7 @@ class LocalStack:
                 managed = "local"
                 word = "started" if service.name in started else "running"
                 state = f"{word} (pid {pid})" if healthy else f"starting or unhealthy (pid {pid})"
-            elif service.is_external():
+            elif self._uses_external(service, healthy):
                 managed = "external"
                 state = "external, healthy" if healthy else "external, NOT answering"
                 unused = self._read_pid(service)
@@ -411,8 +419,8 @@ class LocalStack:
         if pid is not None:
             self._wait_healthy(service, pid)
             return "running"
-        if service.is_external():
-            if not service.healthy(self.settings):
+        if self._uses_external(service, healthy := service.healthy(self.settings)):
+            if not healthy:
                 raise StackError(
                     f"{service.name} at {without_userinfo(service.url)} (from "
                     f"${service.external_env}) does not "

@@ -227,3 +227,42 @@ def test_a_service_this_stack_runs_is_its_own_when_the_environment_names_it(
     assert row["managed"] == ("local" if action == "running" else "external")
     assert ("runs unused" in row["state"]) is (action == "external")
     assert ("BREADTH_S3_ENDPOINT" in row["state"]) is (action == "external")
+
+
+@pytest.mark.parametrize(("endpoint", "action"),
+                         [("http://127.0.0.1:{port}", "started"),
+                          ("http://localhost:{port}/", "started"),
+                          ("http://127.0.0.1:{other}", StackError)])  # fmt: skip
+def test_the_stacks_own_address_with_nothing_serving_it_is_started_not_refused(
+    tmp_path, monkeypatch, endpoint, action
+):
+    """A shell that ran `eval "$(breadth env)"` names the stack's own S3 address; after `stack
+    down` (or a reboot) nothing answers there. `status` calls it stopped and `up` starts it,
+    where it used to refuse it as an external S3 that does not answer. An address elsewhere
+    that does not answer is still refused."""
+    import os
+    import types
+
+    import breadth.stack as stack_module
+
+    settings = StackSettings(home=tmp_path)
+    monkeypatch.setenv("BREADTH_S3_ENDPOINT",
+                       endpoint.format(port=settings.s3_port, other=settings.s3_port + 1))  # fmt: skip
+    started = []
+    monkeypatch.setattr(stack_module, "_s3_healthy", lambda _settings: bool(started))
+    monkeypatch.setattr(stack_module, "_port_in_use", lambda port: False)
+    monkeypatch.setattr(stack_module.subprocess, "Popen",
+                        lambda command, **kwargs: started.append(command)
+                        or types.SimpleNamespace(pid=os.getpid()))  # fmt: skip
+    stack = LocalStack(settings)
+    monkeypatch.setattr(stack, "_ensure_bucket", lambda: None)
+    (row,) = [row for row in stack.status() if row["service"] == "s3"]
+    if action == "started":
+        assert (row["managed"], row["state"]) == ("local", "stopped")
+        assert stack.up(only=["s3"]) == {"s3": "started"}
+        assert started and "weed" in " ".join(started[0])
+    else:
+        assert (row["managed"], row["state"]) == ("external", "external, NOT answering")
+        with pytest.raises(StackError, match="does not answer"):
+            stack.up(only=["s3"])
+        assert not started
