@@ -30,6 +30,30 @@ def run_cli(args: list[str], env: dict[str, str], timeout: float = 900) -> tuple
     return done.returncode, done.stdout + done.stderr, time.monotonic() - started
 
 
+# Runs `breadth ARGS` in-process and prints, on exit, which heavy packages it loaded.
+_LOADED_AT_EXIT = """
+import atexit, sys
+from breadth.cli import app
+HEAVY = ("mlflow", "torch", "transformers", "trl", "pandas")
+atexit.register(lambda: print("LOADED:" + ",".join(m for m in HEAVY if m in sys.modules)))
+sys.argv = ["breadth", *sys.argv[1:]]
+app()
+"""
+
+
+def run_cli_reporting_imports(
+    args: list[str], env: dict[str, str], timeout: float = 300
+) -> tuple[int, str, str, set[str]]:
+    """Run `breadth ARGS` in a subprocess; returns (exit code, stdout without the report,
+    stderr, the heavy packages it imported: mlflow, torch, transformers, trl, pandas)."""
+    done = subprocess.run([sys.executable, "-c", _LOADED_AT_EXIT, *args], cwd=REPO,
+                          env={**os.environ, **env}, capture_output=True, text=True,
+                          timeout=timeout, check=False)  # fmt: skip
+    stdout, marker, loaded = done.stdout.rpartition("LOADED:")
+    assert marker, f"the import report is missing: {(done.stdout + done.stderr)[-2000:]}"
+    return done.returncode, stdout, done.stderr, set(filter(None, loaded.strip().split(",")))
+
+
 def set_args(values: list[str]) -> list[str]:
     return [arg for value in values for arg in ("--set", value)]
 

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from tests.integration.helpers import SMALL_PIPELINE, run_cli, set_args
+from tests.integration.helpers import SMALL_PIPELINE, run_cli, run_cli_reporting_imports, set_args
 
 pytestmark = pytest.mark.integration
 
@@ -188,37 +188,16 @@ def _pipeline_seconds(output: str) -> float:
     return float(match.group(1))
 
 
-# Run `breadth ARGS` in-process and say, on exit, which heavy packages it loaded.
-LOADED_AT_EXIT = """
-import atexit, sys
-from breadth.cli import app
-HEAVY = ("mlflow", "torch", "transformers", "trl", "pandas")
-atexit.register(lambda: print("LOADED:", ",".join(m for m in HEAVY if m in sys.modules)))
-sys.argv = ["breadth", *sys.argv[1:]]
-app()
-"""
-
-
 def test_a_cached_re_run_imports_neither_mlflow_nor_torch(two_runs, live_stack):
     """A cached re-run talks REST to MLflow (importing mlflow was ~1.3 s of a ~4 s cached run),
     trains nothing and reads its cached results without pandas (~0.35 s): none of these
     packages may creep back onto its path."""
-    import os
-    import subprocess
-    import sys
-
-    from tests.integration.helpers import REPO
-
     args = ["run", *set_args([*SMALL_PIPELINE, "tracking.experiment=skeleton-test", "seed=11"])]
-    done = subprocess.run([sys.executable, "-c", LOADED_AT_EXIT, *args], cwd=REPO,
-                          env={**os.environ, **live_stack}, capture_output=True, text=True,
-                          timeout=300, check=False)  # fmt: skip
-    output = done.stdout + done.stderr
-    assert done.returncode == 0, output[-4000:]
+    code, stdout, stderr, loaded = run_cli_reporting_imports(args, live_stack)
+    output = stdout + stderr
+    assert code == 0, output[-4000:]
     assert "Cached" in output and "pipeline finished" in output
-    loaded = re.search(r"^LOADED:(.*)$", done.stdout, re.MULTILINE)
-    assert loaded, output[-2000:]
-    assert loaded.group(1).strip() == "", f"a cached re-run imported {loaded.group(1)}"
+    assert not loaded, f"a cached re-run imported {loaded}"
 
 
 def test_runs_lists_the_pipeline_runs_over_rest(two_runs, live_stack):
@@ -226,19 +205,11 @@ def test_runs_lists_the_pipeline_runs_over_rest(two_runs, live_stack):
     model's headline figures and links, and without importing mlflow or pandas (`import
     mlflow`, 1.3-1.7 s, was most of its time)."""
     import json
-    import os
-    import subprocess
-    import sys
 
-    from tests.integration.helpers import REPO
-
-    done = subprocess.run([sys.executable, "-c", LOADED_AT_EXIT, "runs", "--json",
-                           "--experiment", "skeleton-test"], cwd=REPO,
-                          env={**os.environ, **live_stack}, capture_output=True, text=True,
-                          timeout=120, check=False)  # fmt: skip
-    assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
-    listed, _, loaded = done.stdout.rpartition("LOADED:")
-    assert loaded.strip() == "", f"`breadth runs` imported {loaded.strip()}"
+    code, listed, stderr, loaded = run_cli_reporting_imports(
+        ["runs", "--json", "--experiment", "skeleton-test"], live_stack)  # fmt: skip
+    assert code == 0, (listed + stderr)[-4000:]
+    assert not loaded, f"`breadth runs` imported {loaded}"
     rows = json.loads(listed)
     first, second = (_run_id(run[1]) for run in two_runs)
     ids = [row["run_id"] for row in rows]

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from breadth.tracking.rest import MlflowRest, RunRecord
+from breadth.tracking.rest import ArtifactFile, MetricPoint, MlflowRest, RunRecord
 
 # Auth that only the `mlflow` package implements.
 SDK_ONLY_SETTINGS = ("MLFLOW_TRACKING_AUTH", "MLFLOW_TRACKING_CLIENT_CERT_PATH")
@@ -71,7 +71,13 @@ class SdkTracking:
         return [e.experiment_id for e in self.client.search_experiments(view_type=ViewType.ALL)]
 
     def experiment_names(self) -> dict[str, str]:
-        return {e.experiment_id: e.name for e in self.client.search_experiments()}
+        names, token = {}, None
+        while True:  # every page: a run's experiment must not be missed
+            page = self.client.search_experiments(page_token=token)
+            names.update({e.experiment_id: e.name for e in page})
+            token = page.token
+            if not token:
+                return names
 
     def create_run(self, experiment_id: str, run_name: str, tags: dict[str, str]) -> RunRecord:
         return _record(self.client.create_run(experiment_id, tags=tags, run_name=run_name))
@@ -80,10 +86,29 @@ class SdkTracking:
         return _record(self.client.get_run(run_id))
 
     def search_runs(self, experiment_ids: list[str], filter_string: str,
-                    max_results: int = 5000, order_by: Sequence[str] = ()) -> list[RunRecord]:  # fmt: skip
-        found = self.client.search_runs(experiment_ids, filter_string, max_results=max_results,
-                                        order_by=list(order_by))  # fmt: skip
-        return [_record(run) for run in found]
+                    max_results: int | None = 5000,
+                    order_by: Sequence[str] = ()) -> list[RunRecord]:  # fmt: skip
+        found: list[RunRecord] = []
+        token = None
+        while max_results is None or len(found) < max_results:
+            page = self.client.search_runs(
+                experiment_ids, filter_string, order_by=list(order_by), page_token=token,
+                max_results=min(max_results - len(found), 5000) if max_results else 5000)  # fmt: skip
+            found += [_record(run) for run in page]
+            token = page.token
+            if not token:
+                break
+        return found[:max_results]
+
+    def metric_history(self, run_id: str, key: str) -> list[MetricPoint]:
+        return [MetricPoint(m.step, m.value, m.timestamp)
+                for m in self.client.get_metric_history(run_id, key)]  # fmt: skip
+
+    def list_artifacts(self, run_id: str, path: str = "") -> list[ArtifactFile]:
+        return [ArtifactFile(f.path, f.is_dir) for f in self.client.list_artifacts(run_id, path or None)]
+
+    def download_artifacts(self, run_id: str, path: str, destination: Path) -> Path:
+        return Path(self.client.download_artifacts(run_id, path, str(destination)))
 
     def log_batch(self, run_id: str, *, metrics: Sequence[tuple[str, float, int, int]] = (),
                   params: Sequence[tuple[str, str]] = (),

@@ -5,8 +5,9 @@ the tags `format`, `reward`, `seed` (and `grid.id` in a grid), the evaluate metr
 it as `<model>/<name>` (`rl/eval/pass_at_16`, `sft/eval/pass_at_1`, ...; interval bounds as
 `<model>/eval_ci/low/<name>`), and one evaluate child per model (`evaluate-sft`, `evaluate-rl`)
 holding the curve `eval/pass_at_k` with step=k.
-Everything goes through `MlflowClient` and explicit run ids; every value put into an MLflow
-filter string is quoted by `quoted` (which refuses what MLflow cannot escape). The statistics
+Everything goes through `tracking_client` (MLflow's REST API for an http(s) server, without
+`import mlflow`; `MlflowClient` for local stores) and explicit run ids; every value put into an
+MLflow filter string is quoted by `quoted` (which refuses what MLflow cannot escape). The statistics
 over these rows live in `breadth.evaluation.grid`.
 """
 
@@ -18,7 +19,8 @@ from typing import Any
 
 import pandas as pd
 
-from breadth.tracking.rest import quoted
+from breadth.tracking.clients import tracking_client
+from breadth.tracking.rest import RunRecord, quoted
 
 _IDENTITY_COLUMNS = ("run_id", "experiment_id", "run_name", "status", "grid_id", "grid_cell",
                      "format", "reward", "seed", "preset", "config_hash")  # fmt: skip
@@ -44,12 +46,10 @@ def fetch_runs(
     evaluate stage was served from cache, its child runs belong to an earlier pipeline run;
     they are found through the parent's `stage_run.evaluate` tag.
     """
-    from mlflow import MlflowClient
-
     if (run_ids is None) == (grid_id is None):
         raise ValueError("give either run_ids or grid_id (e.g. `breadth compare --grid GRID_ID`)")
-    client = MlflowClient(tracking_uri)
-    experiment_ids = [e.experiment_id for e in _all_pages(client.search_experiments)]
+    client = tracking_client(tracking_uri)
+    experiment_ids = list(client.experiment_names())
     if run_ids is not None:
         parents = _parents_by_id(client, experiment_ids, list(run_ids), tracking_uri)
     else:
@@ -66,18 +66,8 @@ def fetch_runs(
     return frame.reset_index(drop=True)
 
 
-def _all_pages(search, *args, **kwargs) -> list:
-    out, token = [], None
-    while True:
-        page = search(*args, page_token=token, **kwargs)
-        out.extend(page)
-        token = page.token
-        if not token:
-            return out
-
-
-def _search(client, experiment_ids: list[str], filter_string: str) -> list:
-    return _all_pages(client.search_runs, experiment_ids, filter_string=filter_string)
+def _search(client, experiment_ids: list[str], filter_string: str) -> list[RunRecord]:
+    return client.search_runs(experiment_ids, filter_string, max_results=None)  # every page
 
 
 def previous_grid_id(
@@ -85,29 +75,25 @@ def previous_grid_id(
 ) -> str | None:
     """The newest earlier grid of the same study (same `grid.config_hash`) in `experiment`,
     other than `grid_id`, found through its summary run; None when there is none."""
-    from mlflow import MlflowClient
-
-    client = MlflowClient(tracking_uri)
-    found = client.get_experiment_by_name(experiment)
-    if found is None:
+    client = tracking_client(tracking_uri)
+    experiment_id = client.experiment_id(experiment)
+    if experiment_id is None:
         return None
     previous = client.search_runs(
-        [found.experiment_id],
+        [experiment_id],
         f"tags.`breadth.kind` = {quoted(GRID_SUMMARY_KIND, 'kind')} and "
         f"tags.`grid.config_hash` = {quoted(config_hash, 'grid config hash')} and "
         f"tags.`grid.id` != {quoted(grid_id, 'grid id')}",
         order_by=["attributes.start_time DESC"], max_results=1,
     )  # fmt: skip
-    return previous[0].data.tags["grid.id"] if previous else None
+    return previous[0].tags["grid.id"] if previous else None
 
 
 def _parents_by_id(client, experiment_ids, run_ids: list[str], uri: str) -> list:
     if not run_ids:
         raise ValueError("no run ids given: pass parent run ids, e.g. `breadth compare RUN_ID...`")
     ids = ", ".join(quoted(r, "run id") for r in run_ids)
-    found = {
-        r.info.run_id: r for r in _search(client, experiment_ids, f"attributes.run_id IN ({ids})")
-    }
+    found = {r.run_id: r for r in _search(client, experiment_ids, f"attributes.run_id IN ({ids})")}
     missing = [r for r in run_ids if r not in found]
     if missing:
         raise CompareError(
@@ -115,9 +101,9 @@ def _parents_by_id(client, experiment_ids, run_ids: list[str], uri: str) -> list
             "not searched). Check that MLFLOW_TRACKING_URI names the server the runs were "
             "logged to, and copy the parent run ids from `breadth runs` or the MLflow UI."
         )
-    children = [r for r in run_ids if "mlflow.parentRunId" in found[r].data.tags]
+    children = [r for r in run_ids if "mlflow.parentRunId" in found[r].tags]
     if children:
-        hints = ", ".join(f"{r} -> {found[r].data.tags['mlflow.parentRunId']}" for r in children)
+        hints = ", ".join(f"{r} -> {found[r].tags['mlflow.parentRunId']}" for r in children)
         raise CompareError(
             f"run id(s) {', '.join(children)} are stage (child) runs, not pipeline runs; pass "
             f"their parent run ids instead ({hints})."
@@ -130,9 +116,9 @@ def _parents_of_grid(client, experiment_ids, grid_id: str, uri: str) -> list:
     # The grid's summary run carries the grid id too, but no format/reward: not a cell.
     cells = [
         r for r in runs
-        if "mlflow.parentRunId" not in r.data.tags and {"format", "reward"} <= set(r.data.tags)
+        if "mlflow.parentRunId" not in r.tags and {"format", "reward"} <= set(r.tags)
     ]  # fmt: skip
-    finished = [r for r in cells if r.info.status == "FINISHED"]
+    finished = [r for r in cells if r.status == "FINISHED"]
     if not finished:
         state = (
             f"{len(cells)} cell run(s) tagged with it, none FINISHED"
@@ -145,8 +131,8 @@ def _parents_of_grid(client, experiment_ids, grid_id: str, uri: str) -> list:
             "MLFLOW_TRACKING_URI, or wait for the grid to finish."
         )
     newest: dict[tuple, Any] = {}
-    for run in sorted(finished, key=lambda r: r.info.start_time or 0):
-        tags = run.data.tags
+    for run in sorted(finished, key=lambda r: r.start_time or 0):
+        tags = run.tags
         newest[(tags["format"], _objective(tags), tags.get("seed"))] = run
     return list(newest.values())
 
@@ -157,13 +143,13 @@ def _objective(tags: Mapping[str, str]) -> str:
     return tags.get("grid.objective") or tags["reward"]
 
 
-def _row_of(client, run, experiment_ids: list[str]) -> dict[str, Any]:
-    tags = run.data.tags
+def _row_of(client, run: RunRecord, experiment_ids: list[str]) -> dict[str, Any]:
+    tags = run.tags
     row: dict[str, Any] = {
-        "run_id": run.info.run_id,
-        "experiment_id": run.info.experiment_id,
-        "run_name": tags.get("mlflow.runName", run.info.run_name),
-        "status": run.info.status,
+        "run_id": run.run_id,
+        "experiment_id": run.experiment_id,
+        "run_name": tags.get("mlflow.runName", run.run_name),
+        "status": run.status,
         "grid_id": tags.get("grid.id"),
         "grid_cell": tags.get("grid.cell"),
         "format": tags.get("format"),
@@ -171,13 +157,13 @@ def _row_of(client, run, experiment_ids: list[str]) -> dict[str, Any]:
         "seed": _seed(tags.get("seed")),
         "preset": tags.get("preset"),
         "config_hash": tags.get("config.hash"),
-        **run.data.metrics,
+        **run.metrics,
     }
     for model, child in _evaluate_children(client, run, experiment_ids).items():
-        for name, value in child.data.metrics.items():
+        for name, value in child.metrics.items():
             if name.rsplit("/", 1)[-1] not in _CURVE_NAMES:  # a curve's last point, alone
                 row.setdefault(f"{model}/{name}", value)
-        row[f"curve_{model}"] = _curve_of(client, child.info.run_id)
+        row[f"curve_{model}"] = _curve_of(client, child.run_id)
     return row
 
 
@@ -188,33 +174,34 @@ def _seed(value: str | None) -> int | float:
         return math.nan
 
 
-def _evaluate_children(client, parent, experiment_ids: list[str]) -> dict[str, Any]:
+def _evaluate_children(client, parent: RunRecord, experiment_ids: list[str]) -> dict[str, RunRecord]:
     """{model: evaluate child run}: this parent's own, else the cached run's siblings (the
     run that filled the cache may sit in another experiment: cache keys ignore it)."""
-    experiment = [parent.info.experiment_id]
-    pid = quoted(parent.info.run_id, "run id")
+    experiment = [parent.experiment_id]
+    pid = quoted(parent.run_id, "run id")
     runs = _search(
         client, experiment,
         f"tags.`mlflow.parentRunId` = {pid} AND attributes.run_name LIKE 'evaluate-%'",
     )  # fmt: skip
-    cached = parent.data.tags.get("stage_run.evaluate")
+    cached = parent.tags.get("stage_run.evaluate")
     if not runs and cached:
         source = _search(client, experiment_ids, f"attributes.run_id = {quoted(cached, 'run id')}")
         if source:
-            tags = source[0].data.tags
+            tags = source[0].tags
             earlier = quoted(tags.get("mlflow.parentRunId", ""), "run id")
             key = quoted(tags.get("breadth.stage_key", ""), "stage key")
             runs = _search(
-                client, [source[0].info.experiment_id],
+                client, [source[0].experiment_id],
                 f"tags.`mlflow.parentRunId` = {earlier} AND tags.`breadth.stage_key` = {key}",
             )  # fmt: skip
     out = {}
-    for child in sorted(runs, key=lambda r: r.info.start_time or 0):
-        name = child.data.tags.get("model.role") or child.info.run_name.removeprefix("evaluate-")
+    for child in sorted(runs, key=lambda r: r.start_time or 0):
+        name = child.tags.get("model.role") or child.run_name.removeprefix("evaluate-")
         out[name] = child
     return out
 
 
 def _curve_of(client, run_id: str) -> dict[int, float]:
-    points = sorted(client.get_metric_history(run_id, _CURVE), key=lambda m: m.timestamp)
+    # Sorted by time, so a step logged twice keeps its latest value.
+    points = sorted(client.metric_history(run_id, _CURVE), key=lambda m: m.timestamp)
     return {int(m.step): float(m.value) for m in sorted(points, key=lambda m: m.step)}

@@ -3,8 +3,9 @@
 `import mlflow` costs 1.3-1.7 s (it pulls in pandas, fastapi, mlflow.genai ...), more than a
 whole cached `breadth run` should take, while a run only needs a dozen JSON endpoints. This
 client speaks them directly: experiments get-by-name / create / search, runs create /
-get / search / log-batch / update / set-tag, and proxied artifact upload (`mlflow-artifacts:`
-URIs, the stack's `mlflow server --serve-artifacts`). `breadth.tracking.clients.tracking_client`
+get / search / log-batch / update / set-tag, metric histories, artifact listings, and proxied
+artifact upload and download (`mlflow-artifacts:` URIs, the stack's `mlflow server
+--serve-artifacts`). `breadth.tracking.clients.tracking_client`
 picks it for http(s) tracking URIs whose auth it speaks, and the `mlflow` package otherwise.
 
 It behaves like `MlflowClient` where the pipeline relies on it: credentials from the URI's
@@ -29,7 +30,7 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 API = "/api/2.0/mlflow"
 ARTIFACTS_API = "/api/2.0/mlflow-artifacts/artifacts"
@@ -92,6 +93,21 @@ class RunRecord:
                    info.get("start_time"), info.get("end_time"))  # fmt: skip
 
 
+class MetricPoint(NamedTuple):
+    """One logged value of a metric (MLflow's `Metric`, without its key)."""
+
+    step: int
+    value: float
+    timestamp: int
+
+
+class ArtifactFile(NamedTuple):
+    """One entry of a run's artifact listing; `path` is relative to the run's artifact root."""
+
+    path: str
+    is_dir: bool
+
+
 def quoted(value: str, what: str) -> str:
     """`value` as a string literal in an MLflow filter string (`search_runs`)."""
     # MLflow filter strings have no escape for quotes; refuse rather than mis-parse.
@@ -131,9 +147,9 @@ class MlflowRest:
 
     def request(self, method: str, endpoint: str, *, body: Any = None, query: dict | None = None,
                 data: bytes | None = None, content_type: str = "application/json",
-                base: str | None = None) -> Any:  # fmt: skip
+                base: str | None = None, raw: bool = False) -> Any:  # fmt: skip
         """Send one request to `endpoint` on `base` (default: the tracking server), retried as
-        MLflow's client retries; returns the decoded JSON."""
+        MLflow's client retries; returns the decoded JSON, or the answer's bytes if `raw`."""
         server = base or self.base
         url = server + endpoint
         if query:
@@ -145,8 +161,10 @@ class MlflowRest:
             request = urllib.request.Request(url, data=data, method=method, headers=headers)
             try:
                 with urllib.request.urlopen(request, timeout=self.timeout, context=self.ssl) as answer:
-                    raw = answer.read()
-                return json.loads(raw) if raw.strip() else {}
+                    content = answer.read()
+                if raw:
+                    return content
+                return json.loads(content) if content.strip() else {}
             except urllib.error.HTTPError as error:
                 failure: Exception = MlflowRequestError(method, endpoint, error.code, error.read())
                 if error.code not in TRANSIENT_STATUS:
@@ -204,17 +222,31 @@ class MlflowRest:
         return RunRecord.from_json(self.api("GET", "/runs/get", query={"run_id": run_id})["run"])
 
     def search_runs(self, experiment_ids: list[str], filter_string: str,
-                    max_results: int = 5000, order_by: Sequence[str] = ()) -> list[RunRecord]:  # fmt: skip
-        """Active (not deleted) runs matching `filter_string`, as `MlflowClient.search_runs`."""
+                    max_results: int | None = 5000,
+                    order_by: Sequence[str] = ()) -> list[RunRecord]:  # fmt: skip
+        """Active (not deleted) runs matching `filter_string`, as `MlflowClient.search_runs`;
+        every one of them when `max_results` is None."""
         body = {"experiment_ids": experiment_ids, "filter": filter_string,
-                "run_view_type": "ACTIVE_ONLY", "max_results": min(max_results, 1000),
+                "run_view_type": "ACTIVE_ONLY", "max_results": min(max_results or 1000, 1000),
                 "order_by": list(order_by)}  # fmt: skip
         found = []
         for run in self._pages("/runs/search", "runs", body):
             found.append(RunRecord.from_json(run))
-            if len(found) >= max_results:
+            if max_results is not None and len(found) >= max_results:
                 break
         return found
+
+    def metric_history(self, run_id: str, key: str) -> list[MetricPoint]:
+        """Every value logged for metric `key` of the run, in the order the server keeps."""
+        points, token = [], None
+        while True:
+            query = {"run_id": run_id, "metric_key": key, **({"page_token": token} if token else {})}
+            answer = self.api("GET", "/metrics/get-history", query=query)
+            points += [MetricPoint(int(m.get("step", 0)), float(m["value"]), int(m.get("timestamp", 0)))
+                       for m in answer.get("metrics", [])]  # fmt: skip
+            token = answer.get("next_page_token")
+            if not token:
+                return points
 
     def log_batch(self, run_id: str, *, metrics: Sequence[tuple[str, float, int, int]] = (),
                   params: Sequence[tuple[str, str]] = (),
@@ -252,6 +284,50 @@ class MlflowRest:
             from breadth.tracking.clients import SdkTracking  # imports mlflow
 
             SdkTracking(self.uri).log_artifact(run_id, Path(local), artifact_path)
+
+    def list_artifacts(self, run_id: str, path: str = "") -> list[ArtifactFile]:
+        """The files and folders directly under `path` of the run's artifacts (any store the
+        server can read: it lists them itself)."""
+        found, token = [], None
+        while True:
+            query = {"run_id": run_id, **({"path": path} if path else {}),
+                     **({"page_token": token} if token else {})}  # fmt: skip
+            answer = self.api("GET", "/artifacts/list", query=query)
+            found += [ArtifactFile(f["path"], bool(f.get("is_dir"))) for f in answer.get("files", [])]
+            token = answer.get("next_page_token")
+            if not token:
+                return found
+
+    def download_artifacts(self, run_id: str, path: str, destination: Path) -> Path:
+        """Download the artifact file or folder `path` into `destination`, keeping its path
+        (as `MlflowClient.download_artifacts`); returns the local file or folder. Over REST when
+        the server proxies the run's artifacts, else with the `mlflow` package."""
+        folder = self.artifact_folder(self.get_run(run_id).artifact_uri)
+        if folder is None:
+            from breadth.tracking.clients import SdkTracking  # imports mlflow
+
+            return SdkTracking(self.uri).download_artifacts(run_id, path, destination)
+        base, endpoint = folder
+        path = path.strip("/")
+        # A folder is a path with entries under it, as MLflow decides; else a file.
+        files = list(self._files_under(run_id, path)) or [path]
+
+        def get(relative: str) -> None:
+            target = Path(destination) / relative
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(self.request("GET", f"{endpoint}/{urllib.parse.quote(relative)}",
+                                            base=base, raw=True))  # fmt: skip
+
+        with ThreadPoolExecutor(max_workers=max(1, min(UPLOAD_THREADS, len(files)))) as pool:
+            list(pool.map(get, files))  # raises the first failure
+        return Path(destination) / path
+
+    def _files_under(self, run_id: str, path: str) -> Iterator[str]:
+        for entry in self.list_artifacts(run_id, path):
+            if entry.is_dir:
+                yield from self._files_under(run_id, entry.path)
+            else:
+                yield entry.path
 
     def upload(self, artifact_uri: str, local: Path, artifact_path: str | None = None) -> bool:
         """PUT a file, or a folder's files, under `artifact_path` of a proxied artifact folder;

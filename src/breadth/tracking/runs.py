@@ -55,7 +55,7 @@ class RunHandle:
     @property
     def client(self) -> Any:
         """`MlflowClient` itself, for what only the `mlflow` package does (dataset inputs,
-        models, reading metric histories); importing it costs over a second."""
+        models); importing it costs over a second."""
         from mlflow import MlflowClient
 
         return MlflowClient(self.tracking_uri)

@@ -73,9 +73,9 @@ def load_study_frame(tracking_uri: str, grid_id: str) -> pd.DataFrame:
 
 def study_frame_of_runs(tracking_uri: str, runs: pd.DataFrame) -> pd.DataFrame:
     """The study frame of the parent runs `fetch_runs` returned (their `report/` artifacts)."""
-    from mlflow import MlflowClient
+    from breadth.tracking.clients import tracking_client
 
-    client = MlflowClient(tracking_uri)
+    client = tracking_client(tracking_uri)
     with tempfile.TemporaryDirectory() as scratch:
         cells = []
         for row in runs.itertuples():
@@ -84,29 +84,28 @@ def study_frame_of_runs(tracking_uri: str, runs: pd.DataFrame) -> pd.DataFrame:
                     f"run {row.run_id} ({row.run_name}) has no report/ artifacts: it did not "
                     "finish its evaluation, or predates them; re-run it to include it"
                 )
-            local = client.download_artifacts(row.run_id, "report", str(Path(scratch) / row.run_id))
-            cells.append((row.format, row.reward, int(row.seed), Path(local)))
+            local = client.download_artifacts(row.run_id, "report", Path(scratch) / row.run_id)
+            cells.append((row.format, row.reward, int(row.seed), local))
         return study_frame_from_reports(cells)
 
 
 def grid_provenance(tracking_uri: str, grid_id: str) -> dict:
     """Cells, seeds, machines and wall time (first cell start to last cell end) of a grid."""
-    from mlflow import MlflowClient
-
+    from breadth.tracking.clients import tracking_client
     from breadth.tracking.fetch import fetch_runs
 
     runs = fetch_runs(tracking_uri, grid_id=grid_id)
-    client = MlflowClient(tracking_uri)
+    client = tracking_client(tracking_uri)
     infos = [client.get_run(run_id) for run_id in runs["run_id"]]
-    starts = [r.info.start_time for r in infos if r.info.start_time]
-    ends = [r.info.end_time for r in infos if r.info.end_time]
-    hosts = sorted({f"{r.data.tags.get('host.name', '?')} ({r.data.tags.get('host.cpus', '?')} "
+    starts = [r.start_time for r in infos if r.start_time]
+    ends = [r.end_time for r in infos if r.end_time]
+    hosts = sorted({f"{r.tags.get('host.name', '?')} ({r.tags.get('host.cpus', '?')} "
                     "CPU cores)" for r in infos})  # fmt: skip
-    shas = sorted({r.data.tags.get("git.sha", "?")[:12] for r in infos})
+    shas = sorted({r.tags.get("git.sha", "?")[:12] for r in infos})
     minutes: dict[str, list[float]] = {}
     for fmt, info in zip(runs["format"], infos):
-        if info.info.start_time and info.info.end_time:
-            minutes.setdefault(fmt, []).append((info.info.end_time - info.info.start_time) / 60000)
+        if info.start_time and info.end_time:
+            minutes.setdefault(fmt, []).append((info.end_time - info.start_time) / 60000)
     return {
         "grid_id": grid_id, "cells": len(infos), "seeds": int(runs["seed"].nunique()),
         "formats": sorted(runs["format"].unique()), "objectives": sorted(runs["reward"].unique()),

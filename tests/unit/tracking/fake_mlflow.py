@@ -1,6 +1,7 @@
 """A tiny in-process HTTP server that answers like MLflow's REST API, for the REST client's unit
 tests: it keeps experiments, runs, tags, params, metrics and uploaded artifacts in memory,
-records every request, and can be told to fail the next requests with given statuses."""
+records every request, and can be told to fail the next requests with given statuses. It also
+answers what readers use: metric histories, artifact listings and proxied artifact downloads."""
 
 from __future__ import annotations
 
@@ -32,7 +33,8 @@ class FakeMlflow:
                 raw = self.rfile.read(length) if length else b""
                 fake.requests.append((method, self.path, dict(self.headers)))
                 status, answer = fake.handle(method, self.path, raw, dict(self.headers))
-                data = json.dumps(answer).encode()
+                # An artifact download answers the file's bytes; everything else JSON.
+                data = answer if isinstance(answer, bytes) else json.dumps(answer).encode()
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
@@ -62,7 +64,7 @@ class FakeMlflow:
 
     # -- the API -----------------------------------------------------------------------------
 
-    def handle(self, method: str, target: str, raw: bytes, headers: dict) -> tuple[int, dict]:
+    def handle(self, method: str, target: str, raw: bytes, headers: dict) -> tuple[int, Any]:
         if self.failures:
             return self.failures.pop(0)
         path, _, query = target.partition("?")
@@ -74,6 +76,11 @@ class FakeMlflow:
             key = urllib.parse.unquote(path.removeprefix("/api/2.0/mlflow-artifacts/artifacts/"))
             self.artifacts[key] = (raw, headers.get("Content-Type", ""))
             return 200, {}
+        if method == "GET" and path.startswith("/api/2.0/mlflow-artifacts/artifacts/"):
+            key = urllib.parse.unquote(path.removeprefix("/api/2.0/mlflow-artifacts/artifacts/"))
+            if key not in self.artifacts:
+                return 404, {"error_code": "RESOURCE_DOES_NOT_EXIST", "message": f"no {key}"}
+            return 200, self.artifacts[key][0]
         if path == "/health":
             return 200, {}
         route = path.removeprefix("/api/2.0/mlflow")
@@ -115,6 +122,12 @@ class FakeMlflow:
             for kind in ("tags", "params", "metrics"):
                 data[kind].extend(body.get(kind, []))
             return 200, {}
+        if route == "/metrics/get-history":
+            found = [m for m in self.runs[args["run_id"]]["data"]["metrics"]
+                     if m["key"] == args["metric_key"]]  # fmt: skip
+            return 200, self._page(found, args, "metrics")
+        if route == "/artifacts/list":
+            return 200, self._page(self._listing(args["run_id"], args.get("path", "")), args, "files")
         if route == "/runs/set-tag":
             self.runs[body["run_id"]]["data"]["tags"].append(
                 {"key": body["key"], "value": body["value"]})
@@ -130,6 +143,18 @@ class FakeMlflow:
         if start + PAGE < len(items):
             answer["next_page_token"] = str(start + PAGE)
         return answer
+
+    def _listing(self, run_id: str, path: str) -> list[dict[str, Any]]:
+        """The entries directly under `path` of the run's artifacts, as MLflow lists them."""
+        info = self.runs[run_id]["info"]
+        root = info["artifact_uri"].removeprefix("mlflow-artifacts:/") + "/"
+        under = f"{path.strip('/')}/" if path.strip("/") else ""
+        entries: dict[str, bool] = {}  # path relative to the run's root -> is a folder
+        for key in sorted(self.artifacts):
+            if key.startswith(root + under):
+                first, _, deeper = key.removeprefix(root + under).partition("/")
+                entries[under + first] = bool(deeper)
+        return [{"path": p, "is_dir": d} for p, d in entries.items()]
 
     def tags(self, run_id: str) -> dict[str, str]:
         return {t["key"]: t["value"] for t in self.runs[run_id]["data"]["tags"]}

@@ -233,3 +233,62 @@ def test_search_runs_reads_metrics_and_times_and_sends_the_order(fake):
     assert isinstance(found.end_time, int) and found.end_time > found.start_time
     assert fake.bodies[-1]["order_by"] == ["attributes.start_time DESC"]
     assert client.experiment_names() == {"0": "Default"}
+
+
+@pytest.mark.parametrize("server", ["rest", "sdk"])
+def test_metric_histories_and_artifacts_read_back_alike_on_both_clients(
+    server, fake, tmp_path, monkeypatch
+):
+    """What `breadth compare` reads: a curve's every point (across pages), a folder's listing,
+    and the folder or one file downloaded with its layout, as `MlflowClient` lays it out;
+    through the REST client (the fake server) and `SdkTracking` (a sqlite store) alike."""
+    monkeypatch.chdir(tmp_path)  # a sqlite store keeps its artifacts under ./mlruns
+    uri = fake.url if server == "rest" else f"sqlite:///{tmp_path}/mlflow.db"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    (tmp_path / "report" / "plots").mkdir(parents=True)
+    (tmp_path / "report" / "per_problem_rl.parquet").write_bytes(b"PAR1\x00\xff")
+    (tmp_path / "report" / "plots" / "pass at k.png").write_bytes(b"\x89PNG")
+    run = start_run("exp", "reader")
+    run.log_metrics({"eval/pass_at_k": 0.25}, step=1)
+    run.log_metrics({"eval/pass_at_k": 0.5}, step=2)
+    run.log_metrics({"eval/pass_at_k": 0.75}, step=4)
+    run.log_metrics({"other": 1.0}, step=0)
+    run.log_artifact(tmp_path / "report", "report")
+    client = tracking_client(uri)
+    assert isinstance(client, MlflowRest if server == "rest" else SdkTracking)
+    # Three points and the fake's page size of two: the second page is followed.
+    history = client.metric_history(run.run_id, "eval/pass_at_k")
+    assert sorted((p.step, p.value) for p in history) == [(1, 0.25), (2, 0.5), (4, 0.75)]
+    assert sorted(client.list_artifacts(run.run_id, "report")) == [
+        ("report/per_problem_rl.parquet", False), ("report/plots", True)]  # fmt: skip
+    assert client.list_artifacts(run.run_id, "nothing") == []
+    local = client.download_artifacts(run.run_id, "report", tmp_path / "down")
+    assert local == tmp_path / "down" / "report"
+    assert (local / "per_problem_rl.parquet").read_bytes() == b"PAR1\x00\xff"
+    assert (local / "plots" / "pass at k.png").read_bytes() == b"\x89PNG"
+    one = client.download_artifacts(run.run_id, "report/plots/pass at k.png", tmp_path / "one")
+    assert one.read_bytes() == b"\x89PNG"
+    if server == "rest":
+        with pytest.raises(MlflowRequestError, match="HTTP 404"):
+            client.download_artifacts(run.run_id, "report/missing.json", tmp_path / "none")
+
+
+def test_every_page_of_runs_and_experiments_is_read_from_a_local_store(tmp_path, monkeypatch):
+    """`breadth compare` asks for every matching run (max_results=None); `SdkTracking` must
+    follow MLflow's pages for runs and experiments rather than stop at the first."""
+    client = SdkTracking(f"sqlite:///{tmp_path}/mlflow.db")
+    monkeypatch.chdir(tmp_path)
+    experiment = client.create_experiment("paged")
+    for index in range(5):
+        client.create_run(experiment, f"run{index}", {})
+    pages = []
+    search = client.client.search_runs
+    monkeypatch.setattr(client.client, "search_runs", lambda *args, **kwargs: pages.append(
+        kwargs["page_token"]) or search(*args, **{**kwargs, "max_results": 2}))  # fmt: skip
+    assert len(client.search_runs([experiment], "", max_results=None)) == 5
+    assert len(pages) == 3  # 2 + 2 + 1
+    assert len(client.search_runs([experiment], "", max_results=3)) == 3
+    experiments = client.client.search_experiments
+    monkeypatch.setattr(client.client, "search_experiments",
+                        lambda **kwargs: experiments(**kwargs, max_results=1))  # fmt: skip
+    assert set(client.experiment_names().values()) == {"Default", "paged"}
