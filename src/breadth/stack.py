@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import secrets
 import socket
 import subprocess
@@ -43,6 +44,20 @@ def without_userinfo(url: str) -> str:
     if "@" not in parts.netloc:
         return url
     return urllib.parse.urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]))
+
+
+def scheme_hint(url: str) -> str:
+    """A sentence for an error when `url` looks like host:port without a scheme (clients would
+    read it as a local path), else "".
+
+    >>> scheme_hint("127.0.0.1:5000")
+    ' It has no scheme: write http://127.0.0.1:5000.'
+    >>> scheme_hint("http://127.0.0.1:5000") + scheme_hint("sqlite:///x.db")
+    ''
+    """
+    if re.fullmatch(r"[\w.-]+:\d+(/\S*)?", url):
+        return f" It has no scheme: write http://{url}."
+    return ""
 
 
 class StackError(RuntimeError):
@@ -370,7 +385,9 @@ class LocalStack:
                 state = f"{word} (pid {pid})" if healthy else f"starting or unhealthy (pid {pid})"
             elif self._uses_external(service, healthy):
                 managed = "external"
-                state = "external, healthy" if healthy else "external, NOT answering"
+                hint = scheme_hint(without_userinfo(service.url))
+                state = "external, healthy" if healthy else (
+                    f"external, NOT answering.{hint}" if hint else "external, NOT answering")
                 unused = self._read_pid(service)
                 if unused is not None:
                     state += (f"; this stack's own server (pid {unused}) runs unused: unset "
@@ -423,9 +440,9 @@ class LocalStack:
             if not healthy:
                 raise StackError(
                     f"{service.name} at {without_userinfo(service.url)} (from "
-                    f"${service.external_env}) does not "
-                    f"answer. Start that service, or unset {service.external_env} to let "
-                    "`breadth stack up` run a local one."
+                    f"${service.external_env}) does not answer."
+                    f"{scheme_hint(without_userinfo(service.url))} Start that service, or unset "
+                    f"{service.external_env} to let `breadth stack up` run a local one."
                 )
             return "external"
         for port in (service.port, *service.extra_ports):

@@ -120,3 +120,35 @@ def test_runs_refused_by_the_server_says_why_and_how_to_fix_it(monkeypatch, tmp_
     assert result.exit_code == 2, result.exception  # a clear error, not a traceback
     assert "HTTP 403: PERMISSION_DENIED: Permission denied." in text
     assert "MLFLOW_TRACKING_TOKEN" in text  # the fix
+
+
+def test_an_empty_filtered_listing_says_the_filter_matched_nothing(store, monkeypatch):
+    """`runs --grid nosuch` used to say MLflow had no runs at all (start one with `breadth
+    run`), beside a store full of them."""
+    result = _invoke(store, ["runs", "--grid", "grid-nosuch", "--experiment", "grid"], monkeypatch)
+    text = " ".join(result.output.split())
+    assert result.exit_code == 0, result.output
+    assert "no pipeline runs of grid 'grid-nosuch' in experiment 'grid'" in text
+    assert "start one" not in text and "grid.id" in text
+
+
+def test_the_table_links_each_run_to_prefect(store, monkeypatch):
+    result = _invoke(store, ["runs", "-n", "1"], monkeypatch)
+    assert result.exit_code == 0 and "Prefect" in result.output
+
+
+@pytest.mark.parametrize(("uri", "expected"), [
+    ("127.0.0.1:15000", "It has no scheme: write http://127.0.0.1:15000."),
+    ("localhost:5000", "It has no scheme: write http://localhost:5000."),
+    ("{tmp}/mlruns", "MLflow 3 refuses a folder"),
+    ("file://{tmp}/mlruns", "MLflow 3 refuses a folder"),
+])  # fmt: skip
+def test_a_tracking_uri_mlflow_would_refuse_is_a_clear_error(uri, expected, monkeypatch, tmp_path):
+    """Host:port without http:// (read as a folder) and a folder (MLflow 3 refuses its file
+    store) ended in a traceback from inside MLflow."""
+    monkeypatch.delenv("MLFLOW_ALLOW_FILE_STORE", raising=False)
+    for command in (["runs"], ["compare", "r1"]):
+        result = _invoke((uri.format(tmp=tmp_path),), command, monkeypatch)
+        text = " ".join(result.output.split())
+        assert result.exit_code == 2, result.exception
+        assert expected in text and "Traceback" not in text

@@ -266,3 +266,13 @@ def test_the_stacks_own_address_with_nothing_serving_it_is_started_not_refused(
         with pytest.raises(StackError, match="does not answer"):
             stack.up(only=["s3"])
         assert not started
+
+
+def test_an_external_url_without_a_scheme_is_named_as_such(tmp_path, monkeypatch):
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", "127.0.0.1:15999")
+    stack = LocalStack(StackSettings(home=tmp_path))
+    (row,) = [row for row in stack.status() if row["service"] == "mlflow"]
+    assert row["state"] == ("external, NOT answering. It has no scheme: write "
+                            "http://127.0.0.1:15999.")  # fmt: skip
+    with pytest.raises(StackError, match="It has no scheme: write http://127.0.0.1:15999"):
+        stack.up(only=["mlflow"])

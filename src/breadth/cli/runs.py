@@ -241,18 +241,29 @@ def list_runs(
         print_json(rows)
         return
     if not rows:
-        console.print(f"no pipeline runs in MLflow at {uri} (start one with `breadth run`)",
-                      highlight=False)  # fmt: skip
+        console.print(_no_runs_message(uri, experiment, grid_id), highlight=False)
         return
     # pass@1, pass@k by k, then the rest: runs that measured different k share the table.
     names = sorted({name for row in rows for name in row["headline"]},
                    key=lambda name: (0, int(name[5:])) if name.startswith("pass@") else (1, 0))
-    table = Table("run", "status", "started (UTC)", "model", *names, "MLflow")
+    table = Table("run", "status", "started (UTC)", "model", *names, "MLflow", "Prefect")
     for row in rows:
         values = [_figure(row["headline"].get(name)) for name in names]
         table.add_row(row["name"], row["status"], row["started"][:16].replace("T", " "),
-                      row["model"] or "-", *values, row["mlflow_url"] or row["run_id"])  # fmt: skip
-    Console(width=max(console.width, 200)).print(table)
+                      row["model"] or "-", *values, row["mlflow_url"] or row["run_id"],
+                      row["prefect_url"] or "-")  # fmt: skip
+    Console(width=max(console.width, 260)).print(table)
+
+
+def _no_runs_message(uri: str, experiment: str | None, grid_id: str | None) -> str:
+    """What an empty listing means: with a filter, that nothing matched it (not that MLflow is
+    empty)."""
+    where = "".join([f" of grid {grid_id!r}" if grid_id else "",
+                     f" in experiment {experiment!r}" if experiment else ""])  # fmt: skip
+    if not where:
+        return f"no pipeline runs in MLflow at {uri} (start one with `breadth run`)"
+    hint = " (a grid's id is the grid.id tag of its runs; `breadth runs --json` lists them)"
+    return f"no pipeline runs{where} in MLflow at {uri}{hint if grid_id else ''}"
 
 
 def _figure(value: float | None) -> str:

@@ -3,9 +3,10 @@
 
 The REST client (`breadth.tracking.rest`) covers an http(s) server with no auth or with
 basic / bearer auth - the local stack and the usual team server. Everything else - a local
-store (`sqlite:`, `file:`, a folder), Databricks, or auth the REST client does not speak
-(MLFLOW_TRACKING_AUTH plugins, AWS SigV4, client certificates, ~/.mlflow/credentials) - goes
-through `MlflowClient`, which costs its import but works exactly as before.
+store (`sqlite:`; `file:` and folders with MLFLOW_ALLOW_FILE_STORE=true), Databricks, or auth
+the REST client does not speak (MLFLOW_TRACKING_AUTH plugins, AWS SigV4, client certificates,
+~/.mlflow/credentials) - goes through `MlflowClient`, which costs its import but works exactly
+as before.
 """
 
 from __future__ import annotations

@@ -13,6 +13,7 @@ import logging
 import math
 import os
 import time
+import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -195,10 +196,21 @@ def tracking_uri() -> str:
 
 def check_tracking_server(uri: str) -> None:
     """Fail in seconds, with the fix, when the MLflow server is down (MLflow's own client
-    retries a refused connection for minutes)."""
-    from breadth.stack import without_userinfo
+    retries a refused connection for minutes), or when `uri` names a store MLflow refuses with
+    a traceback: host:port without a scheme (read as a folder) or a folder (MLflow 3 refuses
+    its file store unless MLFLOW_ALLOW_FILE_STORE=true)."""
+    from breadth.stack import scheme_hint, without_userinfo
     from breadth.tracking.rest import UNREACHABLE_FIX, MlflowRest
 
+    if hint := scheme_hint(uri):
+        raise TrackingError(f"MLFLOW_TRACKING_URI={uri} is not an MLflow server URL.{hint}")
+    scheme = urllib.parse.urlsplit(uri).scheme
+    if scheme in ("", "file") and os.environ.get("MLFLOW_ALLOW_FILE_STORE", "").lower() not in ("true", "1"):
+        raise TrackingError(
+            f"MLFLOW_TRACKING_URI={uri} names a folder, and MLflow 3 refuses a folder as its "
+            "tracking store. Use a server (`breadth stack up`, or http://HOST:PORT), a database "
+            "(sqlite:///PATH/mlflow.db), or set MLFLOW_ALLOW_FILE_STORE=true to use the folder."
+        )
     if not uri.startswith("http"):
         return
     try:
