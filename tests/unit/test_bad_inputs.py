@@ -49,6 +49,8 @@ def inputs(tmp_path, monkeypatch) -> Path:
     pd.DataFrame(rollouts).to_parquet("good-rollouts.parquet")
     pd.DataFrame({**rollouts, "problem_id": ["z"] * 4}).to_parquet("other-problems.parquet")
     pd.DataFrame({"x": [1, 2]}).to_parquet("no-columns.parquet")
+    pd.DataFrame({"question": ["2+2?", "3+3?"], "solution": ["4", "6"]}).to_parquet(
+        "renamed.parquet")
     pd.DataFrame({"problem_id": [], "correct": [], "outcome": []}).to_parquet("no-rows.parquet")
     return tmp_path
 
@@ -86,6 +88,7 @@ PREPARE_CASES = [
     (["--difficulty", "7"], "data.difficulty"),
     (["--eval-fraction", "1.5"], "data.eval_fraction"),
     (["--difficulty", "1"], "only 85 distinct difficulty-1"),
+    (["--source", "parquet:renamed.parquet"], "the rows have ['question', 'solution']"),
 ]
 EVALUATE_CASES = [
     (["--rollouts", "missing.parquet"], "does not exist"),
@@ -150,3 +153,17 @@ def test_the_same_commands_succeed_on_good_input(inputs) -> None:
     assert runner.invoke(app, ["evaluate", "--out", "r", "--rollouts", "good-rollouts.parquet"]
                          ).exit_code == 0
     assert runner.invoke(app, ["config", "--set", "data.eval_fraction=0.2"]).exit_code == 0
+
+
+def test_prepare_says_what_the_data_set_left_out(inputs) -> None:
+    """Skipped rows were listed only in manifest.json, and a --num-train the source could not
+    fill passed without a word."""
+    Path("some-bad.jsonl").write_text(Path("bad-rows.jsonl").read_text()
+                                      + Path("good.jsonl").read_text())  # fmt: skip
+    result = runner.invoke(app, ["prepare", "--out", "p", "--source", "jsonl:some-bad.jsonl",
+                                 "--on-bad-rows", "skip", "--num-train", "1000"])  # fmt: skip
+    text = " ".join(result.output.split())
+    assert result.exit_code == 0, text
+    assert "skipped 1 bad row(s)" in text and "line 2, field 'answer'" in text
+    train = json.loads((inputs / "p" / "manifest.json").read_text())["counts"]["train"]
+    assert f"asked for 1000 train rows, the source has only {train}" in text

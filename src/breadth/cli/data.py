@@ -4,12 +4,15 @@ files, without the stack."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from breadth.cli.output import console, fail
 from breadth.config import ConfigError, PipelineConfig
+
+if TYPE_CHECKING:
+    from breadth.data.prepare import Manifest
 
 app = typer.Typer()
 
@@ -67,10 +70,31 @@ def prepare(
     counts = ", ".join(f"{manifest.counts[name]} {name}" for name in ("train", "eval"))
     console.print(f"wrote {out}: {counts} rows (content hash {manifest.content_hash})",
                   highlight=False)  # fmt: skip
+    for line in _what_was_left_out(manifest):
+        console.print(f"  {line}", highlight=False)
+
+
+def _what_was_left_out(manifest: Manifest) -> list[str]:
+    """Every row the data set does not hold, said where the user looks (the manifest lists
+    them too): skipped bad rows, repeats, limits, and limits the source could not fill."""
+    lines = []
+    if manifest.bad_rows_count:
+        first = "; ".join(f"{row['unit']} {row['line']}, field {row['field']!r}: {row['reason']}"
+                          for row in manifest.bad_rows[:3])  # fmt: skip
+        lines.append(f"skipped {manifest.bad_rows_count} bad row(s) (--on-bad-rows skip), "
+                     f"listed in manifest.json; first: {first}")  # fmt: skip
+    if manifest.duplicates_dropped:
+        lines.append(f"dropped {manifest.duplicates_dropped} exact repeat(s) of a problem")
     limited = {name: n for name, n in manifest.available.items() if n > manifest.counts[name]}
     if limited:
-        console.print("  limited from " + ", ".join(f"{n} {name}" for name, n in limited.items())
-                      + " rows by --num-train / --num-eval", highlight=False)  # fmt: skip
+        lines.append("limited from " + ", ".join(f"{n} {name}" for name, n in limited.items())
+                     + " rows by --num-train / --num-eval")  # fmt: skip
+    short = {name: wanted for name, wanted in manifest.limits.items()
+             if wanted is not None and wanted > manifest.counts[name]}  # fmt: skip
+    lines += [f"asked for {wanted} {name} rows, the source has only {manifest.counts[name]}"
+              for name, wanted in short.items()]  # fmt: skip
+    lines += [f"left out {n} record(s): {reason}" for reason, n in manifest.left_out.items() if n]
+    return lines
 
 
 @app.command()

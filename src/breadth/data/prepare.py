@@ -171,7 +171,10 @@ def prepare_dataset(
     else:
         loaded = options.load(spec)
         used_schema = loaded.schema
-        unique, duplicates = _drop_duplicates(loaded.records)
+        unique, duplicates, conflicts = _drop_duplicates(loaded.records)
+        bad_rows += conflicts
+        if conflicts and on_bad_rows == "fail":
+            raise BadRowsError(conflicts, spec)
         if eval_source:
             evaluation = options.load(eval_source)
             splits = split_with_eval_source(unique, loaded.named_splits, evaluation.records,
@@ -240,14 +243,30 @@ class _LoadOptions:
         return loaded
 
 
-def _drop_duplicates(records: list[Record]) -> tuple[list[Record], int]:
-    seen: set[str] = set()
-    unique = []
+def _drop_duplicates(records: list[Record]) -> tuple[list[Record], int, list[BadRow]]:
+    """(unique records, exact repeats dropped, conflicts). A repeat (same id) is dropped and
+    counted. A problem (same question and choices) given with different answers is a bad row
+    in every one of its records: which label is right cannot be known, and keeping them would
+    train and score the model against contradicting targets."""
+    answers: dict[tuple[str, tuple[str, ...]], set[str]] = {}
     for record in records:
-        if record.id not in seen:
+        answers.setdefault((record.question, record.choices), set()).add(record.answer)
+    seen: set[str] = set()
+    unique, conflicts, repeats = [], [], 0
+    for position, record in enumerate(records, start=1):
+        labels = answers[(record.question, record.choices)]
+        if len(labels) > 1:
+            conflicts.append(BadRow(position, "answer", (
+                f"the question {record.question[:60]!r} appears with {len(labels)} different "
+                f"answers ({', '.join(repr(a) for a in sorted(labels)[:4])}): conflicting "
+                "labels, fix the source"),
+                unit="record"))  # fmt: skip
+        elif record.id in seen:
+            repeats += 1
+        else:
             seen.add(record.id)
             unique.append(record)
-    return unique, len(records) - len(unique)
+    return unique, repeats, conflicts
 
 
 def _render_all(splits: dict[str, list[Record]], fmt: str, reasoning: bool, num_options: int

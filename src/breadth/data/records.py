@@ -121,17 +121,17 @@ class BadRow:
 class BadRowsError(ValueError):
     """Raised (with on_bad_rows="fail") when a source has rows that cannot become records."""
 
-    def __init__(self, bad_rows: list[BadRow], source: str) -> None:
+    def __init__(self, bad_rows: list[BadRow], source: str, cause: str = "") -> None:
+        """`cause`: one sentence for a single cause of every bad row, said instead of the
+        hint to skip them (which would leave nothing)."""
         self.bad_rows = list(bad_rows)
         self.source = source
         listed = "\n".join(f"  {row}" for row in self.bad_rows[:MAX_BAD_ROWS_IN_MESSAGE])
         more = len(self.bad_rows) - MAX_BAD_ROWS_IN_MESSAGE
         if more > 0:
             listed += f"\n  ... and {more} more"
-        super().__init__(
-            f"{len(self.bad_rows)} bad row(s) in {source}:\n{listed}\n"
-            "pass --on-bad-rows skip to drop them (they are then recorded in the manifest)"
-        )
+        fix = cause or "pass --on-bad-rows skip to drop them (they are then recorded in the manifest)"
+        super().__init__(f"{len(self.bad_rows)} bad row(s) in {source}:\n{listed}\n{fix}")
 
 
 def check_on_bad_rows(on_bad_rows: str) -> None:

@@ -107,10 +107,21 @@ def load_records(
                          "sources only")
     named: list[str] = []
     rows = _read_rows(source, split, named)
-    records, bad_rows, used_schema = _to_records(rows, spec, schema, columns)
+    records, bad_rows, used_schema, fields = _to_records(rows, spec, schema, columns)
     if bad_rows and on_bad_rows == "fail":
-        raise BadRowsError(bad_rows, spec)
+        raise BadRowsError(bad_rows, spec, _one_cause(records, bad_rows, used_schema, fields))
     return LoadResult(records, bad_rows, used_schema, tuple(named))
+
+
+def _one_cause(records: list[Record], bad_rows: list[BadRow], schema: str, fields: set[str]) -> str:
+    """When every row lacks the same field, say so once, with the fields the rows do have:
+    one error per row, and the hint to skip them all, would hide the one cause."""
+    missing = {row.field for row in bad_rows if row.reason == "missing"}
+    if records or len(missing) != 1 or any(row.reason != "missing" for row in bad_rows):
+        return ""
+    return (f"no row has the field {missing.pop()!r} that the {schema!r} schema reads; the rows "
+            f"have {sorted(fields)}: rename the columns, or pick the schema that matches them "
+            "(data.schema_name / --schema)")  # fmt: skip
 
 
 class SourceError(ValueError):
@@ -134,7 +145,7 @@ def _read_jsonl(path: Path, split: str) -> Iterator[RawRow]:
         raise SourceError(f"jsonl source {path} is not a file{_missing_hint(path)}")
     number = 0
     try:
-        with path.open(encoding="utf-8") as lines:
+        with path.open(encoding="utf-8-sig") as lines:  # a BOM (Windows editors) is not data
             for number, line in enumerate(lines, start=1):
                 if not line.strip():
                     continue
@@ -227,14 +238,19 @@ def _hub_splits(available: list[str], wanted: str | None) -> list[tuple[str, str
 
 
 def _to_records(rows: Iterator[RawRow], spec: str, schema: str,
-                columns: Mapping[str, str] | None) -> tuple[list[Record], list[BadRow], str]:
+                columns: Mapping[str, str] | None
+                ) -> tuple[list[Record], list[BadRow], str, set[str]]:  # fmt: skip
+    """(records, bad rows, the schema used, the first row's fields)."""
     records: list[Record] = []
     bad_rows: list[BadRow] = []
     used = schema
+    fields: set[str] = set()
     for our_split, position, unit, row in rows:
         if isinstance(row, RowError):
             bad_rows.append(BadRow(position, row.field, row.reason, unit))
             continue
+        if not fields and isinstance(row, Mapping):
+            fields = set(row)
         if used == "auto" and isinstance(row, Mapping):
             used = "generic" if columns else detect_schema(row)
         try:
@@ -242,4 +258,4 @@ def _to_records(rows: Iterator[RawRow], spec: str, schema: str,
                                            source=spec, split=our_split, columns=columns))
         except RowError as error:
             bad_rows.append(BadRow(position, error.field, error.reason, unit))
-    return records, bad_rows, used
+    return records, bad_rows, used, fields

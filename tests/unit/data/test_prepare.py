@@ -198,3 +198,29 @@ def test_mcq_num_options_sets_the_generated_choices_and_chance(tmp_path):
     rows = pd.read_parquet(tmp_path / "eval.parquet")
     assert all(len(options) == 8 for options in rows["options"])
     assert all(row.options[ord(row.letter) - ord("A")] == row.answer for row in rows.itertuples())
+
+
+def test_a_byte_order_mark_is_not_a_bad_first_row(tmp_path) -> None:
+    """Files saved by Windows editors start with a UTF-8 BOM; it made line 1 "invalid JSON",
+    which --on-bad-rows skip then dropped silently."""
+    source = tmp_path / "bom.jsonl"
+    source.write_bytes(b"\xef\xbb\xbf" + write_jsonl(tmp_path / "plain.jsonl", GSM8K).read_bytes())
+    manifest = prepare_dataset(f"jsonl:{source}", fmt="free_form", out_dir=tmp_path / "o")
+    assert manifest.bad_rows_count == 0
+    assert sum(manifest.counts.values()) == len(GSM8K)
+
+
+def test_a_question_with_conflicting_answers_is_a_bad_row_not_two_problems(tmp_path) -> None:
+    """The same question with answers 4 and 5 was kept twice: the model trained and was scored
+    against both labels. Now every record of it is a bad row (which label is right is unknown);
+    an exact repeat is still only a duplicate."""
+    conflicting = {"question": GSM8K[3]["question"], "answer": "#### 999"}
+    source = write_jsonl(tmp_path / "g.jsonl", [*GSM8K, conflicting, GSM8K[7]])
+    with pytest.raises(BadRowsError, match=r"(?s)2 bad row.*2 different answers.*'83'.*'999'"):
+        prepare_dataset(f"jsonl:{source}", fmt="free_form", out_dir=tmp_path / "fail")
+    manifest = prepare_dataset(f"jsonl:{source}", fmt="free_form", out_dir=tmp_path / "o",
+                               on_bad_rows="skip")  # fmt: skip
+    assert manifest.bad_rows_count == 2 and manifest.duplicates_dropped == 1
+    assert {row["field"] for row in manifest.bad_rows} == {"answer"}
+    kept = {row["question"] for split in ("train", "eval") for row in read(tmp_path / "o", split)}
+    assert GSM8K[3]["question"] not in kept and len(kept) == len(GSM8K) - 1
