@@ -595,6 +595,10 @@ OBJECTIVE_KEYS = ("rl.reward.", "rl.epsilon_high", "rl.top_entropy_quantile", "r
 RUNNER_KEYS = ("cell_runner", "cell_deployment")
 # Keys that differ between cells by design: the grid's own axes and the preset label.
 GRID_AXIS_KEYS = ("data.format", "seed", "preset")
+# The config key each cell sets from a grid axis (after the shared overrides, so an override
+# of one of these keys would be silently replaced in every cell).
+PER_CELL_KEYS = {"data.format": ("formats", "--format"), "rl.reward.spec": ("rewards", "--reward"),
+                 "seed": ("seeds", "--seed")}  # fmt: skip
 
 
 class GridConfig(_Section):
@@ -636,6 +640,32 @@ class GridConfig(_Section):
         description="cell_runner=deployment: the pipeline deployment (`flow/deployment`, "
         "registered by `breadth deploy`) whose runs are the cells.",
     )
+
+    @field_validator("formats", "rewards", "seeds")
+    @classmethod
+    def _each_once(cls, values: list[Any]) -> list[Any]:
+        # A repeated seed runs the same cell again, and the study would count it as one more
+        # sample: its n and its statistics would be inflated.
+        repeated = [value for i, value in enumerate(values) if value in values[:i]]
+        if repeated:
+            named = ", ".join(repr(value) for value in dict.fromkeys(repeated))
+            raise ValueError(f"{named} given more than once: list each value once (a repeat "
+                             "would run the same cells again and count them as more samples)")
+        return values
+
+    @field_validator("overrides")
+    @classmethod
+    def _no_per_cell_keys(cls, overrides: list[str]) -> list[str]:
+        for text in overrides:
+            key = text.split("=", 1)[0].strip()
+            if key in PER_CELL_KEYS:
+                axis, option = PER_CELL_KEYS[key]
+                raise ValueError(
+                    f"overrides set {key!r} ({text.strip()!r}), which the grid sets in each cell "
+                    f"from its `{axis}`: list them there instead (`breadth grid {option}`, "
+                    "repeated)"
+                )
+        return overrides
 
     def cells(self) -> list[tuple[str, str, int, PipelineConfig]]:
         """(format, objective, seed, validated config) per cell, all checked before compute."""
