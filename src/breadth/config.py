@@ -539,6 +539,29 @@ def _describe(error: ValidationError) -> str:
     )
 
 
+def describe_options(error: ValidationError, options: dict[str, str]) -> str:
+    """A validation error of a model built from command-line options, each line naming the
+    option (`options`: field -> `--option`) instead of the field and its list index.
+
+    >>> try:
+    ...     GridConfig(formats=["xml"])
+    ... except ValidationError as error:
+    ...     print(describe_options(error, {"formats": "--format"}))
+    invalid options:
+      --format: Input should be 'mcq' or 'free_form' (got 'xml')
+    """
+    lines = []
+    for item in error.errors():
+        field = str(item["loc"][0]) if item["loc"] else ""
+        name = options.get(field) or ".".join(str(p) for p in item["loc"]) or "(options)"
+        # A validator's own message already says what is wrong; pydantic prefixes its kind.
+        message = item["msg"].removeprefix("Value error, ")
+        got = item.get("input")
+        got_text = "" if isinstance(got, (dict, list)) else f" (got {got!r})"
+        lines.append(f"{name}: {message}{got_text}")
+    return "invalid options:\n  " + "\n  ".join(lines)
+
+
 def load_config(preset: str = "default", overrides: list[str] | None = None) -> PipelineConfig:
     """Preset YAML + `key=value` overrides -> a validated PipelineConfig.
 
@@ -661,9 +684,9 @@ class GridConfig(_Section):
             if key in PER_CELL_KEYS:
                 axis, option = PER_CELL_KEYS[key]
                 raise ValueError(
-                    f"overrides set {key!r} ({text.strip()!r}), which the grid sets in each cell "
-                    f"from its `{axis}`: list them there instead (`breadth grid {option}`, "
-                    "repeated)"
+                    f"{text.strip()!r} sets {key!r}, which the grid sets in each cell from its "
+                    f"`{axis}` (the override would be lost): list them there instead "
+                    f"(`breadth grid {option}`, repeated)"
                 )
         return overrides
 
