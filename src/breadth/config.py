@@ -513,6 +513,11 @@ def parse_override(text: str) -> tuple[str, Any]:
         raise ConfigError(f"--set {text!r} is not key=value (e.g. --set rl.max_steps=4)")
     key, raw = text.split("=", 1)
     key = key.strip()
+    if key == "preset":
+        # The field only labels the run (MLflow experiment and run name): setting it would
+        # name the run after a preset whose values it does not use.
+        raise ConfigError(f"--set {text!r}: `preset` is only a label, it loads nothing; use "
+                          f"--preset {raw.strip()} to start from that preset.")  # fmt: skip
     if key not in _known_keys():
         raise ConfigError(
             f"unknown config key {key!r} in --set.{did_you_mean(key, _known_keys())} Run "
