@@ -7,11 +7,12 @@ name the config key, what was wrong and the allowed values.
 
 from __future__ import annotations
 
+import datetime
 import hashlib
 import json
 from importlib import resources
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import yaml
 from pydantic import (
@@ -527,7 +528,22 @@ def parse_override(text: str) -> tuple[str, Any]:
         value = yaml.safe_load(raw) if raw.strip() else None
     except yaml.YAMLError:
         value = raw
+    # YAML reads 2024, 3.10, no and 2024-01-31 as a number, a flag or a date; a text key (an
+    # experiment name, a data source) means the characters typed: 3.10 must not become "3.1".
+    if isinstance(value, (bool, int, float, datetime.date)) and _takes_text(key):
+        value = raw.strip()
     return key, value
+
+
+def _takes_text(key: str) -> bool:
+    """Whether a known dotted config key holds text (maybe also None or a list), not a number."""
+    model: Any = PipelineConfig
+    *sections, leaf = key.split(".")
+    for section in sections:
+        model = model.model_fields[section].annotation
+    annotation = model.model_fields[leaf].annotation
+    kinds = set(get_args(annotation)) or {annotation}
+    return str in kinds and not kinds & {bool, int, float}
 
 
 def _describe(error: ValidationError) -> str:
