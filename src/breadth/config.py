@@ -7,11 +7,12 @@ name the config key, what was wrong and the allowed values.
 
 from __future__ import annotations
 
+import datetime
 import hashlib
 import json
 from importlib import resources
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import yaml
 from pydantic import (
@@ -513,6 +514,11 @@ def parse_override(text: str) -> tuple[str, Any]:
         raise ConfigError(f"--set {text!r} is not key=value (e.g. --set rl.max_steps=4)")
     key, raw = text.split("=", 1)
     key = key.strip()
+    if key == "preset":
+        # The field only labels the run (MLflow experiment and run name): setting it would
+        # name the run after a preset whose values it does not use.
+        raise ConfigError(f"--set {text!r}: `preset` is only a label, it loads nothing; use "
+                          f"--preset {raw.strip()} to start from that preset.")  # fmt: skip
     if key not in _known_keys():
         raise ConfigError(
             f"unknown config key {key!r} in --set.{did_you_mean(key, _known_keys())} Run "
@@ -522,7 +528,22 @@ def parse_override(text: str) -> tuple[str, Any]:
         value = yaml.safe_load(raw) if raw.strip() else None
     except yaml.YAMLError:
         value = raw
+    # YAML reads 2024, 3.10, no and 2024-01-31 as a number, a flag or a date; a text key (an
+    # experiment name, a data source) means the characters typed: 3.10 must not become "3.1".
+    if isinstance(value, (bool, int, float, datetime.date)) and _takes_text(key):
+        value = raw.strip()
     return key, value
+
+
+def _takes_text(key: str) -> bool:
+    """Whether a known dotted config key holds text (maybe also None or a list), not a number."""
+    model: Any = PipelineConfig
+    *sections, leaf = key.split(".")
+    for section in sections:
+        model = model.model_fields[section].annotation
+    annotation = model.model_fields[leaf].annotation
+    kinds = set(get_args(annotation)) or {annotation}
+    return str in kinds and not kinds & {bool, int, float}
 
 
 def _describe(error: ValidationError) -> str:
@@ -537,6 +558,29 @@ def _describe(error: ValidationError) -> str:
     return "invalid configuration:\n  " + "\n  ".join(lines) + (
         "\nFix the preset or the --set value; `breadth config --keys` lists every key."
     )
+
+
+def describe_options(error: ValidationError, options: dict[str, str]) -> str:
+    """A validation error of a model built from command-line options, each line naming the
+    option (`options`: field -> `--option`) instead of the field and its list index.
+
+    >>> try:
+    ...     GridConfig(formats=["xml"])
+    ... except ValidationError as error:
+    ...     print(describe_options(error, {"formats": "--format"}))
+    invalid options:
+      --format: Input should be 'mcq' or 'free_form' (got 'xml')
+    """
+    lines = []
+    for item in error.errors():
+        field = str(item["loc"][0]) if item["loc"] else ""
+        name = options.get(field) or ".".join(str(p) for p in item["loc"]) or "(options)"
+        # A validator's own message already says what is wrong; pydantic prefixes its kind.
+        message = item["msg"].removeprefix("Value error, ")
+        got = item.get("input")
+        got_text = "" if isinstance(got, (dict, list)) else f" (got {got!r})"
+        lines.append(f"{name}: {message}{got_text}")
+    return "invalid options:\n  " + "\n  ".join(lines)
 
 
 def load_config(preset: str = "default", overrides: list[str] | None = None) -> PipelineConfig:
@@ -595,6 +639,10 @@ OBJECTIVE_KEYS = ("rl.reward.", "rl.epsilon_high", "rl.top_entropy_quantile", "r
 RUNNER_KEYS = ("cell_runner", "cell_deployment")
 # Keys that differ between cells by design: the grid's own axes and the preset label.
 GRID_AXIS_KEYS = ("data.format", "seed", "preset")
+# The config key each cell sets from a grid axis (after the shared overrides, so an override
+# of one of these keys would be silently replaced in every cell).
+PER_CELL_KEYS = {"data.format": ("formats", "--format"), "rl.reward.spec": ("rewards", "--reward"),
+                 "seed": ("seeds", "--seed")}  # fmt: skip
 
 
 class GridConfig(_Section):
@@ -636,6 +684,32 @@ class GridConfig(_Section):
         description="cell_runner=deployment: the pipeline deployment (`flow/deployment`, "
         "registered by `breadth deploy`) whose runs are the cells.",
     )
+
+    @field_validator("formats", "rewards", "seeds")
+    @classmethod
+    def _each_once(cls, values: list[Any]) -> list[Any]:
+        # A repeated seed runs the same cell again, and the study would count it as one more
+        # sample: its n and its statistics would be inflated.
+        repeated = [value for i, value in enumerate(values) if value in values[:i]]
+        if repeated:
+            named = ", ".join(repr(value) for value in dict.fromkeys(repeated))
+            raise ValueError(f"{named} given more than once: list each value once (a repeat "
+                             "would run the same cells again and count them as more samples)")
+        return values
+
+    @field_validator("overrides")
+    @classmethod
+    def _no_per_cell_keys(cls, overrides: list[str]) -> list[str]:
+        for text in overrides:
+            key = text.split("=", 1)[0].strip()
+            if key in PER_CELL_KEYS:
+                axis, option = PER_CELL_KEYS[key]
+                raise ValueError(
+                    f"{text.strip()!r} sets {key!r}, which the grid sets in each cell from its "
+                    f"`{axis}` (the override would be lost): list them there instead "
+                    f"(`breadth grid {option}`, repeated)"
+                )
+        return overrides
 
     def cells(self) -> list[tuple[str, str, int, PipelineConfig]]:
         """(format, objective, seed, validated config) per cell, all checked before compute."""

@@ -70,6 +70,23 @@ def test_grid_dry_run_still_validates_every_cell(runner):
     assert "Traceback" not in result.output
 
 
+@pytest.mark.parametrize(("args", "must_mention"), [
+    (["--format", "xml"], ["--format", "'mcq' or 'free_form'", "'xml'"]),
+    (["--cell-runner", "foo"], ["--cell-runner", "'in_process' or 'deployment'", "'foo'"]),
+    (["--seed", "0", "--seed", "0"], ["--seed", "0 given more than once"]),
+    (["--reward", "darling", "--reward", "darling"], ["--reward", "'darling' given more than once"]),
+    (["--set", "seed=5"], ["--set", "'seed=5'", "breadth grid --seed"]),
+])  # fmt: skip
+def test_grid_option_errors_name_the_option_not_the_model(runner, args, must_mention):
+    result = runner.invoke(cli.app, ["grid", "--dry-run", *args])
+    assert result.exit_code == 2, result.output
+    output = " ".join(result.output.split())
+    for text in must_mention:
+        assert text in output
+    for internal in ("GridConfig", "errors.pydantic.dev", "formats.0", "grid of"):
+        assert internal not in output
+
+
 def test_grid_dry_run_says_which_stages_the_cache_holds(runner, tmp_path, monkeypatch):
     from breadth.config import GridConfig
     from tasks.stage_keys import stage_keys

@@ -24,6 +24,7 @@ def _dead_url() -> str:
         (["run", "--preset", "nope"], "unknown preset 'nope'"),
         (["run", "--set", "rl.max_steps=abc"], "rl.max_steps"),
         (["run", "--set", "rollout.backend=tpu"], "'transformers', 'vllm' or 'auto'"),
+        (["run", "--set", "preset=ucb"], "use --preset ucb"),
     ],
 )
 def test_bad_config_fails_before_the_stack_starts(args, must_mention, tmp_path, monkeypatch):

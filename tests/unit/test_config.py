@@ -50,6 +50,8 @@ def test_overrides_are_typed():
         ("default", ["data.source=synthetic:algebra"], ["unknown synthetic task 'algebra'"]),
         ("default", ["rl.num_processes=3"],
          ["rl.prompts_per_step=8 is not divisible by rl.num_processes=3", "multiple of 3"]),
+        ("default", ["preset=ucb"], ["`preset` is only a label", "--preset ucb"]),
+        ("default", ["data.source=no"], ["data.source", "(got 'no')"]),
     ],
 )
 def test_bad_config_names_the_key_and_the_fix(preset, overrides, must_mention):
@@ -57,6 +59,21 @@ def test_bad_config_names_the_key_and_the_fix(preset, overrides, must_mention):
         load_config(preset, overrides)
     for text in must_mention:
         assert text in str(caught.value)
+
+
+@pytest.mark.parametrize(("override", "expected"), [
+    ("tracking.experiment=2024", "2024"),
+    ("tracking.experiment=3.10", "3.10"),
+    ("tracking.experiment=yes", "yes"),
+    ("tracking.experiment=2024-01-31", "2024-01-31"),
+    ("tracking.experiment='2024'", "2024"),
+    ("tracking.experiment=", None),
+    ("model.name_or_path=null", None),
+])  # fmt: skip
+def test_a_text_key_keeps_the_text_yaml_would_read_as_a_number_or_boolean(override, expected):
+    key, _ = override.split("=", 1)
+    section, name = key.split(".")
+    assert getattr(getattr(load_config("default", [override]), section), name) == expected
 
 
 def test_unknown_keys_in_a_preset_file_fail(tmp_path):

@@ -48,3 +48,26 @@ def test_how_cells_run_is_not_part_of_the_study():
 def test_cell_runner_names_the_allowed_values():
     with pytest.raises(ValueError, match="cell_runner"):
         GridConfig(cell_runner="cluster")
+
+
+@pytest.mark.parametrize(("field", "values", "repeated"), [
+    ("seeds", [0, 1, 0], "0"),
+    ("rewards", ["correctness", "darling", "correctness"], "'correctness'"),
+    ("formats", ["mcq", "mcq"], "'mcq'"),
+])  # fmt: skip
+def test_a_repeated_format_reward_or_seed_is_refused_naming_it(field, values, repeated):
+    # A repeated seed would run the same cell twice and count it as one more sample.
+    with pytest.raises(ValueError, match=field) as caught:
+        GridConfig.model_validate({field: values})
+    assert f"{repeated} given more than once" in str(caught.value)
+
+
+@pytest.mark.parametrize(("override", "axis"), [
+    ("seed=5", "seeds"), ("data.format=mcq", "formats"), ("rl.reward.spec=darling", "rewards"),
+    (" seed = 5", "seeds"),
+])  # fmt: skip
+def test_overrides_may_not_set_what_each_cell_sets_itself(override, axis):
+    # The cell's own seed, format and reward come after the overrides: this one would be lost.
+    with pytest.raises(ValueError, match="overrides") as caught:
+        GridConfig(overrides=["rl.max_steps=2", override])
+    assert f"from its `{axis}`" in str(caught.value)

@@ -58,6 +58,12 @@ def run(
     console.print(f"  Report:      {result['report']}", highlight=False)
 
 
+# GridConfig field -> the `breadth grid` option that sets it, for errors that name the option.
+GRID_OPTIONS = {"preset": "--preset", "formats": "--format", "rewards": "--reward",
+                "seeds": "--seed", "overrides": "--set", "grid_id": "--grid-id",
+                "cell_runner": "--cell-runner", "cell_deployment": "--cell-deployment"}  # fmt: skip
+
+
 @app.command()
 def grid(
     preset: Annotated[str, typer.Option(help="Preset every cell starts from.",
@@ -77,7 +83,9 @@ def grid(
     )] = "breadth-pipeline/adhoc",
 ) -> None:
     """Run a format x reward x seed grid, then its summary, claims and collapse alarm."""
-    from breadth.config import GridConfig
+    from pydantic import ValidationError
+
+    from breadth.config import GridConfig, describe_options
 
     values: dict = {"preset": preset, "overrides": set_ or [], "grid_id": grid_id,
                     "cell_runner": cell_runner, "cell_deployment": cell_deployment}  # fmt: skip
@@ -86,6 +94,9 @@ def grid(
             values[key] = given
     try:
         study = GridConfig.model_validate(values)
+    except ValidationError as error:
+        fail(describe_options(error, GRID_OPTIONS) + "\nSee `breadth grid --help`.")
+    try:
         cells = study.cells()
     except (ConfigError, ValueError) as error:
         fail(str(error))
