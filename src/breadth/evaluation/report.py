@@ -223,10 +223,14 @@ def markdown_report(results: Mapping[str, EvaluationResult]) -> str:
         lines.append(_row([name, _ci_text(r.diversity.get("distinct_outcomes")),
                            _ci_text(r.diversity.get("outcome_entropy")),
                            _crossover_text(cross)]))  # fmt: skip
-    lines += ["", "## pass@k", "", _row(["model", *[f"k={k}" for k in results[names[0]].ks]])]
-    lines.append(_row(["---"] * (len(results[names[0]].ks) + 1)))
+    # Models may have different sample counts (base 4, trained 16): the columns are every k of
+    # any model, and a model shows "-" where it has no value, so each number sits under its k.
+    ks = sorted({k for r in results.values() for k in r.ks})
+    lines += ["", "## pass@k", "", _row(["model", *[f"k={k}" for k in ks]]),
+              _row(["---"] * (len(ks) + 1))]  # fmt: skip
     for name in names:
-        lines.append(_row([name, *[f"{p.estimate:.3f}" for p in results[name].pass_at_k]]))
+        at = {p.k: p.estimate for p in results[name].pass_at_k}
+        lines.append(_row([name, *[f"{at[k]:.3f}" if k in at else "-" for k in ks]]))
     lines += ["", "## Diversity by base-solved / base-unsolved split", ""]
     for metric in REPORT_DIVERSITY_METRICS:
         table = diversity_by_split(results, metric)
