@@ -203,13 +203,11 @@ def plot_diversity(results: Mapping[str, EvaluationResult], path: str | Path) ->
 def markdown_report(results: Mapping[str, EvaluationResult]) -> str:
     """A comparison table of headline metrics, the diversity per split, and crossovers."""
     names = list(results)
-    k_max = {n: r.ks[-1] for n, r in results.items()}
     # Two narrow tables rather than one of ten columns: Prefect's artifact page and MLflow's
     # markdown preview cut a wide table off at the page's width.
     lines = ["# breadth evaluation report", "",
              "## Headline metrics (95% bootstrap CI over problems)", "",
-             *(f"- {name}: {results[name].num_problems} problems, n = {k_max[name]} samples each"
-               for name in names),
+             *(_samples_line(name, results[name]) for name in names),
              "", _row(["model", "pass@1", "pass@n", "maj@n", "best-of-n"]), _row(["---"] * 5)]  # fmt: skip
     for name in names:
         r = results[name]
@@ -255,6 +253,19 @@ def markdown_report(results: Mapping[str, EvaluationResult]) -> str:
             ]
     lines += ["Files: pass_at_k.png, diversity.png, metrics.json.", ""]
     return "\n".join(lines)
+
+
+def _samples_line(name: str, r: EvaluationResult) -> str:
+    """How many problems and samples a model's numbers rest on. Uneven counts are said plainly:
+    n is then the fewest samples of any problem, not every problem's count."""
+    k_max = r.ks[-1]
+    if r.uneven_samples is None:
+        return f"- {name}: {r.num_problems} problems, n = {k_max} samples each"
+    u = r.uneven_samples
+    return (f"- {name}: {r.num_problems} problems, {u.fewest} to {u.most} samples per problem. "
+            f"**Warning: uneven sample counts.** {u.describe()} (n = {k_max} below); no sample "
+            "is dropped, but a short problem's diversity counts fewer samples. Re-run the short "
+            "problems' rollouts, or drop them, to get the full curve.")  # fmt: skip
 
 
 def _row(cells) -> str:

@@ -6,6 +6,7 @@ import json
 import sys
 
 import pandas as pd
+import pytest
 
 from breadth.evaluation.report import diversity_by_split, markdown_report, write_report
 from breadth.evaluation.summary import evaluate_models
@@ -102,6 +103,25 @@ def test_pass_at_k_table_lines_up_when_models_have_different_sample_counts():
     cells = {row[0]: row[1:] for row in rows}
     assert cells["base"] == [f"{p.estimate:.3f}" for p in results["base"].pass_at_k] + ["-"] * 2
     assert cells["rl"] == [f"{p.estimate:.3f}" for p in results["rl"].pass_at_k]
+
+
+def test_report_says_plainly_that_sample_counts_are_uneven():
+    # p5 of rl has 2 of its 8 samples: the report must not claim "n = 2 samples each".
+    rows = [r for r in _rows("rl", 1) if r["problem_id"] != "p5" or r["sample_index"] < 2]
+    with pytest.warns(UserWarning):
+        results = evaluate_models(pd.DataFrame(rows), num_bootstrap=50)
+    md = " ".join(markdown_report(results).split())
+    assert "samples each" not in md
+    assert "- rl: 6 problems, 2 to 8 samples per problem." in md
+    assert "1 of 6 problems have fewer than 8 samples ('p5' (n=2))" in md
+    assert "stop at k = 2 for every problem" in md
+
+
+def test_report_of_even_sample_counts_names_n_once():
+    md = markdown_report(_results(base_samples=4, rl_samples=16))
+    assert "- base: 6 problems, n = 4 samples each" in md
+    assert "- rl: 6 problems, n = 16 samples each" in md
+    assert "fewer than" not in md
 
 
 def test_importing_evaluation_does_not_import_matplotlib_or_torch():
