@@ -4,6 +4,7 @@ a one-paragraph message naming the problem, no traceback, and no output folder l
 from __future__ import annotations
 
 import json
+import warnings
 from pathlib import Path
 
 import pandas as pd
@@ -48,6 +49,8 @@ def inputs(tmp_path, monkeypatch) -> Path:
                 "outcome": ["1", "2", "2", "3"], "text": ["x"] * 4, "model": ["m"] * 4}
     pd.DataFrame(rollouts).to_parquet("good-rollouts.parquet")
     pd.DataFrame({**rollouts, "problem_id": ["z"] * 4}).to_parquet("other-problems.parquet")
+    pd.DataFrame({"problem_id": ["a"] * 4 + ["b"] * 2 + ["c"] * 4, "correct": [True] * 10,
+                  "outcome": ["1"] * 10}).to_parquet("uneven-rollouts.parquet")
     pd.DataFrame({"x": [1, 2]}).to_parquet("no-columns.parquet")
     pd.DataFrame({"question": ["2+2?", "3+3?"], "solution": ["4", "6"]}).to_parquet(
         "renamed.parquet")
@@ -142,6 +145,20 @@ def test_bad_evaluate_inputs(inputs, args, must_mention) -> None:
 def test_evaluate_into_a_file(inputs) -> None:
     check_refused(["evaluate", "--out", "a-file", "--rollouts", "good-rollouts.parquet"],
                   "is a file", inputs, None)
+
+
+def test_evaluate_says_plainly_that_sample_counts_are_uneven(inputs) -> None:
+    # Problem b has 2 samples, a and c 4: the report is written (no sample is dropped), and
+    # the command's own output says which problems are short and where the curves stop.
+    with warnings.catch_warnings():  # a Python warning escaping the command fails it
+        warnings.simplefilter("error")
+        result = runner.invoke(app, ["evaluate", "--out", "r", "--rollouts",
+                                     "uneven-rollouts.parquet"])  # fmt: skip
+    text = " ".join(result.output.split())
+    assert result.exit_code == 0, result.output
+    assert "warning: trained: 1 of 3 problems have fewer than 4 samples ('b' (n=2))" in text
+    assert "stop at k = 2 for every problem" in text
+    assert (inputs / "r" / "report.md").is_file()
 
 
 def test_the_same_commands_succeed_on_good_input(inputs) -> None:

@@ -105,6 +105,9 @@ def evaluate(
     seed: int = 0,
 ) -> None:
     """Metrics, transfer analysis and the report from rollout files, offline."""
+    import warnings
+
+    from breadth.evaluation.samples import UnevenSamplesWarning
     from breadth.stages import evaluate_stage
 
     for path in [rollouts, base]:
@@ -116,10 +119,19 @@ def evaluate(
         fail(f"output folder {out} is a file: give a folder path (it is created if missing)")
     paths = {"base": base, "trained": rollouts} if base else {"trained": rollouts}
     try:
-        _, written = evaluate_stage(PipelineConfig(seed=seed), paths, out,
-                                    base_model=next(iter(paths)))
+        with warnings.catch_warnings():
+            # Said below as the command's own warning line, not as a Python warning with a
+            # source line, from the result that also puts it in report.md.
+            warnings.simplefilter("ignore", UnevenSamplesWarning)
+            results, written = evaluate_stage(PipelineConfig(seed=seed), paths, out,
+                                              base_model=next(iter(paths)))
     except (ValueError, KeyError, OSError) as error:  # pyarrow's ArrowInvalid is a ValueError
         message = " ".join(str(error).split())
         fail(f"cannot evaluate {rollouts}{f' against {base}' if base else ''}: {message}")
     for path in written:
         console.print(f"wrote {path}", highlight=False)
+    for name, result in results.items():
+        if result.uneven_samples is not None:
+            console.print(f"[bold yellow]warning:[/] {name}: {result.uneven_samples.describe()}; "
+                          "no sample is dropped. Re-run the short problems' rollouts, or drop "
+                          "them, to get the full curve.", highlight=False)  # fmt: skip

@@ -203,13 +203,11 @@ def plot_diversity(results: Mapping[str, EvaluationResult], path: str | Path) ->
 def markdown_report(results: Mapping[str, EvaluationResult]) -> str:
     """A comparison table of headline metrics, the diversity per split, and crossovers."""
     names = list(results)
-    k_max = {n: r.ks[-1] for n, r in results.items()}
     # Two narrow tables rather than one of ten columns: Prefect's artifact page and MLflow's
     # markdown preview cut a wide table off at the page's width.
     lines = ["# breadth evaluation report", "",
              "## Headline metrics (95% bootstrap CI over problems)", "",
-             *(f"- {name}: {results[name].num_problems} problems, n = {k_max[name]} samples each"
-               for name in names),
+             *(_samples_line(name, results[name]) for name in names),
              "", _row(["model", "pass@1", "pass@n", "maj@n", "best-of-n"]), _row(["---"] * 5)]  # fmt: skip
     for name in names:
         r = results[name]
@@ -223,10 +221,14 @@ def markdown_report(results: Mapping[str, EvaluationResult]) -> str:
         lines.append(_row([name, _ci_text(r.diversity.get("distinct_outcomes")),
                            _ci_text(r.diversity.get("outcome_entropy")),
                            _crossover_text(cross)]))  # fmt: skip
-    lines += ["", "## pass@k", "", _row(["model", *[f"k={k}" for k in results[names[0]].ks]])]
-    lines.append(_row(["---"] * (len(results[names[0]].ks) + 1)))
+    # Models may have different sample counts (base 4, trained 16): the columns are every k of
+    # any model, and a model shows "-" where it has no value, so each number sits under its k.
+    ks = sorted({k for r in results.values() for k in r.ks})
+    lines += ["", "## pass@k", "", _row(["model", *[f"k={k}" for k in ks]]),
+              _row(["---"] * (len(ks) + 1))]  # fmt: skip
     for name in names:
-        lines.append(_row([name, *[f"{p.estimate:.3f}" for p in results[name].pass_at_k]]))
+        at = {p.k: p.estimate for p in results[name].pass_at_k}
+        lines.append(_row([name, *[f"{at[k]:.3f}" if k in at else "-" for k in ks]]))
     lines += ["", "## Diversity by base-solved / base-unsolved split", ""]
     for metric in REPORT_DIVERSITY_METRICS:
         table = diversity_by_split(results, metric)
@@ -251,6 +253,19 @@ def markdown_report(results: Mapping[str, EvaluationResult]) -> str:
             ]
     lines += ["Files: pass_at_k.png, diversity.png, metrics.json.", ""]
     return "\n".join(lines)
+
+
+def _samples_line(name: str, r: EvaluationResult) -> str:
+    """How many problems and samples a model's numbers rest on. Uneven counts are said plainly:
+    n is then the fewest samples of any problem, not every problem's count."""
+    k_max = r.ks[-1]
+    if r.uneven_samples is None:
+        return f"- {name}: {r.num_problems} problems, n = {k_max} samples each"
+    u = r.uneven_samples
+    return (f"- {name}: {r.num_problems} problems, {u.fewest} to {u.most} samples per problem. "
+            f"**Warning: uneven sample counts.** {u.describe()} (n = {k_max} below); no sample "
+            "is dropped, but a short problem's diversity counts fewer samples. Re-run the short "
+            "problems' rollouts, or drop them, to get the full curve.")  # fmt: skip
 
 
 def _row(cells) -> str:

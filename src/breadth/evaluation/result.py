@@ -22,6 +22,7 @@ __all__ = [
     "ChancePoint",
     "CurvePoint",
     "EvaluationResult",
+    "UnevenSamples",
     "ci_names",
     "headline_metrics",
 ]
@@ -93,6 +94,40 @@ class ChancePoint:
 
 
 @dataclass(frozen=True)
+class UnevenSamples:
+    """Problems with fewer samples than the most any problem has: usually a broken rollout.
+
+    No sample is dropped (each problem's estimates use all of its own samples), but every
+    pass@k, maj@k and best-of-k curve stops at the smallest count, and a short problem's
+    diversity counts fewer samples.
+
+    >>> UnevenSamples(num_problems=64, most=16, short=(("p5", 4),)).describe()
+    "1 of 64 problems have fewer than 16 samples ('p5' (n=4)), so the pass@k, maj@k and best-of-k curves stop at k = 4 for every problem"
+    """
+
+    num_problems: int
+    most: int
+    """The largest sample count of any problem."""
+    short: tuple[tuple[Any, int], ...]
+    """(problem_id, sample count) of every problem below `most`, fewest samples first."""
+
+    @property
+    def fewest(self) -> int:
+        """The smallest sample count of any problem: the largest k every curve can reach."""
+        return self.short[0][1]
+
+    def describe(self, shown: int = 5) -> str:
+        """One sentence naming the first `shown` short problems, for warnings and reports."""
+        named = ", ".join(f"{pid!r} (n={n})" for pid, n in self.short[:shown])
+        more = f" and {len(self.short) - shown} more" if len(self.short) > shown else ""
+        return (
+            f"{len(self.short)} of {self.num_problems} problems have fewer than {self.most} "
+            f"samples ({named}{more}), so the pass@k, maj@k and best-of-k curves stop at "
+            f"k = {self.fewest} for every problem"
+        )
+
+
+@dataclass(frozen=True)
 class EvaluationResult:
     """Everything `evaluate_rollouts` measured for one model; `to_dict()` is JSON-safe."""
 
@@ -115,6 +150,8 @@ class EvaluationResult:
     settings: dict[str, Any] = field(default_factory=dict)
     per_problem: pd.DataFrame | None = field(default=None, repr=False, compare=False)
     """One row per problem (index problem_id): counts and every per-problem metric."""
+    uneven_samples: UnevenSamples | None = None
+    """Set when problems have different sample counts (`num_samples` is then the fewest)."""
 
     def metrics(self) -> dict[str, float]:
         """Flat MLflow-safe metric dict: eval/pass_at_1, eval/maj_at_16, transfer/unsolved/...,

@@ -14,8 +14,16 @@ import numpy as np
 import pandas as pd
 
 from breadth.evaluation.metrics import best_of_k_curve, maj_at_k, outcome_codes
+from breadth.evaluation.result import UnevenSamples
 
-__all__ = ["SamplesByProblem", "UnevenSamplesWarning", "as_text", "num_options", "warn_if_uneven"]
+__all__ = [
+    "SamplesByProblem",
+    "UnevenSamplesWarning",
+    "as_text",
+    "num_options",
+    "uneven_samples",
+    "warn_if_uneven",
+]
 
 
 @dataclass
@@ -178,18 +186,22 @@ class UnevenSamplesWarning(UserWarning):
     """Problems have different sample counts, so every curve stops at the smallest."""
 
 
-def warn_if_uneven(counts: pd.Series, model: str, shown: int = 10) -> None:
+def uneven_samples(counts: pd.Series) -> UnevenSamples | None:
+    """The problems below the largest sample count (`counts`: problem_id -> samples), or None
+    when every problem has the same count."""
     most = int(counts.max())
-    short = counts[counts < most].sort_values()
+    short = counts[counts < most].sort_values(kind="stable")
     if short.empty:
+        return None
+    return UnevenSamples(len(counts), most, tuple((pid, int(n)) for pid, n in short.items()))
+
+
+def warn_if_uneven(uneven: UnevenSamples | None, model: str) -> None:
+    if uneven is None:
         return
-    named = ", ".join(f"{pid!r} (n={int(n)})" for pid, n in short.head(shown).items())
-    more = f" and {len(short) - shown} more" if len(short) > shown else ""
     warnings.warn(
-        f"model {model!r}: {len(short)} of {len(counts)} problems have fewer than {most} "
-        f"samples, so the pass@k, maj@k and best-of-k curves stop at k = {int(counts.min())} "
-        f"for every problem. Short problems: {named}{more}. Re-run their rollouts, or drop "
-        "them, to get the full curve.",
+        f"model {model!r}: {uneven.describe(shown=10)}. Re-run their rollouts, or drop them, "
+        "to get the full curve.",
         UnevenSamplesWarning,
         stacklevel=3,
     )

@@ -42,6 +42,7 @@ from breadth.evaluation.samples import (
     UnevenSamplesWarning,
     as_text,
     num_options,
+    uneven_samples,
     warn_if_uneven,
 )
 from breadth.evaluation.transfer import (
@@ -129,7 +130,8 @@ def evaluate_rollouts(
     samples = SamplesByProblem.from_rollouts(rollouts)
     table = per_problem_table(rollouts, samples=samples, **table_kw)
     num_samples = int(table["num_samples"].min())
-    warn_if_uneven(table["num_samples"], name)
+    uneven = uneven_samples(table["num_samples"])
+    warn_if_uneven(uneven, name)
     ks = [int(k) for k in (ks if ks is not None else default_ks(num_samples))]
     bad = [k for k in ks if not 1 <= k <= num_samples]
     if bad:
@@ -199,6 +201,7 @@ def evaluate_rollouts(
             "entropy_quantile": entropy_quantile,
         },
         per_problem=table,
+        uneven_samples=uneven,
     )
 
 

@@ -6,29 +6,47 @@ import json
 import sys
 
 import pandas as pd
+import pytest
 
 from breadth.evaluation.report import diversity_by_split, markdown_report, write_report
 from breadth.evaluation.summary import evaluate_models
 
 
-def _results():
+def _rows(model, spread, num_samples=8, problems=6):
+    """`problems` problems x `num_samples` samples; p0-p2 solvable, `spread` distinct outcomes."""
     rows = []
-    for model, spread in (("base", 4), ("rl", 1)):
-        for p in range(6):
-            for s in range(8):
-                outcome = str((s % spread) + p)
-                rows.append(
-                    {
-                        "problem_id": f"p{p}",
-                        "sample_index": s,
-                        "model": model,
-                        "outcome": outcome,
-                        "correct": p < 3 and outcome == str(p),
-                        "score": float(p < 3 and outcome == str(p)),
-                        "format": "free_form",
-                    }
-                )
+    for p in range(problems):
+        for s in range(num_samples):
+            outcome = str((s % spread) + p)
+            rows.append(
+                {
+                    "problem_id": f"p{p}",
+                    "sample_index": s,
+                    "model": model,
+                    "outcome": outcome,
+                    "correct": p < 3 and outcome == str(p),
+                    "score": float(p < 3 and outcome == str(p)),
+                    "format": "free_form",
+                }
+            )
+    return rows
+
+
+def _results(base_samples=8, rl_samples=8):
+    rows = _rows("base", 4, base_samples) + _rows("rl", 1, rl_samples)
     return evaluate_models(pd.DataFrame(rows), base_model="base", num_bootstrap=50)
+
+
+def _table(md: str, heading: str) -> list[list[str]]:
+    """The cells of the first markdown table after `heading`, header row first."""
+    lines = md.split(heading, 1)[1].splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("|"))
+    rows = []
+    for line in lines[start:]:
+        if not line.startswith("|"):
+            break
+        rows.append([cell.strip() for cell in line.strip("|").split("|")])
+    return rows
 
 
 def test_write_report_writes_the_report_files_and_per_problem_tables(tmp_path):
@@ -73,6 +91,37 @@ def test_markdown_without_base_uses_the_all_split():
     }
     md = markdown_report(only)
     assert "| model | all |" in md
+
+
+def test_pass_at_k_table_lines_up_when_models_have_different_sample_counts():
+    # base has 4 samples per problem, rl 16: the columns are every k of either model, and a
+    # model without a k shows "-" there instead of shifting its values under the wrong k.
+    results = _results(base_samples=4, rl_samples=16)
+    header, rule, *rows = _table(markdown_report(results), "## pass@k")
+    assert header == ["model", "k=1", "k=2", "k=4", "k=8", "k=16"]
+    assert len(rule) == len(header) and all(len(row) == len(header) for row in rows)
+    cells = {row[0]: row[1:] for row in rows}
+    assert cells["base"] == [f"{p.estimate:.3f}" for p in results["base"].pass_at_k] + ["-"] * 2
+    assert cells["rl"] == [f"{p.estimate:.3f}" for p in results["rl"].pass_at_k]
+
+
+def test_report_says_plainly_that_sample_counts_are_uneven():
+    # p5 of rl has 2 of its 8 samples: the report must not claim "n = 2 samples each".
+    rows = [r for r in _rows("rl", 1) if r["problem_id"] != "p5" or r["sample_index"] < 2]
+    with pytest.warns(UserWarning):
+        results = evaluate_models(pd.DataFrame(rows), num_bootstrap=50)
+    md = " ".join(markdown_report(results).split())
+    assert "samples each" not in md
+    assert "- rl: 6 problems, 2 to 8 samples per problem." in md
+    assert "1 of 6 problems have fewer than 8 samples ('p5' (n=2))" in md
+    assert "stop at k = 2 for every problem" in md
+
+
+def test_report_of_even_sample_counts_names_n_once():
+    md = markdown_report(_results(base_samples=4, rl_samples=16))
+    assert "- base: 6 problems, n = 4 samples each" in md
+    assert "- rl: 6 problems, n = 16 samples each" in md
+    assert "fewer than" not in md
 
 
 def test_importing_evaluation_does_not_import_matplotlib_or_torch():

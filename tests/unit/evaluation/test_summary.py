@@ -281,6 +281,18 @@ def test_uneven_sample_counts_warn_and_name_the_short_problems():
     assert "k = 2" in str(caught[0].message) and r.ks == [1, 2]
 
 
+def test_uneven_sample_counts_are_kept_on_the_result():
+    # Problem b has 2 samples, a has 4: the result says so, and no sample is dropped (a's
+    # pass@1 still counts all four of its samples).
+    with pytest.warns(UserWarning):
+        r = evaluate_rollouts(rollouts().iloc[:-2], num_bootstrap=20)
+    uneven = r.uneven_samples
+    assert (uneven.num_problems, uneven.most, uneven.fewest, uneven.short) == (2, 4, 2, (("b", 2),))
+    assert r.per_problem["num_samples"].to_dict() == {"a": 4, "b": 2}
+    assert r.pass_at_k[0].estimate == pytest.approx((1 / 4 + 0 / 2) / 2)
+    assert evaluate_rollouts(rollouts(), num_bootstrap=20).uneven_samples is None
+
+
 def test_even_sample_counts_do_not_warn():
     import warnings
 
