@@ -13,6 +13,7 @@ from typing import Any, Literal
 from prefect import flow
 
 from breadth.config import PipelineConfig, available_presets, with_form_changes
+from breadth.preflight import check_local_paths
 from breadth.rollout.vllm_pool import kept_vllm_servers
 from tasks.common import models_logged_in_background
 from tasks.evaluate import evaluate, publish_report
@@ -47,6 +48,7 @@ def pipeline(
 
 
 def run_pipeline(config: PipelineConfig, extra_tags: dict[str, str] | None = None) -> dict[str, Any]:
+    check_local_paths(config)  # a deployment run's files, before an MLflow run opens
     parent = open_parent_run(config, extra_tags)
     # FINISHED, or FAILED / KILLED with the error, on every path (after the queued MLflow
     # models are logged); a vLLM server started for a model serves its rollouts and its

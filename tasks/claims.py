@@ -16,10 +16,11 @@ from breadth.evaluation.claims import evaluate_claims
 from breadth.evaluation.study_report import write_study_report
 from breadth.tracking.runs import tracking_uri
 from breadth.tracking.study import grid_provenance, load_study_frame, provenance_header
+from tasks.common import retry_if_transient
 from tasks.grid import claim_settings
 
 
-@task(name="study-claims", cache_policy=NO_CACHE, retries=1)
+@task(name="study-claims", cache_policy=NO_CACHE, retries=1, retry_condition_fn=retry_if_transient)
 def publish_claims(study: GridConfig, grid_id: str, summary_run_id: str) -> dict[str, Any]:
     """Each claim's effect, CI and verdict -> `claims/` on the summary run + a Prefect artifact."""
     import pandas as pd

@@ -18,10 +18,17 @@ import breadth
 from breadth.tracking.mlflow_sdk import log_transformers_model
 from breadth.tracking.objects import ObjectStore
 from breadth.tracking.runs import RunHandle, start_child_run
-from breadth.tracking.uploads import BackgroundLane, UploadsFailed, with_retries
+from breadth.tracking.uploads import BackgroundLane, UploadsFailed, is_permanent, with_retries
 from breadth.training.checkpointing import hold_lock
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
+
+
+def retry_if_transient(task: Any, task_run: Any, state: Any) -> bool:
+    """Prefect's `retry_condition_fn`: a task's retry is for what may pass on a second try (a
+    service that blinked), not bad input or a missing file, whose retry only doubled the wait
+    and the traceback. Prefect hands an exception raised by the task in `state.data`."""
+    return not (isinstance(state.data, BaseException) and is_permanent(state.data))
 
 
 @functools.cache

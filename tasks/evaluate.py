@@ -16,13 +16,15 @@ from breadth.tracking.runs import RunHandle, log_curves
 from tasks.common import (
     StageResult,
     child_run,
+    retry_if_transient,
     stage_cache_key,
     upload_stage_output,
     work_dir,
 )
 
 
-@task(name="evaluate", retries=1, cache_key_fn=stage_cache_key, persist_result=True)
+@task(name="evaluate", retries=1, retry_condition_fn=retry_if_transient,
+      cache_key_fn=stage_cache_key, persist_result=True)
 def evaluate(
     config: PipelineConfig, key: str, parent: RunHandle, rollouts: dict[str, StageResult],
     base_model: str, searches: dict[str, StageResult],

@@ -20,9 +20,11 @@ from breadth.grid_progress import CellOutcome, failed_cells, failed_cells_markdo
 from breadth.tracking.fetch import GRID_SUMMARY_KIND, fetch_runs, previous_grid_id
 from breadth.tracking.runs import start_run, tracking_uri
 from breadth.tracking.study import study_frame_of_runs
+from tasks.common import retry_if_transient
 
 
-@task(name="summarise-grid", cache_policy=NO_CACHE, retries=1)
+@task(name="summarise-grid", cache_policy=NO_CACHE, retries=1,
+      retry_condition_fn=retry_if_transient)
 def summarise_grid(
     study: GridConfig, grid_id: str, outcomes: list[CellOutcome] | None = None
 ) -> dict[str, Any]:
@@ -74,7 +76,8 @@ def load_experiment_name(study: GridConfig) -> str:
     return config.tracking.experiment or config.preset
 
 
-@task(name="collapse-alarm", cache_policy=NO_CACHE, retries=1)
+@task(name="collapse-alarm", cache_policy=NO_CACHE, retries=1,
+      retry_condition_fn=retry_if_transient)
 def alarm_against_previous(study: GridConfig, grid_id: str, current: dict[str, Any]) -> dict:
     """Compare with the newest earlier grid of the same study; publish the verdict."""
     import pandas as pd

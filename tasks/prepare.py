@@ -11,10 +11,17 @@ from breadth.stages import prepare_stage
 from breadth.tracking.mlflow_sdk import log_dataset_input
 from breadth.tracking.objects import ObjectStore
 from breadth.tracking.runs import RunHandle
-from tasks.common import StageResult, child_run, exclusive_work_dir, stage_cache_key
+from tasks.common import (
+    StageResult,
+    child_run,
+    exclusive_work_dir,
+    retry_if_transient,
+    stage_cache_key,
+)
 
 
-@task(name="prepare", retries=1, cache_key_fn=stage_cache_key, persist_result=True)
+@task(name="prepare", retries=1, retry_condition_fn=retry_if_transient,
+      cache_key_fn=stage_cache_key, persist_result=True)
 def prepare(config: PipelineConfig, key: str, parent: RunHandle) -> StageResult:
     with child_run(parent, "prepare", key) as run, exclusive_work_dir(key) as out:
         manifest = prepare_stage(config, out)

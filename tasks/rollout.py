@@ -8,11 +8,17 @@ from breadth.config import PipelineConfig
 from breadth.stages import rollout_stage
 from breadth.tracking.objects import ObjectStore
 from breadth.tracking.runs import RunHandle
-from tasks.common import StageResult, child_run, exclusive_work_dir, stage_cache_key
+from tasks.common import (
+    StageResult,
+    child_run,
+    exclusive_work_dir,
+    retry_if_transient,
+    stage_cache_key,
+)
 
 
-@task(name="rollout", retries=1, cache_key_fn=stage_cache_key, persist_result=True,
-      task_run_name="rollout-{model_name}")
+@task(name="rollout", retries=1, retry_condition_fn=retry_if_transient,
+      cache_key_fn=stage_cache_key, persist_result=True, task_run_name="rollout-{model_name}")
 def rollout(
     config: PipelineConfig, key: str, parent: RunHandle, dataset: StageResult,
     policy: StageResult, model_name: str,

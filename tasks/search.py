@@ -9,7 +9,14 @@ from prefect import task
 from breadth.config import PipelineConfig
 from breadth.stages import search_stage
 from breadth.tracking.runs import RunHandle
-from tasks.common import StageResult, child_run, content_key, exclusive_work_dir, stage_cache_key
+from tasks.common import (
+    StageResult,
+    child_run,
+    content_key,
+    exclusive_work_dir,
+    retry_if_transient,
+    stage_cache_key,
+)
 
 
 def search_key(config: PipelineConfig, policy_key: str, data_key: str) -> str:
@@ -21,8 +28,8 @@ def search_key(config: PipelineConfig, policy_key: str, data_key: str) -> str:
                        json.dumps(settings, sort_keys=True), str(config.seed))  # fmt: skip
 
 
-@task(name="search", retries=1, cache_key_fn=stage_cache_key, persist_result=True,
-      task_run_name="search-{model_name}")
+@task(name="search", retries=1, retry_condition_fn=retry_if_transient,
+      cache_key_fn=stage_cache_key, persist_result=True, task_run_name="search-{model_name}")
 def search(
     config: PipelineConfig, key: str, parent: RunHandle, dataset: StageResult,
     policy: StageResult, model_name: str,

@@ -29,12 +29,14 @@ from tasks.common import (
     child_run,
     exclusive_work_dir,
     log_model,
+    retry_if_transient,
     stage_cache_key,
     upload_stage_output,
 )  # fmt: skip
 
 
-@task(name="init-model", retries=1, cache_key_fn=stage_cache_key, persist_result=True)
+@task(name="init-model", retries=1, retry_condition_fn=retry_if_transient,
+      cache_key_fn=stage_cache_key, persist_result=True)
 def init_model(config: PipelineConfig, key: str) -> StageResult:
     with exclusive_work_dir(key) as folder:
         out = init_model_stage(config, folder / "model")

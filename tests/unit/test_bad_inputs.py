@@ -71,6 +71,11 @@ CONFIG_CASES = [
     (["config", "--preset", "malformed.yaml"], "not valid YAML at line"),
     (["config", "--preset", "list.yaml"], "must be a YAML mapping"),
     (["config", "--preset", "unknown-key.yaml"], "rl.max_stepz"),
+    # Files this machine lacks: named before the stack starts, not after a task's retries.
+    (["run", "--set", "data.source=jsonl:missing.jsonl"], "missing.jsonl does not exist"),
+    (["run", "--set", "data.source=jsonl:folder.jsonl"], "folder.jsonl is a folder"),
+    (["run", "--set", "model.name_or_path=./no-model"], "model.name_or_path=./no-model"),
+    (["grid", "--set", "data.eval_source=hf:./no-dir"], "no-dir does not exist"),
 ]
 PREPARE_CASES = [
     (["--source", "jsonl:missing.jsonl"], "does not exist"),

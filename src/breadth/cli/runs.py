@@ -17,7 +17,7 @@ from rich.table import Table
 from breadth.cli import stack
 from breadth.cli.config import complete_preset, load_or_fail
 from breadth.cli.output import console, fail, print_json
-from breadth.config import ConfigError
+from breadth.config import ConfigError, PipelineConfig
 
 app = typer.Typer()
 
@@ -32,6 +32,7 @@ def run(
 ) -> None:
     """Run the whole pipeline locally (brings the stack up first when it is not running)."""
     config = load_or_fail(preset, set_)  # validated before any service starts or compute happens
+    _fail_on_missing_paths(config)
     env = stack.bring_up_stack(reconcile=False)
     from flows.in_process import in_process_run
     from flows.pipeline import pipeline  # after the environment points Prefect at the stack
@@ -100,6 +101,8 @@ def grid(
         cells = study.cells()
     except (ConfigError, ValueError) as error:
         fail(str(error))
+    if study.cell_runner == "in_process":  # deployment cells run on their workers' files
+        _fail_on_missing_paths(cells[0][3])  # the cells share their data and model
     console.print(f"grid of {len(cells)} cells", highlight=False)
     if dry_run:
         _print_cells(cells)
@@ -116,6 +119,16 @@ def grid(
         fail(f"the grid failed: {type(error).__name__}: {error}")
     console.print(f"grid {result['grid_id']} finished in {time.monotonic() - started:.0f}s; "
                   f"compare with: breadth compare --grid {result['grid_id']}", highlight=False)
+
+
+def _fail_on_missing_paths(config: PipelineConfig) -> None:
+    """A data file or model folder missing on this machine, named before anything starts."""
+    from breadth.preflight import check_local_paths
+
+    try:
+        check_local_paths(config)
+    except ConfigError as error:
+        fail(str(error))
 
 
 def _print_cells(cells: list) -> None:

@@ -24,9 +24,15 @@ class UploadsFailed(RuntimeError):
     """Jobs that still failed after the retry window; the message lists them and the fix."""
 
 
+# Errors a second try cannot fix: bad input or arguments, and a file or folder that is not there
+# (a network outage is an OSError too, but not one of these).
+PERMANENT_ERRORS = (TypeError, ValueError, FileNotFoundError, NotADirectoryError, IsADirectoryError)
+
+
 def is_permanent(error: BaseException) -> bool:
-    """Errors no retry can fix: bad arguments, or an object store refusing to overwrite a key."""
-    return isinstance(error, (TypeError, ValueError)) or getattr(error, "permanent", False)
+    """Errors no retry can fix: bad input, a missing file, or an object store refusing to
+    overwrite a key."""
+    return isinstance(error, PERMANENT_ERRORS) or getattr(error, "permanent", False)
 
 
 def with_retries(

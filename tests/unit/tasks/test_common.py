@@ -164,3 +164,26 @@ def test_a_model_that_cannot_be_logged_fails_the_run_saying_how_to_log_it(monkey
     background = common.models_logged_in_background(PipelineConfig())
     with pytest.raises(UploadsFailed, match="PREFECT_TASKS_REFRESH_CACHE"), background:
         common.log_model(_Run(), tmp_path / "sft")
+
+
+def test_tasks_retry_only_what_a_second_try_can_fix():
+    """A bad input or missing file failed, waited, and failed again with a second traceback."""
+    from prefect.states import Failed
+
+    import tasks.claims
+    import tasks.evaluate
+    import tasks.grid
+    import tasks.prepare
+    import tasks.rollout
+    import tasks.search
+    import tasks.train
+    from tasks.common import retry_if_transient
+
+    retried = [tasks.prepare.prepare, tasks.train.init_model, tasks.rollout.rollout,
+               tasks.search.search, tasks.evaluate.evaluate, tasks.grid.summarise_grid,
+               tasks.grid.alarm_against_previous, tasks.claims.publish_claims]  # fmt: skip
+    assert all(t.retries == 1 and t.retry_condition_fn is retry_if_transient for t in retried)
+    for permanent in (ValueError("bad row"), FileNotFoundError("x.jsonl"), TypeError("arg")):
+        assert retry_if_transient(None, None, Failed(data=permanent)) is False
+    for transient in (ConnectionError("refused"), TimeoutError(), OSError("reset")):
+        assert retry_if_transient(None, None, Failed(data=transient)) is True

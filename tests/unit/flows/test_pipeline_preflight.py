@@ -1,0 +1,20 @@
+"""A deployment run (the Prefect UI, a schedule) checks its local files before it opens an MLflow
+run: the CLI's check does not run there."""
+
+from __future__ import annotations
+
+import pytest
+
+import flows.pipeline
+from breadth.config import ConfigError, load_config
+
+
+def test_a_missing_data_file_fails_the_run_before_its_mlflow_run_opens(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    opened = []
+    monkeypatch.setattr(flows.pipeline, "open_parent_run",
+                        lambda config, tags: opened.append(config))  # fmt: skip
+    config = load_config("default", ["data.source=jsonl:nowhere.jsonl"])
+    with pytest.raises(ConfigError, match="data.source=jsonl:nowhere.jsonl.*does not exist"):
+        flows.pipeline.run_pipeline(config)
+    assert opened == []
