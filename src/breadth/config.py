@@ -430,6 +430,9 @@ def _preset_values(name: str, _chain: tuple[str, ...] = ()) -> dict[str, Any]:
     if path.suffix in {".yaml", ".yml"}:
         text = _preset_file_text(path)
     else:
+        if name not in available_presets() and ("/" in name or path.exists()):
+            raise ConfigError(f"preset {name!r} is a path but not a .yaml or .yml file; give a "
+                              f"preset file, or a preset name: {', '.join(available_presets())}.")  # fmt: skip
         if name not in available_presets():
             raise ConfigError(
                 f"unknown preset {name!r}.{did_you_mean(name, available_presets())} Available "
@@ -450,10 +453,17 @@ def _preset_values(name: str, _chain: tuple[str, ...] = ()) -> dict[str, Any]:
     parent = values.pop("extends", None)
     if parent is not None:
         # `extends: study` starts from another preset, so a variant states only what differs.
-        if not isinstance(parent, str) or parent == name or len(_chain) > 8:
-            raise ConfigError(f"preset {name!r}: `extends` must name another preset, got "
-                              f"{parent!r} (chain {' -> '.join([*_chain, name])})")  # fmt: skip
-        return _merge(_preset_values(parent, (*_chain, name)), values)
+        if not isinstance(parent, str):
+            raise ConfigError(f"preset {name!r}: `extends` must name another preset or YAML "
+                              f"file, got {parent!r}")  # fmt: skip
+        if Path(parent).suffix in {".yaml", ".yml"} and path.suffix in {".yaml", ".yml"}:
+            # A file names its parent file as it sits beside it, wherever the command runs.
+            parent = str(path.parent / Path(parent).expanduser())
+        chain = (*_chain, name)
+        if parent in chain:
+            raise ConfigError(f"presets extend each other in a cycle: "
+                              f"{' -> '.join([*chain, parent])}; remove one `extends`")  # fmt: skip
+        return _merge(_preset_values(parent, chain), values)
     return values
 
 

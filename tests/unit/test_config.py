@@ -155,7 +155,7 @@ def test_a_preset_that_extends_itself_is_refused(tmp_path):
 
     path = tmp_path / "loop.yaml"
     path.write_text(f"extends: {path}\n")
-    with pytest.raises(ConfigError, match="`extends` must name another preset"):
+    with pytest.raises(ConfigError, match="extend each other in a cycle"):
         load_config(str(path))
 
 
@@ -187,3 +187,27 @@ def test_the_run_command_refuses_a_bad_reward_before_the_stack_starts(monkeypatc
     assert result.exit_code == 2
     assert "Did you mean 'correctness'?" in result.output
     assert "Traceback" not in result.output
+
+
+def test_a_preset_file_extends_its_neighbour_from_any_directory(tmp_path, monkeypatch):
+    """`extends: base.yaml` in a preset file names the file beside it; it was read relative to
+    the current directory, so the preset worked only when run from its own folder."""
+    (tmp_path / "studies").mkdir()
+    (tmp_path / "studies" / "base.yaml").write_text("rl:\n  max_steps: 7\n")
+    (tmp_path / "studies" / "child.yaml").write_text("extends: base.yaml\nsft:\n  epochs: 2\n")
+    monkeypatch.chdir(tmp_path)
+    config = load_config("studies/child.yaml")
+    assert (config.rl.max_steps, config.sft.epochs) == (7, 2)
+
+
+def test_presets_that_extend_each_other_are_named_as_a_cycle(tmp_path):
+    (tmp_path / "a.yaml").write_text("extends: b.yaml\n")
+    (tmp_path / "b.yaml").write_text("extends: a.yaml\n")
+    with pytest.raises(ConfigError, match=r"cycle: .*a.yaml -> .*b.yaml -> .*a.yaml; remove one"):
+        load_config(str(tmp_path / "a.yaml"))
+
+
+def test_a_folder_given_as_a_preset_is_named_as_a_path(tmp_path):
+    (tmp_path / "presets").mkdir()
+    with pytest.raises(ConfigError, match="is a path but not a .yaml or .yml file"):
+        load_config(str(tmp_path / "presets"))
