@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from prefect import flow
+from prefect import flow, runtime
 
 from breadth.config import PipelineConfig, available_presets, with_form_changes
 from breadth.preflight import check_local_paths
@@ -83,6 +83,7 @@ def run_pipeline(config: PipelineConfig, extra_tags: dict[str, str] | None = Non
     return {
         "mlflow_run_id": parent.run_id,
         "mlflow_run_url": parent.url(),
+        "prefect_flow_run_url": runtime.flow_run.ui_url or "",
         "report": report,
         "metrics": evaluation.info["metrics"],
     }

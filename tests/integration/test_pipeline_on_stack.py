@@ -35,8 +35,10 @@ def _run_id(output: str) -> str:
 
 def test_cli_prints_where_to_look(two_runs):
     output = two_runs[0][1]
-    for label in ("MLflow run:", "Prefect UI:", "S3 prefix:", "Report:"):
+    for label in ("MLflow run:", "Prefect run:", "S3 prefix:", "Report:"):
         assert label in output
+    # This run's page, not the list of all runs.
+    assert re.search(r"Prefect run: \S+/runs/flow-run/[0-9a-f-]{36}", output), output[-2000:]
 
 
 def test_parent_run_has_a_child_per_stage_and_the_tags(two_runs, live_stack):

@@ -107,3 +107,10 @@ def test_grid_dry_run_says_which_stages_the_cache_holds(runner, tmp_path, monkey
     assert [row.split("│")[-2].strip() for row in rows] == [
         f"2/{stages}: prepare, init", f"0/{stages}: none", f"{stages}/{stages}: all"]
     assert str(storage) in result.output
+
+
+def test_each_preset_is_described_by_a_whole_sentence(runner):
+    """The listing cut descriptions at the first comment line ("(or local copies: set")."""
+    lines = runner.invoke(cli.app, ["presets"]).output.strip().splitlines()
+    assert all(line.rstrip().endswith((".", ".)")) for line in lines), lines
+    assert any("local paths)." in line for line in lines if line.startswith("qwen-gsm8k"))

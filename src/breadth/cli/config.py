@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Annotated
 
 import typer
@@ -29,16 +30,32 @@ def load_or_fail(preset: str, overrides: list[str] | None) -> PipelineConfig:
 
 @app.command()
 def presets() -> None:
-    """The presets, each with the first line of its description."""
+    """The presets, each with the first sentence of its description."""
     from importlib import resources
 
     from breadth.config import available_presets
 
     for name in available_presets():
         text = (resources.files("breadth") / "presets" / f"{name}.yaml").read_text()
-        first = next((line.lstrip("# ").strip() for line in text.splitlines()
-                      if line.startswith("#")), "")  # fmt: skip
-        console.print(f"{name:<12} {first}", highlight=False, markup=False)
+        console.print(f"{name:<12} {first_sentence(text)}", highlight=False, markup=False)
+
+
+def first_sentence(preset_text: str) -> str:
+    """The first sentence of a preset file's opening comment, however many lines it spans.
+
+    >>> first_sentence("# A hub model on GSM8K, for a GPU (or local\\n# copies: set X). More.\\nseed: 0")
+    'A hub model on GSM8K, for a GPU (or local copies: set X).'
+    >>> first_sentence("# Pass@k advantages (Chen et al.\\n# 2025). Next.")
+    'Pass@k advantages (Chen et al. 2025).'
+    """
+    comment = []
+    for line in preset_text.splitlines():
+        if not line.startswith("#"):
+            break
+        comment.append(line.lstrip("# ").strip())
+    text = " ".join(part for part in comment if part)
+    end = re.search(r"\.\s(?=[A-Z])", text)  # not "et al. 2025"
+    return text if end is None else text[: end.start() + 1]
 
 
 @app.command()

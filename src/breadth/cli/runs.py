@@ -51,7 +51,8 @@ def run(
     elapsed = time.monotonic() - started
     console.print(f"\n[bold green]pipeline finished[/] in {elapsed:.1f}s", highlight=False)
     console.print(f"  MLflow run:  {result['mlflow_run_url']}", highlight=False)
-    console.print(f"  Prefect UI:  {env['PREFECT_UI_URL']}/runs", highlight=False)
+    prefect_url = result.get("prefect_flow_run_url") or f"{env['PREFECT_UI_URL']}/runs"
+    console.print(f"  Prefect run: {prefect_url}", highlight=False)
     console.print(
         f"  S3 prefix:   s3://{env['BREADTH_S3_BUCKET']}/runs/{result['mlflow_run_id']}/ "
         f"(endpoint {env['BREADTH_S3_ENDPOINT']})", highlight=False,
