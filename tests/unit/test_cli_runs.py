@@ -40,6 +40,23 @@ def store():
         yield client.tracking_uri, cells, lone
 
 
+@pytest.fixture(scope="module")
+def lone_runs():
+    """Lone runs of one cell (free_form / correctness, seed 0): a finished one and a FAILED
+    one. Its own store: `breadth runs` lists every run of `store`."""
+    from mlflow import MlflowClient
+
+    shm = Path("/dev/shm")
+    with tempfile.TemporaryDirectory(dir=shm if os.access(shm, os.W_OK) else None) as fast:
+        client = MlflowClient(f"sqlite:///{Path(fast).resolve() / 'mlflow.db'}")
+        exp = client.create_experiment("adhoc")
+        default = _pipeline_run(client, exp, 0, 0, 0, grid=None)[0]
+        failed = client.create_run(exp, tags={"format": "free_form", "reward": "correctness",
+                                              "seed": "0", "config.hash": "c"}).info.run_id  # fmt: skip
+        client.set_terminated(failed, "FAILED")
+        yield client.tracking_uri, default, failed
+
+
 def _invoke(store, args, monkeypatch):
     monkeypatch.setenv("MLFLOW_TRACKING_URI", store[0])
     return runner.invoke(app, args)
@@ -102,6 +119,29 @@ def test_compare_of_an_unknown_run_names_only_real_options(store, monkeypatch):
     text = " ".join(result.output.split())
     assert result.exit_code == 2 and "no-such-run" in text and "MLFLOW_TRACKING_URI" in text
     assert "--tracking-uri" not in text
+
+
+@pytest.mark.parametrize("with_finished", [False, True])
+def test_compare_of_a_failed_run_is_an_error_naming_it(lone_runs, monkeypatch, tmp_path,
+                                                       with_finished):  # fmt: skip
+    _, default, failed = lone_runs
+    ids = [default, failed] if with_finished else [failed]
+    result = _invoke(lone_runs, ["compare", *ids, "--out", str(tmp_path)], monkeypatch)
+    text = " ".join(result.output.split())
+    assert result.exit_code == 2, result.output
+    assert f"{failed} is FAILED" in text and "breadth runs" in text
+    assert not list(tmp_path.iterdir())  # no plots of nothing
+
+
+def test_compare_of_an_unknown_model_names_the_models_of_the_runs(lone_runs, monkeypatch,
+                                                                  tmp_path):  # fmt: skip
+    _, default, _ = lone_runs
+    result = _invoke(lone_runs, ["compare", default, "--model", "nosuch", "--out", str(tmp_path)],
+                     monkeypatch)  # fmt: skip
+    text = " ".join(result.output.split())
+    assert result.exit_code == 2, result.output
+    assert "--model nosuch" in text and "rl, sft" in text
+    assert not list(tmp_path.iterdir())
 
 
 def test_runs_refused_by_the_server_says_why_and_how_to_fix_it(monkeypatch, tmp_path):

@@ -156,7 +156,10 @@ def compare(
         runs = fetch_runs(uri, run_ids=run_ids or None, grid_id=grid_id)
     except (CompareError, TrackingError) as error:
         fail(str(error))
-    summary = grid_summary(runs, _per_problem_tables(uri, runs), model=model)
+    try:
+        summary = grid_summary(runs, _per_problem_tables(uri, runs), model=model)
+    except ValueError as error:  # e.g. --model naming a model the runs were not evaluated on
+        fail(f"--model {model}: {error}")
     plots = plot_grid(runs, summary, out)
     claims, claims_note = None, ""
     if grid_id:

@@ -26,6 +26,7 @@ __all__ = [
     "finite",
     "grid_summary",
     "mean_curve",
+    "models_in",
     "summary_k",
 ]
 
@@ -78,6 +79,8 @@ def grid_summary(
     t-interval: with two seeds it is ±12.7 sd and leaves [0, 1]). Absent metrics (e.g. no
     search stage) are NaN. Attributes: model, base_model, k.
 
+    A `model` the runs hold no metrics of is a ValueError naming those they hold.
+
     >>> runs = pd.DataFrame({"format": ["mcq", "mcq"], "reward": ["correctness"] * 2,
     ...     "seed": [0, 1], "rl/eval/pass_at_1": [0.4, 0.6], "rl/eval/pass_at_8": [0.7, 0.9],
     ...     "sft/eval/pass_at_1": [0.3, 0.3], "sft/eval/pass_at_8": [0.9, 0.9]})
@@ -95,6 +98,12 @@ def grid_summary(
         )
     if runs.empty:
         raise ValueError("no runs to summarise: fetch_runs returned an empty frame")
+    models = models_in(runs)
+    if model not in models:
+        held = (f"the models they hold: {', '.join(models)}; pass one of them (e.g. "
+                f"`breadth compare --model {models[0]}`)" if models
+                else "they hold none: did their evaluate stage run?")  # fmt: skip
+        raise ValueError(f"the runs hold no metrics of model {model!r} (`{model}/...`): {held}")
     k = _largest_common_k(runs, model)
     per_run = _per_run_values(runs, model, base_model, k)
     tables = {}
@@ -116,6 +125,20 @@ def grid_summary(
     out = pd.DataFrame(rows)
     out.attrs.update({"model": model, "base_model": base_model, "k": k})
     return out
+
+
+def models_in(runs: pd.DataFrame) -> list[str]:
+    """The models the runs hold metrics of (`<model>/<name>` with a value, or a curve).
+
+    >>> models_in(pd.DataFrame({"rl/eval/pass_at_1": [0.5], "sft/eval/pass_at_1": [None],
+    ...                         "curve_sft": [{1: 0.2}]}))
+    ['rl', 'sft']
+    """
+    models = {c.split("/", 1)[0] for c in runs.columns
+              if "/" in c and pd.to_numeric(runs[c], errors="coerce").notna().any()}  # fmt: skip
+    models |= {c.removeprefix("curve_") for c in runs.columns
+               if c.startswith("curve_") and any(isinstance(v, dict) and v for v in runs[c])}  # fmt: skip
+    return sorted(models)
 
 
 def _largest_common_k(runs: pd.DataFrame, model: str) -> int | None:

@@ -40,7 +40,7 @@ def fetch_runs(
     """One row per pipeline parent run: identity columns, every parent metric, and per model
     the `eval/pass_at_k` curve of its evaluate child as a {k: value} dict (`curve_sft`, ...).
 
-    Give `run_ids` (parent runs, any experiment) or `grid_id` (every FINISHED parent run
+    Give `run_ids` (FINISHED parent runs, any experiment) or `grid_id` (every FINISHED parent run
     tagged `grid.id`; a cell run twice with the same seed keeps its newest run). Metrics an
     evaluate child has but the parent lacks are filled in as `<model>/<name>`. When the
     evaluate stage was served from cache, its child runs belong to an earlier pipeline run;
@@ -107,6 +107,17 @@ def _parents_by_id(client, experiment_ids, run_ids: list[str], uri: str) -> list
         raise CompareError(
             f"run id(s) {', '.join(children)} are stage (child) runs, not pipeline runs; pass "
             f"their parent run ids instead ({hints})."
+        )
+    unfinished = [found[r] for r in dict.fromkeys(run_ids) if found[r].status != "FINISHED"]
+    if unfinished:
+        # A failed or running run has no metrics or some: compared, it shows an empty row, or
+        # is counted as a seed whose values are missing.
+        states = ", ".join(f"{r.run_id} is {r.status or 'of unknown status'}" for r in unfinished)
+        raise CompareError(
+            f"run(s) not finished: {states}. compare reads FINISHED pipeline runs only. Leave "
+            "these ids out, wait for a RUNNING run to end, or re-run a FAILED one (the same "
+            "`breadth run` command: finished stages come from the cache); `breadth runs` "
+            "lists each run's status."
         )
     return [found[r] for r in dict.fromkeys(run_ids)]
 

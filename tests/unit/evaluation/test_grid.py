@@ -12,6 +12,7 @@ from breadth.evaluation.grid import (
     estimate_text,
     grid_summary,
     mean_curve,
+    models_in,
     summary_k,
 )
 
@@ -68,6 +69,17 @@ def test_grid_summary_errors_name_the_missing_columns():
         grid_summary(pd.DataFrame({"format": ["mcq"]}))
     with pytest.raises(ValueError, match="no runs"):
         grid_summary(pd.DataFrame(columns=["format", "reward"]))
+
+
+def test_grid_summary_refuses_a_model_the_runs_do_not_hold():
+    runs = pd.DataFrame({"format": ["mcq"], "reward": ["correctness"], "seed": [0],
+                         "rl/eval/pass_at_1": [0.5], "sft/eval/pass_at_1": [0.1]})  # fmt: skip
+    assert models_in(runs) == ["rl", "sft"]
+    with pytest.raises(ValueError, match=r"model 'nosuch'.*hold: rl, sft.*--model rl"):
+        grid_summary(runs, model="nosuch")
+    empty = runs.drop(columns=["rl/eval/pass_at_1", "sft/eval/pass_at_1"])
+    with pytest.raises(ValueError, match="hold none: did their evaluate stage run"):
+        grid_summary(empty)
 
 
 @pytest.mark.parametrize(

@@ -182,6 +182,22 @@ def test_fetch_runs_points_a_child_run_id_to_its_parent(store):
         fetch_runs(uri, run_ids=[child])
 
 
+@pytest.mark.parametrize("status", ["FAILED", "RUNNING", "KILLED"])
+def test_fetch_runs_refuses_a_run_that_did_not_finish(store, status):
+    from mlflow import MlflowClient
+
+    uri, logged = store
+    client = MlflowClient(uri)
+    exp = client.get_run(logged[("mcq", "correctness", 0)][0]).info.experiment_id
+    unfinished = client.create_run(exp, tags={"format": "mcq", "reward": "correctness",
+                                              "seed": "1", "config.hash": "c"}).info.run_id  # fmt: skip
+    if status != "RUNNING":
+        client.set_terminated(unfinished, status)
+    for ids in ([unfinished], [logged[("mcq", "correctness", 0)][0], unfinished]):
+        with pytest.raises(CompareError, match=f"{unfinished} is {status}.*FINISHED.*breadth runs"):
+            fetch_runs(uri, run_ids=ids)
+
+
 def _study_frame(logged) -> pd.DataFrame:
     """The per-problem tables of every cell, as load_study_frame builds them from reports."""
     frames = [result.per_problem.reset_index().assign(format=f, objective=r, seed=s, model=m)
