@@ -14,7 +14,14 @@ from typer.testing import CliRunner
 
 from breadth.cli import app
 from breadth.tracking.recent import headline
-from tests.unit.tracking.test_fetch import GRID, _log, _pipeline_run
+from tests.unit.tracking.test_fetch import (
+    GRID,
+    SHORT,
+    SHORT_LABEL,
+    _log,
+    _pipeline_run,
+    config_params,
+)
 
 runner = CliRunner()
 
@@ -42,19 +49,20 @@ def store():
 
 @pytest.fixture(scope="module")
 def lone_runs():
-    """Lone runs of one cell (free_form / correctness, seed 0): a finished one and a FAILED
-    one. Its own store: `breadth runs` lists every run of `store`."""
+    """Lone runs of one cell (free_form / correctness, seed 0): a short config, the default
+    one, and a FAILED run. Its own store: `breadth runs` lists every run of `store`."""
     from mlflow import MlflowClient
 
     shm = Path("/dev/shm")
     with tempfile.TemporaryDirectory(dir=shm if os.access(shm, os.W_OK) else None) as fast:
         client = MlflowClient(f"sqlite:///{Path(fast).resolve() / 'mlflow.db'}")
         exp = client.create_experiment("adhoc")
-        default = _pipeline_run(client, exp, 0, 0, 0, grid=None)[0]
+        short, default = (_pipeline_run(client, exp, 0, 0, 0, grid=None, params=params)[0]
+                          for params in (config_params(**SHORT), config_params()))  # fmt: skip
         failed = client.create_run(exp, tags={"format": "free_form", "reward": "correctness",
                                               "seed": "0", "config.hash": "c"}).info.run_id  # fmt: skip
         client.set_terminated(failed, "FAILED")
-        yield client.tracking_uri, default, failed
+        yield client.tracking_uri, short, default, failed
 
 
 def _invoke(store, args, monkeypatch):
@@ -121,10 +129,26 @@ def test_compare_of_an_unknown_run_names_only_real_options(store, monkeypatch):
     assert "--tracking-uri" not in text
 
 
+def test_compare_shows_runs_with_unlike_configs_as_separate_rows(lone_runs, monkeypatch, tmp_path):
+    _, short, default, _ = lone_runs
+    args = ["compare", short, default, "--out", str(tmp_path)]
+    data = json.loads(_invoke(lone_runs, [*args, "--json"], monkeypatch).output)
+    assert [(c["config"], c["seeds"]) for c in data["cells"]] == [
+        (SHORT_LABEL, 1),
+        ("data.num_train=None, rl.max_steps=100, rollout.num_samples=16, sft.epochs=8.0", 1),
+    ]
+    assert data["split_cells"] == {"free_form / correctness": sorted(SHORT)}
+    result = _invoke(lone_runs, args, monkeypatch)
+    text = " ".join(result.output.split())
+    assert result.exit_code == 0, result.output
+    assert "not pooled: runs of free_form / correctness differ in config beyond the seed" in text
+    assert "rl.max_steps=2" in text and "rl.max_steps=100" in text and "pass@1: rl" in text
+
+
 @pytest.mark.parametrize("with_finished", [False, True])
 def test_compare_of_a_failed_run_is_an_error_naming_it(lone_runs, monkeypatch, tmp_path,
                                                        with_finished):  # fmt: skip
-    _, default, failed = lone_runs
+    _, _, default, failed = lone_runs
     ids = [default, failed] if with_finished else [failed]
     result = _invoke(lone_runs, ["compare", *ids, "--out", str(tmp_path)], monkeypatch)
     text = " ".join(result.output.split())
@@ -135,7 +159,7 @@ def test_compare_of_a_failed_run_is_an_error_naming_it(lone_runs, monkeypatch, t
 
 def test_compare_of_an_unknown_model_names_the_models_of_the_runs(lone_runs, monkeypatch,
                                                                   tmp_path):  # fmt: skip
-    _, default, _ = lone_runs
+    _, _, default, _ = lone_runs
     result = _invoke(lone_runs, ["compare", default, "--model", "nosuch", "--out", str(tmp_path)],
                      monkeypatch)  # fmt: skip
     text = " ".join(result.output.split())

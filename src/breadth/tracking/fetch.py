@@ -4,7 +4,9 @@ Reads what the pipeline logs (README "MLflow layout"): one parent run per pipeli
 the tags `format`, `reward`, `seed` (and `grid.id` in a grid), the evaluate metrics copied onto
 it as `<model>/<name>` (`rl/eval/pass_at_16`, `sft/eval/pass_at_1`, ...; interval bounds as
 `<model>/eval_ci/low/<name>`), and one evaluate child per model (`evaluate-sft`, `evaluate-rl`)
-holding the curve `eval/pass_at_k` with step=k.
+holding the curve `eval/pass_at_k` with step=k. The parent's params are its whole config
+(`PipelineConfig.flat()`); the row keeps them, less the seed, as `config`: runs whose `config`
+differs are different experiments, not seeds of one.
 Everything goes through `tracking_client` (MLflow's REST API for an http(s) server, without
 `import mlflow`; `MlflowClient` for local stores) and explicit run ids; every value put into an
 MLflow filter string is quoted by `quoted` (which refuses what MLflow cannot escape). The statistics
@@ -23,9 +25,14 @@ from breadth.tracking.clients import tracking_client
 from breadth.tracking.rest import RunRecord, quoted
 
 _IDENTITY_COLUMNS = ("run_id", "experiment_id", "run_name", "status", "grid_id", "grid_cell",
-                     "format", "reward", "seed", "preset", "config_hash")  # fmt: skip
+                     "format", "reward", "seed", "preset", "config_hash", "config")  # fmt: skip
 _CURVE = "eval/pass_at_k"
 _CURVE_NAMES = ("pass_at_k", "maj_at_k", "best_of_k")  # logged with step = k
+# Params that are not part of what a run computes, left out of its `config`: the seed (what
+# seeds of one experiment differ in), the preset's name (a label; its values are the other
+# params) and where the run was logged.
+_NOT_CONFIG = ("seed", "preset")
+_NOT_CONFIG_SECTIONS = ("tracking.",)
 # The kind tag of a grid's summary run (one per grid, beside its cell runs).
 GRID_SUMMARY_KIND = "grid-summary"
 
@@ -37,8 +44,10 @@ class CompareError(LookupError):
 def fetch_runs(
     tracking_uri: str, run_ids: list[str] | None = None, grid_id: str | None = None
 ) -> pd.DataFrame:
-    """One row per pipeline parent run: identity columns, every parent metric, and per model
-    the `eval/pass_at_k` curve of its evaluate child as a {k: value} dict (`curve_sft`, ...).
+    """One row per pipeline parent run: identity columns, `config` (its logged config less
+    the seed, preset name and tracking keys, as {dotted key: value}; {} when it logged none),
+    every parent metric, and per model the `eval/pass_at_k` curve of its evaluate child as a
+    {k: value} dict (`curve_sft`, ...).
 
     Give `run_ids` (FINISHED parent runs, any experiment) or `grid_id` (every FINISHED parent run
     tagged `grid.id`; a cell run twice with the same seed keeps its newest run). Metrics an
@@ -168,6 +177,8 @@ def _row_of(client, run: RunRecord, experiment_ids: list[str]) -> dict[str, Any]
         "seed": _seed(tags.get("seed")),
         "preset": tags.get("preset"),
         "config_hash": tags.get("config.hash"),
+        "config": {k: v for k, v in run.params.items()
+                   if k not in _NOT_CONFIG and not k.startswith(_NOT_CONFIG_SECTIONS)},
         **run.metrics,
     }
     for model, child in _evaluate_children(client, run, experiment_ids).items():
