@@ -14,7 +14,14 @@ from typer.testing import CliRunner
 
 from breadth.cli import app
 from breadth.tracking.recent import headline
-from tests.unit.tracking.test_fetch import GRID, _log, _pipeline_run
+from tests.unit.tracking.test_fetch import (
+    GRID,
+    SHORT,
+    SHORT_LABEL,
+    _log,
+    _pipeline_run,
+    config_params,
+)
 
 runner = CliRunner()
 
@@ -38,6 +45,24 @@ def store():
         _log(client, lone, {"sft/eval/pass_at_1": 0.25, "sft/eval/pass_at_4": 0.5,
                             "sft/eval/distinct_outcomes": 3.0})  # fmt: skip
         yield client.tracking_uri, cells, lone
+
+
+@pytest.fixture(scope="module")
+def lone_runs():
+    """Lone runs of one cell (free_form / correctness, seed 0): a short config, the default
+    one, and a FAILED run. Its own store: `breadth runs` lists every run of `store`."""
+    from mlflow import MlflowClient
+
+    shm = Path("/dev/shm")
+    with tempfile.TemporaryDirectory(dir=shm if os.access(shm, os.W_OK) else None) as fast:
+        client = MlflowClient(f"sqlite:///{Path(fast).resolve() / 'mlflow.db'}")
+        exp = client.create_experiment("adhoc")
+        short, default = (_pipeline_run(client, exp, 0, 0, 0, grid=None, params=params)[0]
+                          for params in (config_params(**SHORT), config_params()))  # fmt: skip
+        failed = client.create_run(exp, tags={"format": "free_form", "reward": "correctness",
+                                              "seed": "0", "config.hash": "c"}).info.run_id  # fmt: skip
+        client.set_terminated(failed, "FAILED")
+        yield client.tracking_uri, short, default, failed
 
 
 def _invoke(store, args, monkeypatch):
@@ -102,6 +127,45 @@ def test_compare_of_an_unknown_run_names_only_real_options(store, monkeypatch):
     text = " ".join(result.output.split())
     assert result.exit_code == 2 and "no-such-run" in text and "MLFLOW_TRACKING_URI" in text
     assert "--tracking-uri" not in text
+
+
+def test_compare_shows_runs_with_unlike_configs_as_separate_rows(lone_runs, monkeypatch, tmp_path):
+    _, short, default, _ = lone_runs
+    args = ["compare", short, default, "--out", str(tmp_path)]
+    data = json.loads(_invoke(lone_runs, [*args, "--json"], monkeypatch).output)
+    assert [(c["config"], c["seeds"]) for c in data["cells"]] == [
+        (SHORT_LABEL, 1),
+        ("data.num_train=None, rl.max_steps=100, rollout.num_samples=16, sft.epochs=8.0", 1),
+    ]
+    assert data["split_cells"] == {"free_form / correctness": sorted(SHORT)}
+    result = _invoke(lone_runs, args, monkeypatch)
+    text = " ".join(result.output.split())
+    assert result.exit_code == 0, result.output
+    assert "not pooled: runs of free_form / correctness differ in config beyond the seed" in text
+    assert "rl.max_steps=2" in text and "rl.max_steps=100" in text and "pass@1: rl" in text
+
+
+@pytest.mark.parametrize("with_finished", [False, True])
+def test_compare_of_a_failed_run_is_an_error_naming_it(lone_runs, monkeypatch, tmp_path,
+                                                       with_finished):  # fmt: skip
+    _, _, default, failed = lone_runs
+    ids = [default, failed] if with_finished else [failed]
+    result = _invoke(lone_runs, ["compare", *ids, "--out", str(tmp_path)], monkeypatch)
+    text = " ".join(result.output.split())
+    assert result.exit_code == 2, result.output
+    assert f"{failed} is FAILED" in text and "breadth runs" in text
+    assert not list(tmp_path.iterdir())  # no plots of nothing
+
+
+def test_compare_of_an_unknown_model_names_the_models_of_the_runs(lone_runs, monkeypatch,
+                                                                  tmp_path):  # fmt: skip
+    _, _, default, _ = lone_runs
+    result = _invoke(lone_runs, ["compare", default, "--model", "nosuch", "--out", str(tmp_path)],
+                     monkeypatch)  # fmt: skip
+    text = " ".join(result.output.split())
+    assert result.exit_code == 2, result.output
+    assert "--model nosuch" in text and "rl, sft" in text
+    assert not list(tmp_path.iterdir())
 
 
 def test_runs_refused_by_the_server_says_why_and_how_to_fix_it(monkeypatch, tmp_path):

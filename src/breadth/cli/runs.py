@@ -181,7 +181,10 @@ def compare(
         runs = fetch_runs(uri, run_ids=run_ids or None, grid_id=grid_id)
     except (CompareError, TrackingError) as error:
         fail(str(error))
-    summary = grid_summary(runs, _per_problem_tables(uri, runs), model=model)
+    try:
+        summary = grid_summary(runs, _per_problem_tables(uri, runs), model=model)
+    except ValueError as error:  # e.g. --model naming a model the runs were not evaluated on
+        fail(f"--model {model}: {error}")
     plots = plot_grid(runs, summary, out)
     claims, claims_note = None, ""
     if grid_id:
@@ -194,10 +197,22 @@ def compare(
             "plots": [str(path) for path in plots],
             "claims": json.loads((claims / "claims.json").read_text()) if claims else None,
             "claims_note": claims_note or None,
+            "split_cells": summary.attrs["split_cells"],
         })  # fmt: skip
         return
-    # The table is wide: never squeeze it into a pipe's default 80 columns.
-    Console(width=max(console.width, 220)).print(render_table(summary))
+    # The table is wide: never squeeze it into a pipe's default 80 columns. A config column
+    # (runs of a cell with unlike configs) widens it past 220: room for it, not a cropped row.
+    table = render_table(summary)
+    width = 220
+    if summary.attrs["split_cells"]:
+        width = max(width, min(Console(width=1000).measure(table).maximum, 400))
+    Console(width=max(console.width, width)).print(table)
+    for cell, keys in summary.attrs["split_cells"].items():
+        console.print(
+            f"[yellow]not pooled:[/] runs of {cell} differ in config beyond the seed "
+            f"({', '.join(keys) or 'config not logged on every run'}): one row per config, "
+            "its `seeds` counting only runs of that config. To pool seeds, compare runs that "
+            "share every other key.", highlight=False)  # fmt: skip
     for path in plots:
         console.print(f"wrote {path}", highlight=False)
     if claims is not None:

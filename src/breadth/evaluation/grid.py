@@ -1,6 +1,10 @@
 """Statistics of a grid of pipeline runs: per cell (format x reward), means across seeds with
 95% CIs, the base model's reference values and paired deltas.
 
+Seeds are pooled only when everything else in their config is equal: runs of one cell whose
+logged configs differ (fetch_runs' `config` column) are separate rows, labelled with the keys
+that differ.
+
 Pure pandas over the frame `breadth.tracking.fetch.fetch_runs` returns and, for the intervals,
 the per-problem study frame (`breadth.tracking.study.load_study_frame`); the collapse alarm
 (`breadth.evaluation.alarm`) and the grid report (`breadth.evaluation.grid_report`) read its
@@ -9,6 +13,8 @@ output.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 import re
 from collections.abc import Iterable, Mapping
@@ -22,10 +28,12 @@ from breadth.evaluation.result import ci_names
 
 __all__ = [
     "SUMMARY_METRICS",
+    "config_variants",
     "estimate_text",
     "finite",
     "grid_summary",
     "mean_curve",
+    "models_in",
     "summary_k",
 ]
 
@@ -65,7 +73,8 @@ def grid_summary(
     runs: pd.DataFrame, per_problem: pd.DataFrame | None = None, model: str = "rl", *,
     base_model: str = "sft", settings: ClaimSettings | None = None,
 ) -> pd.DataFrame:  # fmt: skip
-    """One row per cell (format x reward): each SUMMARY_METRICS column as the mean across the
+    """One row per cell (format x reward, and `config` where the cell's runs differ in more than
+    the seed, see `config_variants`): each SUMMARY_METRICS column as the mean across the
     cell's runs (seeds) with a 95% CI, the base model's reference values, the paired deltas
     (trained minus base), `seeds`, `k` (the largest k every run measured) and `ci` (how the
     intervals were made).
@@ -76,7 +85,10 @@ def grid_summary(
     [0, 1], for one seed as for several. Without them, a one-run cell shows that run's own
     bootstrap-over-problems interval where it was logged; any other interval is NaN (never a
     t-interval: with two seeds it is ±12.7 sd and leaves [0, 1]). Absent metrics (e.g. no
-    search stage) are NaN. Attributes: model, base_model, k.
+    search stage) are NaN. Attributes: model, base_model, k, and `split_cells` ({"format /
+    reward": [config keys that differ]} for cells shown as several rows).
+
+    A `model` the runs hold no metrics of is a ValueError naming those they hold.
 
     >>> runs = pd.DataFrame({"format": ["mcq", "mcq"], "reward": ["correctness"] * 2,
     ...     "seed": [0, 1], "rl/eval/pass_at_1": [0.4, 0.6], "rl/eval/pass_at_8": [0.7, 0.9],
@@ -84,8 +96,8 @@ def grid_summary(
     >>> row = grid_summary(runs).iloc[0]
     >>> int(row["k"]), [round(float(row[c]), 3) for c in ("pass_at_1", "pass_at_kmax_delta")]
     (8, [0.5, -0.1])
-    >>> row["ci"]
-    'none (no per-problem tables)'
+    >>> row["ci"], row["config"]
+    ('none (no per-problem tables)', '')
     """
     missing = [c for c in ("format", "reward") if c not in runs.columns]
     if missing:
@@ -95,18 +107,29 @@ def grid_summary(
         )
     if runs.empty:
         raise ValueError("no runs to summarise: fetch_runs returned an empty frame")
+    models = models_in(runs)
+    if model not in models:
+        held = (f"the models they hold: {', '.join(models)}; pass one of them (e.g. "
+                f"`breadth compare --model {models[0]}`)" if models
+                else "they hold none: did their evaluate stage run?")  # fmt: skip
+        raise ValueError(f"the runs hold no metrics of model {model!r} (`{model}/...`): {held}")
     k = _largest_common_k(runs, model)
     per_run = _per_run_values(runs, model, base_model, k)
     tables = {}
     if per_problem is not None and (model, base_model) == ("rl", "sft"):
         tables = split_by_cell(per_problem)
+    variants, split = config_variants(runs)
     rows = []
-    for (fmt, reward), group in runs.groupby(["format", "reward"], sort=True, dropna=False):
-        row = {"format": fmt, "reward": reward, "seeds": len(group), "k": k}
+    groups = runs.assign(config=variants).groupby(["format", "reward", "config"], sort=True,
+                                                  dropna=False)  # fmt: skip
+    for (fmt, reward, variant), group in groups:
+        row = {"format": fmt, "reward": reward, "config": variant, "seeds": len(group), "k": k}
         for name, (values, lows, highs) in per_run.items():
             row.update(_from_runs(name, values[group.index], lows[group.index],
                                   highs[group.index]))  # fmt: skip
         cell = tables.get((fmt, reward))
+        if variant:  # the cell's tables pool its configs: only this row's runs' rows
+            cell = _tables_of(per_problem, group, fmt, reward) if tables else None
         boot = cell_intervals(*cell, k, settings) if cell is not None else {}
         for name, (estimate, low, high) in boot.items():
             if finite(estimate):
@@ -114,8 +137,83 @@ def grid_summary(
         row["ci"] = BOOTSTRAP_CI if boot else RUN_CI if len(group) == 1 else NO_CI
         rows.append(row)
     out = pd.DataFrame(rows)
-    out.attrs.update({"model": model, "base_model": base_model, "k": k})
+    out.attrs.update({"model": model, "base_model": base_model, "k": k, "split_cells": split})
     return out
+
+
+def models_in(runs: pd.DataFrame) -> list[str]:
+    """The models the runs hold metrics of (`<model>/<name>` with a value, or a curve).
+
+    >>> models_in(pd.DataFrame({"rl/eval/pass_at_1": [0.5], "sft/eval/pass_at_1": [None],
+    ...                         "curve_sft": [{1: 0.2}]}))
+    ['rl', 'sft']
+    """
+    models = {c.split("/", 1)[0] for c in runs.columns
+              if "/" in c and pd.to_numeric(runs[c], errors="coerce").notna().any()}  # fmt: skip
+    models |= {c.removeprefix("curve_") for c in runs.columns
+               if c.startswith("curve_") and any(isinstance(v, dict) and v for v in runs[c])}  # fmt: skip
+    return sorted(models)
+
+
+def config_variants(runs: pd.DataFrame) -> tuple[pd.Series, dict[str, list[str]]]:
+    """Per run, a label that tells apart the runs of one (format, reward) cell whose configs
+    differ in more than the seed ("" where the cell's runs share one config), and {"format /
+    reward": the differing keys} for each cell with more than one config.
+
+    A run's config is its `config` column (fetch_runs: the logged params less the seed). A run
+    that logged none is its own config unless it is a grid cell: a grid's cells are checked,
+    when it is made, to differ only in their objective, format and seed. A frame without the
+    column (hand-made) is taken as one config per cell.
+
+    >>> runs = pd.DataFrame({"format": ["mcq"] * 3, "reward": ["c"] * 3, "run_id": list("abc"),
+    ...     "config": [{"rl.max_steps": "2"}, {"rl.max_steps": "8"}, {"rl.max_steps": "8"}]})
+    >>> labels, split = config_variants(runs)
+    >>> list(labels), split
+    (['rl.max_steps=2', 'rl.max_steps=8', 'rl.max_steps=8'], {'mcq / c': ['rl.max_steps']})
+    """
+    labels = pd.Series("", index=runs.index, dtype=object)
+    if "config" not in runs.columns:
+        return labels, {}
+    identity = pd.Series([_identity(row) for _, row in runs.iterrows()], index=runs.index)
+    split: dict[str, list[str]] = {}
+    for (fmt, reward), group in runs.groupby(["format", "reward"], sort=True, dropna=False):
+        ids = identity[group.index]
+        if ids.nunique() == 1:
+            continue
+        configs = [c for c in group["config"] if isinstance(c, dict) and c]
+        keys = sorted(k for k in set().union(*configs)
+                      if len({str(c.get(k, "<absent>")) for c in configs}) > 1)  # fmt: skip
+        split[f"{fmt} / {reward}"] = keys
+        for index, row in group.iterrows():
+            labels[index] = _label(row, keys, ids[index])
+    return labels, split
+
+
+def _identity(row: pd.Series) -> str:
+    config = row.get("config")
+    if isinstance(config, dict) and config:
+        return json.dumps(sorted(config.items()), default=str)
+    grid = row.get("grid_id")
+    if isinstance(grid, str) and grid:
+        return f"grid {grid}"
+    return f"run {row.get('run_id', row.name)}"
+
+
+def _label(row: pd.Series, keys: list[str], identity: str) -> str:
+    config = row.get("config")
+    if not (isinstance(config, dict) and config):
+        return f"config not logged ({identity})"
+    if not keys:  # the cell's other runs logged no config: nothing to name a key against
+        return f"config {hashlib.sha256(identity.encode()).hexdigest()[:8]}"
+    return ", ".join(f"{k}={config.get(k, '<absent>')}" for k in keys)
+
+
+def _tables_of(per_problem: pd.DataFrame | None, group: pd.DataFrame, fmt: str, reward: str):
+    """The per-problem tables of the group's own runs, when the study frame names its runs."""
+    if per_problem is None or "run_id" not in per_problem or "run_id" not in group:
+        return None
+    return split_by_cell(per_problem[per_problem["run_id"].isin(group["run_id"])]).get(
+        (fmt, reward))
 
 
 def _largest_common_k(runs: pd.DataFrame, model: str) -> int | None:

@@ -11,12 +11,18 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from breadth.evaluation.grid import estimate_text, finite, mean_curve, summary_k
+from breadth.evaluation.grid import (
+    config_variants,
+    estimate_text,
+    finite,
+    mean_curve,
+    summary_k,
+)
 
 if TYPE_CHECKING:
     from rich.table import Table
 
-__all__ = ["plot_grid", "render_table", "summary_markdown"]
+__all__ = ["cell_name", "plot_grid", "render_table", "summary_markdown"]
 
 
 def _groups(summary: pd.DataFrame) -> list[tuple[str, str, list[tuple[str, str]]]]:
@@ -70,16 +76,38 @@ def render_table(summary: pd.DataFrame) -> Table:
 
     table = Table(title="breadth grid summary", caption=_caption(summary), show_lines=False)
     columns = _columns(summary)
-    for header in ("format", "reward", "seeds"):
+    # Runs of one cell with unlike configs are separate rows: the config column tells them apart.
+    # One `key=value` a line, never cut: the values are what tells the rows apart.
+    labels = ([summary["config"].astype(str).str.replace(", ", "\n")]
+              if _has_variants(summary) else [])  # fmt: skip
+    for header in ("format", "reward"):
         table.add_column(header, no_wrap=True)
+    for label in labels:
+        widest = max(len(line) for text in label for line in text.splitlines() or [""])
+        table.add_column("config", min_width=widest, overflow="fold")
+    table.add_column("seeds", no_wrap=True)
     for _, header in columns:
         table.add_column(header, justify="right")
-    for _, row in summary.iterrows():
+    for index, row in summary.iterrows():
         table.add_row(
-            str(row["format"]), str(row["reward"]), str(row["seeds"]),
-            *(_cell(row, c) for c, _ in columns),
+            str(row["format"]), str(row["reward"]), *(label[index] for label in labels),
+            str(row["seeds"]), *(_cell(row, c) for c, _ in columns),
         )  # fmt: skip
     return table
+
+
+def _has_variants(summary: pd.DataFrame) -> bool:
+    return "config" in summary and bool(summary["config"].astype(bool).any())
+
+
+def cell_name(row: Mapping[str, Any]) -> str:
+    """`format / reward`, and the row's config where its cell has several.
+
+    >>> cell_name({"format": "mcq", "reward": "darling", "config": "rl.max_steps=2"})
+    'mcq / darling [rl.max_steps=2]'
+    """
+    variant = row.get("config")
+    return f"{row['format']} / {row['reward']}" + (f" [{variant}]" if variant else "")
 
 
 def summary_markdown(summary: pd.DataFrame) -> str:
@@ -99,7 +127,7 @@ def summary_markdown(summary: pd.DataFrame) -> str:
         header = ["cell", *seeds, *(h for _, h in columns)]
         lines += [f"### {title}", "", _md_row(header), _md_row(["---"] * len(header))]
         for _, row in summary.iterrows():
-            cell = [f"{row['format']} / {row['reward']}", *([str(row["seeds"])] if seeds else [])]
+            cell = [cell_name(row), *([str(row["seeds"])] if seeds else [])]
             lines.append(_md_row([*cell, *(_cell(row, c) for c, _ in columns)]))
         lines.append("")
     return "\n".join(lines)
@@ -132,19 +160,32 @@ def plot_grid(
 
 def _plot_curves(plt, runs: pd.DataFrame, model: str, base: str, path: Path) -> Path:
     formats = sorted(runs["format"].dropna().unique()) or ["-"]
+    # One line per row of the summary: runs of unlike configs are not averaged together.
+    runs = runs.assign(config_variant=config_variants(runs)[0])
     fig, axes = plt.subplots(1, len(formats), figsize=(5.2 * len(formats), 4.0), squeeze=False)
     try:
         for ax, fmt in zip(axes[0], formats):
             cell_runs = runs[runs["format"] == fmt]
-            if f"curve_{base}" in runs:
+            groups = cell_runs.groupby(["reward", "config_variant"], sort=True)
+            split = bool(cell_runs["config_variant"].astype(bool).any())
+            if f"curve_{base}" in runs and not split:
                 # SFT warm starts are shared across objectives of a format: one base line.
                 curve = mean_curve(cell_runs[f"curve_{base}"])
                 if curve:
                     ax.plot(list(curve), list(curve.values()), "k--", label=f"{base} (base)")
-            for reward, group in cell_runs.groupby("reward", sort=True):
+            for index, ((reward, variant), group) in enumerate(groups):
+                name = cell_name({"format": fmt, "reward": reward, "config": variant})
+                name = name.removeprefix(f"{fmt} / ").replace(", ", "\n")  # a key a line
+                colour = {"color": f"C{index % 10}"} if split else {}
                 curve = mean_curve(group[f"curve_{model}"]) if f"curve_{model}" in group else {}
                 if curve:
-                    ax.plot(list(curve), list(curve.values()), marker="o", ms=3, label=str(reward))
+                    ax.plot(list(curve), list(curve.values()), marker="o", ms=3, label=name,
+                            **colour)  # fmt: skip
+                # Unlike configs have unlike warm starts: each its own base line.
+                curve = mean_curve(group[f"curve_{base}"]) if f"curve_{base}" in group else {}
+                if split and curve:
+                    ax.plot(list(curve), list(curve.values()), "--", **colour,
+                            label=None if index else f"{base} (base): dashed, same colour")  # fmt: skip
             ax.set_xscale("log", base=2)
             ax.set_title(f"{fmt}: {model} pass@k (mean over seeds)")
             ax.set_xlabel("k (samples)")
@@ -152,7 +193,9 @@ def _plot_curves(plt, runs: pd.DataFrame, model: str, base: str, path: Path) -> 
             ax.set_ylim(-0.02, 1.02)
             ax.grid(True, alpha=0.3)
             if ax.get_legend_handles_labels()[0]:
-                ax.legend(fontsize=8)
+                # Config labels are long: beside the panel, not over the curves.
+                ax.legend(fontsize=7 if split else 8,
+                          **({"loc": "upper left", "bbox_to_anchor": (1.01, 1.0)} if split else {}))  # fmt: skip
         fig.tight_layout()
         fig.savefig(path, dpi=120)
     finally:
@@ -171,19 +214,21 @@ def _plot_tradeoff(plt, summary: pd.DataFrame, path: Path) -> Path:
     fig, ax = plt.subplots(figsize=(8.8, 5.2))
     try:
         # Colour = objective (the same order as the curves plot), marker = format.
-        rewards = sorted(summary["reward"].astype(str).unique())
-        colours = {r: f"C{i % 10}" for i, r in enumerate(rewards)}
+        # Runs of one cell with unlike configs are separate rows: each its own colour.
+        variants = summary["config"] if "config" in summary else pd.Series("", summary.index)
+        kinds = dict(zip(summary.index, zip(summary["reward"].astype(str), variants.astype(str))))
+        colours = {r: f"C{i % 10}" for i, r in enumerate(sorted(set(kinds.values())))}
         markers = dict(zip(sorted(summary["format"].astype(str).unique()), "osD^v"))
         points = tradeoff_points(summary)
         limit = axis_half_range(points)
         for point in points:
             row = summary.loc[point["index"]]
-            label = f"{row['format']} / {row['reward']}" + ("" if point["has_ci"] else " (no CI)")
+            label = cell_name(row).replace(", ", "\n") + ("" if point["has_ci"] else " (no CI)")
             # Cells at the same place are nudged apart (1.5% of the axis each) and named.
             ax.errorbar(
                 point["x"] + 0.015 * limit * point["rank"], point["y"], xerr=point["xerr"],
                 yerr=point["yerr"],
-                fmt=markers.get(str(row["format"]), "o"), color=colours[str(row["reward"])],
+                fmt=markers.get(str(row["format"]), "o"), color=colours[kinds[point["index"]]],
                 capsize=3, alpha=0.85, label=label,
             )  # fmt: skip
             if point["shared"] > 1:

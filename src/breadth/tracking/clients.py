@@ -47,7 +47,7 @@ def _record(run: Any) -> RunRecord:
     info = run.info
     return RunRecord(info.run_id, info.experiment_id, info.run_name or "", info.status,
                      info.artifact_uri, dict(run.data.tags), dict(run.data.metrics),
-                     info.start_time, info.end_time)  # fmt: skip
+                     info.start_time, info.end_time, dict(run.data.params))  # fmt: skip
 
 
 class SdkTracking:

@@ -4,7 +4,9 @@ Reads what the pipeline logs (README "MLflow layout"): one parent run per pipeli
 the tags `format`, `reward`, `seed` (and `grid.id` in a grid), the evaluate metrics copied onto
 it as `<model>/<name>` (`rl/eval/pass_at_16`, `sft/eval/pass_at_1`, ...; interval bounds as
 `<model>/eval_ci/low/<name>`), and one evaluate child per model (`evaluate-sft`, `evaluate-rl`)
-holding the curve `eval/pass_at_k` with step=k.
+holding the curve `eval/pass_at_k` with step=k. The parent's params are its whole config
+(`PipelineConfig.flat()`); the row keeps them, less the seed, as `config`: runs whose `config`
+differs are different experiments, not seeds of one.
 Everything goes through `tracking_client` (MLflow's REST API for an http(s) server, without
 `import mlflow`; `MlflowClient` for local stores) and explicit run ids; every value put into an
 MLflow filter string is quoted by `quoted` (which refuses what MLflow cannot escape). The statistics
@@ -23,9 +25,14 @@ from breadth.tracking.clients import tracking_client
 from breadth.tracking.rest import RunRecord, quoted
 
 _IDENTITY_COLUMNS = ("run_id", "experiment_id", "run_name", "status", "grid_id", "grid_cell",
-                     "format", "reward", "seed", "preset", "config_hash")  # fmt: skip
+                     "format", "reward", "seed", "preset", "config_hash", "config")  # fmt: skip
 _CURVE = "eval/pass_at_k"
 _CURVE_NAMES = ("pass_at_k", "maj_at_k", "best_of_k")  # logged with step = k
+# Params that are not part of what a run computes, left out of its `config`: the seed (what
+# seeds of one experiment differ in), the preset's name (a label; its values are the other
+# params) and where the run was logged.
+_NOT_CONFIG = ("seed", "preset")
+_NOT_CONFIG_SECTIONS = ("tracking.",)
 # The kind tag of a grid's summary run (one per grid, beside its cell runs).
 GRID_SUMMARY_KIND = "grid-summary"
 
@@ -37,10 +44,12 @@ class CompareError(LookupError):
 def fetch_runs(
     tracking_uri: str, run_ids: list[str] | None = None, grid_id: str | None = None
 ) -> pd.DataFrame:
-    """One row per pipeline parent run: identity columns, every parent metric, and per model
-    the `eval/pass_at_k` curve of its evaluate child as a {k: value} dict (`curve_sft`, ...).
+    """One row per pipeline parent run: identity columns, `config` (its logged config less
+    the seed, preset name and tracking keys, as {dotted key: value}; {} when it logged none),
+    every parent metric, and per model the `eval/pass_at_k` curve of its evaluate child as a
+    {k: value} dict (`curve_sft`, ...).
 
-    Give `run_ids` (parent runs, any experiment) or `grid_id` (every FINISHED parent run
+    Give `run_ids` (FINISHED parent runs, any experiment) or `grid_id` (every FINISHED parent run
     tagged `grid.id`; a cell run twice with the same seed keeps its newest run). Metrics an
     evaluate child has but the parent lacks are filled in as `<model>/<name>`. When the
     evaluate stage was served from cache, its child runs belong to an earlier pipeline run;
@@ -108,6 +117,17 @@ def _parents_by_id(client, experiment_ids, run_ids: list[str], uri: str) -> list
             f"run id(s) {', '.join(children)} are stage (child) runs, not pipeline runs; pass "
             f"their parent run ids instead ({hints})."
         )
+    unfinished = [found[r] for r in dict.fromkeys(run_ids) if found[r].status != "FINISHED"]
+    if unfinished:
+        # A failed or running run has no metrics or some: compared, it shows an empty row, or
+        # is counted as a seed whose values are missing.
+        states = ", ".join(f"{r.run_id} is {r.status or 'of unknown status'}" for r in unfinished)
+        raise CompareError(
+            f"run(s) not finished: {states}. compare reads FINISHED pipeline runs only. Leave "
+            "these ids out, wait for a RUNNING run to end, or re-run a FAILED one (the same "
+            "`breadth run` command: finished stages come from the cache); `breadth runs` "
+            "lists each run's status."
+        )
     return [found[r] for r in dict.fromkeys(run_ids)]
 
 
@@ -157,6 +177,8 @@ def _row_of(client, run: RunRecord, experiment_ids: list[str]) -> dict[str, Any]
         "seed": _seed(tags.get("seed")),
         "preset": tags.get("preset"),
         "config_hash": tags.get("config.hash"),
+        "config": {k: v for k, v in run.params.items()
+                   if k not in _NOT_CONFIG and not k.startswith(_NOT_CONFIG_SECTIONS)},
         **run.metrics,
     }
     for model, child in _evaluate_children(client, run, experiment_ids).items():

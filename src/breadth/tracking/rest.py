@@ -82,6 +82,8 @@ class RunRecord:
     metrics: dict[str, float] = field(default_factory=dict)
     start_time: int | None = None
     end_time: int | None = None
+    # The run's params (a pipeline parent's: its whole config, flattened).
+    params: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def from_json(cls, run: dict[str, Any]) -> RunRecord:
@@ -90,7 +92,8 @@ class RunRecord:
                    info.get("status", ""), info.get("artifact_uri", ""),
                    {t["key"]: t.get("value", "") for t in data.get("tags", [])},
                    {m["key"]: float(m["value"]) for m in data.get("metrics", [])},
-                   info.get("start_time"), info.get("end_time"))  # fmt: skip
+                   info.get("start_time"), info.get("end_time"),
+                   {p["key"]: p.get("value", "") for p in data.get("params", [])})  # fmt: skip
 
 
 class MetricPoint(NamedTuple):

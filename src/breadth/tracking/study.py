@@ -72,12 +72,13 @@ def load_study_frame(tracking_uri: str, grid_id: str) -> pd.DataFrame:
 
 
 def study_frame_of_runs(tracking_uri: str, runs: pd.DataFrame) -> pd.DataFrame:
-    """The study frame of the parent runs `fetch_runs` returned (their `report/` artifacts)."""
+    """The study frame of the parent runs `fetch_runs` returned (their `report/` artifacts),
+    each row with its `run_id`: runs of one cell and seed may differ in config."""
     from breadth.tracking.clients import tracking_client
 
     client = tracking_client(tracking_uri)
     with tempfile.TemporaryDirectory() as scratch:
-        cells = []
+        frames = []
         for row in runs.itertuples():
             if not client.list_artifacts(row.run_id, "report"):
                 raise FileNotFoundError(
@@ -85,8 +86,11 @@ def study_frame_of_runs(tracking_uri: str, runs: pd.DataFrame) -> pd.DataFrame:
                     "finish its evaluation, or predates them; re-run it to include it"
                 )
             local = client.download_artifacts(row.run_id, "report", Path(scratch) / row.run_id)
-            cells.append((row.format, row.reward, int(row.seed), local))
-        return study_frame_from_reports(cells)
+            cell = (row.format, row.reward, int(row.seed), local)
+            frames.append(study_frame_from_reports([cell]).assign(run_id=row.run_id))
+        if not frames:
+            raise ValueError("no cells to build a study frame from")
+        return pd.concat(frames, ignore_index=True)
 
 
 def grid_provenance(tracking_uri: str, grid_id: str) -> dict:

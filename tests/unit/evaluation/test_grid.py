@@ -9,9 +9,11 @@ import pandas as pd
 import pytest
 
 from breadth.evaluation.grid import (
+    config_variants,
     estimate_text,
     grid_summary,
     mean_curve,
+    models_in,
     summary_k,
 )
 
@@ -68,6 +70,67 @@ def test_grid_summary_errors_name_the_missing_columns():
         grid_summary(pd.DataFrame({"format": ["mcq"]}))
     with pytest.raises(ValueError, match="no runs"):
         grid_summary(pd.DataFrame(columns=["format", "reward"]))
+
+
+def _cell_runs(configs, grid_ids=None) -> pd.DataFrame:
+    """Runs of one cell (free_form / correctness), as fetch_runs gives them: seeds 0, 1, ..."""
+    n = len(configs)
+    return pd.DataFrame({
+        "run_id": [f"run{i}" for i in range(n)], "grid_id": grid_ids or [None] * n,
+        "format": ["free_form"] * n, "reward": ["correctness"] * n, "seed": list(range(n)),
+        "config": configs, "rl/eval/pass_at_1": [0.2 * (i + 1) for i in range(n)],
+        "sft/eval/pass_at_1": [0.1] * n,
+    })  # fmt: skip
+
+
+_SHORT = {"rl.max_steps": "2", "sft.epochs": "1", "rl.lr": "1e-5"}
+_LONG = {"rl.max_steps": "100", "sft.epochs": "8", "rl.lr": "1e-5"}
+
+
+@pytest.mark.parametrize(
+    ("configs", "grid_ids", "expected"),
+    [
+        # one config, two seeds: pooled
+        ([_LONG, _LONG], None, [("", 2, 0.3)]),
+        # the audit's case: unlike configs are separate rows, named by the keys that differ
+        ([_SHORT, _LONG, _LONG], None, [("rl.max_steps=100, sft.epochs=8", 2, 0.5),
+                                         ("rl.max_steps=2, sft.epochs=1", 1, 0.2)]),
+        # a key only one run logged differs too
+        ([_LONG, {**_LONG, "rl.new_knob": "1"}], None,
+         [("rl.new_knob=1", 1, 0.4), ("rl.new_knob=<absent>", 1, 0.2)]),
+        # no config logged: nothing says two lone runs share one
+        ([{}, {}], None, [("config not logged (run run0)", 1, 0.2),
+                          ("config not logged (run run1)", 1, 0.4)]),
+        # ... but a grid's cells were checked to share it when the grid was made
+        ([{}, {}], ["g", "g"], [("", 2, 0.3)]),
+    ],
+)  # fmt: skip
+def test_seeds_are_pooled_only_when_the_rest_of_the_config_is_equal(configs, grid_ids, expected):
+    summary = grid_summary(_cell_runs(configs, grid_ids))
+    got = [(row["config"], row["seeds"], round(row["pass_at_1"], 3))
+           for _, row in summary.iterrows()]  # fmt: skip
+    assert got == expected
+    split = summary.attrs["split_cells"]
+    assert (split == {}) == (len(expected) == 1)
+
+
+def test_config_variants_names_the_differing_keys_per_cell_only():
+    runs = pd.concat([_cell_runs([_SHORT, _LONG]),
+                      _cell_runs([_LONG]).assign(reward="darling")], ignore_index=True)
+    labels, split = config_variants(runs)
+    assert split == {"free_form / correctness": ["rl.max_steps", "sft.epochs"]}
+    assert list(labels) == ["rl.max_steps=2, sft.epochs=1", "rl.max_steps=100, sft.epochs=8", ""]
+
+
+def test_grid_summary_refuses_a_model_the_runs_do_not_hold():
+    runs = pd.DataFrame({"format": ["mcq"], "reward": ["correctness"], "seed": [0],
+                         "rl/eval/pass_at_1": [0.5], "sft/eval/pass_at_1": [0.1]})  # fmt: skip
+    assert models_in(runs) == ["rl", "sft"]
+    with pytest.raises(ValueError, match=r"model 'nosuch'.*hold: rl, sft.*--model rl"):
+        grid_summary(runs, model="nosuch")
+    empty = runs.drop(columns=["rl/eval/pass_at_1", "sft/eval/pass_at_1"])
+    with pytest.raises(ValueError, match="hold none: did their evaluate stage run"):
+        grid_summary(empty)
 
 
 @pytest.mark.parametrize(

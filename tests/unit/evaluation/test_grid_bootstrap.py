@@ -103,3 +103,23 @@ def test_a_cell_without_its_arms_in_the_tables_has_no_bootstrap():
     assert ("free_form", "correctness") not in split_by_cell(frame)
     row = grid_summary(_runs(frame).assign(seed=[0]), frame).iloc[0]  # reward: correctness
     assert row["ci"] == "the run's bootstrap over problems"
+
+
+def test_runs_of_one_cell_with_unlike_configs_resample_only_their_own_tables():
+    # Seed 0 of a short and of a long run: the same problems, unlike pass@1.
+    frames = [_study([0], np.random.default_rng(i), rl_solve=solve).assign(run_id=run)
+              for i, (run, solve) in enumerate((("short", 0.3), ("long", 0.97)))]  # fmt: skip
+    runs = pd.concat([_runs(f).assign(run_id=f["run_id"].iloc[0], config=[{"rl.max_steps": s}])
+                      for f, s in zip(frames, ("2", "100"))], ignore_index=True)  # fmt: skip
+    settings = ClaimSettings(num_resamples=100)
+    summary = grid_summary(runs, pd.concat(frames, ignore_index=True), settings=settings)
+    assert list(summary["config"]) == ["rl.max_steps=100", "rl.max_steps=2"]
+    for (_, row), run in zip(summary.iterrows(), ("long", "short")):
+        own = runs[runs["run_id"] == run]
+        assert row["ci"] == "bootstrap over seeds × problems" and row["seeds"] == 1
+        assert row["pass_at_1"] == pytest.approx(own["rl/eval/pass_at_1"].iloc[0])
+        assert row["pass_at_1_ci_low"] <= row["pass_at_1"] <= row["pass_at_1_ci_high"]
+    # Tables that do not name their runs cannot be told apart: no interval from them.
+    unnamed = pd.concat(frames, ignore_index=True).drop(columns="run_id")
+    summary = grid_summary(runs, unnamed, settings=settings)
+    assert set(summary["ci"]) == {"the run's bootstrap over problems"}

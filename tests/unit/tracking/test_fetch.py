@@ -55,8 +55,10 @@ def _log(client, run_id: str, metrics: dict[str, float], curve=(), tags=None) ->
     client.set_terminated(run_id)
 
 
-def _pipeline_run(client, exp, fmt, reward, seed, *, grid=GRID, full_copy=True, evaluate=True):
-    """A parent run with its evaluate children, as tasks/evaluate.py logs them."""
+def _pipeline_run(client, exp, fmt, reward, seed, *, grid=GRID, full_copy=True, evaluate=True,
+                  params=None):
+    """A parent run with its evaluate children, as tasks/evaluate.py logs them; `params`, the
+    config open_parent_run logs on it."""
     tags = {"format": FORMATS[fmt], "reward": REWARDS[reward], "seed": str(seed),
             "preset": "default", "model": "tiny-from-scratch", "config.hash": f"c{fmt}{reward}",
             "dataset.hash": f"d{fmt}{seed}", "prefect.flow_run_id": "f",
@@ -64,6 +66,10 @@ def _pipeline_run(client, exp, fmt, reward, seed, *, grid=GRID, full_copy=True, 
     if grid:
         tags |= {"grid.id": grid, "grid.cell": f"{FORMATS[fmt]}/{REWARDS[reward]}/seed{seed}"}
     parent = client.create_run(exp, tags=tags).info.run_id
+    if params:
+        from mlflow.entities import Param
+
+        client.log_batch(parent, params=[Param(k, str(v)) for k, v in params.items()])
     results = evaluate_models(_rollouts(fmt, reward, seed), base_model="sft", num_bootstrap=40,
                               maj_resamples=4, seed=seed, split_k=16, min_split=1)  # fmt: skip
     metrics = {name: r.metrics() for name, r in results.items()}
@@ -180,6 +186,86 @@ def test_fetch_runs_points_a_child_run_id_to_its_parent(store):
     child = client.search_runs([exp], f"tags.`mlflow.parentRunId` = '{parent}'")[0].info.run_id
     with pytest.raises(CompareError, match=f"stage \\(child\\) runs.*{child} -> {parent}"):
         fetch_runs(uri, run_ids=[child])
+
+
+# The audit's case: a short run and a default one, both free_form / correctness.
+SHORT = {"rl.max_steps": 2, "sft.epochs": 1.0, "data.num_train": 200, "rollout.num_samples": 4}
+SHORT_LABEL = "data.num_train=200, rl.max_steps=2, rollout.num_samples=4, sft.epochs=1.0"
+DEFAULT_LABEL = "data.num_train=None, rl.max_steps=100, rollout.num_samples=16, sft.epochs=8.0"
+
+
+def config_params(**changes) -> dict[str, str]:
+    """A parent run's params as open_parent_run logs them (PipelineConfig.flat())."""
+    from breadth.config import load_config
+
+    return {key: str(value) for key, value in {**load_config("default").flat(), **changes}.items()}
+
+
+def test_runs_of_one_cell_with_unlike_configs_are_not_pooled_as_seeds(store):
+    from mlflow import MlflowClient
+
+    uri, _ = store
+    client = MlflowClient(uri)
+    exp = client.create_experiment("unlike-configs")
+    short = _pipeline_run(client, exp, 0, 0, 0, grid=None, params=config_params(**SHORT))[0]
+    # Seeds 0 and 1 of the default config; the preset's name and the experiment are labels.
+    default = [_pipeline_run(client, exp, 0, 0, seed, grid=None, params=config_params(
+        seed=seed, preset=name, **{"tracking.experiment": name}))[0]
+        for seed, name in ((0, "default"), (1, "mine"))]  # fmt: skip
+    runs = fetch_runs(uri, run_ids=[short, *default])
+    config = runs.loc[0, "config"]
+    assert config["rl.max_steps"] == "2" and config["data.format"] == "free_form"
+    assert not {"seed", "preset"} & set(config) and not any(k.startswith("tracking.") for k in config)
+    summary = grid_summary(runs)
+    differing = ["data.num_train", "rl.max_steps", "rollout.num_samples", "sft.epochs"]
+    assert summary.attrs["split_cells"] == {"free_form / correctness": differing}
+    rows = {row["config"]: row for _, row in summary.iterrows()}
+    assert set(rows) == {SHORT_LABEL, DEFAULT_LABEL}
+    pooled = rows[DEFAULT_LABEL]
+    assert pooled["seeds"] == 2 and rows[SHORT_LABEL]["seeds"] == 1
+    assert rows[SHORT_LABEL]["ci"] == "the run's bootstrap over problems"
+    assert pooled["pass_at_1"] == pytest.approx(runs.loc[1:, "rl/eval/pass_at_1"].mean())
+    md = summary_markdown(summary)
+    assert f"| free_form / correctness [{SHORT_LABEL}] | 1 |" in md
+
+
+@pytest.mark.parametrize("status", ["FAILED", "RUNNING", "KILLED"])
+def test_fetch_runs_refuses_a_run_that_did_not_finish(store, status):
+    from mlflow import MlflowClient
+
+    uri, logged = store
+    client = MlflowClient(uri)
+    exp = client.get_run(logged[("mcq", "correctness", 0)][0]).info.experiment_id
+    unfinished = client.create_run(exp, tags={"format": "mcq", "reward": "correctness",
+                                              "seed": "1", "config.hash": "c"}).info.run_id  # fmt: skip
+    if status != "RUNNING":
+        client.set_terminated(unfinished, status)
+    for ids in ([unfinished], [logged[("mcq", "correctness", 0)][0], unfinished]):
+        with pytest.raises(CompareError, match=f"{unfinished} is {status}.*FINISHED.*breadth runs"):
+            fetch_runs(uri, run_ids=ids)
+
+
+def test_the_study_frame_of_runs_names_each_rows_run(store, tmp_path):
+    """Two runs of one cell and seed (unlike configs) give rows the summary can tell apart."""
+    from mlflow import MlflowClient
+
+    from breadth.tracking.study import study_frame_of_runs
+
+    uri, _ = store
+    client = MlflowClient(uri)
+    exp = client.create_experiment("reports", artifact_location=(tmp_path / "a").as_uri())
+    ids = []
+    for params in (config_params(**SHORT), config_params()):
+        run_id, _, results, _ = _pipeline_run(client, exp, 0, 0, 0, grid=None, params=params)
+        report = tmp_path / run_id
+        report.mkdir()
+        for model, result in results.items():
+            result.per_problem.reset_index().to_parquet(report / f"per_problem_{model}.parquet")
+        client.log_artifacts(run_id, str(report), "report")
+        ids.append(run_id)
+    frame = study_frame_of_runs(uri, fetch_runs(uri, run_ids=ids))
+    assert list(frame["run_id"].unique()) == ids
+    assert set(frame["objective"]) == {"correctness"} and set(frame["seed"]) == {0}
 
 
 def _study_frame(logged) -> pd.DataFrame:
