@@ -38,7 +38,8 @@ def test_cli_prints_where_to_look(two_runs):
     for label in ("MLflow run:", "Prefect run:", "S3 prefix:", "Report:"):
         assert label in output
     # This run's page, not the list of all runs.
-    assert re.search(r"Prefect run: \S+/runs/flow-run/[0-9a-f-]{36}", output), output[-2000:]
+    assert re.search(r"Prefect run: \S+/flow-runs/flow-run/[0-9a-f-]{36}",
+                     output.replace("\n", "")), output[-2000:]  # fmt: skip
 
 
 def test_parent_run_has_a_child_per_stage_and_the_tags(two_runs, live_stack):
