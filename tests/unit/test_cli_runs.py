@@ -50,7 +50,8 @@ def store():
 @pytest.fixture(scope="module")
 def lone_runs():
     """Lone runs of one cell (free_form / correctness, seed 0): a short config, the default
-    one, and a FAILED run. Its own store: `breadth runs` lists every run of `store`."""
+    one, and a FAILED run; and a darling run of the short config. Its own store: `breadth
+    runs` lists every run of `store`."""
     from mlflow import MlflowClient
 
     shm = Path("/dev/shm")
@@ -62,7 +63,9 @@ def lone_runs():
         failed = client.create_run(exp, tags={"format": "free_form", "reward": "correctness",
                                               "seed": "0", "config.hash": "c"}).info.run_id  # fmt: skip
         client.set_terminated(failed, "FAILED")
-        yield client.tracking_uri, short, default, failed
+        darling = _pipeline_run(client, exp, 0, 2, 0, grid=None,
+                                params=config_params(**SHORT))[0]  # fmt: skip
+        yield client.tracking_uri, short, default, failed, darling
 
 
 def _invoke(store, args, monkeypatch):
@@ -130,7 +133,7 @@ def test_compare_of_an_unknown_run_names_only_real_options(store, monkeypatch):
 
 
 def test_compare_shows_runs_with_unlike_configs_as_separate_rows(lone_runs, monkeypatch, tmp_path):
-    _, short, default, _ = lone_runs
+    _, short, default, _, _ = lone_runs
     args = ["compare", short, default, "--out", str(tmp_path)]
     data = json.loads(_invoke(lone_runs, [*args, "--json"], monkeypatch).output)
     assert [(c["config"], c["seeds"]) for c in data["cells"]] == [
@@ -143,12 +146,13 @@ def test_compare_shows_runs_with_unlike_configs_as_separate_rows(lone_runs, monk
     assert result.exit_code == 0, result.output
     assert "not pooled: runs of free_form / correctness differ in config beyond the seed" in text
     assert "rl.max_steps=2" in text and "rl.max_steps=100" in text and "pass@1: rl" in text
+    assert "not one factor" not in text  # one reward: nothing compared across rewards
 
 
 @pytest.mark.parametrize("with_finished", [False, True])
 def test_compare_of_a_failed_run_is_an_error_naming_it(lone_runs, monkeypatch, tmp_path,
                                                        with_finished):  # fmt: skip
-    _, _, default, failed = lone_runs
+    _, _, default, failed, _ = lone_runs
     ids = [default, failed] if with_finished else [failed]
     result = _invoke(lone_runs, ["compare", *ids, "--out", str(tmp_path)], monkeypatch)
     text = " ".join(result.output.split())
@@ -159,7 +163,7 @@ def test_compare_of_a_failed_run_is_an_error_naming_it(lone_runs, monkeypatch, t
 
 def test_compare_of_an_unknown_model_names_the_models_of_the_runs(lone_runs, monkeypatch,
                                                                   tmp_path):  # fmt: skip
-    _, _, default, _ = lone_runs
+    _, _, default, _, _ = lone_runs
     result = _invoke(lone_runs, ["compare", default, "--model", "nosuch", "--out", str(tmp_path)],
                      monkeypatch)  # fmt: skip
     text = " ".join(result.output.split())
@@ -216,3 +220,17 @@ def test_a_tracking_uri_mlflow_would_refuse_is_a_clear_error(uri, expected, monk
         text = " ".join(result.output.split())
         assert result.exit_code == 2, result.exception
         assert expected in text and "Traceback" not in text
+
+
+def test_compare_says_when_rows_differ_in_more_than_their_reward(lone_runs, monkeypatch, tmp_path):
+    """correctness at the default config against darling at a short one: two rows, as if only
+    the reward differed."""
+    _, short, default, _, darling = lone_runs
+    result = _invoke(lone_runs, ["compare", default, darling, "--out", str(tmp_path)], monkeypatch)
+    text = " ".join(result.output.split())
+    assert result.exit_code == 0, result.output
+    assert "not one factor: the rows differ in more than their format and reward" in text
+    assert all(key in text for key in SHORT if not key.startswith("rl.reward."))
+    same = _invoke(lone_runs, ["compare", short, darling, "--out", str(tmp_path), "--json"],
+                   monkeypatch)  # fmt: skip
+    assert json.loads(same.output)["keys_beyond_the_rows"] == []

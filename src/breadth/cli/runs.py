@@ -198,6 +198,7 @@ def compare(
             "claims": json.loads((claims / "claims.json").read_text()) if claims else None,
             "claims_note": claims_note or None,
             "split_cells": summary.attrs["split_cells"],
+            "keys_beyond_the_rows": summary.attrs["keys_beyond_the_rows"],
         })  # fmt: skip
         return
     # The table is wide: never squeeze it into a pipe's default 80 columns. A config column
@@ -213,6 +214,12 @@ def compare(
             f"({', '.join(keys) or 'config not logged on every run'}): one row per config, "
             "its `seeds` counting only runs of that config. To pool seeds, compare runs that "
             "share every other key.", highlight=False)  # fmt: skip
+    if beyond := summary.attrs["keys_beyond_the_rows"]:
+        console.print(
+            f"[yellow]not one factor:[/] the rows differ in more than their format and reward "
+            f"({', '.join(beyond)}), so a difference between them is not the reward's alone. "
+            "Compare runs that share every other key, or a grid (`breadth grid`).",
+            highlight=False)  # fmt: skip
     for path in plots:
         console.print(f"wrote {path}", highlight=False)
     if claims is not None:

@@ -85,8 +85,10 @@ def grid_summary(
     [0, 1], for one seed as for several. Without them, a one-run cell shows that run's own
     bootstrap-over-problems interval where it was logged; any other interval is NaN (never a
     t-interval: with two seeds it is ±12.7 sd and leaves [0, 1]). Absent metrics (e.g. no
-    search stage) are NaN. Attributes: model, base_model, k, and `split_cells` ({"format /
-    reward": [config keys that differ]} for cells shown as several rows).
+    search stage) are NaN. Attributes: model, base_model, k, `split_cells` ({"format /
+    reward": [config keys that differ]} for cells shown as several rows) and
+    `keys_beyond_the_rows` (config keys that differ between rows beyond their format and
+    reward: `keys_beyond_the_rows`).
 
     A `model` the runs hold no metrics of is a ValueError naming those they hold.
 
@@ -137,7 +139,8 @@ def grid_summary(
         row["ci"] = BOOTSTRAP_CI if boot else RUN_CI if len(group) == 1 else NO_CI
         rows.append(row)
     out = pd.DataFrame(rows)
-    out.attrs.update({"model": model, "base_model": base_model, "k": k, "split_cells": split})
+    out.attrs.update({"model": model, "base_model": base_model, "k": k, "split_cells": split,
+                      "keys_beyond_the_rows": keys_beyond_the_rows(runs)})  # fmt: skip
     return out
 
 
@@ -187,6 +190,36 @@ def config_variants(runs: pd.DataFrame) -> tuple[pd.Series, dict[str, list[str]]
         for index, row in group.iterrows():
             labels[index] = _label(row, keys, ids[index])
     return labels, split
+
+
+# The keys that make a row's format and reward: differences in them are what a row compares.
+_ROW_FACTORS = ("data.format", "rl.reward.")
+
+
+def keys_beyond_the_rows(runs: pd.DataFrame) -> list[str]:
+    """Config keys whose values differ between runs of different (format, reward) rows, other
+    than the format and the reward's own keys: with them, a difference between two rows is
+    not the reward's (or format's) alone. [] for one grid's cells, checked when the grid was
+    made (an objective's variant, e.g. the entropy knobs, sets keys of its own).
+
+    >>> runs = pd.DataFrame({"format": ["mcq", "mcq"], "reward": ["c", "d"], "config": [
+    ...     {"rl.reward.spec": "c", "rl.max_steps": "100"},
+    ...     {"rl.reward.spec": "d", "rl.max_steps": "300"}]})
+    >>> keys_beyond_the_rows(runs)
+    ['rl.max_steps']
+    """
+    if "config" not in runs.columns or runs["format"].isna().all():
+        return []
+    grids = runs["grid_id"].dropna().unique() if "grid_id" in runs.columns else []
+    if len(grids) == 1 and runs["grid_id"].notna().all():
+        return []
+    configs = [c for c in runs["config"] if isinstance(c, dict) and c]
+    within = {k for keys in config_variants(runs)[1].values() for k in keys}  # said per cell
+    return sorted(
+        key for key in set().union(*configs)
+        if not key.startswith(_ROW_FACTORS) and key not in within
+        and len({str(c.get(key, "<absent>")) for c in configs}) > 1
+    )  # fmt: skip
 
 
 def _identity(row: pd.Series) -> str:

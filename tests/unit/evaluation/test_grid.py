@@ -12,6 +12,7 @@ from breadth.evaluation.grid import (
     config_variants,
     estimate_text,
     grid_summary,
+    keys_beyond_the_rows,
     mean_curve,
     models_in,
     summary_k,
@@ -120,6 +121,26 @@ def test_config_variants_names_the_differing_keys_per_cell_only():
     labels, split = config_variants(runs)
     assert split == {"free_form / correctness": ["rl.max_steps", "sft.epochs"]}
     assert list(labels) == ["rl.max_steps=2, sft.epochs=1", "rl.max_steps=100, sft.epochs=8", ""]
+
+
+def _two_rewards(correctness: dict, darling: dict, grid_ids=None) -> pd.DataFrame:
+    return pd.concat([_cell_runs([correctness], grid_ids),
+                      _cell_runs([darling], grid_ids).assign(reward="darling")],
+                     ignore_index=True)  # fmt: skip
+
+
+def test_rows_that_differ_in_more_than_their_reward_are_named():
+    """Two rows, correctness (100 steps) and darling (300 steps): their difference is not the
+    reward's alone. The reward's own keys and the format are what rows compare; a grid's cells
+    were checked fair when it was made."""
+    correctness = {**_LONG, "rl.reward.spec": "correctness"}
+    darling = {**_LONG, "rl.reward.spec": "darling", "rl.reward.darling_weight": "1"}
+    assert keys_beyond_the_rows(_two_rewards(correctness, darling)) == []
+    longer = {**darling, "rl.max_steps": "300", "data.format": "mcq"}
+    assert keys_beyond_the_rows(_two_rewards(correctness, longer)) == ["rl.max_steps"]
+    assert grid_summary(_two_rewards(correctness, longer)).attrs["keys_beyond_the_rows"] == [
+        "rl.max_steps"]  # fmt: skip
+    assert keys_beyond_the_rows(_two_rewards(correctness, longer, ["g"])) == []
 
 
 def test_grid_summary_refuses_a_model_the_runs_do_not_hold():
