@@ -129,9 +129,11 @@ def grid_summary(
         for name, (values, lows, highs) in per_run.items():
             row.update(_from_runs(name, values[group.index], lows[group.index],
                                   highs[group.index]))  # fmt: skip
-        cell = tables.get((fmt, reward))
-        if variant:  # the cell's tables pool its configs: only this row's runs' rows
-            cell = _tables_of(per_problem, group, fmt, reward) if tables else None
+        # Only this row's own runs' rows where the study frame names runs: a cell's tables
+        # pool its configs, and another cell's SFT start may come from another config.
+        cell = _tables_of(per_problem, group, fmt, reward) if tables else None
+        if cell is None and not variant:  # a frame without run ids (one grid, checked fair)
+            cell = tables.get((fmt, reward))
         boot = cell_intervals(*cell, k, settings) if cell is not None else {}
         for name, (estimate, low, high) in boot.items():
             if finite(estimate):
@@ -242,7 +244,8 @@ def _label(row: pd.Series, keys: list[str], identity: str) -> str:
 
 
 def _tables_of(per_problem: pd.DataFrame | None, group: pd.DataFrame, fmt: str, reward: str):
-    """The per-problem tables of the group's own runs, when the study frame names its runs."""
+    """The per-problem tables (trained rows, SFT rows) of the group's own runs, when the study
+    frame names its runs; else None."""
     if per_problem is None or "run_id" not in per_problem or "run_id" not in group:
         return None
     return split_by_cell(per_problem[per_problem["run_id"].isin(group["run_id"])]).get(

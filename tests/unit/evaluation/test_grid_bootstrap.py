@@ -123,3 +123,26 @@ def test_runs_of_one_cell_with_unlike_configs_resample_only_their_own_tables():
     unnamed = pd.concat(frames, ignore_index=True).drop(columns="run_id")
     summary = grid_summary(runs, unnamed, settings=settings)
     assert set(summary["ci"]) == {"the run's bootstrap over problems"}
+
+
+def test_each_row_pairs_its_runs_with_their_own_sft_start():
+    """A row that is not split took its SFT rows from any run of its format: darling (C,
+    sft.epochs=8, its SFT solves everything) was paired with run A's SFT (sft.epochs=1, solves
+    nothing), so its base pass@1 read 0.0 and its delta was off by as much."""
+    def frame(run: str, objective: str, sft_correct: int, seed: int) -> pd.DataFrame:
+        rows = _study([0], np.random.default_rng(seed), objective=objective).assign(run_id=run)
+        rows.loc[rows["model"] == "sft", "num_correct"] = sft_correct
+        return rows
+
+    frames = [frame("A", "correctness", 0, 0), frame("B", "correctness", N, 1),
+              frame("C", "darling", N, 2)]  # fmt: skip
+    runs = pd.concat([_runs(rows).assign(run_id=run, reward=reward, config=[{"sft.epochs": epochs}])
+                      for rows, run, reward, epochs in zip(
+                          frames, "ABC", ("correctness", "correctness", "darling"), "188")],
+                     ignore_index=True)  # fmt: skip
+    summary = grid_summary(runs, pd.concat(frames, ignore_index=True),
+                           settings=ClaimSettings(num_resamples=50))  # fmt: skip
+    darling = summary[summary["reward"] == "darling"].iloc[0]
+    assert darling["base_pass_at_1"] == 1.0
+    assert {row["base_pass_at_1"] for _, row in summary[summary["reward"] == "correctness"].iterrows()
+            } == {0.0, 1.0}  # fmt: skip
