@@ -125,7 +125,10 @@ def _one_cause(records: list[Record], bad_rows: list[BadRow], schema: str, field
 
 
 class SourceError(ValueError):
-    """A source that cannot be read at all (missing, unreachable); the message says the fix."""
+    """A source that cannot be read at all (missing, unreachable); the message says the fix.
+    `permanent` is False for a hub that failed on the network: a retry may get through."""
+
+    permanent = True
 
 
 # One raw row: (our split, position, unit of the position, the row or why it is unreadable).
@@ -207,13 +210,16 @@ def _load_hub(name: str, config: str | None, **kwargs: Any) -> Any:
         return datasets.load_dataset(name, config, **kwargs)
     except Exception as error:  # noqa: BLE001 - datasets raises many kinds; one message for all
         reason = " ".join(str(error).split())[:300] or type(error).__name__
-        raise SourceError(
+        failure = SourceError(
             f"hf:{name}{':' + config if config else ''} could not be loaded "
             f"({type(error).__name__}: {reason}). If the hub is unreachable (offline, or "
             "HF_DATASETS_OFFLINE=1 without a cached copy), download it once with network "
             "access, or point the source at a local copy: jsonl:PATH, parquet:PATH or "
             "hf:/path/to/folder."
-        ) from None
+        )
+        # Network errors (requests' and the hub's are OSErrors) may pass; "not found" will not.
+        failure.permanent = not isinstance(error, OSError) or isinstance(error, FileNotFoundError)
+        raise failure from None
     finally:
         if quiet and bars_were_on:
             datasets.enable_progress_bars()

@@ -31,8 +31,10 @@ PERMANENT_ERRORS = (TypeError, ValueError, FileNotFoundError, NotADirectoryError
 
 def is_permanent(error: BaseException) -> bool:
     """Errors no retry can fix: bad input, a missing file, or an object store refusing to
-    overwrite a key."""
-    return isinstance(error, PERMANENT_ERRORS) or getattr(error, "permanent", False)
+    overwrite a key. An error's own `permanent` attribute decides first (a hub source's
+    network failure is a ValueError that a retry may fix)."""
+    marked = getattr(error, "permanent", None)
+    return bool(marked) if marked is not None else isinstance(error, PERMANENT_ERRORS)
 
 
 def with_retries(

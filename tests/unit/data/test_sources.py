@@ -221,3 +221,27 @@ def test_options_are_checked() -> None:
         load_records("jsonl:x.jsonl", schema="mmlu")
     with pytest.raises(SourceError, match="does not exist"):
         load_records("jsonl:/nonexistent/x.jsonl")
+
+
+@pytest.mark.parametrize(("raised", "permanent"), [
+    (ConnectionError("hub unreachable"), False),
+    (TimeoutError("read timed out"), False),
+    (FileNotFoundError("no such data set"), True),
+    (ValueError("bad config name"), True),
+])  # fmt: skip
+def test_a_hub_network_failure_may_be_retried_and_a_missing_data_set_not(
+    monkeypatch, raised, permanent
+):
+    """Every hub failure became a SourceError (a ValueError), which the tasks' retry condition
+    takes as permanent: a 503 from the hub was no longer retried."""
+    import datasets
+
+    from breadth.tracking.uploads import is_permanent
+
+    def fail(*args, **kwargs):
+        raise raised
+
+    monkeypatch.setattr(datasets, "load_dataset", fail)
+    with pytest.raises(SourceError, match="could not be loaded") as caught:
+        load_records("hf:someone/data")
+    assert is_permanent(caught.value) is permanent
