@@ -425,6 +425,9 @@ def available_presets() -> list[str]:
     return sorted(p.name.removesuffix(".yaml") for p in folder.iterdir() if p.name.endswith(".yaml"))
 
 
+MAX_PRESET_CHAIN = 16  # presets extending presets: deeper than this is a cycle in disguise
+
+
 def _preset_values(name: str, _chain: tuple[str, ...] = ()) -> dict[str, Any]:
     path = Path(name)
     if path.suffix in {".yaml", ".yml"}:
@@ -457,10 +460,11 @@ def _preset_values(name: str, _chain: tuple[str, ...] = ()) -> dict[str, Any]:
             raise ConfigError(f"preset {name!r}: `extends` must name another preset or YAML "
                               f"file, got {parent!r}")  # fmt: skip
         if Path(parent).suffix in {".yaml", ".yml"} and path.suffix in {".yaml", ".yml"}:
-            # A file names its parent file as it sits beside it, wherever the command runs.
-            parent = str(path.parent / Path(parent).expanduser())
+            # A file names its parent file as it sits beside it, wherever the command runs;
+            # resolved, so a cycle is seen however its paths are spelled (../a/x.yaml).
+            parent = str((path.parent / Path(parent).expanduser()).resolve())
         chain = (*_chain, name)
-        if parent in chain:
+        if parent in chain or len(chain) > MAX_PRESET_CHAIN:
             raise ConfigError(f"presets extend each other in a cycle: "
                               f"{' -> '.join([*chain, parent])}; remove one `extends`")  # fmt: skip
         return _merge(_preset_values(parent, chain), values)

@@ -15,7 +15,8 @@ from breadth.config import ConfigError, PipelineConfig
 
 
 def looks_like_a_path(name: str) -> bool:
-    """A local path rather than a hub id ("org/name"): absolute, or starting with ., .. or ~.
+    """A local path rather than a hub id ("org/name"): absolute, or starting with ., .. or ~
+    (which neither the data loaders nor transformers expand: such a path is reported missing).
 
     >>> [looks_like_a_path(n) for n in ("/ckpt", "./ckpt", "~/m", "Qwen/Qwen3-0.6B", "gpt2")]
     [True, True, True, False, False]
@@ -36,7 +37,7 @@ def missing_local_paths(config: PipelineConfig) -> list[str]:
         wanted_file = source.kind in ("jsonl", "parquet")
         if not (wanted_file or (source.kind == "hf" and looks_like_a_path(source.name))):
             continue
-        path = Path(source.name).expanduser()
+        path = Path(source.name)  # as the loaders read it: no ~ expansion
         if wanted_file and not path.is_file():
             state = "is a folder" if path.is_dir() else "does not exist"
             problems.append(f"data.{key}={spec}: {path.resolve()} {state}; give a "
@@ -45,7 +46,7 @@ def missing_local_paths(config: PipelineConfig) -> list[str]:
             problems.append(f"data.{key}={spec}: {path.resolve()} does not exist")
     name = config.model.name_or_path
     if name and looks_like_a_path(name):
-        folder = Path(name).expanduser()
+        folder = Path(name)
         if not (folder / "config.json").is_file():
             state = "has no config.json" if folder.is_dir() else "does not exist"
             problems.append(

@@ -207,6 +207,13 @@ def test_presets_that_extend_each_other_are_named_as_a_cycle(tmp_path):
         load_config(str(tmp_path / "a.yaml"))
 
 
+def test_a_cycle_spelled_through_dot_dot_is_still_a_cycle(tmp_path):
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "x.yaml").write_text("extends: ../a/x.yaml\n")
+    with pytest.raises(ConfigError, match="extend each other in a cycle"):
+        load_config(str(tmp_path / "a" / "x.yaml"))
+
+
 def test_a_folder_given_as_a_preset_is_named_as_a_path(tmp_path):
     (tmp_path / "presets").mkdir()
     with pytest.raises(ConfigError, match="is a path but not a .yaml or .yml file"):

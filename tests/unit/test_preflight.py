@@ -39,3 +39,13 @@ def test_every_missing_path_is_named_with_its_key(tmp_path, monkeypatch):
     assert "model.name_or_path=./empty-model" in problems[2] and "has no config.json" in problems[2]
     with pytest.raises(ConfigError, match="gone.parquet.*no/such/dir.*empty-model"):
         check_local_paths(config)
+
+
+def test_a_tilde_path_is_checked_as_the_loaders_read_it(tmp_path, monkeypatch):
+    """The loaders do not expand ~: the check must not either, or it passes a path that then
+    fails inside the prepare task, after the stack started."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "train.jsonl").write_text("{}\n")
+    problems = missing_local_paths(_config("data.source=jsonl:~/train.jsonl"))
+    assert len(problems) == 1 and "does not exist" in problems[0]

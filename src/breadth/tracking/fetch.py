@@ -15,6 +15,7 @@ over these rows live in `breadth.evaluation.grid`.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping
 from typing import Any
@@ -128,7 +129,31 @@ def _parents_by_id(client, experiment_ids, run_ids: list[str], uri: str) -> list
             "`breadth run` command: finished stages come from the cache); `breadth runs` "
             "lists each run's status."
         )
-    return [found[r] for r in dict.fromkeys(run_ids)]
+    parents = [found[r] for r in dict.fromkeys(run_ids)]
+    _refuse_repeats(parents)
+    return parents
+
+
+def _refuse_repeats(parents: list[RunRecord]) -> None:
+    """Two runs of one config and seed (a re-run) would count as two seeds of one value, and
+    their per-problem rows as twice the problems: a narrower interval than the data hold."""
+    first: dict[str, str] = {}
+    repeats = []
+    for run in parents:
+        config = _config_of(run)
+        if not config:  # nothing logged to tell them apart by: their own rows
+            continue
+        key = json.dumps([run.tags.get("format"), _objective(run.tags) if "reward" in run.tags
+                          else None, run.tags.get("seed"), sorted(config.items())])  # fmt: skip
+        if key in first:
+            repeats.append(f"{run.run_id} repeats {first[key]}")
+        else:
+            first[key] = run.run_id
+    if repeats:
+        raise CompareError(
+            f"run(s) with the same config, format, reward and seed as another given: "
+            f"{'; '.join(repeats)}. Pass one run per seed (a re-run of a config adds no seed)."
+        )
 
 
 def _parents_of_grid(client, experiment_ids, grid_id: str, uri: str) -> list:
@@ -177,8 +202,7 @@ def _row_of(client, run: RunRecord, experiment_ids: list[str]) -> dict[str, Any]
         "seed": _seed(tags.get("seed")),
         "preset": tags.get("preset"),
         "config_hash": tags.get("config.hash"),
-        "config": {k: v for k, v in run.params.items()
-                   if k not in _NOT_CONFIG and not k.startswith(_NOT_CONFIG_SECTIONS)},
+        "config": _config_of(run),
         **run.metrics,
     }
     for model, child in _evaluate_children(client, run, experiment_ids).items():
@@ -187,6 +211,12 @@ def _row_of(client, run: RunRecord, experiment_ids: list[str]) -> dict[str, Any]
                 row.setdefault(f"{model}/{name}", value)
         row[f"curve_{model}"] = _curve_of(client, child.run_id)
     return row
+
+
+def _config_of(run: RunRecord) -> dict[str, str]:
+    """The run's logged config less what seeds of one experiment may differ in."""
+    return {k: v for k, v in run.params.items()
+            if k not in _NOT_CONFIG and not k.startswith(_NOT_CONFIG_SECTIONS)}  # fmt: skip
 
 
 def _seed(value: str | None) -> int | float:

@@ -229,6 +229,22 @@ def test_runs_of_one_cell_with_unlike_configs_are_not_pooled_as_seeds(store):
     assert f"| free_form / correctness [{SHORT_LABEL}] | 1 |" in md
 
 
+def test_fetch_runs_refuses_a_rerun_of_one_config_and_seed(store):
+    """A re-run (same config, same seed) counted as a second seed with the same values, and its
+    per-problem rows as more problems: a narrower interval than the data hold."""
+    from mlflow import MlflowClient
+
+    uri, _ = store
+    client = MlflowClient(uri)
+    exp = client.create_experiment("reruns")
+    first, again = (_pipeline_run(client, exp, 0, 0, 3, grid=None, params=config_params(seed=3))[0]
+                    for _ in range(2))  # fmt: skip
+    with pytest.raises(CompareError, match=f"{again} repeats {first}.*one run per seed"):
+        fetch_runs(uri, run_ids=[first, again])
+    other_seed = _pipeline_run(client, exp, 0, 0, 4, grid=None, params=config_params(seed=4))[0]
+    assert len(fetch_runs(uri, run_ids=[first, other_seed])) == 2
+
+
 @pytest.mark.parametrize("status", ["FAILED", "RUNNING", "KILLED"])
 def test_fetch_runs_refuses_a_run_that_did_not_finish(store, status):
     from mlflow import MlflowClient
