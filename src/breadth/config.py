@@ -725,6 +725,24 @@ class GridConfig(_Section):
                 )
         return overrides
 
+    @field_validator("overrides")
+    @classmethod
+    def _no_entropy_knob_the_variant_sets_again(cls, overrides: list[str], info: Any) -> list[str]:
+        # `SPEC@entropy` cells apply ENTROPY_KNOBS after the shared overrides: a shared value
+        # of one of those keys would be silently replaced in them.
+        variants = [r for r in info.data.get("rewards", []) if r.endswith("@entropy")]
+        knobs = {knob.split("=", 1)[0]: knob for knob in ENTROPY_KNOBS}
+        for text in overrides if variants else []:
+            key = text.split("=", 1)[0].strip()
+            if key in knobs:
+                raise ValueError(
+                    f"{text.strip()!r} sets {key!r}, which the {', '.join(variants)} cells set "
+                    f"again ({knobs[key]}): the override would be lost there. Set it for those "
+                    f"cells in objective_overrides (e.g. {{{variants[0]!r}: [{text.strip()!r}]}}), "
+                    "or leave the @entropy objective out of this grid"
+                )
+        return overrides
+
     def cells(self) -> list[tuple[str, str, int, PipelineConfig]]:
         """(format, objective, seed, validated config) per cell, all checked before compute."""
         unknown = sorted(set(self.objective_overrides) - set(self.rewards))

@@ -71,3 +71,17 @@ def test_overrides_may_not_set_what_each_cell_sets_itself(override, axis):
     with pytest.raises(ValueError, match="overrides") as caught:
         GridConfig(overrides=["rl.max_steps=2", override])
     assert f"from its `{axis}`" in str(caught.value)
+
+
+def test_an_entropy_knob_set_for_every_cell_is_refused_where_the_variant_sets_it_again():
+    """The @entropy cells apply their knobs after the shared overrides: --set rl.epsilon_high
+    was silently replaced there (0.28) while it held in the other cells."""
+    with pytest.raises(ValueError, match="correctness@entropy cells set again") as caught:
+        GridConfig(rewards=["correctness", "correctness@entropy"],
+                   overrides=["rl.epsilon_high=0.3"])  # fmt: skip
+    assert "objective_overrides" in str(caught.value)
+    # Without an @entropy objective it holds everywhere; through objective_overrides it wins.
+    GridConfig(rewards=["correctness", "darling"], overrides=["rl.epsilon_high=0.3"])
+    study = GridConfig(formats=["mcq"], seeds=[0], rewards=["correctness@entropy"],
+                       objective_overrides={"correctness@entropy": ["rl.epsilon_high=0.3"]})  # fmt: skip
+    assert study.cells()[0][3].rl.epsilon_high == 0.3
