@@ -436,7 +436,8 @@ class LocalStack:
         if pid is not None:
             self._wait_healthy(service, pid)
             return "running"
-        if self._uses_external(service, healthy := service.healthy(self.settings)):
+        healthy = service.is_external() and service.healthy(self.settings)  # probe named ones only
+        if self._uses_external(service, healthy):
             if not healthy:
                 raise StackError(
                     f"{service.name} at {without_userinfo(service.url)} (from "

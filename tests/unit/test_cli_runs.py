@@ -24,6 +24,7 @@ from tests.unit.tracking.test_fetch import (
 )
 
 runner = CliRunner()
+PREFECT_RUN = "http://127.0.0.1:4200/flow-runs/flow-run/0b1c"
 
 
 @pytest.fixture(scope="module")
@@ -41,7 +42,8 @@ def store():
         adhoc = client.create_experiment("adhoc")
         lone = client.create_run(adhoc, start_time=int(time.time() * 1000) + 60_000,
                                  run_name="default·1a2b3c4d",
-                                 tags={"config.hash": "1a2b3c4d", "preset": "default"}).info.run_id  # fmt: skip
+                                 tags={"config.hash": "1a2b3c4d", "preset": "default",
+                                       "prefect.flow_run_url": PREFECT_RUN}).info.run_id  # fmt: skip
         _log(client, lone, {"sft/eval/pass_at_1": 0.25, "sft/eval/pass_at_4": 0.5,
                             "sft/eval/distinct_outcomes": 3.0})  # fmt: skip
         yield client.tracking_uri, cells, lone
@@ -203,6 +205,7 @@ def test_an_empty_filtered_listing_says_the_filter_matched_nothing(store, monkey
 def test_the_table_links_each_run_to_prefect(store, monkeypatch):
     result = _invoke(store, ["runs", "-n", "1"], monkeypatch)
     assert result.exit_code == 0 and "Prefect" in result.output
+    assert PREFECT_RUN in "".join(result.output.split())  # the lone run's flow run page
 
 
 @pytest.mark.parametrize(("uri", "expected"), [

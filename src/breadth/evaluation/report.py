@@ -209,10 +209,14 @@ def markdown_report(results: Mapping[str, EvaluationResult]) -> str:
              "## Headline metrics (95% bootstrap CI over problems)", "",
              *(_samples_line(name, results[name]) for name in names),
              "", _row(["model", "pass@1", "pass@n", "maj@n", "best-of-n"]), _row(["---"] * 5)]  # fmt: skip
+    # n is each model's own sample count: where the models' differ (base 4, trained 16), each
+    # value says its n, so pass@4 is not read as comparable with pass@16 beside it.
+    uneven = len({results[name].pass_at_k[-1].k for name in names}) > 1
     for name in names:
         r = results[name]
-        lines.append(_row([name, _ci_text(r.pass_at_k[0]), _ci_text(r.pass_at_k[-1]),
-                           _ci_text(r.maj_at_k[-1]), _ci_text(r.best_of_k[-1])]))  # fmt: skip
+        at_n = [_ci_text(curve[-1]) + (f" (n={curve[-1].k})" if uneven else "")
+                for curve in (r.pass_at_k, r.maj_at_k, r.best_of_k)]  # fmt: skip
+        lines.append(_row([name, _ci_text(r.pass_at_k[0]), *at_n]))
     lines += ["", _row(["model", "distinct outcomes", "outcome entropy", "crossover k"]),
               _row(["---"] * 4)]  # fmt: skip
     for name in names:

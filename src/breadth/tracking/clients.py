@@ -11,9 +11,10 @@ as before.
 
 from __future__ import annotations
 
+import itertools
 import os
 import urllib.parse
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +44,17 @@ def tracking_client(uri: str) -> Any:
     return MlflowRest(uri) if speaks_rest(uri) else SdkTracking(uri)
 
 
+def _every_page(search: Any, **kwargs: Any) -> Iterator[Any]:
+    """Every item of every page of an `MlflowClient.search_*` call."""
+    token = None
+    while True:
+        page = search(page_token=token, **kwargs)
+        yield from page
+        token = page.token
+        if not token:
+            return
+
+
 def _record(run: Any) -> RunRecord:
     info = run.info
     return RunRecord(info.run_id, info.experiment_id, info.run_name or "", info.status,
@@ -69,16 +81,11 @@ class SdkTracking:
     def experiment_ids(self) -> list[str]:
         from mlflow.entities import ViewType
 
-        return [e.experiment_id for e in self.client.search_experiments(view_type=ViewType.ALL)]
+        return [e.experiment_id for e in _every_page(self.client.search_experiments,
+                                                      view_type=ViewType.ALL)]  # fmt: skip
 
     def experiment_names(self) -> dict[str, str]:
-        names, token = {}, None
-        while True:  # every page: a run's experiment must not be missed
-            page = self.client.search_experiments(page_token=token)
-            names.update({e.experiment_id: e.name for e in page})
-            token = page.token
-            if not token:
-                return names
+        return {e.experiment_id: e.name for e in _every_page(self.client.search_experiments)}
 
     def create_run(self, experiment_id: str, run_name: str, tags: dict[str, str]) -> RunRecord:
         return _record(self.client.create_run(experiment_id, tags=tags, run_name=run_name))
@@ -89,17 +96,10 @@ class SdkTracking:
     def search_runs(self, experiment_ids: list[str], filter_string: str,
                     max_results: int | None = 5000,
                     order_by: Sequence[str] = ()) -> list[RunRecord]:  # fmt: skip
-        found: list[RunRecord] = []
-        token = None
-        while max_results is None or len(found) < max_results:
-            page = self.client.search_runs(
-                experiment_ids, filter_string, order_by=list(order_by), page_token=token,
-                max_results=min(max_results - len(found), 5000) if max_results else 5000)  # fmt: skip
-            found += [_record(run) for run in page]
-            token = page.token
-            if not token:
-                break
-        return found[:max_results]
+        runs = _every_page(self.client.search_runs, experiment_ids=experiment_ids,
+                           filter_string=filter_string, order_by=list(order_by),
+                           max_results=min(max_results or 5000, 5000))  # fmt: skip
+        return [_record(run) for run in itertools.islice(runs, max_results)]
 
     def metric_history(self, run_id: str, key: str) -> list[MetricPoint]:
         return [MetricPoint(m.step, m.value, m.timestamp)

@@ -241,15 +241,9 @@ class MlflowRest:
 
     def metric_history(self, run_id: str, key: str) -> list[MetricPoint]:
         """Every value logged for metric `key` of the run, in the order the server keeps."""
-        points, token = [], None
-        while True:
-            query = {"run_id": run_id, "metric_key": key, **({"page_token": token} if token else {})}
-            answer = self.api("GET", "/metrics/get-history", query=query)
-            points += [MetricPoint(int(m.get("step", 0)), float(m["value"]), int(m.get("timestamp", 0)))
-                       for m in answer.get("metrics", [])]  # fmt: skip
-            token = answer.get("next_page_token")
-            if not token:
-                return points
+        return [MetricPoint(int(m.get("step", 0)), float(m["value"]), int(m.get("timestamp", 0)))
+                for m in self._pages("/metrics/get-history", "metrics",
+                                     {"run_id": run_id, "metric_key": key}, method="GET")]  # fmt: skip
 
     def log_batch(self, run_id: str, *, metrics: Sequence[tuple[str, float, int, int]] = (),
                   params: Sequence[tuple[str, str]] = (),
@@ -291,15 +285,9 @@ class MlflowRest:
     def list_artifacts(self, run_id: str, path: str = "") -> list[ArtifactFile]:
         """The files and folders directly under `path` of the run's artifacts (any store the
         server can read: it lists them itself)."""
-        found, token = [], None
-        while True:
-            query = {"run_id": run_id, **({"path": path} if path else {}),
-                     **({"page_token": token} if token else {})}  # fmt: skip
-            answer = self.api("GET", "/artifacts/list", query=query)
-            found += [ArtifactFile(f["path"], bool(f.get("is_dir"))) for f in answer.get("files", [])]
-            token = answer.get("next_page_token")
-            if not token:
-                return found
+        query = {"run_id": run_id, **({"path": path} if path else {})}
+        return [ArtifactFile(f["path"], bool(f.get("is_dir")))
+                for f in self._pages("/artifacts/list", "files", query, method="GET")]
 
     def download_artifacts(self, run_id: str, path: str, destination: Path) -> Path:
         """Download the artifact file or folder `path` into `destination`, keeping its path
@@ -321,8 +309,7 @@ class MlflowRest:
             target.write_bytes(self.request("GET", f"{endpoint}/{urllib.parse.quote(relative)}",
                                             base=base, raw=True))  # fmt: skip
 
-        with ThreadPoolExecutor(max_workers=max(1, min(UPLOAD_THREADS, len(files)))) as pool:
-            list(pool.map(get, files))  # raises the first failure
+        _a_few_at_a_time(get, files)
         return Path(destination) / path
 
     def _files_under(self, run_id: str, path: str) -> Iterator[str]:
@@ -346,20 +333,28 @@ class MlflowRest:
             self.request("PUT", f"{endpoint}/{urllib.parse.quote(relative)}", base=base,
                          data=file.read_bytes(), content_type=kind)  # fmt: skip
 
-        # A few at a time: each PUT waits on the server's own upload to the artifact store.
-        files = list(_files(Path(local), artifact_path))
-        with ThreadPoolExecutor(max_workers=max(1, min(UPLOAD_THREADS, len(files)))) as pool:
-            list(pool.map(put, files))  # raises the first failure
+        _a_few_at_a_time(put, list(_files(Path(local), artifact_path)))
         return True
 
-    def _pages(self, path: str, key: str, body: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    def _pages(self, path: str, key: str, params: dict[str, Any],
+               method: str = "POST") -> Iterator[dict[str, Any]]:  # fmt: skip
+        """Every item under `key` of every page: `params` go as the JSON body of a POST, as
+        the query of a GET."""
         token = None
         while True:
-            answer = self.api("POST", path, body={**body, **({"page_token": token} if token else {})})
+            page = {**params, **({"page_token": token} if token else {})}
+            answer = self.api(method, path, **({"body": page} if method == "POST" else {"query": page}))
             yield from answer.get(key, [])
             token = answer.get("next_page_token")
             if not token:
                 return
+
+
+def _a_few_at_a_time(transfer: Callable[[Any], None], items: list[Any]) -> None:
+    """`transfer` each item, UPLOAD_THREADS at a time (each waits on the server's own transfer
+    to or from the artifact store); raises the first failure."""
+    with ThreadPoolExecutor(max_workers=max(1, min(UPLOAD_THREADS, len(items)))) as pool:
+        list(pool.map(transfer, items))
 
 
 def _files(local: Path, artifact_path: str | None) -> Iterator[tuple[Path, str]]:

@@ -105,6 +105,18 @@ def test_pass_at_k_table_lines_up_when_models_have_different_sample_counts():
     assert cells["rl"] == [f"{p.estimate:.3f}" for p in results["rl"].pass_at_k]
 
 
+def test_headline_values_at_unlike_n_say_their_n():
+    """Base at 4 samples, rl at 16: the headline's pass@n column held pass@4 beside pass@16
+    with nothing to tell them apart."""
+    _, _, *rows = _table(markdown_report(_results(base_samples=4, rl_samples=16)),
+                         "## Headline metrics")  # fmt: skip
+    cells = {row[0]: row for row in rows}
+    assert all(cell.endswith("(n=4)") for cell in cells["base"][2:5])
+    assert all(cell.endswith("(n=16)") for cell in cells["rl"][2:5])
+    even = _table(markdown_report(_results(base_samples=8, rl_samples=8)), "## Headline metrics")
+    assert not any("(n=" in cell for row in even[2:] for cell in row)
+
+
 def test_report_says_plainly_that_sample_counts_are_uneven():
     # p5 of rl has 2 of its 8 samples: the report must not claim "n = 2 samples each".
     rows = [r for r in _rows("rl", 1) if r["problem_id"] != "p5" or r["sample_index"] < 2]

@@ -73,4 +73,3 @@ def test_the_flow_gives_each_task_its_key(monkeypatch):
     monkeypatch.setattr(flows.pipeline, "publish_report", lambda parent, evaluation: "report")
     flows.pipeline.run_pipeline(config)
     assert given == stage_keys(config)
-

@@ -292,3 +292,4 @@ def test_every_page_of_runs_and_experiments_is_read_from_a_local_store(tmp_path,
     monkeypatch.setattr(client.client, "search_experiments",
                         lambda **kwargs: experiments(**kwargs, max_results=1))  # fmt: skip
     assert set(client.experiment_names().values()) == {"Default", "paged"}
+    assert set(client.experiment_ids()) == {"0", experiment}
