@@ -8,6 +8,7 @@ character), so transformers, TRL, MLflow and vLLM all load it like any hub token
 from __future__ import annotations
 
 import string
+import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -15,6 +16,12 @@ if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerFast
 
     from breadth.config import ModelConfig
+
+# transformers' from_pretrained builds a model on the meta device through process-wide state:
+# two loads at once in two threads (a rollout, and the background MLflow model upload) failed
+# with "Cannot copy out of meta tensor", and every later load in the process failed too. Every
+# from_pretrained of a model in breadth holds this lock.
+MODEL_LOADING = threading.Lock()
 
 SPECIAL_TOKENS = ["<pad>", "<eos>", "<unk>"]
 # Printable ASCII without the whitespace other than space: prompts and targets are ASCII.
@@ -75,7 +82,8 @@ def build_tiny_model(
         bos_token_id=None,
         torch_dtype="float32",
     )
-    model = Qwen3ForCausalLM(model_config)
+    with MODEL_LOADING:  # model construction shares from_pretrained's process-wide state
+        model = Qwen3ForCausalLM(model_config)
     model.generation_config.pad_token_id = tokenizer.pad_token_id
     model.generation_config.eos_token_id = tokenizer.eos_token_id
     return model
@@ -91,5 +99,6 @@ def load_policy(
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
     tokenizer.padding_side = "left"
-    model = AutoModelForCausalLM.from_pretrained(str(name_or_path), dtype="float32").to(device)
-    return model, tokenizer
+    with MODEL_LOADING:
+        model = AutoModelForCausalLM.from_pretrained(str(name_or_path), dtype="float32")
+    return model.to(device), tokenizer

@@ -29,7 +29,10 @@ def log_transformers_model(run: RunHandle, model_dir: Path, name: str = "model")
     from mlflow.entities import LoggedModelOutput
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    model = AutoModelForCausalLM.from_pretrained(str(model_dir))
+    from breadth.models.tiny import MODEL_LOADING
+
+    with MODEL_LOADING:  # it runs in the uploads thread, beside a stage loading a model
+        model = AutoModelForCausalLM.from_pretrained(str(model_dir))
     tokenizer = AutoTokenizer.from_pretrained(str(model_dir))
     mlflow.set_tracking_uri(run.tracking_uri)
     client = run.client

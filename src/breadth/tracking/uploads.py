@@ -24,9 +24,11 @@ class UploadsFailed(RuntimeError):
     """Jobs that still failed after the retry window; the message lists them and the fix."""
 
 
-# Errors a second try cannot fix: bad input or arguments, and a file or folder that is not there
-# (a network outage is an OSError too, but not one of these).
-PERMANENT_ERRORS = (TypeError, ValueError, FileNotFoundError, NotADirectoryError, IsADirectoryError)
+# Errors a second try cannot fix: bad input or arguments, a file or folder that is not there (a
+# network outage is an OSError too, but not one of these), and code that cannot do what it was
+# asked (NotImplementedError: a background model upload retried one for 10 minutes).
+PERMANENT_ERRORS = (TypeError, ValueError, FileNotFoundError, NotADirectoryError, IsADirectoryError,
+                    NotImplementedError)  # fmt: skip
 
 
 def is_permanent(error: BaseException) -> bool:
