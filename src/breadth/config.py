@@ -224,7 +224,8 @@ class RLConfig(_Section):
         "dapo", description="TRL loss aggregation."
     )
     scale_rewards: Literal["group", "batch", "none"] = Field(
-        "group", description="Advantage scaling; rewards that need 'none' set it themselves."
+        "group", description="Advantage scaling; rewards whose formula needs 'none' (darling, "
+        "passk) set it, and refuse another value given here."
     )
     epsilon: float = Field(0.2, gt=0, description="Lower PPO clip range.")
     epsilon_high: float | None = Field(
@@ -280,6 +281,20 @@ class RLConfig(_Section):
                 )
             params = resolve_params(term.name, term.params, self.reward)
             entry.term.check_group_sizes(params, {"rl.num_generations": self.num_generations})
+            for key, needed in entry.term.grpo_overrides.items():
+                if getattr(self, key) == needed:
+                    continue
+                # A value other than the default was chosen (a full config from the UI form
+                # or JSON holds the default in every field: that is not a choice).
+                if getattr(self, key) != type(self).model_fields[key].default:
+                    raise ValueError(
+                        f"rl.{key}={getattr(self, key)!r} conflicts with the reward "
+                        f"{term.name!r}, whose formula needs {needed!r}: leave rl.{key} unset "
+                        "(the reward sets it), or train another reward"
+                    )
+                # The config says what training uses, so the run's logged params are true
+                # (they said 'group' while TRL ran with 'none'). Set without re-validating.
+                self.__dict__[key] = needed
         return self
 
 
@@ -648,7 +663,8 @@ ENTROPY_KNOBS = ["rl.epsilon_high=0.28", "rl.top_entropy_quantile=0.2", "rl.entr
 # What an objective may change: the reward and the entropy knobs. Everything else (problems,
 # pool, steps, SFT start, eval set, sampling) must be equal across a grid's cells.
 OBJECTIVE_KEYS = ("rl.reward.", "rl.epsilon_high", "rl.top_entropy_quantile", "rl.entropy_coef",
-                  "rl.adaptive_entropy", "rl.entropy_target")  # fmt: skip
+                  "rl.adaptive_entropy", "rl.entropy_target",
+                  "rl.scale_rewards")  # set by rewards whose formula needs it  # fmt: skip
 # Grid keys that say how cells run, not what they compute.
 RUNNER_KEYS = ("cell_runner", "cell_deployment")
 # Keys that differ between cells by design: the grid's own axes and the preset label.

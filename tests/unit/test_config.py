@@ -218,3 +218,18 @@ def test_a_folder_given_as_a_preset_is_named_as_a_path(tmp_path):
     (tmp_path / "presets").mkdir()
     with pytest.raises(ConfigError, match="is a path but not a .yaml or .yml file"):
         load_config(str(tmp_path / "presets"))
+
+
+def test_a_reward_that_needs_scale_rewards_none_says_so_in_the_config():
+    """passk and darling ran TRL with scale_rewards='none' while the config, and so the run's
+    logged params, said 'group'; a --set rl.scale_rewards=batch was silently replaced."""
+    for preset in ("passk", "darling"):
+        config = load_config(preset)
+        assert config.rl.scale_rewards == "none" and config.flat()["rl.scale_rewards"] == "none"
+    with pytest.raises(ConfigError, match="rl.scale_rewards='batch' conflicts with the reward 'passk'"):
+        load_config("passk", ["rl.scale_rewards=batch"])
+    # A full config (the UI form, JSON) holds the default everywhere: that is not a choice.
+    form = PipelineConfig().model_dump(mode="json")
+    form["rl"]["reward"]["spec"] = "darling"
+    assert PipelineConfig.model_validate(form).rl.scale_rewards == "none"
+    assert load_config("default", ["rl.scale_rewards=batch"]).rl.scale_rewards == "batch"

@@ -194,8 +194,9 @@ def config_variants(runs: pd.DataFrame) -> tuple[pd.Series, dict[str, list[str]]
     return labels, split
 
 
-# The keys that make a row's format and reward: differences in them are what a row compares.
-_ROW_FACTORS = ("data.format", "rl.reward.")
+# The keys that make a row's format and reward: differences in them are what a row compares
+# (rl.scale_rewards: set by the rewards whose formula needs it, darling and passk).
+_ROW_FACTORS = ("data.format", "rl.reward.", "rl.scale_rewards")
 
 
 def keys_beyond_the_rows(runs: pd.DataFrame) -> list[str]:
