@@ -24,6 +24,7 @@ from breadth.training.checkpointing import (
     remote_checkpoints,
     write_marker,
 )  # fmt: skip
+from breadth.training.learning_signal import WATCHED, no_learning_signal
 from tasks.common import (
     StageResult,
     child_run,
@@ -141,12 +142,19 @@ def rl(
             with BackgroundLane("S3 upload", retry_s) as uploads, \
                     BackgroundLane("MLflow metrics", retry_s) as writes:  # fmt: skip
                 metrics = MetricBuffer(run, lane=writes)
+                watched: dict[str, list[float]] = {name: [] for name in WATCHED}
+
+                def log_metric(name: str, value: float, step: int) -> None:
+                    if name in watched:  # for the learning-signal check at the end
+                        watched[name].append(value)
+                    metrics(name, value, step)
+
                 resume_from = _resume_point(store, prefix, folder, run)
                 if resume_from is not None:
                     # The killed run's metrics may not all have reached MLflow: this run carries
                     # the whole history, step 1 to the end.
                     for name, value, step in logged_history(resume_from):
-                        metrics(name, value, step)
+                        log_metric(name, value, step)
 
                 def on_checkpoint(checkpoint: Path, step: int) -> None:
                     # The run shows its progress at every checkpoint (a resumed run replays the
@@ -156,9 +164,13 @@ def rl(
                                    lambda: store.upload_dir(checkpoint, f"{prefix}/{checkpoint.name}"))  # fmt: skip
 
                 rl_stage(config, dataset.ensure_local(), policy.ensure_local(), folder,
-                         log_metric=metrics, on_checkpoint=on_checkpoint,
+                         log_metric=log_metric, on_checkpoint=on_checkpoint,
                          resume_from=resume_from)  # fmt: skip
                 metrics.flush()
+                if warning := no_learning_signal(watched):
+                    # The run finishes (its model is valid), but says so where users look.
+                    get_run_logger().warning(warning)
+                    run.set_tags({"rl.learning_signal": "none", "breadth.warning": warning})
             write_marker(model_dir, OUTPUT_COMPLETE)
         checked = _verify_checkpoints_in_s3(store, prefix, folder, config)
         run.set_tags({"checkpoint.verified_in_s3": checked})

@@ -5,6 +5,7 @@ these import mlflow, transformers and pandas when called, never at import.
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 from breadth.tracking.runs import RunHandle
@@ -41,6 +42,9 @@ def log_transformers_model(run: RunHandle, model_dir: Path, name: str = "model")
         name=name, source_run_id=run.run_id, experiment_id=run.experiment_id,
         params={key: str(value) for key, value in params.items()},
     )  # fmt: skip
+    # MLflow looks the model up on the hub by its folder's path, which always fails for a saved
+    # folder: two warnings on every logged model that no user can act on.
+    logging.getLogger("mlflow.transformers").addFilter(_hub_card_lookup_of_a_folder)
     info = mlflow.transformers.log_model(
         transformers_model={"model": model, "tokenizer": tokenizer},
         name=name,
@@ -53,6 +57,12 @@ def log_transformers_model(run: RunHandle, model_dir: Path, name: str = "model")
     )
     client.log_outputs(run.run_id, [LoggedModelOutput(logged.model_id, step=0)])
     return info.model_uri
+
+
+def _hub_card_lookup_of_a_folder(record: logging.LogRecord) -> bool:
+    message = record.getMessage()
+    return not message.startswith(("The model card could not be retrieved from the hub",
+                                   "Unable to find license information for this model"))  # fmt: skip
 
 
 def log_dataset_input(run: RunHandle, parquet: Path, *, name: str, source: str) -> None:
