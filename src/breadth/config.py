@@ -119,7 +119,7 @@ class ModelConfig(_Section):
     name_or_path: str | None = Field(
         None,
         description="Hub name or local path of a causal LM; empty = create the tiny "
-        "character-level Qwen2-style model from scratch.",
+        "character-level Qwen3-style model from scratch.",
     )
     hidden_size: int = Field(128, ge=32, description="Tiny model: hidden size.")
     num_layers: int = Field(2, ge=1, description="Tiny model: transformer layers.")

@@ -114,3 +114,12 @@ def test_each_preset_is_described_by_a_whole_sentence(runner):
     lines = runner.invoke(cli.app, ["presets"]).output.strip().splitlines()
     assert all(line.rstrip().endswith((".", ".)")) for line in lines), lines
     assert any("local paths)." in line for line in lines if line.startswith("qwen-gsm8k"))
+
+
+def test_config_keys_shows_each_keys_value_in_the_preset(runner):
+    """--keys listed names and help only: no default, and nothing of what a preset sets."""
+    lines = runner.invoke(cli.app, ["config", "--keys", "--preset", "passk",
+                                    "--set", "rl.max_steps=7"]).output.splitlines()  # fmt: skip
+    assert any(line.startswith("rl.max_steps = 7  ") for line in lines)
+    assert any(line.startswith("rl.scale_rewards = 'none'  ") for line in lines)
+    assert any(line.startswith("model.name_or_path = (empty)  ") for line in lines)

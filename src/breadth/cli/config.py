@@ -63,7 +63,8 @@ def config(
     preset: Annotated[str, typer.Option(help="Preset name or YAML path.",
                                         autocompletion=complete_preset)] = "default",
     set_: Annotated[list[str] | None, typer.Option("--set", help="key=value override.")] = None,
-    keys: Annotated[bool, typer.Option(help="List every config key with its help.")] = False,
+    keys: Annotated[bool, typer.Option(
+        help="List every config key with its value in --preset (after --set) and its help.")] = False,
     rewards: Annotated[
         bool, typer.Option(help="Print the reward terms and their parameters (markdown).")
     ] = False,
@@ -77,8 +78,11 @@ def config(
     if keys:
         from breadth.config import describe_keys
 
+        values = load_or_fail(preset, set_).flat()
         for key, description in describe_keys():
-            console.print(f"[bold]{key}[/]  {description}", highlight=False)
+            value = values.get(key)
+            shown = "" if key not in values else " = " + ("(empty)" if value is None else repr(value))
+            console.print(f"[bold]{key}[/]{shown}  {description}", highlight=False, markup=True)
         return
     import yaml
 
