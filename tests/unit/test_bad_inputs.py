@@ -178,6 +178,22 @@ def test_evaluate_says_plainly_that_sample_counts_are_uneven(inputs) -> None:
     assert (inputs / "r" / "report.md").is_file()
 
 
+def test_evaluate_says_plainly_that_the_models_are_not_like_for_like(inputs) -> None:
+    """The base has problems a and b at 8 samples, the trained model only a at 4: the command
+    said only, in a log line, that a problem was left out of the transfer analysis."""
+    pd.DataFrame({"problem_id": ["a"] * 8 + ["b"] * 8, "correct": [True, False] * 8,
+                  "outcome": ["1", "2"] * 8}).to_parquet("base-ab.parquet")  # fmt: skip
+    result = runner.invoke(app, ["evaluate", "--out", "r", "--rollouts", "good-rollouts.parquet",
+                                 "--base", "base-ab.parquet", "--set",
+                                 "evaluation.transfer_split_k=1"])  # fmt: skip
+    text = " ".join(result.output.split())
+    assert result.exit_code == 0, result.output
+    assert ("warning: The models were evaluated on different problem sets: base on 2 problems, "
+            "trained on 1 problem; 1 problem is in both sets.") in text
+    assert ("warning: Diversity is not comparable across unlike sample counts (base n = 8 and "
+            "trained n = 4 samples per problem)") in text
+
+
 def test_evaluate_takes_config_keys_as_run_does(inputs) -> None:
     """--preset and --set reach the evaluation: the fix the split-budget error names works, and
     a --set evaluation.* value is the one the report used; --seed still sets the seed."""

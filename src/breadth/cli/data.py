@@ -151,6 +151,12 @@ def evaluate(
         fail(f"cannot evaluate {rollouts}{against}: {message}")
     for path in written:
         console.print(f"wrote {path}", highlight=False)
+    from breadth.evaluation.report import comparability_notes
+
+    # Said here too: a reader of the command's output alone must not take the numbers in
+    # report.md for a paired, like-for-like comparison.
+    for note in comparability_notes(results):
+        console.print(f"[bold yellow]warning:[/] {note}", highlight=False)
     for name, result in results.items():
         if result.uneven_samples is not None:
             console.print(f"[bold yellow]warning:[/] {name}: {result.uneven_samples.describe()}; "

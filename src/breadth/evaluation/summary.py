@@ -219,6 +219,7 @@ def evaluate_rollouts(
         },
         per_problem=table,
         uneven_samples=uneven,
+        transfer_min_split=min_split if transfer is not None else None,
     )
 
 
