@@ -194,6 +194,23 @@ def test_evaluate_says_plainly_that_the_models_are_not_like_for_like(inputs) -> 
             "trained n = 4 samples per problem)") in text
 
 
+def test_evaluate_into_a_used_folder_leaves_only_this_reports_files(inputs) -> None:
+    """A report with --base, then one without into the same folder: the first's
+    per_problem_base.parquet stayed, read as this evaluation's. The user's own files stay."""
+    Path("r").mkdir()
+    Path("r/notes.txt").write_text("mine")
+    base = ["--base", "good-rollouts.parquet", "--set", "evaluation.transfer_split_k=1"]
+    assert runner.invoke(app, ["evaluate", "--out", "r", "--rollouts", "good-rollouts.parquet",
+                               *base]).exit_code == 0  # fmt: skip
+    assert (inputs / "r" / "per_problem_base.parquet").is_file()
+    result = runner.invoke(app, ["evaluate", "--out", "r", "--rollouts", "good-rollouts.parquet"])
+    assert result.exit_code == 0, result.output
+    assert sorted(p.name for p in (inputs / "r").iterdir()) == [
+        "diversity.png", "metrics.json", "notes.txt", "pass_at_k.png",
+        "per_problem_trained.parquet", "report.md"]  # fmt: skip
+    assert f"removed {Path('r') / 'per_problem_base.parquet'}" in result.output
+
+
 def test_evaluate_takes_config_keys_as_run_does(inputs) -> None:
     """--preset and --set reach the evaluation: the fix the split-budget error names works, and
     a --set evaluation.* value is the one the report used; --seed still sets the seed."""

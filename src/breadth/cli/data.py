@@ -151,7 +151,16 @@ def evaluate(
         fail(f"cannot evaluate {rollouts}{against}: {message}")
     for path in written:
         console.print(f"wrote {path}", highlight=False)
-    from breadth.evaluation.report import comparability_notes
+    from breadth.evaluation.report import comparability_notes, stale_report_files
+
+    # A reused --out folder kept an earlier run's per_problem_base.parquet beside this run's
+    # report. Removed, not refused: re-running into the same folder is the usual case and
+    # every other report file is overwritten anyway; only the report's own file names are
+    # touched, after this report is written (a failed run leaves the earlier report whole).
+    for path in stale_report_files(out, written):
+        path.unlink()
+        console.print(f"removed {path} (an earlier report's, not this evaluation's)",
+                      highlight=False)  # fmt: skip
 
     # Said here too: a reader of the command's output alone must not take the numbers in
     # report.md for a paired, like-for-like comparison.

@@ -21,6 +21,7 @@ __all__ = [
     "markdown_report",
     "plot_diversity",
     "plot_pass_at_k",
+    "stale_report_files",
     "write_report",
 ]
 
@@ -57,6 +58,20 @@ def write_report(results: Mapping[str, EvaluationResult], out_dir: str | Path) -
             tables.append(out / f"per_problem_{name}.parquet")
             result.per_problem.reset_index().to_parquet(tables[-1], index=False)
     return [*paths, md, js, *tables]
+
+
+# Report files that not every report writes: one per model, and the search comparison's.
+_OPTIONAL_REPORT_FILES = ("per_problem_*.parquet", "search.png", "search.json")
+
+
+def stale_report_files(out_dir: str | Path, written: list[Path]) -> list[Path]:
+    """Files in `out_dir` named as a report's optional files (per_problem_<model>.parquet,
+    search.png, search.json) that this report did not write: an earlier report's, left in a
+    reused folder, where they would be read as this one's. Only those names: any other file
+    there is the user's."""
+    out, kept = Path(out_dir), {Path(path).resolve() for path in written}
+    found = {path for pattern in _OPTIONAL_REPORT_FILES for path in out.glob(pattern)}
+    return sorted(path for path in found if path.is_file() and path.resolve() not in kept)
 
 
 def _pyplot():

@@ -79,6 +79,21 @@ def test_write_report_writes_the_report_files_and_per_problem_tables(tmp_path):
     assert "crossover k" in md
 
 
+def test_stale_report_files_are_an_earlier_reports_optional_files_only(tmp_path):
+    from breadth.evaluation.report import stale_report_files
+
+    for name in ("per_problem_base.parquet", "search.json", "search.png", "notes.txt",
+                 "base.parquet"):  # fmt: skip
+        (tmp_path / name).write_text("old")
+    written = write_report({"rl": _results()["rl"]}, tmp_path)
+    assert [p.name for p in stale_report_files(tmp_path, written)] == [
+        "per_problem_base.parquet", "search.json", "search.png"]  # fmt: skip
+    # A file this report wrote (here, as if its search comparison had) is never stale.
+    also_search = [*written, tmp_path / "search.json"]
+    assert [p.name for p in stale_report_files(tmp_path, also_search)] == [
+        "per_problem_base.parquet", "search.png"]  # fmt: skip
+
+
 def test_diversity_by_split_reads_base_values_from_the_trained_models_transfer():
     table = diversity_by_split(_results(), "distinct_outcomes")
     assert set(table) == {"solved", "unsolved"}
