@@ -197,17 +197,12 @@ def plot_diversity(results: Mapping[str, EvaluationResult], path: str | Path) ->
         width = 0.8 / max(len(names), 1)
         marks = _n_marks(results)
         for ax, metric in zip(axes, metrics):
-            table = diversity_by_split(results, metric)
-            splits = [s for s in (*SPLITS, "all") if s in table]
+            ticks, heights = _bars(results, metric)
             for j, name in enumerate(names):
-                xs = [i + (j - (len(names) - 1) / 2) * width for i in range(len(splits))]
-                ax.bar(xs, [table[s].get(name, math.nan) for s in splits], width,
-                       label=name + marks[name])  # fmt: skip
-            sizes = _split_sizes(results)
-            ax.set_xticks(
-                range(len(splits)),
-                [f"{s}\n({sizes[s]} problems)" if s in sizes else s for s in splits],
-            )
+                xs = [i + (j - (len(names) - 1) / 2) * width for i in range(len(ticks))]
+                ax.bar(xs, heights[name], width, label=name + marks[name])
+            ax.set_xticks(range(len(ticks)), ticks)
+            ax.set_xlim(-0.5, len(ticks) - 0.5)  # an inconclusive split's empty slot stays
             ax.set_title(metric.replace("_", " "))
             ax.grid(True, axis="y", alpha=0.3)
         axes[0].legend()
@@ -216,6 +211,21 @@ def plot_diversity(results: Mapping[str, EvaluationResult], path: str | Path) ->
     finally:
         plt.close(fig)
     return Path(path)
+
+
+def _bars(
+    results: Mapping[str, EvaluationResult], metric: str
+) -> tuple[list[str], dict[str, list[float]]]:
+    """One diversity panel's tick labels and each model's bar heights. An inconclusive split
+    has no bars (NaN), as report.md and metrics.json give it no number, and its tick says so."""
+    table = diversity_by_split(results, metric)
+    splits = [s for s in (*SPLITS, "all") if s in table]
+    sizes, conclusive = _split_sizes(results), _conclusive_splits(results)
+    ticks = [s if s not in sizes else f"{s}\n({_problems(sizes[s])}"
+             + (")" if conclusive.get(s, True) else ": inconclusive)") for s in splits]  # fmt: skip
+    heights = {name: [table[s].get(name, math.nan) if conclusive.get(s, True) else math.nan
+                      for s in splits] for name in results}  # fmt: skip
+    return ticks, heights
 
 
 def markdown_report(results: Mapping[str, EvaluationResult]) -> str:

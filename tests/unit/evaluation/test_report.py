@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import sys
 
 import pandas as pd
@@ -92,6 +93,18 @@ def test_stale_report_files_are_an_earlier_reports_optional_files_only(tmp_path)
     also_search = [*written, tmp_path / "search.json"]
     assert [p.name for p in stale_report_files(tmp_path, also_search)] == [
         "per_problem_base.parquet", "search.png"]  # fmt: skip
+
+
+def test_the_diversity_plot_draws_no_bar_for_an_inconclusive_split():
+    # 3 problems a split: report.md says "inconclusive", but diversity.png drew the bars.
+    from breadth.evaluation.report import _bars
+
+    ticks, heights = _bars(_results(), "distinct_outcomes")
+    assert ticks == ["solved\n(3 problems: inconclusive)", "unsolved\n(3 problems: inconclusive)"]
+    assert all(math.isnan(h) for values in heights.values() for h in values)
+    ticks, heights = _bars(_results(min_split=2), "distinct_outcomes")
+    assert ticks == ["solved\n(3 problems)", "unsolved\n(3 problems)"]
+    assert heights["rl"][1] == 1.0
 
 
 def test_diversity_by_split_reads_base_values_from_the_trained_models_transfer():
