@@ -49,6 +49,8 @@ def inputs(tmp_path, monkeypatch) -> Path:
                 "outcome": ["1", "2", "2", "3"], "text": ["x"] * 4, "model": ["m"] * 4}
     pd.DataFrame(rollouts).to_parquet("good-rollouts.parquet")
     pd.DataFrame({**rollouts, "problem_id": ["z"] * 4}).to_parquet("other-problems.parquet")
+    pd.DataFrame({key: values[:1] for key, values in rollouts.items()}).to_parquet(
+        "one-sample.parquet")
     pd.DataFrame({"problem_id": ["a"] * 4 + ["b"] * 2 + ["c"] * 4, "correct": [True] * 10,
                   "outcome": ["1"] * 10}).to_parquet("uneven-rollouts.parquet")
     pd.DataFrame({"x": [1, 2]}).to_parquet("no-columns.parquet")
@@ -106,6 +108,16 @@ EVALUATE_CASES = [
     (["--rollouts", "no-rows.parquet"], "rollouts are empty"),
     (["--rollouts", "good-rollouts.parquet", "--base", "other-problems.parquet"],
      "share no problem_id"),
+    # The split budget (4) is more than the base's one sample: the fix named must be one
+    # that `evaluate` takes (it took only --seed, so "lower evaluation.transfer_split_k" was
+    # advice it could not follow).
+    (["--rollouts", "good-rollouts.parquet", "--base", "one-sample.parquet"],
+     "add --set evaluation.transfer_split_k=1"),
+    (["--rollouts", "good-rollouts.parquet", "--set", "evaluation.transfer_split_kk=1"],
+     "unknown config key 'evaluation.transfer_split_kk'"),
+    (["--rollouts", "good-rollouts.parquet", "--preset", "nope"], "unknown preset 'nope'"),
+    (["--rollouts", "good-rollouts.parquet", "--seed", "1", "--set", "seed=2"],
+     "the seed is given twice"),
 ]
 
 
@@ -164,6 +176,51 @@ def test_evaluate_says_plainly_that_sample_counts_are_uneven(inputs) -> None:
     assert "warning: trained: 1 of 3 problems have fewer than 4 samples ('b' (n=2))" in text
     assert "stop at k = 2 for every problem" in text
     assert (inputs / "r" / "report.md").is_file()
+
+
+def test_evaluate_says_plainly_that_the_models_are_not_like_for_like(inputs) -> None:
+    """The base has problems a and b at 8 samples, the trained model only a at 4: the command
+    said only, in a log line, that a problem was left out of the transfer analysis."""
+    pd.DataFrame({"problem_id": ["a"] * 8 + ["b"] * 8, "correct": [True, False] * 8,
+                  "outcome": ["1", "2"] * 8}).to_parquet("base-ab.parquet")  # fmt: skip
+    result = runner.invoke(app, ["evaluate", "--out", "r", "--rollouts", "good-rollouts.parquet",
+                                 "--base", "base-ab.parquet", "--set",
+                                 "evaluation.transfer_split_k=1"])  # fmt: skip
+    text = " ".join(result.output.split())
+    assert result.exit_code == 0, result.output
+    assert ("warning: The models were evaluated on different problem sets: base on 2 problems, "
+            "trained on 1 problem; 1 problem is in both sets.") in text
+    assert ("warning: Diversity is not comparable across unlike sample counts (base n = 8 and "
+            "trained n = 4 samples per problem)") in text
+
+
+def test_evaluate_into_a_used_folder_leaves_only_this_reports_files(inputs) -> None:
+    """A report with --base, then one without into the same folder: the first's
+    per_problem_base.parquet stayed, read as this evaluation's. The user's own files stay."""
+    Path("r").mkdir()
+    Path("r/notes.txt").write_text("mine")
+    base = ["--base", "good-rollouts.parquet", "--set", "evaluation.transfer_split_k=1"]
+    assert runner.invoke(app, ["evaluate", "--out", "r", "--rollouts", "good-rollouts.parquet",
+                               *base]).exit_code == 0  # fmt: skip
+    assert (inputs / "r" / "per_problem_base.parquet").is_file()
+    result = runner.invoke(app, ["evaluate", "--out", "r", "--rollouts", "good-rollouts.parquet"])
+    assert result.exit_code == 0, result.output
+    assert sorted(p.name for p in (inputs / "r").iterdir()) == [
+        "diversity.png", "metrics.json", "notes.txt", "pass_at_k.png",
+        "per_problem_trained.parquet", "report.md"]  # fmt: skip
+    assert f"removed {Path('r') / 'per_problem_base.parquet'}" in result.output
+
+
+def test_evaluate_takes_config_keys_as_run_does(inputs) -> None:
+    """--preset and --set reach the evaluation: the fix the split-budget error names works, and
+    a --set evaluation.* value is the one the report used; --seed still sets the seed."""
+    args = ["evaluate", "--rollouts", "good-rollouts.parquet", "--base", "one-sample.parquet",
+            "--set", "evaluation.transfer_split_k=1", "--set", "evaluation.bootstrap_samples=12",
+            "--seed", "5"]  # fmt: skip
+    result = runner.invoke(app, [*args, "--out", "r"])
+    assert result.exit_code == 0, result.output
+    settings = json.loads((inputs / "r" / "metrics.json").read_text())["trained"]["settings"]
+    assert (settings["num_bootstrap"], settings["seed"]) == (12, 5)
 
 
 def test_the_same_commands_succeed_on_good_input(inputs) -> None:

@@ -8,8 +8,9 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from breadth.cli.config import complete_preset, load_or_fail
 from breadth.cli.output import console, fail
-from breadth.config import ConfigError, PipelineConfig
+from breadth.config import ConfigError
 
 if TYPE_CHECKING:
     from breadth.data.prepare import Manifest
@@ -102,14 +103,30 @@ def evaluate(
     rollouts: Annotated[Path, typer.Option(help="Rollouts parquet of the model to judge.")],
     out: Annotated[Path, typer.Option(help="Output folder for the report.")],
     base: Annotated[Path | None, typer.Option(help="Rollouts parquet of the base model.")] = None,
-    seed: int = 0,
+    preset: Annotated[str, typer.Option(help="Preset name or YAML path (its evaluation.* "
+                                        "settings and seed apply).",
+                                        autocompletion=complete_preset)] = "default",
+    set_: Annotated[list[str] | None, typer.Option(
+        "--set", help="key=value override, e.g. evaluation.transfer_split_k=1.")] = None,
+    seed: Annotated[int | None, typer.Option(help="Seed of the bootstrap and maj@k "
+                                             "resampling (the same as --set seed=N).")] = None,
 ) -> None:
-    """Metrics, transfer analysis and the report from rollout files, offline."""
+    """Metrics, transfer analysis and the report from rollout files, offline.
+
+    evaluation.* keys (bootstrap, transfer split) come from --preset and --set, as in run."""
     import warnings
 
     from breadth.evaluation.samples import UnevenSamplesWarning
+    from breadth.evaluation.summary import SplitBudgetError
     from breadth.stages import evaluate_stage
 
+    overrides = list(set_ or [])
+    if seed is not None:
+        # Two seeds would leave one silently unused: --seed is a short form of --set seed=N.
+        if any(text.split("=", 1)[0].strip() == "seed" for text in overrides):
+            fail("the seed is given twice (--seed and --set seed=...): give it once")
+        overrides.append(f"seed={seed}")
+    config = load_or_fail(preset, overrides)
     for path in [rollouts, base]:
         if path is not None and not path.is_file():
             state = "is a folder" if path.is_dir() else "does not exist"
@@ -118,18 +135,37 @@ def evaluate(
     if out.exists() and not out.is_dir():
         fail(f"output folder {out} is a file: give a folder path (it is created if missing)")
     paths = {"base": base, "trained": rollouts} if base else {"trained": rollouts}
+    against = f" against {base}" if base else ""
     try:
         with warnings.catch_warnings():
             # Said below as the command's own warning line, not as a Python warning with a
             # source line, from the result that also puts it in report.md.
             warnings.simplefilter("ignore", UnevenSamplesWarning)
-            results, written = evaluate_stage(PipelineConfig(seed=seed), paths, out,
-                                              base_model=next(iter(paths)))
+            results, written = evaluate_stage(config, paths, out, base_model=next(iter(paths)))
+    except SplitBudgetError as error:
+        # The library names the config key; here the key is set with --set.
+        fail(f"cannot evaluate {rollouts}{against}: {error} (here: add --set "
+             f"evaluation.transfer_split_k={error.fewest})")
     except (ValueError, KeyError, OSError) as error:  # pyarrow's ArrowInvalid is a ValueError
         message = " ".join(str(error).split())
-        fail(f"cannot evaluate {rollouts}{f' against {base}' if base else ''}: {message}")
+        fail(f"cannot evaluate {rollouts}{against}: {message}")
     for path in written:
         console.print(f"wrote {path}", highlight=False)
+    from breadth.evaluation.report import comparability_notes, stale_report_files
+
+    # A reused --out folder kept an earlier run's per_problem_base.parquet beside this run's
+    # report. Removed, not refused: re-running into the same folder is the usual case and
+    # every other report file is overwritten anyway; only the report's own file names are
+    # touched, after this report is written (a failed run leaves the earlier report whole).
+    for path in stale_report_files(out, written):
+        path.unlink()
+        console.print(f"removed {path} (an earlier report's, not this evaluation's)",
+                      highlight=False)  # fmt: skip
+
+    # Said here too: a reader of the command's output alone must not take the numbers in
+    # report.md for a paired, like-for-like comparison.
+    for note in comparability_notes(results):
+        console.print(f"[bold yellow]warning:[/] {note}", highlight=False)
     for name, result in results.items():
         if result.uneven_samples is not None:
             console.print(f"[bold yellow]warning:[/] {name}: {result.uneven_samples.describe()}; "

@@ -17,9 +17,11 @@ from breadth.evaluation.transfer import SPLITS
 
 __all__ = [
     "REPORT_DIVERSITY_METRICS",
+    "comparability_notes",
     "markdown_report",
     "plot_diversity",
     "plot_pass_at_k",
+    "stale_report_files",
     "write_report",
 ]
 
@@ -56,6 +58,20 @@ def write_report(results: Mapping[str, EvaluationResult], out_dir: str | Path) -
             tables.append(out / f"per_problem_{name}.parquet")
             result.per_problem.reset_index().to_parquet(tables[-1], index=False)
     return [*paths, md, js, *tables]
+
+
+# Report files that not every report writes: one per model, and the search comparison's.
+_OPTIONAL_REPORT_FILES = ("per_problem_*.parquet", "search.png", "search.json")
+
+
+def stale_report_files(out_dir: str | Path, written: list[Path]) -> list[Path]:
+    """Files in `out_dir` named as a report's optional files (per_problem_<model>.parquet,
+    search.png, search.json) that this report did not write: an earlier report's, left in a
+    reused folder, where they would be read as this one's. Only those names: any other file
+    there is the user's."""
+    out, kept = Path(out_dir), {Path(path).resolve() for path in written}
+    found = {path for pattern in _OPTIONAL_REPORT_FILES for path in out.glob(pattern)}
+    return sorted(path for path in found if path.is_file() and path.resolve() not in kept)
 
 
 def _pyplot():
@@ -179,17 +195,14 @@ def plot_diversity(results: Mapping[str, EvaluationResult], path: str | Path) ->
     try:
         names = list(results)
         width = 0.8 / max(len(names), 1)
+        marks = _n_marks(results)
         for ax, metric in zip(axes, metrics):
-            table = diversity_by_split(results, metric)
-            splits = [s for s in (*SPLITS, "all") if s in table]
+            ticks, heights = _bars(results, metric)
             for j, name in enumerate(names):
-                xs = [i + (j - (len(names) - 1) / 2) * width for i in range(len(splits))]
-                ax.bar(xs, [table[s].get(name, math.nan) for s in splits], width, label=name)
-            sizes = _split_sizes(results)
-            ax.set_xticks(
-                range(len(splits)),
-                [f"{s}\n({sizes[s]} problems)" if s in sizes else s for s in splits],
-            )
+                xs = [i + (j - (len(names) - 1) / 2) * width for i in range(len(ticks))]
+                ax.bar(xs, heights[name], width, label=name + marks[name])
+            ax.set_xticks(range(len(ticks)), ticks)
+            ax.set_xlim(-0.5, len(ticks) - 0.5)  # an inconclusive split's empty slot stays
             ax.set_title(metric.replace("_", " "))
             ax.grid(True, axis="y", alpha=0.3)
         axes[0].legend()
@@ -200,6 +213,21 @@ def plot_diversity(results: Mapping[str, EvaluationResult], path: str | Path) ->
     return Path(path)
 
 
+def _bars(
+    results: Mapping[str, EvaluationResult], metric: str
+) -> tuple[list[str], dict[str, list[float]]]:
+    """One diversity panel's tick labels and each model's bar heights. An inconclusive split
+    has no bars (NaN), as report.md and metrics.json give it no number, and its tick says so."""
+    table = diversity_by_split(results, metric)
+    splits = [s for s in (*SPLITS, "all") if s in table]
+    sizes, conclusive = _split_sizes(results), _conclusive_splits(results)
+    ticks = [s if s not in sizes else f"{s}\n({_problems(sizes[s])}"
+             + (")" if conclusive.get(s, True) else ": inconclusive)") for s in splits]  # fmt: skip
+    heights = {name: [table[s].get(name, math.nan) if conclusive.get(s, True) else math.nan
+                      for s in splits] for name in results}  # fmt: skip
+    return ticks, heights
+
+
 def markdown_report(results: Mapping[str, EvaluationResult]) -> str:
     """A comparison table of headline metrics, the diversity per split, and crossovers."""
     names = list(results)
@@ -207,8 +235,9 @@ def markdown_report(results: Mapping[str, EvaluationResult]) -> str:
     # markdown preview cut a wide table off at the page's width.
     lines = ["# breadth evaluation report", "",
              "## Headline metrics (95% bootstrap CI over problems)", "",
-             *(_samples_line(name, results[name]) for name in names),
-             "", _row(["model", "pass@1", "pass@n", "maj@n", "best-of-n"]), _row(["---"] * 5)]  # fmt: skip
+             *(_samples_line(name, results[name]) for name in names), ""]  # fmt: skip
+    lines += [line for note in comparability_notes(results) for line in (f"**Note:** {note}", "")]
+    lines += [_row(["model", "pass@1", "pass@n", "maj@n", "best-of-n"]), _row(["---"] * 5)]
     # n is each model's own sample count: where the models' differ (base 4, trained 16), each
     # value says its n, so pass@4 is not read as comparable with pass@16 beside it.
     uneven = len({results[name].pass_at_k[-1].k for name in names}) > 1
@@ -219,11 +248,14 @@ def markdown_report(results: Mapping[str, EvaluationResult]) -> str:
         lines.append(_row([name, _ci_text(r.pass_at_k[0]), *at_n]))
     lines += ["", _row(["model", "distinct outcomes", "outcome entropy", "crossover k"]),
               _row(["---"] * 4)]  # fmt: skip
+    # Diversity counts grow with the sample count: at unlike n each value says its n, as the
+    # headline's pass@n does (marks are empty when every model has the same n).
+    marks = _n_marks(results)
     for name in names:
         r = results[name]
         cross = r.transfer.crossover if r.transfer is not None else None
-        lines.append(_row([name, _ci_text(r.diversity.get("distinct_outcomes")),
-                           _ci_text(r.diversity.get("outcome_entropy")),
+        lines.append(_row([name, _ci_text(r.diversity.get("distinct_outcomes")) + marks[name],
+                           _ci_text(r.diversity.get("outcome_entropy")) + marks[name],
                            _crossover_text(cross)]))  # fmt: skip
     # Models may have different sample counts (base 4, trained 16): the columns are every k of
     # any model, and a model shows "-" where it has no value, so each number sits under its k.
@@ -233,16 +265,18 @@ def markdown_report(results: Mapping[str, EvaluationResult]) -> str:
     for name in names:
         at = {p.k: p.estimate for p in results[name].pass_at_k}
         lines.append(_row([name, *[f"{at[k]:.3f}" if k in at else "-" for k in ks]]))
-    lines += ["", "## Diversity by base-solved / base-unsolved split", ""]
+    has_base = any(r.transfer is not None for r in results.values())
+    lines += ["", "## Diversity by base-solved / base-unsolved split" if has_base
+              else "## Diversity (no base model, so no base-solved / base-unsolved split)", ""]  # fmt: skip
+    sizes, conclusive = _split_sizes(results), _conclusive_splits(results)
     for metric in REPORT_DIVERSITY_METRICS:
         table = diversity_by_split(results, metric)
         splits = [s for s in (*SPLITS, "all") if s in table]
         lines += [f"**{metric}**", "", _row(["model", *splits]), _row(["---"] * (len(splits) + 1))]
-        sizes, conclusive = _split_sizes(results), _conclusive_splits(results)
         for name in names:
             lines.append(_row([name, *[
-                _num(table[s].get(name, math.nan)) if conclusive.get(s, True)
-                else f"inconclusive (n = {sizes[s]})" for s in splits]]))  # fmt: skip
+                _num(table[s].get(name, math.nan)) + marks[name] if conclusive.get(s, True)
+                else _inconclusive_text(sizes[s], results) for s in splits]]))  # fmt: skip
         lines.append("")
     for name in names:
         r = results[name]
@@ -257,6 +291,92 @@ def markdown_report(results: Mapping[str, EvaluationResult]) -> str:
             ]
     lines += ["Files: pass_at_k.png, diversity.png, metrics.json.", ""]
     return "\n".join(lines)
+
+
+def comparability_notes(results: Mapping[str, EvaluationResult]) -> list[str]:
+    """Plain sentences on what the report's side-by-side values are not: a paired comparison
+    when the models saw different problems, and a diversity comparison at unlike sample
+    counts. Empty when neither holds; `breadth evaluate` prints the same sentences."""
+    notes = []
+    sets = _problem_sets_note(results)
+    if sets:
+        notes.append(sets)
+    counts = {name: _samples_text(r) for name, r in results.items()}
+    if len(set(counts.values())) > 1:
+        said = " and ".join(f"{name} n = {n}" for name, n in counts.items())
+        notes.append(
+            f"Diversity is not comparable across unlike sample counts ({said} samples per "
+            "problem): distinct outcomes, outcome entropy and the distinct-outcome fraction "
+            "all depend on n (more samples show more distinct outcomes), so a gap between the "
+            "models here is partly their sample counts, not a change in diversity; each "
+            "diversity value says its n. Compare diversity between rollouts of equal n "
+            "(rollout.num_samples)."
+        )
+    return notes
+
+
+def _problem_sets_note(results: Mapping[str, EvaluationResult]) -> str | None:
+    """A sentence when the models were evaluated on different problems, else None."""
+    if len(results) < 2:
+        return None
+    tables = [r.per_problem for r in results.values()]
+    transfers = [r.transfer for r in results.values() if r.transfer is not None]
+    if all(t is not None for t in tables):
+        ids = [set(t.index) for t in tables]
+        if all(i == ids[0] for i in ids[1:]):
+            return None
+        shared: int | None = len(set.intersection(*ids))
+    elif transfers:
+        # No per-problem tables (a result built by hand): the transfer sections count the
+        # problems each model shares with the base.
+        shared = min(t.num_problems for t in transfers)
+        if all(r.num_problems == shared for r in results.values()):
+            return None
+    else:
+        if len({r.num_problems for r in results.values()}) == 1:
+            return None  # same counts, and nothing to tell whether the problems differ
+        shared = None
+    each = ", ".join(f"{name} on {_problems(r.num_problems)}" for name, r in results.items())
+    sets = "both sets" if len(results) == 2 else "every set"
+    common = ("how many are in every set is not known" if shared is None
+              else f"{_problems(shared)} {'is' if shared == 1 else 'are'} in {sets}")  # fmt: skip
+    paired = ""
+    if transfers:
+        in_both = {t.num_problems for t in transfers}
+        only = f" ({in_both.pop()})" if len(in_both) == 1 else ""
+        paired = (" The split tables and the crossover compare each model with the base on "
+                  f"only the problems both have{only}.")  # fmt: skip
+    return (f"The models were evaluated on different problem sets: {each}; {common}. "
+            "Each model's headline values and pass@k curve average over its own problems, so "
+            f"they are not a paired comparison.{paired}")  # fmt: skip
+
+
+def _problems(count: int) -> str:
+    return f"{count} problem{'' if count == 1 else 's'}"
+
+
+def _samples_text(r: EvaluationResult) -> str:
+    """A model's samples per problem: "16", or "2-8" when its problems' counts differ (each
+    problem's diversity counts all of its own samples)."""
+    if r.uneven_samples is None:
+        return str(r.num_samples)
+    return f"{r.uneven_samples.fewest}-{r.uneven_samples.most}"
+
+
+def _n_marks(results: Mapping[str, EvaluationResult]) -> dict[str, str]:
+    """" (n=16)" per model where the models' sample counts differ, else "" for every model."""
+    counts = {name: _samples_text(r) for name, r in results.items()}
+    unlike = len(set(counts.values())) > 1
+    return {name: f" (n={n})" if unlike else "" for name, n in counts.items()}
+
+
+def _inconclusive_text(num_problems: int, results: Mapping[str, EvaluationResult]) -> str:
+    """Why a split shows no number: its size, the threshold, and the key that sets it."""
+    least = next((r.transfer_min_split for r in results.values()
+                  if r.transfer is not None and r.transfer_min_split is not None), None)  # fmt: skip
+    if least is None:
+        return f"inconclusive ({num_problems} problems, below evaluation.transfer_min_split)"
+    return f"inconclusive ({num_problems} problems < evaluation.transfer_min_split = {least})"
 
 
 def _samples_line(name: str, r: EvaluationResult) -> str:

@@ -152,6 +152,9 @@ class EvaluationResult:
     """One row per problem (index problem_id): counts and every per-problem metric."""
     uneven_samples: UnevenSamples | None = None
     """Set when problems have different sample counts (`num_samples` is then the fewest)."""
+    transfer_min_split: int | None = None
+    """With a transfer section: the fewest problems a split needs to be conclusive
+    (evaluation.transfer_min_split), so a report can say why a split is inconclusive."""
 
     def metrics(self) -> dict[str, float]:
         """Flat MLflow-safe metric dict: eval/pass_at_1, eval/maj_at_16, transfer/unsolved/...,

@@ -57,6 +57,7 @@ __all__ = [
     "ChancePoint",
     "CurvePoint",
     "EvaluationResult",
+    "SplitBudgetError",
     "UnevenSamplesWarning",
     "evaluate_models",
     "evaluate_rollouts",
@@ -82,6 +83,19 @@ DIVERSITY_METRICS = (
 )
 DEFAULT_MAJ_RESAMPLES = 32  # matches EvaluationConfig.maj_resamples
 DEFAULT_NOVELTY_K = 10  # NoveltyBench reads the first 10 generations
+
+
+class SplitBudgetError(ValueError):
+    """The transfer split's budget `split_k` is more samples than the base model has on some
+    problem. Typed, with the numbers, so a command can say how its user sets the key."""
+
+    def __init__(self, split_k: int, fewest: int) -> None:
+        self.split_k, self.fewest = split_k, fewest
+        super().__init__(
+            f"transfer split budget split_k={split_k} exceeds the base model's smallest sample "
+            f"count {fewest}: set evaluation.transfer_split_k to {fewest} or less, or sample "
+            f"the base model at least {split_k} times per problem"
+        )
 
 
 def evaluate_rollouts(
@@ -165,6 +179,9 @@ def evaluate_rollouts(
     if base is not None:
         base_name = _single_model_name(base)
         base_table = per_problem_table(base, **table_kw)
+        fewest = int(base_table["num_samples"].min()) if len(base_table) else split_k
+        if split_k > fewest:
+            raise SplitBudgetError(split_k, fewest)
         transfer = transfer_analysis(
             base_table,
             table,
@@ -202,6 +219,7 @@ def evaluate_rollouts(
         },
         per_problem=table,
         uneven_samples=uneven,
+        transfer_min_split=min_split if transfer is not None else None,
     )
 
 

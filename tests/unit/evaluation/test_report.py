@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import sys
 
 import pandas as pd
@@ -32,14 +33,17 @@ def _rows(model, spread, num_samples=8, problems=6):
     return rows
 
 
-def _results(base_samples=8, rl_samples=8):
+def _results(base_samples=8, rl_samples=8, **kwargs):
     rows = _rows("base", 4, base_samples) + _rows("rl", 1, rl_samples)
-    return evaluate_models(pd.DataFrame(rows), base_model="base", num_bootstrap=50)
+    return evaluate_models(pd.DataFrame(rows), base_model="base", num_bootstrap=50, **kwargs)
 
 
 def _table(md: str, heading: str) -> list[list[str]]:
-    """The cells of the first markdown table after `heading`, header row first."""
+    """The cells of the first markdown table after `heading` (or from it, where `heading` is
+    the start of a table's header row), header row first."""
     lines = md.split(heading, 1)[1].splitlines()
+    if heading.startswith("|"):
+        lines[0] = heading + lines[0]
     start = next(i for i, line in enumerate(lines) if line.startswith("|"))
     rows = []
     for line in lines[start:]:
@@ -76,6 +80,33 @@ def test_write_report_writes_the_report_files_and_per_problem_tables(tmp_path):
     assert "crossover k" in md
 
 
+def test_stale_report_files_are_an_earlier_reports_optional_files_only(tmp_path):
+    from breadth.evaluation.report import stale_report_files
+
+    for name in ("per_problem_base.parquet", "search.json", "search.png", "notes.txt",
+                 "base.parquet"):  # fmt: skip
+        (tmp_path / name).write_text("old")
+    written = write_report({"rl": _results()["rl"]}, tmp_path)
+    assert [p.name for p in stale_report_files(tmp_path, written)] == [
+        "per_problem_base.parquet", "search.json", "search.png"]  # fmt: skip
+    # A file this report wrote (here, as if its search comparison had) is never stale.
+    also_search = [*written, tmp_path / "search.json"]
+    assert [p.name for p in stale_report_files(tmp_path, also_search)] == [
+        "per_problem_base.parquet", "search.png"]  # fmt: skip
+
+
+def test_the_diversity_plot_draws_no_bar_for_an_inconclusive_split():
+    # 3 problems a split: report.md says "inconclusive", but diversity.png drew the bars.
+    from breadth.evaluation.report import _bars
+
+    ticks, heights = _bars(_results(), "distinct_outcomes")
+    assert ticks == ["solved\n(3 problems: inconclusive)", "unsolved\n(3 problems: inconclusive)"]
+    assert all(math.isnan(h) for values in heights.values() for h in values)
+    ticks, heights = _bars(_results(min_split=2), "distinct_outcomes")
+    assert ticks == ["solved\n(3 problems)", "unsolved\n(3 problems)"]
+    assert heights["rl"][1] == 1.0
+
+
 def test_diversity_by_split_reads_base_values_from_the_trained_models_transfer():
     table = diversity_by_split(_results(), "distinct_outcomes")
     assert set(table) == {"solved", "unsolved"}
@@ -91,6 +122,9 @@ def test_markdown_without_base_uses_the_all_split():
     }
     md = markdown_report(only)
     assert "| model | all |" in md
+    # The heading promised a base-solved / base-unsolved split that a lone model cannot have.
+    assert "## Diversity (no base model, so no base-solved / base-unsolved split)" in md
+    assert "## Diversity by base-solved" not in md
 
 
 def test_pass_at_k_table_lines_up_when_models_have_different_sample_counts():
@@ -145,3 +179,55 @@ def test_importing_evaluation_does_not_import_matplotlib_or_torch():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def _notes(md: str) -> str:
+    return " ".join(line for line in md.splitlines() if line.startswith("**Note:**"))
+
+
+def test_report_says_plainly_that_the_problem_sets_differ():
+    """rl saw 4 of base's 6 problems: the headline set base's mean over 6 beside rl's over 4,
+    and only a log line said so."""
+    rows = _rows("base", 4) + [r for r in _rows("rl", 1) if r["problem_id"] not in ("p4", "p5")]
+    results = evaluate_models(pd.DataFrame(rows), base_model="base", num_bootstrap=50)
+    notes = _notes(markdown_report(results))
+    assert ("The models were evaluated on different problem sets: base on 6 problems, rl on 4 "
+            "problems; 4 problems are in both sets.") in notes
+    assert "not a paired comparison" in notes
+    assert "on only the problems both have (4)" in notes
+    assert "different problem sets" not in markdown_report(_results())
+
+
+def test_diversity_at_unlike_n_says_its_n_and_why_it_is_not_comparable():
+    """Base at 4 samples, rl at 16: distinct outcomes grow with n, and the diversity tables set
+    them side by side unmarked."""
+    # min_split 2: the 3-problem splits show numbers, not "inconclusive".
+    md = markdown_report(_results(base_samples=4, rl_samples=16, min_split=2))
+    header, _, *rows = _table(md, "| model | distinct outcomes |")
+    assert header[:3] == ["model", "distinct outcomes", "outcome entropy"]
+    cells = {row[0]: row for row in rows}
+    assert all(cell.endswith("(n=4)") for cell in cells["base"][1:3])
+    assert all(cell.endswith("(n=16)") for cell in cells["rl"][1:3])
+    for metric in ("distinct_outcomes", "distinct_outcome_fraction", "outcome_entropy"):
+        _, _, *split_rows = _table(md, f"**{metric}**")
+        by_model = {row[0]: row[1:] for row in split_rows}
+        assert len(by_model["base"]) == 2 and all(c.endswith("(n=4)") for c in by_model["base"])
+        assert len(by_model["rl"]) == 2 and all(c.endswith("(n=16)") for c in by_model["rl"])
+    assert ("Diversity is not comparable across unlike sample counts (base n = 4 and rl n = 16 "
+            "samples per problem)") in _notes(md)
+    even = markdown_report(_results(base_samples=8, rl_samples=8))
+    assert "(n=" not in even and "not comparable" not in even
+
+
+def test_an_inconclusive_split_names_its_threshold_and_key():
+    # 3 problems per split, below the default 20 and below 5; at 2 the splits are numbers.
+    def cell(**kwargs):
+        rows = _rows("base", 4) + _rows("rl", 1)
+        results = evaluate_models(pd.DataFrame(rows), base_model="base", num_bootstrap=50,
+                                  **kwargs)  # fmt: skip
+        _, _, *split_rows = _table(markdown_report(results), "**distinct_outcomes**")
+        return {row[0]: row[1:] for row in split_rows}["rl"][0]
+
+    assert cell() == "inconclusive (3 problems < evaluation.transfer_min_split = 20)"
+    assert cell(min_split=5) == "inconclusive (3 problems < evaluation.transfer_min_split = 5)"
+    assert cell(min_split=2) == "1.000"

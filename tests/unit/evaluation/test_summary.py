@@ -250,6 +250,17 @@ def test_evaluate_models_splits_by_model_and_compares_to_the_base():
         evaluate_rollouts(df)
 
 
+def test_a_split_budget_beyond_the_base_samples_is_a_typed_error_with_its_numbers():
+    # The base has 2 samples of b: pass@4 cannot split it. The error carries the numbers so a
+    # command can name its own way of setting the key (breadth evaluate: --set ...=2).
+    from breadth.evaluation.summary import SplitBudgetError
+
+    with pytest.raises(SplitBudgetError) as caught:
+        evaluate_rollouts(rollouts(), base=rollouts("base").iloc[:-2], num_bootstrap=10)
+    assert (caught.value.split_k, caught.value.fewest) == (4, 2)
+    assert "set evaluation.transfer_split_k to 2 or less" in str(caught.value)
+
+
 @pytest.mark.parametrize(
     ("mutate", "message"),
     [
