@@ -6,7 +6,7 @@ Run: .venv/bin/python benchmarks/bench_evaluation.py [--problems P] [--samples N
 Two figures, both after a warm-up and with the machine load printed:
   1. the per-problem table, side by side: the per-problem loop evaluation used before
      (kept as the tests' reference) against the vectorised `per_problem_table`, interleaved;
-  2. the whole `evaluate_rollouts` (table, pass@k, maj@k with 32 resamples, best-of-k, 500
+  2. the whole `evaluate_rollouts` (table, pass@k, exact maj@k, best-of-k, 500
      bootstrap resamples), min/median/max of --pairs runs, wall and CPU time.
   3. with --against REF: `evaluate_rollouts` of git ref REF (its src/ exported to a temporary
      folder) against the working tree's, interleaved, after checking that both return the

@@ -63,7 +63,6 @@ def main() -> None:
     parser.add_argument("--samples", type=int, default=1_024)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--maj-k", type=int, default=16)
-    parser.add_argument("--maj-resamples", type=int, default=32)
     args = parser.parse_args()
 
     codes, correct, scores = make_rollouts(args.problems, args.samples)
@@ -78,9 +77,7 @@ def main() -> None:
     steps = {
         f"pass@k curve ({len(ks)} ks)": lambda: pass_at_k_curve(n, c, ks),
         f"best-of-k curve ({len(ks)} ks)": lambda: best_of_k_curve(scores, ks),
-        f"maj@{args.maj_k} ({args.maj_resamples} resamples)": lambda: maj_at_k(
-            codes, correct, args.maj_k, args.maj_resamples, seed=0
-        ),
+        f"maj@{args.maj_k} (exact)": lambda: maj_at_k(codes, correct, args.maj_k),
         f"maj@{args.samples} (full vote)": lambda: maj_at_k(codes, correct, args.samples),
         "distinct outcomes + entropy": lambda: outcome_diversity(codes),
     }

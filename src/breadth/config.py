@@ -327,7 +327,10 @@ class RolloutConfig(_Section):
 
 class EvaluationConfig(_Section):
     bootstrap_samples: int = Field(500, ge=10, description="Bootstrap resamples for CIs.")
-    maj_resamples: int = Field(32, ge=1, description="Resamples for maj@k.")
+    maj_resamples: int = Field(
+        32, ge=1, description="Unused: maj@k is computed exactly, nothing is resampled. Kept so "
+        "configs that set it still load.",
+    )
     search_budget: int = Field(
         16, ge=0, description="Samples per problem for evolutionary search (0 = skip search)."
     )

@@ -31,6 +31,7 @@ _HOMES = {
     "chance_pass_at_k": "metrics",
     "default_ks": "metrics",
     "maj_at_k": "metrics",
+    "maj_at_k_curve": "metrics",
     "outcome_codes": "metrics",
     "pass_at_k": "metrics",
     "pass_at_k_curve": "metrics",

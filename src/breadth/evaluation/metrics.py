@@ -21,6 +21,7 @@ __all__ = [
     "chance_pass_at_k",
     "default_ks",
     "maj_at_k",
+    "maj_at_k_curve",
     "outcome_codes",
     "pass_at_k",
     "pass_at_k_curve",
@@ -166,21 +167,37 @@ def outcome_codes(outcomes) -> np.ndarray:
     return codes.astype(np.int64).reshape(arr.shape)
 
 
-def maj_at_k(outcomes, correct, k: int, num_resamples: int = 32, seed: int = 0) -> np.ndarray:
-    """Majority-vote accuracy over k samples drawn without replacement, per problem.
+def maj_at_k(outcomes, correct, k: int) -> np.ndarray:
+    """Majority-vote accuracy of k samples drawn without replacement, exactly, per problem.
 
-    Each of `num_resamples` seeded draws picks k of the n samples of every problem; the
-    plurality outcome among them is the answer. A tie between t outcomes counts as the
-    expected value of a uniform random tie-break: the fraction of the tied outcomes that are
-    correct (never "first sample wins"). A sample whose outcome is None (or a negative code:
-    nothing extracted) never wins a vote; a draw with only such samples scores 0. An outcome's
-    correctness is the mean `correct` of its drawn samples (they agree when the verifier is
-    deterministic). With k == n the vote is deterministic and computed once.
+    The expected value, over all C(n, k) equally likely k-subsets of a problem's n samples,
+    of the vote's correctness: the plurality outcome among the k is the answer. A tie between
+    t outcomes counts as the expected value of a uniform random tie-break: the fraction of
+    the tied outcomes that are correct (never "first sample wins"). A sample whose outcome is
+    None (or a negative code: nothing extracted) never wins a vote; a subset with only such
+    samples scores 0. An outcome's correctness is the mean `correct` of its drawn samples
+    (they agree when the verifier is deterministic). Nothing is sampled, so there is no seed:
+    k == n is the one vote of all samples, k == 1 the share of samples that have an outcome
+    and are correct, and 1 < k < n the exact expectation of `_expected_plurality_accuracy`
+    (up to float rounding, ~1e-15).
 
     `outcomes` and `correct` are (P, n) or (n,).
 
     >>> float(maj_at_k(["7", "7", "3", "3"], [True, True, False, False], k=4))  # 2-2 tie
     0.5
+    >>> float(maj_at_k([None, None, None, "7"], [False, False, False, True], k=1))
+    0.25
+    """
+    return maj_at_k_curve(outcomes, correct, [k])[int(k)]
+
+
+def maj_at_k_curve(outcomes, correct, ks: Iterable[int] | None = None) -> dict[int, np.ndarray]:
+    """maj_at_k at several k (default 1, 2, 4, ..., n), reading each problem's outcomes once.
+
+    k = 2 of a (right), a, b: the pair {a, a} scores 1, each of the two {a, b} ties, 1/2.
+
+    >>> {k: v.tolist() for k, v in maj_at_k_curve([["a", "a", "b"]], [[1, 1, 0]]).items()}
+    {1: [0.6666666666666666], 2: [0.6666666666666666], 3: [1.0]}
     """
     codes = outcome_codes(outcomes)
     corr = np.asarray(correct)
@@ -196,74 +213,169 @@ def maj_at_k(outcomes, correct, k: int, num_resamples: int = 32, seed: int = 0) 
         raise ValueError(
             f"outcomes must be (problems, samples) or (samples,), got shape {codes.shape}"
         )
-    num_problems, n = codes.shape
-    k = _check_k(k, n)
-    if num_resamples < 1:
-        raise ValueError(f"num_resamples must be >= 1, got {num_resamples}")
+    n = codes.shape[1]
+    ks = default_ks(n) if ks is None else [_check_k(k, n) for k in ks]
     # One sortable key per sample: code in the high bits, correctness in the lowest bit.
     keys = codes * 2 + corr
-    if k == n:
-        result = _plurality_accuracy(keys)
-    else:
-        rng = np.random.default_rng(seed)
-        # Sample-major, like the draws, and in the smallest integer type that holds every key:
-        # the draws shuffle the keys themselves, and 1-2 byte rows swap and compare several
-        # times faster than 8-byte ones (equal keys stay equal, so the votes are the same).
-        keys_by_sample = np.ascontiguousarray(keys.T).astype(_small_int_type(keys)).ravel()
-        result = np.zeros(num_problems, dtype=np.float64)
-        # One draw at a time: batching all draws into one sort measured slower (cache misses).
-        draws = _draws_without_replacement(keys_by_sample, num_problems, n, k, num_resamples, rng)
-        for drawn in draws:
-            result += _plurality_accuracy_by_sample(drawn)
-        result /= num_resamples
-    return result[0] if one_problem else result
+    tables = None
+    out = {}
+    for k in ks:
+        if k == n:
+            result = _plurality_accuracy(keys)
+        elif k == 1:
+            # One sample is the vote: it wins when it has an outcome, and is right when correct.
+            result = np.count_nonzero((codes >= 0) & corr, axis=1) / n
+        else:
+            if tables is None:  # the same for every k: built once
+                tables = _distinct_vote_tables(keys)
+            counts, right, inverse = tables
+            result = _expected_plurality_accuracy(counts, right, n, k)[inverse]
+        out[int(k)] = result[0] if one_problem else result
+    return out
 
 
-def _small_int_type(values: np.ndarray) -> type:
-    """The narrowest signed integer type that holds every value."""
-    low, high = (int(values.min()), int(values.max())) if values.size else (0, 0)
-    for kind in (np.int8, np.int16, np.int32):
-        info = np.iinfo(kind)
-        if info.min <= low and high <= info.max:
-            return kind
-    return np.int64
+def _expected_plurality_accuracy(counts: np.ndarray, right: np.ndarray, n: int, k: int
+                                 ) -> np.ndarray:  # fmt: skip
+    """Exact expected `_plurality_accuracy` of a uniform k-subset of n samples, per row of an
+    outcome table (`_distinct_vote_tables`: samples and correct samples of each outcome).
 
+    Only each outcome's sample count a_o and correct count c_o matter: given how many of its
+    samples are drawn, which ones is uniform, so its drawn samples are right with expected
+    share q_o = c_o / a_o. With X_o the drawn count of outcome o (multivariate
+    hypergeometric) and m the number of other outcomes tied with it at the top count t,
 
-def _draws_without_replacement(
-    values: np.ndarray, num_problems: int, n: int, k: int, num_draws: int, rng
-):
-    """Yield `num_draws` (k, P) matrices; column p holds the values of a uniform k-subset of
-    problem p's n samples, from `values`, a sample-major (n, P) array flattened (the values
-    themselves are shuffled, so no gather is needed afterwards).
+        maj@k = sum_o q_o * sum_t E[1(X_o = t, every other X_j <= t) / (1 + m)].
 
-    A partial Fisher-Yates shuffle, vectorised across problems, costs O(P * min(k, n-k)) per
-    draw instead of O(P * n) for a full permutation; the permutation is reused between draws
-    (a partial shuffle of any permutation still yields a uniform subset). It is held sample-
-    major so that each swap reads and writes one contiguous row: several times faster than
-    swapping strided columns of a (P, n) array, with the same draws.
+    For each t that is a z^k coefficient divided by C(n, k): of a product with one polynomial
+    per outcome, sum_{x < t} C(a, x) z^x + u C(a, t) z^t (the ways to draw x of its a samples,
+    capped at t), integrated over u in [0, 1], since the integral of u^m is 1 / (1 + m). The
+    integrand is a polynomial of degree <= `ties` in u, so Gauss-Legendre quadrature with
+    ties // 2 + 1 nodes integrates it exactly. The sum over the winner o is carried as a
+    derivative beside the product (d(F_1 ... F_D) = sum_o dF_o prod_{j != o} F_j, with
+    dF_o = q_o C(a_o, t) z^t), so one pass over the outcomes covers every winner. The None
+    samples and the outcomes below t (they can neither win nor tie at t) form one uncapped
+    factor (1 + z)^rest, applied last as a dot product for the z^k coefficient alone.
+    Coefficients are scaled by p^x (1-p)^(a-x), p = k/n (binomial probabilities in place of
+    counts): the ratio is unchanged and every number stays in [0, 1] at any n, where C(n, k)
+    itself overflows a float past n ~ 1,030. All terms are positive: no cancellation.
+
+    Cost: about sum_t (outcomes with >= t samples) * t * (ties // 2 + 1) steps over
+    polynomials of length <= k+1 per row; t only where an outcome has t samples and k
+    samples fit under the cap. Measured on 2 shared cores, every k of the curve: 10,000
+    problems x 16 samples ~20 ms (32 random draws took ~40 ms); 10,000 x 64 (8 outcomes)
+    ~2 s; 2,000 x 256 (20 outcomes) ~12 s; 20 x 2,048 (3 outcomes) ~13 s. Past n ~ 64 this
+    is slower than the draws were (0.4 s for 2,000 x 256), the price of no sampling noise.
     """
-    columns = np.arange(num_problems, dtype=np.int64)
-    perm = values.copy().reshape(n, num_problems)
-    flat = perm.reshape(-1)
-    steps = min(k, n - k)  # shuffle the smaller side; its complement is uniform too
-    # Step j picks uniformly among samples j..n-1: flat position (j + floor(u * (n - j))) * P
-    # + p. One draw's uniforms at a time (the same stream as one call for all draws), so the
-    # arithmetic on them stays in cache: half the cost of doing it on every draw at once.
-    offsets = np.arange(steps)[:, None]
-    scale = (n - offsets).astype(np.float64)
-    base = offsets * num_problems + columns
-    for _ in range(num_draws):
-        picks = rng.random((steps, num_problems))
-        picks *= scale
-        picks = picks.astype(np.int64)
-        picks *= num_problems
-        picks += base  # the flat position of each picked sample
-        for j in range(steps):
-            at = picks[j]
-            held = perm[j].copy()
-            perm[j] = flat[at]
-            flat[at] = held
-        yield perm[:k] if steps == k else perm[steps:]
+    value = np.zeros(counts.shape[0])
+    if counts.shape[1] == 0 or counts.shape[0] == 0:  # no sample has an outcome
+        return value
+    share = np.divide(right, counts, out=np.zeros(counts.shape), where=counts > 0)
+    pmf = _binomial_pmf_table(n, k, k / n)  # pmf[a, x] = C(a, x) p^x (1-p)^(a-x)
+    # Rows in chunks: the polynomials of a chunk stay under ~32 MB however large n is.
+    nodes_most = min(counts.shape[1], k) // 2 + 1
+    chunk = max(1, 2**21 // (2 * nodes_most * (k + 1)))
+    for first in range(0, counts.shape[0], chunk):
+        rows = slice(first, first + chunk)
+        value[rows] = _winning_share(counts[rows], share[rows], pmf, n, k)
+    return value / pmf[n, k]
+
+
+def _winning_share(counts: np.ndarray, share: np.ndarray, pmf: np.ndarray, n: int, k: int
+                   ) -> np.ndarray:  # fmt: skip
+    """`_expected_plurality_accuracy` times pmf[n, k], for rows of (counts, share)."""
+    value = np.zeros(counts.shape[0])
+    answered = counts.sum(axis=1)
+    for t in range(1, min(k, int(counts[:, 0].max())) + 1):
+        # Only rows where some outcome has t samples and k samples fit under the cap t; the
+        # others have no k-subset whose top count is t (their term is 0 exactly).
+        fits = n - answered + np.minimum(counts, t).sum(axis=1) >= k
+        live = np.flatnonzero((counts[:, 0] >= t) & fits)
+        if live.size == 0:
+            continue
+        c = counts[live]
+        big = c >= t  # columns are sorted by count, descending: the big ones come first
+        width = int(np.count_nonzero(big.any(axis=0)))
+        # Each other outcome tied at t takes t of the k samples: at most k // t - 1 of them.
+        ties = min(width - 1, k // t - 1)
+        nodes, weights = np.polynomial.legendre.leggauss(ties // 2 + 1)
+        u = ((nodes + 1.0) / 2.0)[None, :, None]  # mapped from [-1, 1] to [0, 1]
+        # state[:, 0] is the product so far, state[:, 1] its derivative; one per node.
+        state = np.zeros((live.size, 2, len(nodes), 1))
+        state[:, 0, :, 0] = 1.0
+        for j in range(width):
+            a, at = c[:, j], big[:, j]
+            low = np.where(at[:, None], pmf[a, :t], 0.0)  # x < t samples: neither wins nor ties
+            low[~at, 0] = 1.0  # an outcome below t is in `rest`: factor 1 here
+            top = np.where(at, pmf[a, t], 0.0)[:, None, None]  # x = t samples
+            degree = min(k, state.shape[3] - 1 + t)
+            new = _times_polynomial(state, low, degree)
+            if degree >= t:
+                shifted = state[..., : degree + 1 - t]
+                new[..., t:] += (top * u)[:, None] * shifted  # it ties at t
+                new[:, 1, :, t:] += (share[live, j, None, None] * top) * shifted[:, 0]  # it wins
+            state = new
+        rest = n - np.where(big, c, 0).sum(axis=1)  # None samples and outcomes below t
+        drawn = k - np.arange(state.shape[3])  # samples left for `rest` after degree d
+        rest_pmf = pmf[rest][:, np.maximum(drawn, 0)] * (drawn >= 0)
+        value[live] += np.einsum("rgd,rd->rg", state[:, 1], rest_pmf) @ (weights / 2.0)
+    return value
+
+
+def _times_polynomial(state: np.ndarray, low: np.ndarray, degree: int) -> np.ndarray:
+    """state (R, ..., m) times the per-row polynomial low (R, t), up to z^degree: t shifted
+    adds (a matrix product of sliding windows measured slower, even at t ~ 1,000)."""
+    out = np.zeros((*state.shape[:-1], degree + 1))
+    m = state.shape[-1]
+    coefficient = low.reshape(low.shape[0], *([1] * (state.ndim - 2)), low.shape[1])
+    for x in range(min(low.shape[1], degree + 1)):
+        length = min(m, degree + 1 - x)
+        out[..., x : x + length] += coefficient[..., x : x + 1] * state[..., :length]
+    return out
+
+
+def _distinct_vote_tables(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The distinct outcome tables of rows of keys = code * 2 + correct: (counts, right,
+    inverse), counts and right (T, D) holding the samples and correct samples of every
+    outcome with a code >= 0, sorted by samples then correct, descending, 0-padded; row p's
+    table is row inverse[p]. Problems with equal tables get equal maj@k, so each is computed
+    once (10,000 problems x 16 samples of 6 outcomes have a few hundred)."""
+    num_rows, m = keys.shape
+    flat = np.sort(keys, axis=1).ravel()
+    codes = flat >> 1  # arithmetic shift: code -1 (none) stays negative
+    starts = _run_starts(codes, m)
+    ends = np.append(starts[1:], codes.size)
+    correct_so_far = np.concatenate(([0], np.cumsum(flat & 1)))
+    answered = codes[starts] >= 0
+    starts, ends = starts[answered], ends[answered]
+    rows, sizes = starts // m, ends - starts
+    hits = correct_so_far[ends] - correct_so_far[starts]
+    order = np.lexsort((-hits, -sizes, rows))
+    rows, sizes, hits = rows[order], sizes[order], hits[order]
+    per_row = np.bincount(rows, minlength=num_rows)
+    slot = np.arange(rows.size) - np.repeat(np.cumsum(per_row) - per_row, per_row)
+    width = int(per_row.max()) if num_rows else 0
+    table = np.zeros((num_rows, 2 * width), dtype=np.int64)
+    table[rows, slot], table[rows, width + slot] = sizes, hits
+    # Distinct rows by a lexicographic sort (np.unique(axis=0) took 20 ms on 10,000 rows).
+    order = np.lexsort(table.T[::-1]) if width else np.arange(num_rows)
+    ordered = table[order]
+    new = np.ones(num_rows, dtype=bool)
+    new[1:] = (ordered[1:] != ordered[:-1]).any(axis=1)
+    inverse = np.empty(num_rows, dtype=np.int64)
+    inverse[order] = np.cumsum(new) - 1
+    distinct = ordered[new]
+    return distinct[:, :width], distinct[:, width:], inverse
+
+
+def _binomial_pmf_table(n: int, k: int, p: float) -> np.ndarray:
+    """(n+1, k+1) table of C(a, x) p^x (1-p)^(a-x), built row by row (Pascal's rule with
+    weights): sums of positive terms only, so every entry is accurate to a few ulps."""
+    pmf = np.zeros((n + 1, k + 1))
+    pmf[0, 0] = 1.0
+    for a in range(1, n + 1):
+        pmf[a] = (1.0 - p) * pmf[a - 1]
+        pmf[a, 1:] += p * pmf[a - 1, :-1]
+    return pmf
 
 
 def _plurality_accuracy(keys: np.ndarray) -> np.ndarray:
@@ -299,40 +411,6 @@ def _two_vote_accuracy(keys: np.ndarray, axis: int) -> np.ndarray:
     right = np.count_nonzero(answered & (keys & 1 == 1), axis=axis)
     voters = np.count_nonzero(answered, axis=axis)
     return np.divide(right, voters, out=np.zeros(right.shape), where=voters > 0)
-
-
-PAIRWISE_VOTE_MAX = 16  # up to here comparing every pair of votes beats sorting them (measured)
-
-
-def _plurality_accuracy_by_sample(keys: np.ndarray) -> np.ndarray:
-    """`_plurality_accuracy` of (m, P) sample-major keys (one row per drawn sample).
-
-    For 2 < m <= PAIRWISE_VOTE_MAX each vote counts the votes equal to it by comparing the m rows
-    pairwise: m(m-1)/2 comparisons of contiguous rows, no sort and no ragged runs. The winning
-    outcomes' samples all have the top count t, so the tie-aware accuracy (mean over winning
-    outcomes of their fraction correct) is (correct winning samples / t) / (winning samples /
-    t): correct winning samples over winning samples.
-    """
-    m = keys.shape[0]
-    if m <= 2:
-        return _two_vote_accuracy(keys, axis=0)
-    if m > PAIRWISE_VOTE_MAX:
-        return _plurality_accuracy(np.ascontiguousarray(keys.T))
-    codes = keys >> 1
-    counts = np.ones(keys.shape, dtype=np.int8)  # every vote matches itself; m <= 16 < 127
-    same = np.empty(keys.shape[1], dtype=bool)
-    step = same.view(np.int8)  # the comparison as 0/1 counts, without a conversion
-    for i in range(m):
-        for j in range(i + 1, m):
-            np.equal(codes[i], codes[j], out=same)
-            np.add(counts[i], step, out=counts[i])
-            np.add(counts[j], step, out=counts[j])
-    counts[codes < 0] = 0  # "nothing extracted" never wins
-    top = counts.max(axis=0)
-    winners = (counts == top) & (top > 0)
-    right = np.count_nonzero(winners & (keys & 1 == 1), axis=0)
-    voters = np.count_nonzero(winners, axis=0)
-    return np.divide(right, voters, out=np.zeros(keys.shape[1]), where=voters > 0)
 
 
 def _run_starts(sorted_flat: np.ndarray, row_length: int) -> np.ndarray:

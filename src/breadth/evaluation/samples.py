@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from breadth.evaluation.metrics import best_of_k_curve, maj_at_k, outcome_codes
+from breadth.evaluation.metrics import best_of_k_curve, maj_at_k_curve, outcome_codes
 from breadth.evaluation.result import UnevenSamples
 
 __all__ = [
@@ -110,16 +110,16 @@ class SamplesByProblem:
             out.append((members, self.bounds[members][:, None] + np.arange(n)[None, :]))
         return out
 
-    def maj_and_best(self, ks: list[int], maj_resamples: int, seed: int):
+    def maj_and_best(self, ks: list[int]):
+        """(P, K) exact maj@k and best-of-k per problem at each k: nothing is sampled."""
         num_problems = len(self.bounds) - 1
         maj = np.zeros((num_problems, len(ks)))
         best = np.zeros((num_problems, len(ks)))
         for members, idx in self.by_size():
             best_curve = best_of_k_curve(self.scores[idx], ks)
+            maj_curve = maj_at_k_curve(self.codes[idx], self.correct[idx], ks)
             for j, k in enumerate(ks):
-                maj[members, j] = maj_at_k(
-                    self.codes[idx], self.correct[idx], k, maj_resamples, seed
-                )
+                maj[members, j] = maj_curve[k]
                 best[members, j] = best_curve[k]
         return maj, best
 

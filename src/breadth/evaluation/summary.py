@@ -81,7 +81,6 @@ DIVERSITY_METRICS = (
     "forking_token_share",
     "embedding_diversity",
 )
-DEFAULT_MAJ_RESAMPLES = 32  # matches EvaluationConfig.maj_resamples
 DEFAULT_NOVELTY_K = 10  # NoveltyBench reads the first 10 generations
 
 
@@ -104,7 +103,6 @@ def evaluate_rollouts(
     base: pd.DataFrame | None = None,
     ks: Sequence[int] | None = None,
     num_bootstrap: int = DEFAULT_RESAMPLES,
-    maj_resamples: int = DEFAULT_MAJ_RESAMPLES,
     confidence: float = DEFAULT_CONFIDENCE,
     seed: int = 0,
     entropy_threshold: float | None = None,
@@ -156,7 +154,7 @@ def evaluate_rollouts(
     weights = bootstrap_weights(len(table), num_bootstrap, seed)
     n_arr, c_arr = table["num_samples"].to_numpy(), table["num_correct"].to_numpy()
     pass_matrix = np.stack([pass_at_k(n_arr, c_arr, k) for k in ks], axis=1)
-    maj_matrix, best_matrix = samples.maj_and_best(ks, maj_resamples, seed)
+    maj_matrix, best_matrix = samples.maj_and_best(ks)
     present = [
         m for m in DIVERSITY_METRICS if not table[m].isna().all()
     ]  # a metric without its input column (text, entropy, ...) is left out
@@ -210,7 +208,6 @@ def evaluate_rollouts(
         entropy_threshold=entropy_threshold,
         settings={
             "num_bootstrap": num_bootstrap,
-            "maj_resamples": maj_resamples,
             "confidence": confidence,
             "seed": seed,
             "novelty_k": novelty_k,

@@ -7,7 +7,9 @@ chance, and "unsolved" empties. A split with fewer than `min_split` problems is 
 inconclusive, not as a number. Every per-problem metric is then averaged on each split,
 for the base and the trained model, with paired bootstrap intervals (the same problem
 resamples for both models). The crossover is the smallest k at which the base model's pass@k
-catches up with the trained model's.
+catches up with the trained model's: reaches it after the trained model was ahead, or passes
+it. Curves that are equal (within float noise) up to k cross nowhere up to k: two models both at
+pass@k = 0 at every k have no crossover.
 
 Inputs are per-problem tables (pandas DataFrames indexed by problem_id) such as
 `breadth.evaluation.summary.per_problem_table` builds: `num_samples`, `num_correct` and one
@@ -78,10 +80,12 @@ class SplitMetrics:
 
 @dataclass(frozen=True)
 class Crossover:
-    """Smallest k where base pass@k >= trained pass@k, with a bootstrap interval over problems."""
+    """Smallest k where base pass@k catches up with trained pass@k (see `crossover_k`), with a
+    bootstrap interval over problems."""
 
     k: int | None
-    """On the full sample; None when the trained model stays ahead at every k tried."""
+    """On the full sample; None when the base model never catches up within the ks tried:
+    the trained model stays ahead, or the two are tied at every k (both 0, say)."""
     low: int | None
     """Lower percentile of the bootstrap distribution of the crossover k."""
     high: int | None
@@ -161,7 +165,11 @@ def crossover_k(
     confidence: float = DEFAULT_CONFIDENCE,
     seed: int = 0,
 ) -> Crossover:
-    """Smallest k with mean base pass@k >= mean trained pass@k over the same problems.
+    """Smallest k at which mean base pass@k catches up with mean trained pass@k over the same
+    problems: base >= trained there, and either base > trained there or the trained model was
+    ahead at a smaller k. A tie is not a crossing by itself: where the curves are equal at
+    every k (both 0 on a tiny run, say) there is none, and where they are equal up to some k
+    and then the base pulls ahead, the crossover is that k.
 
     Arrays are aligned per problem. The interval comes from a paired bootstrap over problems:
     the crossover is recomputed on each resample and its percentiles reported (a resample
@@ -211,8 +219,14 @@ def crossover_k(
 
 
 def _first_crossing(diff: np.ndarray) -> np.ndarray:
-    """Index of the first column with diff >= 0 per row; K (one past the end) when none."""
-    caught_up = diff >= -_TIE_TOLERANCE
+    """Per row of base - trained, the first column where the base catches up: diff >= 0
+    (within _TIE_TOLERANCE) and either diff > 0 or a negative diff in an earlier column; K (one
+    past the end) when none. A tie before the trained model was ever ahead is not a crossing:
+    equal curves (both 0 at every k on a tiny run) used to report a crossover at the first k."""
+    behind = diff < -_TIE_TOLERANCE
+    ahead = diff > _TIE_TOLERANCE
+    was_behind = np.logical_or.accumulate(behind, axis=1)
+    caught_up = ahead | (~behind & was_behind)
     return np.where(caught_up.any(axis=1), caught_up.argmax(axis=1), diff.shape[1])
 
 

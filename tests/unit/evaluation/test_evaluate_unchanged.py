@@ -53,7 +53,7 @@ def cases() -> dict[str, tuple[pd.DataFrame, dict]]:
         "ragged_seed0": (random_frame(0, 30), {"num_bootstrap": 50}),
         "ragged_classes_seed1": (random_frame(1, 30, class_ids=True), {"num_bootstrap": 50}),
         "even_16_seed2": (even_frame(2, 40, 16), {"num_bootstrap": 100, "seed": 3}),
-        "even_10_seed3": (even_frame(3, 25, 10), {"num_bootstrap": 80, "maj_resamples": 7}),
+        "even_10_seed3": (even_frame(3, 25, 10), {"num_bootstrap": 80}),
         "mcq_8_seed4": (even_frame(4, 30, 8, mcq=True), {"num_bootstrap": 60}),
         "with_base_seed5": (even_frame(5, 40, 16), {"num_bootstrap": 60, "base": base,
                                                     "split_k": 4, "min_split": 2}),

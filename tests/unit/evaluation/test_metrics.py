@@ -18,6 +18,7 @@ from breadth.evaluation.metrics import (
     chance_pass_at_k,
     default_ks,
     maj_at_k,
+    maj_at_k_curve,
     outcome_codes,
     pass_at_k,
     pass_at_k_curve,
@@ -184,12 +185,14 @@ def test_best_of_k_rejects_bad_input(scores, k, message):
 
 @pytest.mark.parametrize("case", _load("maj_at_k.json"), ids=lambda c: c["name"])
 def test_maj_at_k_table(case):
-    got = maj_at_k(case["outcomes"], case["correct"], case["k"], num_resamples=4, seed=0)
+    got = maj_at_k(case["outcomes"], case["correct"], case["k"])
     assert got.item() == pytest.approx(case["expected"], abs=1e-12)
 
 
 def _maj_brute(outcomes, correct, k):
-    """Exact expected maj@k over all k-subsets with the documented tie rule."""
+    """Exact expected maj@k over all k-subsets with the documented rules: the plurality of
+    outcomes other than None wins, a tie is a uniform tie-break, an outcome is right with the
+    mean `correct` of its drawn samples."""
     values = []
     for subset in itertools.combinations(range(len(outcomes)), k):
         counts = Counter(outcomes[i] for i in subset if outcomes[i] is not None)
@@ -198,59 +201,101 @@ def _maj_brute(outcomes, correct, k):
             continue
         top = max(counts.values())
         tied = [o for o, n in counts.items() if n == top]
-        truth = {outcomes[i]: correct[i] for i in subset}
-        values.append(sum(truth[o] for o in tied) / len(tied))
+        truth = {o: np.mean([correct[i] for i in subset if outcomes[i] == o]) for o in tied}
+        values.append(sum(truth.values()) / len(tied))
     return float(np.mean(values))
 
 
-def _maj_many_draws(outcomes, correct, k, seed):
-    """maj@k averaged over 20,000 draws: the one problem repeated in 2,000 rows x 10 resamples
-    (the draws are vectorised over rows, so this is much faster than 20,000 resamples)."""
-    rows = np.tile(np.asarray(outcomes, dtype=object), (2_000, 1))
-    flags = np.tile(np.asarray(correct), (2_000, 1))
-    return float(maj_at_k(rows, flags, k, num_resamples=10, seed=seed).mean())
+def test_maj_at_k_none_heavy_problem_by_hand():
+    # The audit's problem: three samples without an answer and one correct "7". The vote is
+    # right exactly when "7" is drawn: maj@k = P(drawn) = k / 4. 32 random draws gave
+    # maj@1 = 0.344 > pass@1 = 0.25 and maj@2 = 0.625.
+    outcomes, correct = [None, None, None, "7"], [False, False, False, True]
+    got = {k: float(v) for k, v in maj_at_k_curve(outcomes, correct, [1, 2, 3, 4]).items()}
+    assert got == pytest.approx({1: 0.25, 2: 0.5, 3: 0.75, 4: 1.0}, abs=1e-15)
+    assert got[1] <= float(pass_at_k(4, 1, 1))
 
 
-def test_maj_at_k_converges_to_exact_enumeration():
-    outcomes = ["4", "4", "5", "5", "5", None, "6", "4"]
-    correct = [o == "4" for o in outcomes]
-    for k in (1, 2, 3, 5, 7):
-        exact = _maj_brute(outcomes, correct, k)
-        got = _maj_many_draws(outcomes, correct, k, seed=1)
-        assert got == pytest.approx(exact, abs=0.01), k
+def test_maj_at_k_two_two_tie_by_hand():
+    # "7" x2 right, "3" x2 wrong. k=2: of the 6 pairs, {7,7} scores 1, {3,3} 0, and the 4
+    # mixed pairs tie 1-1 and score 1/2: (1 + 0 + 4 * 0.5) / 6 = 1/2. k=3: every triple is
+    # 2-1, and "7" has the 2 in half of them: 1/2. k=4: the 2-2 tie, 1/2.
+    outcomes, correct = ["7", "7", "3", "3"], [True, True, False, False]
+    got = maj_at_k_curve(outcomes, correct, [1, 2, 3, 4])
+    assert {k: float(v) for k, v in got.items()} == pytest.approx(
+        {1: 0.5, 2: 0.5, 3: 0.5, 4: 0.5}, abs=1e-15
+    )
+    # Three of "7" (right) against one "3": k=2 scores 1 on the 3 pairs {7,7} and 1/2 on the
+    # 3 mixed ones: 0.75; k=3: 1 always (the triple holds two "7"s at least).
+    three = maj_at_k_curve(["7", "7", "7", "3"], [True, True, True, False], [2, 3])
+    assert float(three[2]) == pytest.approx(0.75, abs=1e-15)
+    assert float(three[3]) == pytest.approx(1.0, abs=1e-15)
 
 
-def test_maj_at_k_full_vote_is_exact_and_vectorised():
-    outcomes = [["a", "a", "b"], ["a", "b", "c"], [None, None, "z"]]
-    correct = [[True, True, False], [False, True, False], [False, False, False]]
-    got = maj_at_k(outcomes, correct, 3)
-    np.testing.assert_allclose(got, [1.0, 1 / 3, 0.0])
+def test_maj_at_1_is_the_share_of_correct_samples_with_an_outcome_exactly():
+    rng = np.random.default_rng(3)
+    codes = rng.integers(-1, 4, (200, 12))
+    correct = rng.random((200, 12)) < 0.5
+    expected = ((codes >= 0) & correct).sum(axis=1) / 12
+    np.testing.assert_array_equal(maj_at_k(codes, correct, 1), expected)
+    assert np.all(maj_at_k(codes, correct, 1) <= pass_at_k(12, correct.sum(axis=1), 1) + 1e-15)
 
 
-def test_maj_at_k_is_seeded_and_deterministic():
-    rng = np.random.default_rng(5)
-    codes = rng.integers(-1, 4, size=(50, 16))
-    correct = codes == 0
-    a = maj_at_k(codes, correct, 5, num_resamples=8, seed=11)
-    b = maj_at_k(codes, correct, 5, num_resamples=8, seed=11)
-    c = maj_at_k(codes, correct, 5, num_resamples=8, seed=12)
-    np.testing.assert_array_equal(a, b)
-    assert not np.array_equal(a, c)
-    assert a.shape == (50,) and np.all((a >= 0) & (a <= 1))
+def test_maj_at_k_equals_enumeration_of_every_subset():
+    # Random small problems, None included, correctness sometimes mixed within an outcome
+    # (a non-deterministic verifier), every k from 1 to n.
+    rng = np.random.default_rng(7)
+    for _ in range(60):
+        n = int(rng.integers(2, 10))
+        pool = [None, "a", "b", "c", "d"][: int(rng.integers(2, 6))]
+        outcomes = [pool[i] for i in rng.integers(0, len(pool), n)]
+        correct = [bool(f) for f in rng.random(n) < 0.4]
+        got = maj_at_k_curve(outcomes, correct, range(1, n + 1))
+        for k in range(1, n + 1):
+            assert float(got[k]) == pytest.approx(_maj_brute(outcomes, correct, k), abs=1e-13), (
+                outcomes, correct, k,
+            )  # fmt: skip
 
 
-def test_maj_at_k_large_k_draws_are_uniform_subsets():
-    # k > n/2 shuffles the complement: check against enumeration on a small case.
-    outcomes = ["1", "1", "2", "3", "3", "3"]
-    correct = [True, True, False, False, False, False]
-    exact = _maj_brute(outcomes, correct, 5)
-    assert _maj_many_draws(outcomes, correct, 5, seed=2) == pytest.approx(exact, abs=0.01)
+def test_maj_at_k_is_exact_for_many_problems_at_once():
+    # Vectorised over problems, with repeated problems computed once: the same as one at a time.
+    rng = np.random.default_rng(11)
+    codes = rng.integers(-1, 3, (300, 9))
+    correct = (codes == 0) | (rng.random((300, 9)) < 0.1)
+    together = maj_at_k_curve(codes, correct, [2, 3, 5, 8])
+    for p in range(0, 300, 37):
+        alone = maj_at_k_curve(codes[p], correct[p], [2, 3, 5, 8])
+        for k in (2, 3, 5, 8):
+            assert float(together[k][p]) == pytest.approx(float(alone[k]), abs=1e-15)
+    outcomes = [None if c < 0 else str(c) for c in codes[5]]
+    assert float(together[5][5]) == pytest.approx(
+        _maj_brute(outcomes, [bool(f) for f in correct[5]], 5), abs=1e-13
+    )
 
 
-def test_maj_at_k_k1_equals_mean_correct_over_answered_samples():
-    outcomes = ["a", "b", "a", "c"]
-    correct = [True, False, True, False]
-    assert _maj_many_draws(outcomes, correct, 1, seed=0) == pytest.approx(0.5, abs=0.01)
+def test_maj_at_k_stays_finite_and_exact_past_float_binomials():
+    # C(2000, 1000) overflows a float; the scaled polynomials do not. One right outcome of
+    # 1,200 samples against 800 wrong of another: at k = 1,000 the right one has the majority
+    # unless it draws <= 500 of its 1,200 (hypergeometric, ~1e-30): maj = 1 to rounding.
+    outcomes = np.array([0] * 1200 + [1] * 800)
+    correct = outcomes == 0
+    got = float(maj_at_k(outcomes, correct, 1000))
+    assert got == pytest.approx(1.0, abs=1e-12)
+    # Small k against the two-outcome formula: the right one draws 3, 4 or 5 of the k = 5.
+    k = 5
+    exact = sum(math.comb(1200, x) * math.comb(800, k - x) for x in range(3, 6)) / math.comb(
+        2000, k
+    )
+    assert float(maj_at_k(outcomes, correct, k)) == pytest.approx(exact, rel=1e-12)
+
+
+def test_maj_at_k_curve_matches_maj_at_k_and_defaults_to_the_ks():
+    outcomes = [["a", "b", "a", None], ["c", "c", "d", "d"]]
+    correct = [[True, False, True, False], [False, False, True, True]]
+    curve = maj_at_k_curve(outcomes, correct)
+    assert list(curve) == [1, 2, 4]
+    for k, values in curve.items():
+        np.testing.assert_array_equal(values, maj_at_k(outcomes, correct, k))
 
 
 @pytest.mark.parametrize(

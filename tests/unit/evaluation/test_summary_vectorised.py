@@ -13,11 +13,7 @@ import pytest
 
 from breadth.evaluation import grouped
 from breadth.evaluation.diversity import distinct_n
-from breadth.evaluation.metrics import (
-    _plurality_accuracy,
-    _plurality_accuracy_by_sample,
-    maj_at_k,
-)
+from breadth.evaluation.metrics import _plurality_accuracy
 from breadth.evaluation.summary import per_problem_table
 from tests.unit.evaluation.loop_reference import (
     LOOP_METRICS,
@@ -124,41 +120,6 @@ def test_plurality_vote_matches_the_sorted_run_version(width):
     np.testing.assert_allclose(
         _plurality_accuracy(keys), plurality_accuracy_sorted_runs(keys), rtol=0, atol=1e-12
     )
-
-
-@pytest.mark.parametrize("width", [1, 2, 3, 4, 8, 12, 16, 17])
-def test_pairwise_vote_of_sample_major_keys_matches_the_sorted_run_version(width):
-    rng = np.random.default_rng(100 + width)
-    codes = rng.integers(-1, 4, (2000, width))
-    keys = codes * 2 + (rng.random((2000, width)) < 0.5)
-    np.testing.assert_allclose(
-        _plurality_accuracy_by_sample(np.ascontiguousarray(keys.T)),
-        plurality_accuracy_sorted_runs(keys), rtol=0, atol=1e-12,
-    )  # fmt: skip
-
-
-def test_maj_at_k_is_unchanged_by_the_faster_vote():
-    rng = np.random.default_rng(5)
-    codes = rng.integers(-1, 5, (300, 9))
-    correct = rng.random((300, 9)) < 0.3
-    for k in range(1, 9):
-        expected = np.zeros(300)
-        draws = np.random.default_rng(2)
-        perm = np.tile(np.arange(9), (300, 1))
-        rows = np.arange(300)
-        steps = min(k, 9 - k)
-        for _ in range(16):  # the seeded partial Fisher-Yates draws maj_at_k documents
-            for j in range(steps):
-                pick = j + (draws.random(300) * (9 - j)).astype(np.int64)
-                held = perm[:, j].copy()
-                perm[:, j] = perm[rows, pick]
-                perm[rows, pick] = held
-            drawn = perm[:, :k] if steps == k else perm[:, steps:]
-            keys = (codes * 2 + correct)[rows[:, None], drawn]
-            expected += plurality_accuracy_sorted_runs(keys)
-        np.testing.assert_allclose(
-            maj_at_k(codes, correct, k, 16, seed=2), expected / 16, rtol=0, atol=1e-12
-        )
 
 
 @pytest.mark.parametrize("key_bits", [12, 4])

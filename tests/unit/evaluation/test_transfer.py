@@ -7,7 +7,12 @@ import pandas as pd
 import pytest
 
 from breadth.evaluation.metrics import pass_at_k
-from breadth.evaluation.transfer import crossover_k, solved_by_base, transfer_analysis
+from breadth.evaluation.transfer import (
+    _first_crossing,
+    crossover_k,
+    solved_by_base,
+    transfer_analysis,
+)
 
 
 def test_split_rule_is_a_fixed_base_budget_not_any_of_n():
@@ -130,3 +135,41 @@ def test_crossover_point_estimate_matches_pass_at_k_means():
     c = crossover_k(n, b, n, t, num_resamples=50)
     for k, d in zip(c.ks, c.difference):
         assert d.estimate == pytest.approx(pass_at_k(n, b, k).mean() - pass_at_k(n, t, k).mean())
+
+
+def test_curves_tied_at_zero_everywhere_have_no_crossover():
+    # The audit's tiny run: both models solve nothing, pass@k = 0 at every k. The old rule
+    # (first k with base >= trained) reported a crossover at k = 1 [1, 1].
+    n = np.full(6, 4)
+    c = crossover_k(n, np.zeros(6, int), n, np.zeros(6, int), ks=[1, 2, 4], num_resamples=50)
+    assert c.k is None and c.low is None and c.high is None
+    assert c.share_with_crossover == 0.0
+    # Equal and non-zero everywhere (the same counts for both models): no crossover either.
+    same = crossover_k(n, np.full(6, 2), n, np.full(6, 2), ks=[1, 2, 4], num_resamples=50)
+    assert same.k is None and same.share_with_crossover == 0.0
+
+
+def test_a_leading_tie_is_not_the_crossover():
+    # Rows of base - trained pass@k at three ks. Equal at the first two, base ahead at the
+    # third: the crossover is the third (the old rule said the first). Equal, trained ahead,
+    # equal again: the base catches up at the third. Equal then trained ahead: none (the old
+    # rule said the first). Base ahead at the first k: the first, as before.
+    diff = np.array([[0.0, 0.0, 0.5], [0.0, -0.2, 0.0], [0.0, 0.0, -0.1], [0.1, 0.0, 0.0]])
+    assert _first_crossing(diff).tolist() == [2, 2, 3, 0]
+
+
+def test_crossover_after_trained_leads_counts_a_tie_as_catching_up():
+    # Trained ahead at k = 1, equal from k = 2: the base catches up at 2 (unchanged rule).
+    diff = np.array([[-0.3, 0.0, 0.0], [-0.3, -0.1, 1e-13]])
+    assert _first_crossing(diff).tolist() == [1, 2]
+
+
+def test_tied_runs_log_no_crossover_finding():
+    from breadth.evaluation.result import _transfer_metrics
+
+    base = pd.DataFrame({"num_samples": [4] * 3, "num_correct": [0] * 3, "distinct_outcomes": [2, 3, 1]},
+                        index=["a", "b", "c"])  # fmt: skip
+    r = transfer_analysis(base, base.copy(), ["distinct_outcomes"], num_resamples=20, split_k=1)
+    metrics = _transfer_metrics(r)
+    assert metrics["transfer/has_crossover"] == 0.0
+    assert "transfer/crossover_k" not in metrics

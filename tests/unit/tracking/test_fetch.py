@@ -71,7 +71,7 @@ def _pipeline_run(client, exp, fmt, reward, seed, *, grid=GRID, full_copy=True, 
 
         client.log_batch(parent, params=[Param(k, str(v)) for k, v in params.items()])
     results = evaluate_models(_rollouts(fmt, reward, seed), base_model="sft", num_bootstrap=40,
-                              maj_resamples=4, seed=seed, split_k=16, min_split=1)  # fmt: skip
+                              seed=seed, split_k=16, min_split=1)  # fmt: skip
     metrics = {name: r.metrics() for name, r in results.items()}
     if fmt == 1 and reward == 0:  # only some cells ran the search stage
         metrics["rl"]["search/evolutionary_success"] = 0.5 + 0.25 * seed
