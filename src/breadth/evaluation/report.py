@@ -410,6 +410,7 @@ def _crossover_text(c) -> str:
     if c is None:
         return "-"
     if c.k is None:
-        return f"none (in {c.share_with_crossover:.0%} of resamples)"
+        # The share is of resamples that do cross: "none (in 37% ...)" read as its opposite.
+        return f"none (a crossover in {c.share_with_crossover:.0%} of resamples)"
     hi = "beyond" if c.high is None else str(c.high)
     return f"{c.k} [{c.low}, {hi}]"

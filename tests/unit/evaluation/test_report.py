@@ -231,3 +231,14 @@ def test_an_inconclusive_split_names_its_threshold_and_key():
     assert cell() == "inconclusive (3 problems < evaluation.transfer_min_split = 20)"
     assert cell(min_split=5) == "inconclusive (3 problems < evaluation.transfer_min_split = 5)"
     assert cell(min_split=2) == "1.000"
+
+
+def test_no_crossover_says_the_share_of_resamples_that_do_cross():
+    """"none (in 37% of resamples)" read as "no crossover in 37%": the share is of resamples
+    with a crossover."""
+    from breadth.evaluation.report import _crossover_text
+    from breadth.evaluation.transfer import Crossover
+
+    text = _crossover_text(Crossover(k=None, low=None, high=None, share_with_crossover=0.368,
+                                     ks=[1, 2, 4]))  # fmt: skip
+    assert text == "none (a crossover in 37% of resamples)"
