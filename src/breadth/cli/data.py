@@ -108,8 +108,8 @@ def evaluate(
                                         autocompletion=complete_preset)] = "default",
     set_: Annotated[list[str] | None, typer.Option(
         "--set", help="key=value override, e.g. evaluation.transfer_split_k=1.")] = None,
-    seed: Annotated[int | None, typer.Option(help="Seed of the bootstrap and maj@k "
-                                             "resampling (the same as --set seed=N).")] = None,
+    seed: Annotated[int | None, typer.Option(help="Seed of the bootstrap resampling (the "
+                                             "same as --set seed=N).")] = None,
 ) -> None:
     """Metrics, transfer analysis and the report from rollout files, offline.
 
