@@ -72,20 +72,23 @@ def test_parent_run_has_a_child_per_stage_and_the_tags(two_runs, live_stack):
 def test_compare_reads_what_the_pipeline_logged(two_runs, live_stack):
     # The reader against the writer: `breadth compare` and the grid read this layout back.
     from breadth.evaluation.grid import grid_summary
-    from breadth.tracking.fetch import fetch_runs
+    from breadth.tracking.fetch import CompareError, fetch_runs
     from breadth.tracking.study import study_frame_of_runs
 
     uri = live_stack["MLFLOW_TRACKING_URI"]
     first, second = (_run_id(run[1]) for run in two_runs)
-    runs = fetch_runs(uri, run_ids=[first, second])
-    assert list(runs["run_id"]) == [first, second]
-    assert list(runs["seed"]) == [11, 11] and set(runs["format"]) == {"free_form"}
+    # The second run is a cached re-run of the first (same config and seed): no second seed.
+    with pytest.raises(CompareError, match=f"{second} repeats {first}"):
+        fetch_runs(uri, run_ids=[first, second])
+    runs = fetch_runs(uri, run_ids=[first])
+    assert list(runs["run_id"]) == [first]
+    assert list(runs["seed"]) == [11] and set(runs["format"]) == {"free_form"}
     for model in ("sft", "rl"):
-        assert [sorted(curve) for curve in runs[f"curve_{model}"]] == [[1, 2, 4, 8]] * 2
+        assert [sorted(curve) for curve in runs[f"curve_{model}"]] == [[1, 2, 4, 8]]
     # The second run was served from the cache: its evaluate children are the first run's.
-    assert runs["curve_rl"][0] == runs["curve_rl"][1]
+    assert fetch_runs(uri, run_ids=[second])["curve_rl"][0] == runs["curve_rl"][0]
     summary = grid_summary(runs, study_frame_of_runs(uri, runs)).iloc[0]
-    assert summary["seeds"] == 2 and summary["k"] == 8
+    assert summary["seeds"] == 1 and summary["k"] == 8
     assert summary["ci"] == "bootstrap over seeds × problems"
     for column in ("pass_at_1", "pass_at_kmax", "base_pass_at_kmax", "search_success"):
         assert summary[column] == summary[column], f"{column} not read back (NaN)"
