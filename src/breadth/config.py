@@ -328,8 +328,9 @@ class RolloutConfig(_Section):
 class EvaluationConfig(_Section):
     bootstrap_samples: int = Field(500, ge=10, description="Bootstrap resamples for CIs.")
     maj_resamples: int = Field(
-        32, ge=1, description="Unused: maj@k is computed exactly, nothing is resampled. Kept so "
-        "configs that set it still load.",
+        32, ge=1, description="maj@k is exact (the expected vote over every k-subset) unless "
+        "that costs too much (large n and k): there it is the mean of this many seeded k-subsets "
+        "per problem, and the report says at which k.",
     )
     search_budget: int = Field(
         16, ge=0, description="Samples per problem for evolutionary search (0 = skip search)."

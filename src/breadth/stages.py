@@ -178,6 +178,7 @@ def evaluate_stage(
     evaluation = config.evaluation
     results = evaluate_models(frames, base_model=base_model,
                               num_bootstrap=evaluation.bootstrap_samples,
+                              maj_resamples=evaluation.maj_resamples,
                               seed=config.seed,
                               split_k=evaluation.transfer_split_k,
                               split_threshold=evaluation.transfer_split_threshold,

@@ -32,6 +32,7 @@ _HOMES = {
     "default_ks": "metrics",
     "maj_at_k": "metrics",
     "maj_at_k_curve": "metrics",
+    "maj_at_k_estimates": "metrics",
     "outcome_codes": "metrics",
     "pass_at_k": "metrics",
     "pass_at_k_curve": "metrics",

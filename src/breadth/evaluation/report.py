@@ -295,9 +295,10 @@ def markdown_report(results: Mapping[str, EvaluationResult]) -> str:
 
 def comparability_notes(results: Mapping[str, EvaluationResult]) -> list[str]:
     """Plain sentences on what the report's side-by-side values are not: a paired comparison
-    when the models saw different problems, and a diversity comparison at unlike sample
-    counts. Empty when neither holds; `breadth evaluate` prints the same sentences."""
-    notes = []
+    when the models saw different problems, a diversity comparison at unlike sample counts,
+    and exact where maj@k was estimated from draws. Empty when none holds; `breadth evaluate`
+    prints the same sentences."""
+    notes = [note for name, r in results.items() if (note := _maj_draws_note(name, r))]
     sets = _problem_sets_note(results)
     if sets:
         notes.append(sets)
@@ -313,6 +314,24 @@ def comparability_notes(results: Mapping[str, EvaluationResult]) -> list[str]:
             "(rollout.num_samples)."
         )
     return notes
+
+
+def _maj_draws_note(name: str, result: EvaluationResult) -> str | None:
+    """A sentence when some of the model's maj@k values are means of seeded draws (the exact
+    expectation cost too much at that n and k: `maj_at_k_estimates`), with the bound on
+    their Monte Carlo error, else None."""
+    ks = result.settings.get("maj_resampled_ks") or []
+    if not ks:
+        return None
+    draws = int(result.settings["maj_resamples"])
+    bound = 0.5 / math.sqrt(draws * result.num_problems)
+    return (
+        f"maj@k of {name} at k = {', '.join(map(str, ks))} is the mean over {draws} seeded "
+        f"draws of k samples per problem, not the exact expectation (too costly at this n and "
+        f"k); its Monte Carlo standard error on the mean over problems is at most {bound:.4f}, "
+        "and its bootstrap interval includes that noise. More draws: "
+        "evaluation.maj_resamples."
+    )
 
 
 def _problem_sets_note(results: Mapping[str, EvaluationResult]) -> str | None:

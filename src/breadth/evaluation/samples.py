@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from breadth.evaluation.metrics import best_of_k_curve, maj_at_k_curve, outcome_codes
+from breadth.evaluation.metrics import best_of_k_curve, maj_at_k_estimates, outcome_codes
 from breadth.evaluation.result import UnevenSamples
 
 __all__ = [
@@ -110,18 +110,25 @@ class SamplesByProblem:
             out.append((members, self.bounds[members][:, None] + np.arange(n)[None, :]))
         return out
 
-    def maj_and_best(self, ks: list[int]):
-        """(P, K) exact maj@k and best-of-k per problem at each k: nothing is sampled."""
+    def maj_and_best(self, ks: list[int], *, maj_resamples: int, seed: int):
+        """((P, K) maj@k, (P, K) best-of-k, the ks where some problem's maj@k was resampled).
+
+        best-of-k is exact; maj@k is exact unless its cost passes `MAJ_EXACT_WORK_LIMIT`
+        (`maj_at_k_estimates`: large n and k), where it is the mean of `maj_resamples` seeded
+        draws per problem."""
         num_problems = len(self.bounds) - 1
         maj = np.zeros((num_problems, len(ks)))
         best = np.zeros((num_problems, len(ks)))
+        resampled: set[int] = set()
         for members, idx in self.by_size():
             best_curve = best_of_k_curve(self.scores[idx], ks)
-            maj_curve = maj_at_k_curve(self.codes[idx], self.correct[idx], ks)
+            maj_curve, drawn = maj_at_k_estimates(self.codes[idx], self.correct[idx], ks,
+                                                  num_resamples=maj_resamples, seed=seed)  # fmt: skip
+            resampled.update(drawn)
             for j, k in enumerate(ks):
                 maj[members, j] = maj_curve[k]
                 best[members, j] = best_curve[k]
-        return maj, best
+        return maj, best, sorted(resampled)
 
     def class_ids(self) -> np.ndarray:
         """Solution classes: the `class_id` column if given, else the outcome partition in which

@@ -31,6 +31,7 @@ from breadth.evaluation.bootstrap import (
     percentile_interval,
 )
 from breadth.evaluation.metrics import (
+    DEFAULT_MAJ_RESAMPLES,
     chance_corrected_pass_at_k,
     chance_pass_at_k,
     default_ks,
@@ -114,6 +115,7 @@ def evaluate_rollouts(
     split_k: int = DEFAULT_SPLIT_K,
     split_threshold: float = DEFAULT_SPLIT_THRESHOLD,
     min_split: int = DEFAULT_MIN_SPLIT,
+    maj_resamples: int = DEFAULT_MAJ_RESAMPLES,
 ) -> EvaluationResult:
     """Evaluate one model's rollouts; with `base` rollouts, add the transfer analysis.
 
@@ -154,7 +156,8 @@ def evaluate_rollouts(
     weights = bootstrap_weights(len(table), num_bootstrap, seed)
     n_arr, c_arr = table["num_samples"].to_numpy(), table["num_correct"].to_numpy()
     pass_matrix = np.stack([pass_at_k(n_arr, c_arr, k) for k in ks], axis=1)
-    maj_matrix, best_matrix = samples.maj_and_best(ks)
+    maj_matrix, best_matrix, maj_resampled = samples.maj_and_best(ks, maj_resamples=maj_resamples,
+                                                                  seed=seed)  # fmt: skip
     present = [
         m for m in DIVERSITY_METRICS if not table[m].isna().all()
     ]  # a metric without its input column (text, entropy, ...) is left out
@@ -213,6 +216,10 @@ def evaluate_rollouts(
             "novelty_k": novelty_k,
             "patience": patience,
             "entropy_quantile": entropy_quantile,
+            # maj@k at these k is the mean of maj_resamples seeded draws per problem, not the
+            # exact expectation (too costly there); empty when every k is exact.
+            "maj_resampled_ks": maj_resampled,
+            "maj_resamples": maj_resamples,
         },
         per_problem=table,
         uneven_samples=uneven,

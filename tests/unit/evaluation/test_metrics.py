@@ -12,6 +12,8 @@ import numpy as np
 import pytest
 
 from breadth.evaluation.metrics import (
+    _distinct_vote_tables,
+    _exact_vote_work,
     best_of_k,
     best_of_k_curve,
     chance_corrected_pass_at_k,
@@ -19,6 +21,7 @@ from breadth.evaluation.metrics import (
     default_ks,
     maj_at_k,
     maj_at_k_curve,
+    maj_at_k_estimates,
     outcome_codes,
     pass_at_k,
     pass_at_k_curve,
@@ -279,7 +282,8 @@ def test_maj_at_k_stays_finite_and_exact_past_float_binomials():
     # unless it draws <= 500 of its 1,200 (hypergeometric, ~1e-30): maj = 1 to rounding.
     outcomes = np.array([0] * 1200 + [1] * 800)
     correct = outcomes == 0
-    got = float(maj_at_k(outcomes, correct, 1000))
+    # ~8e8 units of work: past the limit, so the exact path is asked for explicitly.
+    got = float(maj_at_k(outcomes, correct, 1000, exact_work_limit=math.inf))
     assert got == pytest.approx(1.0, abs=1e-12)
     # Small k against the two-outcome formula: the right one draws 3, 4 or 5 of the k = 5.
     k = 5
@@ -287,6 +291,50 @@ def test_maj_at_k_stays_finite_and_exact_past_float_binomials():
         2000, k
     )
     assert float(maj_at_k(outcomes, correct, k)) == pytest.approx(exact, rel=1e-12)
+
+
+def _skewed_outcomes(num_problems: int, n: int, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    u = rng.random((num_problems, n))
+    codes = (u * u * rng.integers(2, 12, size=(num_problems, 1))).astype(np.int64)
+    codes[rng.random((num_problems, n)) < 0.1] = -1
+    return codes, codes == rng.integers(0, 3, size=(num_problems, 1))
+
+
+def test_maj_at_k_past_the_work_limit_is_a_seeded_estimate_of_the_exact_value():
+    codes, correct = _skewed_outcomes(400, 24)
+    ks = [1, 3, 8, 24]
+    exact, none = maj_at_k_estimates(codes, correct, ks, exact_work_limit=math.inf)
+    drawn, resampled = maj_at_k_estimates(codes, correct, ks, exact_work_limit=0,
+                                          num_resamples=200, seed=3)  # fmt: skip
+    assert none == [] and resampled == [3, 8]  # k = 1 and k = n are exact at any limit
+    for k in (1, 24):
+        np.testing.assert_array_equal(drawn[k], exact[k])
+    bound = 0.5 / math.sqrt(200 * 400)  # the documented bound on the mean's standard error
+    for k in (3, 8):
+        assert not np.array_equal(drawn[k], exact[k])
+        assert abs(drawn[k].mean() - exact[k].mean()) < 4 * bound
+    again, _ = maj_at_k_estimates(codes, correct, [8], exact_work_limit=0, num_resamples=200,
+                                  seed=3)  # fmt: skip
+    np.testing.assert_array_equal(again[8], drawn[8])  # seeded per k, whatever other ks
+    other, _ = maj_at_k_estimates(codes, correct, [8], exact_work_limit=0, num_resamples=200,
+                                  seed=4)  # fmt: skip
+    assert not np.array_equal(other[8], drawn[8])
+
+
+def test_maj_at_k_switches_to_draws_only_where_the_exact_work_passes_the_limit():
+    codes, correct = _skewed_outcomes(50, 64)
+    tables = _distinct_vote_tables(codes * 2 + correct)
+    work = {k: _exact_vote_work(tables[0], k) for k in (4, 16)}
+    assert work[4] < work[16]
+    limit = (work[4] + work[16]) / 2
+    _, resampled = maj_at_k_estimates(codes, correct, [4, 16], exact_work_limit=limit)
+    assert resampled == [16]
+
+
+def test_maj_at_k_rejects_a_number_of_draws_below_one():
+    with pytest.raises(ValueError, match="num_resamples must be >= 1"):
+        maj_at_k(["a", "b"], [True, False], 1, num_resamples=0)
 
 
 def test_maj_at_k_curve_matches_maj_at_k_and_defaults_to_the_ks():

@@ -242,3 +242,19 @@ def test_no_crossover_says_the_share_of_resamples_that_do_cross():
     text = _crossover_text(Crossover(k=None, low=None, high=None, share_with_crossover=0.368,
                                      ks=[1, 2, 4]))  # fmt: skip
     assert text == "none (a crossover in 37% of resamples)"
+
+
+def test_report_says_which_maj_values_are_means_of_draws(monkeypatch):
+    from breadth.evaluation import metrics
+
+    exact = markdown_report(_results())
+    assert "seeded draws" not in exact  # at this size every maj@k is exact
+    monkeypatch.setattr(metrics, "MAJ_EXACT_WORK_LIMIT", 0.0)  # as if n and k were large
+    results = _results(maj_resamples=40)
+    assert results["rl"].settings["maj_resampled_ks"] == [2, 4]  # k = 1 and k = n stay exact
+    assert json.loads(json.dumps(results["rl"].to_dict()))["settings"]["maj_resamples"] == 40
+    md = " ".join(markdown_report(results).split())
+    bound = 0.5 / math.sqrt(40 * 6)
+    assert ("maj@k of rl at k = 2, 4 is the mean over 40 seeded draws of k samples per "
+            "problem, not the exact expectation") in md  # fmt: skip
+    assert f"at most {bound:.4f}" in md
