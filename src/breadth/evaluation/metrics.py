@@ -161,6 +161,10 @@ def outcome_codes(outcomes) -> np.ndarray:
         raise ValueError(
             "outcomes must be strings or integer codes, not booleans (did you pass `correct`?)"
         )
+    if arr.dtype.kind in "US" and not isinstance(outcomes, np.ndarray):
+        # A list mixing strings and float NaN becomes a str array in which NaN is the text
+        # 'nan', an outcome; as objects it stays NaN, "nothing extracted".
+        arr = np.asarray(outcomes, dtype=object)
     import pandas as pd  # here, not at the top: a cached run reads search results without it
 
     flat = np.asarray(arr, dtype=object).ravel()

@@ -389,3 +389,11 @@ def test_random_guessing_pass_at_k_matches_chance_level():
         est = pass_at_k(n, correct.sum(axis=1), k).mean()
         assert est == pytest.approx(chance_pass_at_k(m, k).item(), abs=0.01)
         assert chance_corrected_pass_at_k(est, m, k).item() == pytest.approx(0.0, abs=0.03)
+
+
+def test_outcome_codes_reads_a_float_nan_among_strings_as_nothing_extracted():
+    # np.asarray(["a", nan]) is a str array holding the text 'nan': it was an outcome, so
+    # maj@4 of "7" against three NaN read 0.0 and the problem had 2 distinct outcomes.
+    assert outcome_codes(["a", math.nan, "a"]).tolist() == [0, -1, 0]
+    assert float(maj_at_k(["7", math.nan, math.nan, math.nan], [True, False, False, False], 4)) == 1.0
+    assert outcome_codes(["a", "nan"]).tolist() == [0, 1]  # the text "nan" is an answer
