@@ -17,8 +17,9 @@ arm is missing or a split holds fewer than `min_split` problems.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, replace
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -39,7 +40,14 @@ from breadth.evaluation.transfer import (
     solved_by_base,
 )
 
-__all__ = ["Claim", "ClaimSettings", "claims_markdown", "evaluate_claims", "verdict"]
+__all__ = [
+    "TRANSFER_SETTINGS",
+    "Claim",
+    "ClaimSettings",
+    "claims_markdown",
+    "evaluate_claims",
+    "verdict",
+]
 
 REPRODUCED, REFUTED, INCONCLUSIVE = "reproduced", "refuted", "inconclusive"
 CORRECTNESS = "correctness"
@@ -58,6 +66,30 @@ class ClaimSettings:
     num_resamples: int = 1000
     confidence: float = 0.95
     seed: int = 0
+
+    @classmethod
+    def of_evaluation(cls, evaluation: Mapping[str, Any]) -> ClaimSettings:
+        """The settings whose transfer split is the cells' own: `evaluation.transfer_*` values
+        by their name in the evaluation config (`EvaluationConfig.model_dump()`, or a run's
+        logged params, which are strings); a name absent keeps its default.
+
+        >>> s = ClaimSettings.of_evaluation({"transfer_split_k": "16", "transfer_min_split": 1})
+        >>> s.split_k, s.split_threshold, s.min_split
+        (16, 0.5, 1)
+        """
+        default = cls()
+        values = {field: type(getattr(default, field))(evaluation[key])
+                  for key, field in TRANSFER_SETTINGS.items() if evaluation.get(key) is not None}  # fmt: skip
+        return replace(default, **values)
+
+
+# The evaluation config's keys (`evaluation.<key>`) that the claims must share with the cells'
+# own transfer analysis, and their ClaimSettings fields: the one place the two are matched.
+TRANSFER_SETTINGS = {
+    "transfer_split_k": "split_k",
+    "transfer_split_threshold": "split_threshold",
+    "transfer_min_split": "min_split",
+}
 
 
 @dataclass(frozen=True)

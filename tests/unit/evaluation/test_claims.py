@@ -182,3 +182,18 @@ def _tied_at_k_1_then_sft_ahead():
 def test_crossover_needs_rl_strictly_ahead_at_k_1(frame, expected, estimate):
     crossover = next(c for c in evaluate_claims(frame()) if c.claim == "crossover")
     assert (crossover.verdict, crossover.estimate) == (expected, estimate)
+
+
+def test_claim_settings_take_every_transfer_key_of_the_evaluation_config():
+    # The grid flow and `compare --grid` both read the cells' split through this mapping: a
+    # renamed config key would silently leave the claims at the default split.
+    from breadth.config import EvaluationConfig
+    from breadth.evaluation.claims import TRANSFER_SETTINGS
+
+    assert {k for k in EvaluationConfig.model_fields if k.startswith("transfer_")} == set(
+        TRANSFER_SETTINGS
+    )
+    config = EvaluationConfig(transfer_split_k=2, transfer_split_threshold=0.25,
+                              transfer_min_split=5)  # fmt: skip
+    s = ClaimSettings.of_evaluation(config.model_dump())
+    assert (s.split_k, s.split_threshold, s.min_split) == (2, 0.25, 5)
