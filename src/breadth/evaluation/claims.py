@@ -277,7 +277,7 @@ def _format_claims(study: Study) -> list[Claim]:
         study.effect("sharpening", "Δ pass@n, RL − SFT (correctness)", rl, sft, pn, -1),
         _crossover(study),
         study.effect("transfer", f"Δ distinct outcomes, RL − SFT, base-unsolved "
-                     f"(SFT pass@{s.split_k} < {s.split_threshold})", rl, sft,
+                     f"({_split_rule(study)})", rl, sft,
                      column("distinct_outcomes"), -1, mask=unsolved, min_split=True),
         study.effect("historical", "Δ pass@1, ucb − correctness", ("correctness+ucb", "rl"),
                      rl, p1, +1),
@@ -310,6 +310,13 @@ def _format_claims(study: Study) -> list[Claim]:
         claims.append(Claim("search", study.fmt, "evolutionary search gain", None, None, None,
                             INCONCLUSIVE, "no search results in the grid"))  # fmt: skip
     return claims
+
+
+def _split_rule(study: Study) -> str:
+    """The transfer split's rule as `unsolved` applies it: above chance with options."""
+    s, sft = study.settings, study.arm("", "sft")
+    above = " above chance" if sft is not None and _options_of(sft) is not None else ""
+    return f"SFT pass@{s.split_k}{above} < {s.split_threshold}"
 
 
 def _crossover(study: Study) -> Claim:

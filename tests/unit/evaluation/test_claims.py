@@ -197,3 +197,11 @@ def test_claim_settings_take_every_transfer_key_of_the_evaluation_config():
                               transfer_min_split=5)  # fmt: skip
     s = ClaimSettings.of_evaluation(config.model_dump())
     assert (s.split_k, s.split_threshold, s.min_split) == (2, 0.25, 5)
+
+
+def test_transfer_measure_names_the_split_rule_each_format_uses():
+    # mcq splits on pass@4 above chance (solved_by_base with options): the label says so.
+    frame = pd.concat([_cells([8, 0] * 20), _cells([8, 0] * 20, fmt="mcq", num_options=4)])
+    measures = {c.format: c.measure for c in evaluate_claims(frame) if c.claim == "transfer"}
+    assert measures["free_form"].endswith("(SFT pass@4 < 0.5)")
+    assert measures["mcq"].endswith("(SFT pass@4 above chance < 0.5)")
