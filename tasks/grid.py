@@ -53,9 +53,7 @@ def summarise_grid(
 
 def claim_settings(study: GridConfig) -> ClaimSettings:
     """The transfer split of the study's cells, so claims and summary split problems alike."""
-    cell = study.cells()[0][3].evaluation
-    return ClaimSettings(split_k=cell.transfer_split_k, min_split=cell.transfer_min_split,
-                         split_threshold=cell.transfer_split_threshold)  # fmt: skip
+    return ClaimSettings.of_evaluation(study.cells()[0][3].evaluation.model_dump())
 
 
 def summary_of(runs: Any, study: GridConfig) -> Any:

@@ -237,3 +237,69 @@ def test_compare_says_when_rows_differ_in_more_than_their_reward(lone_runs, monk
     same = _invoke(lone_runs, ["compare", short, darling, "--out", str(tmp_path), "--json"],
                    monkeypatch)  # fmt: skip
     assert json.loads(same.output)["keys_beyond_the_rows"] == []
+
+
+def _grid_with_splits(monkeypatch, split_ks) -> list:
+    """`compare --grid g` over runs (one per seed) logged with these transfer_split_k, its
+    MLflow reads faked; -> [(what, the ClaimSettings it was given)] once it has run."""
+    import pandas as pd
+
+    from breadth.evaluation import claims, grid, grid_report
+    from tests.unit.evaluation.test_claims import _cells
+
+    runs = pd.DataFrame({
+        "run_id": [f"r{i}" for i in range(len(split_ks))], "grid_id": "g",
+        "format": "free_form", "reward": "correctness", "seed": range(len(split_ks)),
+        "rl/eval/pass_at_1": 0.5, "sft/eval/pass_at_1": 0.25,
+        "config": [{"evaluation.transfer_split_k": str(k), "evaluation.transfer_min_split": "20",
+                    "rl.max_steps": "100"} for k in split_ks],
+    })  # fmt: skip
+    seen = []
+    summary, evaluate = grid.grid_summary, claims.evaluate_claims
+
+    def summarise(*args, settings=None, **kwargs):
+        seen.append(("summary", settings))
+        return summary(*args, settings=settings, **kwargs)
+
+    def claims_of(frame, settings=None):
+        seen.append(("claims", settings))
+        return evaluate(frame, settings)
+
+    def no_tables(uri, runs):
+        raise FileNotFoundError("no per-problem tables")
+
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", "http://127.0.0.1:9")
+    monkeypatch.setattr("breadth.tracking.runs.check_tracking_server", lambda uri: None)
+    monkeypatch.setattr("breadth.tracking.fetch.fetch_runs", lambda uri, **_: runs)
+    monkeypatch.setattr("breadth.tracking.study.study_frame_of_runs", no_tables)
+    monkeypatch.setattr("breadth.tracking.study.load_study_frame",
+                        lambda uri, grid_id: _cells([8, 0] * 20))  # fmt: skip
+    monkeypatch.setattr("breadth.tracking.study.grid_provenance", lambda uri, grid_id: {})
+    monkeypatch.setattr("breadth.tracking.study.provenance_header", lambda *_: "# claims")
+    monkeypatch.setattr(grid_report, "plot_grid", lambda *_: [])
+    monkeypatch.setattr(grid, "grid_summary", summarise)
+    monkeypatch.setattr(claims, "evaluate_claims", claims_of)
+    return seen
+
+
+def test_compare_grid_splits_problems_as_the_runs_were_evaluated(monkeypatch, tmp_path):
+    """compare --grid used the default split (pass@4) for the summary and the claims whatever
+    the cells were evaluated with; the grid flow used the cells' own."""
+    seen = _grid_with_splits(monkeypatch, [1, 1])
+    result = runner.invoke(app, ["compare", "--grid", "g", "--out", str(tmp_path), "--json"])
+    assert result.exit_code == 0, result.output
+    splits = [(what, s.split_k, s.min_split) for what, s in seen]
+    assert splits == [("summary", 1, 20), ("claims", 1, 20)]
+    # At split_k = 1 every problem is base-unsolved (SFT pass@1 = 0.25 < 0.5): a verdict, where
+    # the default pass@4 leaves the split empty.
+    transfer = next(c for c in json.loads(result.output)["claims"] if c["claim"] == "transfer")
+    assert transfer["verdict"] == "reproduced"
+
+
+def test_compare_grid_refuses_runs_evaluated_with_different_splits(monkeypatch, tmp_path):
+    _grid_with_splits(monkeypatch, [1, 4])
+    result = runner.invoke(app, ["compare", "--grid", "g", "--out", str(tmp_path)])
+    text = " ".join(result.output.split())
+    assert result.exit_code == 2, result.output
+    assert "different transfer splits" in text
+    assert "evaluation.transfer_split_k: 1 (runs r0); 4 (runs r1)" in text

@@ -165,7 +165,7 @@ def compare(
         "written)."))] = False,
 ) -> None:
     """Side-by-side table (terminal) and plots (PNG) of pipeline runs or a grid, from MLflow."""
-    from breadth.evaluation.grid import grid_summary
+    from breadth.evaluation.grid import claim_settings_of_runs, grid_summary
     from breadth.evaluation.grid_report import plot_grid, render_table
     from breadth.stack import StackSettings
     from breadth.tracking.fetch import CompareError, fetch_runs
@@ -182,14 +182,22 @@ def compare(
     except (CompareError, TrackingError) as error:
         fail(str(error))
     try:
-        summary = grid_summary(runs, _per_problem_tables(uri, runs), model=model)
+        # The transfer split the runs were evaluated with (as the grid flow's summary uses its
+        # cells'), not the defaults: a run evaluated at another split_k has other base-unsolved
+        # problems.
+        settings = claim_settings_of_runs(runs)
+    except ValueError as error:
+        fail(str(error))
+    try:
+        summary = grid_summary(runs, _per_problem_tables(uri, runs), model=model,
+                               settings=settings)  # fmt: skip
     except ValueError as error:  # e.g. --model naming a model the runs were not evaluated on
         fail(f"--model {model}: {error}")
     plots = plot_grid(runs, summary, out)
     claims, claims_note = None, ""
     if grid_id:
         claims, claims_note = _write_claims(uri, grid_id, claims_out or out / "claims",
-                                            note.read_text() if note else "")  # fmt: skip
+                                            note.read_text() if note else "", settings)  # fmt: skip
     if json_:
         print_json({
             "model": model, "k": summary.attrs.get("k"), "cells": _records(summary),
@@ -245,7 +253,9 @@ def _records(frame) -> list[dict]:
     return json.loads(frame.to_json(orient="records"))
 
 
-def _write_claims(uri: str, grid_id: str, folder: Path, note: str) -> tuple[Path | None, str]:
+def _write_claims(
+    uri: str, grid_id: str, folder: Path, note: str, settings
+) -> tuple[Path | None, str]:
     """The grid's claims report (each literature claim with its effect, CI and verdict) in
     `folder`; or None and why there is none."""
     from breadth.evaluation.claims import evaluate_claims
@@ -260,7 +270,8 @@ def _write_claims(uri: str, grid_id: str, folder: Path, note: str) -> tuple[Path
     command = shlex.join(["breadth", *sys.argv[1:]])
     header = provenance_header(grid_provenance(uri, grid_id), command)
     header += f"\n\n{note.strip()}" if note.strip() else ""
-    write_study_report(frame, evaluate_claims(frame), folder, header=header)
+    write_study_report(frame, evaluate_claims(frame, settings), folder, header=header,
+                       settings=settings)  # fmt: skip
     return folder, ""
 
 

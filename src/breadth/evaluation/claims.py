@@ -17,8 +17,9 @@ arm is missing or a split holds fewer than `min_split` problems.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, replace
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -34,10 +35,19 @@ from breadth.evaluation.transfer import (
     DEFAULT_SPLIT_K,
     DEFAULT_SPLIT_THRESHOLD,
     _options_of,
+    first_crossing,
+    leader,
     solved_by_base,
 )
 
-__all__ = ["Claim", "ClaimSettings", "claims_markdown", "evaluate_claims", "verdict"]
+__all__ = [
+    "TRANSFER_SETTINGS",
+    "Claim",
+    "ClaimSettings",
+    "claims_markdown",
+    "evaluate_claims",
+    "verdict",
+]
 
 REPRODUCED, REFUTED, INCONCLUSIVE = "reproduced", "refuted", "inconclusive"
 CORRECTNESS = "correctness"
@@ -56,6 +66,30 @@ class ClaimSettings:
     num_resamples: int = 1000
     confidence: float = 0.95
     seed: int = 0
+
+    @classmethod
+    def of_evaluation(cls, evaluation: Mapping[str, Any]) -> ClaimSettings:
+        """The settings whose transfer split is the cells' own: `evaluation.transfer_*` values
+        by their name in the evaluation config (`EvaluationConfig.model_dump()`, or a run's
+        logged params, which are strings); a name absent keeps its default.
+
+        >>> s = ClaimSettings.of_evaluation({"transfer_split_k": "16", "transfer_min_split": 1})
+        >>> s.split_k, s.split_threshold, s.min_split
+        (16, 0.5, 1)
+        """
+        default = cls()
+        values = {field: type(getattr(default, field))(evaluation[key])
+                  for key, field in TRANSFER_SETTINGS.items() if evaluation.get(key) is not None}  # fmt: skip
+        return replace(default, **values)
+
+
+# The evaluation config's keys (`evaluation.<key>`) that the claims must share with the cells'
+# own transfer analysis, and their ClaimSettings fields: the one place the two are matched.
+TRANSFER_SETTINGS = {
+    "transfer_split_k": "split_k",
+    "transfer_split_threshold": "split_threshold",
+    "transfer_min_split": "min_split",
+}
 
 
 @dataclass(frozen=True)
@@ -243,7 +277,7 @@ def _format_claims(study: Study) -> list[Claim]:
         study.effect("sharpening", "Δ pass@n, RL − SFT (correctness)", rl, sft, pn, -1),
         _crossover(study),
         study.effect("transfer", f"Δ distinct outcomes, RL − SFT, base-unsolved "
-                     f"(SFT pass@{s.split_k} < {s.split_threshold})", rl, sft,
+                     f"({_split_rule(study)})", rl, sft,
                      column("distinct_outcomes"), -1, mask=unsolved, min_split=True),
         study.effect("historical", "Δ pass@1, ucb − correctness", ("correctness+ucb", "rl"),
                      rl, p1, +1),
@@ -278,42 +312,57 @@ def _format_claims(study: Study) -> list[Claim]:
     return claims
 
 
+def _split_rule(study: Study) -> str:
+    """The transfer split's rule as `unsolved` applies it: above chance with options."""
+    s, sft = study.settings, study.arm("", "sft")
+    above = " above chance" if sft is not None and _options_of(sft) is not None else ""
+    return f"SFT pass@{s.split_k}{above} < {s.split_threshold}"
+
+
 def _crossover(study: Study) -> Claim:
-    """Smallest k at which RL's pass@k falls below SFT's, with a bootstrap interval of k."""
+    """Smallest k at which SFT's pass@k catches up with RL's, with a bootstrap interval of k.
+
+    "Catches up" is the transfer analysis's rule (`transfer.first_crossing`): SFT level with or
+    ahead of RL, after RL led at a smaller k, or strictly ahead. Curves tied at every k never
+    cross, and a tie at k = 1 is no lead for RL.
+    """
     rl, sft = study.arm(CORRECTNESS, "rl"), study.arm("", "sft")
     if rl is None or sft is None:
-        return Claim("crossover", study.fmt, "k where RL falls below SFT", None, None, None,
+        return Claim("crossover", study.fmt, "k where SFT catches up with RL", None, None, None,
                      INCONCLUSIVE, "arm not in the grid: correctness")  # fmt: skip
     n = int(min(rl["num_samples"].min(), sft["num_samples"].min()))
     ks = [k for k in (1, 2, 4, 8, 16, 32, 64, 128, 256) if k <= n]
     stacked = np.stack([study.paired((CORRECTNESS, "rl"), ("", "sft"), pass_metric(k))[0]
-                        for k in ks], axis=-1)  # (S, P, K)  # fmt: skip
+                        for k in ks], axis=-1)  # (S, P, K) of RL - SFT  # fmt: skip
     s = study.settings
-    boot = hierarchical_bootstrap_means(stacked, s.num_resamples, s.seed)  # (B, K)
-    point = np.nanmean(stacked, axis=(0, 1))
-
-    def first_below(diffs: np.ndarray) -> np.ndarray:
-        below = diffs < 0
-        return np.where(below.any(axis=-1), below.argmax(axis=-1), len(ks))
-
-    index = int(first_below(point))
+    # SFT - RL: transfer's base - trained, so the crossing rule is read the same way.
+    boot = -hierarchical_bootstrap_means(stacked, s.num_resamples, s.seed)  # (B, K)
+    point = -np.nanmean(stacked, axis=(0, 1))
+    index = int(first_crossing(point[None, :])[0])
+    first = first_crossing(boot)
+    # A resample tied at k = 1 is neither "RL ahead at k = 1" nor "RL behind at k = 1": it
+    # counts against both ends, as the lowest k for the lower bound and as "beyond" for the
+    # upper, so identical curves give [1, beyond] and no verdict.
+    tied = leader(boot[:, 0]) == 0
     alpha = (1 - s.confidence) / 2
-    low_i, high_i = (int(np.quantile(first_below(boot), q, method="inverted_cdf"))
-                     for q in (alpha, 1 - alpha))  # fmt: skip
+    low_i = int(np.quantile(np.where(tied, 0, first), alpha, method="inverted_cdf"))
+    high_i = int(np.quantile(np.where(tied, len(ks), first), 1 - alpha, method="inverted_cdf"))
     k_of = lambda i: float(ks[i]) if i < len(ks) else None
     # The literature's crossover: RL ahead at small k, behind at large k. Reproduced when, in
-    # (1 - alpha) of resamples, RL is still ahead at k = 1 and falls behind within the ks
-    # tried; refuted when RL is behind already at k = 1 or ahead at every k (in 1 - alpha).
+    # (1 - alpha) of resamples, RL is strictly ahead at k = 1 and SFT catches up within the
+    # ks tried; refuted when SFT is strictly ahead already at k = 1, or RL strictly ahead at
+    # k = 1 and at every k (in 1 - alpha); a tie at k = 1 is neither.
     if 1 <= low_i and high_i < len(ks):
         result = REPRODUCED
     elif high_i == 0 or low_i >= len(ks):
         result = REFUTED
     else:
         result = INCONCLUSIVE
-    return Claim("crossover", study.fmt, "k where RL pass@k falls below SFT (correctness)",
+    tie = "; RL and SFT are level at k = 1" if leader(point[:1])[0] == 0 else ""
+    return Claim("crossover", study.fmt, "k where SFT pass@k catches up with RL (correctness)",
                  k_of(index), k_of(low_i), k_of(high_i), result,
                  f"ks tried: {ks}; 'beyond' means past k = {ks[-1]}; k = 1 means RL is not "
-                 "ahead even at k = 1")  # fmt: skip
+                 f"ahead even at k = 1{tie}")  # fmt: skip
 
 
 def _format_claim(frame: pd.DataFrame, settings: ClaimSettings) -> Claim:

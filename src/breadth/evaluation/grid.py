@@ -22,12 +22,13 @@ from collections.abc import Iterable, Mapping
 import numpy as np
 import pandas as pd
 
-from breadth.evaluation.claims import ClaimSettings
+from breadth.evaluation.claims import TRANSFER_SETTINGS, ClaimSettings
 from breadth.evaluation.grid_bootstrap import cell_intervals, split_by_cell
 from breadth.evaluation.result import ci_names
 
 __all__ = [
     "SUMMARY_METRICS",
+    "claim_settings_of_runs",
     "config_variants",
     "estimate_text",
     "finite",
@@ -223,6 +224,44 @@ def keys_beyond_the_rows(runs: pd.DataFrame) -> list[str]:
         if not key.startswith(_ROW_FACTORS) and key not in within
         and len({str(c.get(key, "<absent>")) for c in configs}) > 1
     )  # fmt: skip
+
+
+def claim_settings_of_runs(runs: pd.DataFrame) -> ClaimSettings:
+    """The claim settings with the transfer split the runs were evaluated with (their logged
+    `evaluation.transfer_*` params), so the summary's intervals and the claims split problems
+    as the runs' own transfer analysis did. Runs that logged no config (and a frame without
+    a `config` column) say nothing; a key no run logged keeps its default.
+
+    A ValueError, naming the key and the runs, when the runs logged different values: their
+    problems split in different places, and no one setting reads them all.
+
+    >>> runs = pd.DataFrame({"run_id": ["a", "b"], "config": [
+    ...     {"evaluation.transfer_split_k": "16"}, {"evaluation.transfer_split_k": "16"}]})
+    >>> claim_settings_of_runs(runs).split_k
+    16
+    """
+    configs = {}
+    if "config" in runs.columns:
+        ids = runs["run_id"] if "run_id" in runs.columns else pd.Series(runs.index, runs.index)
+        configs = {str(i): c for i, c in zip(ids, runs["config"]) if isinstance(c, dict) and c}
+    values, disagree = {}, []
+    for key in TRANSFER_SETTINGS:
+        name = f"evaluation.{key}"
+        by_value: dict[str, list[str]] = {}
+        for run_id, config in configs.items():
+            by_value.setdefault(str(config.get(name, "<not logged>")), []).append(run_id)
+        if len(by_value) > 1:
+            disagree.append(f"{name}: " + "; ".join(f"{v} (runs {', '.join(of)})"
+                                                      for v, of in sorted(by_value.items())))  # fmt: skip
+        elif by_value and (value := next(iter(by_value))) != "<not logged>":
+            values[key] = value
+    if disagree:
+        raise ValueError(
+            "the runs were evaluated with different transfer splits, so no one split reads "
+            f"them all: {' | '.join(disagree)}. Compare runs evaluated with the same "
+            "evaluation.transfer_* settings."
+        )
+    return ClaimSettings.of_evaluation(values)
 
 
 def _identity(row: pd.Series) -> str:

@@ -43,6 +43,8 @@ __all__ = [
     "SplitMetrics",
     "TransferResult",
     "crossover_k",
+    "first_crossing",
+    "leader",
     "solved_by_base",
     "transfer_analysis",
 ]
@@ -195,8 +197,8 @@ def crossover_k(
     boot_diff = bootstrap_means(diff, weights)  # (B, K)
     low_d, high_d = percentile_interval(boot_diff, confidence)
     point = diff.mean(axis=0)
-    first = _first_crossing(point[None, :])[0]
-    boot_first = _first_crossing(boot_diff)
+    first = first_crossing(point[None, :])[0]
+    boot_first = first_crossing(boot_diff)
     alpha = (1.0 - confidence) / 2.0
     lo_i, hi_i = (
         int(np.quantile(boot_first, q, method="inverted_cdf")) for q in (alpha, 1 - alpha)
@@ -218,13 +220,22 @@ def crossover_k(
     )
 
 
-def _first_crossing(diff: np.ndarray) -> np.ndarray:
-    """Per row of base - trained, the first column where the base catches up: diff >= 0
-    (within _TIE_TOLERANCE) and either diff > 0 or a negative diff in an earlier column; K (one
-    past the end) when none. A tie before the trained model was ever ahead is not a crossing:
-    equal curves (both 0 at every k on a tiny run) used to report a crossover at the first k."""
-    behind = diff < -_TIE_TOLERANCE
-    ahead = diff > _TIE_TOLERANCE
+def leader(diff: np.ndarray) -> np.ndarray:
+    """Sign of base - trained with ties (within _TIE_TOLERANCE, float noise) as 0: +1 where
+    the base is ahead, -1 where the trained model is, 0 where they are level."""
+    return np.where(diff > _TIE_TOLERANCE, 1, np.where(diff < -_TIE_TOLERANCE, -1, 0))
+
+
+def first_crossing(diff: np.ndarray) -> np.ndarray:
+    """Per row of base - trained (2-D, columns ascending k), the first column where the base
+    catches up: level or ahead (see `leader`) and either ahead or the trained model ahead in an
+    earlier column; K (one past the end) when none. A tie before the trained model was ever
+    ahead is not a crossing: equal curves (both 0 at every k on a tiny run) used to report a
+    crossover at the first k. The study's crossover claim reads its curves with this rule too.
+    """
+    lead = leader(diff)
+    behind = lead < 0
+    ahead = lead > 0
     was_behind = np.logical_or.accumulate(behind, axis=1)
     caught_up = ahead | (~behind & was_behind)
     return np.where(caught_up.any(axis=1), caught_up.argmax(axis=1), diff.shape[1])

@@ -152,3 +152,56 @@ def test_mcq_claims_at_chance_are_inconclusive_whatever_their_interval():
     assert sharpening.low is not None and sharpening.low > 0  # the interval is still reported
     assert sharpening.verdict == "inconclusive"
     assert "not above chance" in sharpening.detail
+
+
+def _tied_at_k_1_then_sft_ahead():
+    # RL right 4 of 16 times, SFT 2 of 8: pass@1 = 0.25 for both on every problem (so in every
+    # resample), but at k = 2 SFT's 1 - C(6,2)/C(8,2) = 0.464 beats RL's 1 - C(12,2)/C(16,2)
+    # = 0.45. RL never leads, so it has no lead to lose.
+    frame = _cells([4] * 40)
+    frame.loc[frame["model"] == "rl", "num_samples"] = 16
+    return frame
+
+
+@pytest.mark.parametrize(
+    ("frame", "expected", "estimate"),
+    [
+        # Identical curves: level at every k, no lead to lose (the old rule said refuted).
+        (lambda: _cells([2] * 40), "inconclusive", None),
+        # SFT passes RL at k = 2, but a tie at k = 1 is no lead for RL to lose (the old rule
+        # said reproduced).
+        (_tied_at_k_1_then_sft_ahead, "inconclusive", 2.0),
+        # RL 0.5 ahead at k = 1 and 2, SFT ahead from k = 4: a real crossing.
+        (lambda: _cells([8, 0] * 20), "reproduced", 4.0),
+        # SFT already ahead at k = 1.
+        (lambda: _cells([1] * 40), "refuted", 1.0),
+        # RL strictly ahead at every k (SFT never right).
+        (lambda: _cells([8] * 40, sft_correct=0), "refuted", None),
+    ],
+)
+def test_crossover_needs_rl_strictly_ahead_at_k_1(frame, expected, estimate):
+    crossover = next(c for c in evaluate_claims(frame()) if c.claim == "crossover")
+    assert (crossover.verdict, crossover.estimate) == (expected, estimate)
+
+
+def test_claim_settings_take_every_transfer_key_of_the_evaluation_config():
+    # The grid flow and `compare --grid` both read the cells' split through this mapping: a
+    # renamed config key would silently leave the claims at the default split.
+    from breadth.config import EvaluationConfig
+    from breadth.evaluation.claims import TRANSFER_SETTINGS
+
+    assert {k for k in EvaluationConfig.model_fields if k.startswith("transfer_")} == set(
+        TRANSFER_SETTINGS
+    )
+    config = EvaluationConfig(transfer_split_k=2, transfer_split_threshold=0.25,
+                              transfer_min_split=5)  # fmt: skip
+    s = ClaimSettings.of_evaluation(config.model_dump())
+    assert (s.split_k, s.split_threshold, s.min_split) == (2, 0.25, 5)
+
+
+def test_transfer_measure_names_the_split_rule_each_format_uses():
+    # mcq splits on pass@4 above chance (solved_by_base with options): the label says so.
+    frame = pd.concat([_cells([8, 0] * 20), _cells([8, 0] * 20, fmt="mcq", num_options=4)])
+    measures = {c.format: c.measure for c in evaluate_claims(frame) if c.claim == "transfer"}
+    assert measures["free_form"].endswith("(SFT pass@4 < 0.5)")
+    assert measures["mcq"].endswith("(SFT pass@4 above chance < 0.5)")

@@ -8,8 +8,8 @@ import pytest
 
 from breadth.evaluation.metrics import pass_at_k
 from breadth.evaluation.transfer import (
-    _first_crossing,
     crossover_k,
+    first_crossing,
     solved_by_base,
     transfer_analysis,
 )
@@ -155,13 +155,13 @@ def test_a_leading_tie_is_not_the_crossover():
     # equal again: the base catches up at the third. Equal then trained ahead: none (the old
     # rule said the first). Base ahead at the first k: the first, as before.
     diff = np.array([[0.0, 0.0, 0.5], [0.0, -0.2, 0.0], [0.0, 0.0, -0.1], [0.1, 0.0, 0.0]])
-    assert _first_crossing(diff).tolist() == [2, 2, 3, 0]
+    assert first_crossing(diff).tolist() == [2, 2, 3, 0]
 
 
 def test_crossover_after_trained_leads_counts_a_tie_as_catching_up():
     # Trained ahead at k = 1, equal from k = 2: the base catches up at 2 (unchanged rule).
     diff = np.array([[-0.3, 0.0, 0.0], [-0.3, -0.1, 1e-13]])
-    assert _first_crossing(diff).tolist() == [1, 2]
+    assert first_crossing(diff).tolist() == [1, 2]
 
 
 def test_tied_runs_log_no_crossover_finding():
