@@ -205,3 +205,43 @@ def test_transfer_measure_names_the_split_rule_each_format_uses():
     measures = {c.format: c.measure for c in evaluate_claims(frame) if c.claim == "transfer"}
     assert measures["free_form"].endswith("(SFT pass@4 < 0.5)")
     assert measures["mcq"].endswith("(SFT pass@4 above chance < 0.5)")
+
+
+def test_mcq_claims_are_inconclusive_when_the_sft_start_is_only_maybe_above_chance():
+    # The guard needs the interval above chance, not just the point: SFT right 8/8 on 11 of 40
+    # problems and 0/8 on the rest gives pass@1 above chance (11 - 29/3) / 40 = +0.033, with an
+    # interval that still holds 0. RL's clear gain (+0.33 above chance) must not be read.
+    mcq = _cells([8, 0] * 20, fmt="mcq", num_options=4)
+    sft = mcq["model"] == "sft"
+    first_11 = mcq["problem_id"].str[1:].astype(int) < 11
+    mcq.loc[sft, "num_correct"] = np.where(first_11[sft], 8, 0)
+    start = mcq[sft].sort_values(["seed", "problem_id"])
+    ci = hierarchical_bootstrap_ci(pass_metric(1)(start).reshape(2, 40))  # the settings' defaults
+    assert ci.low <= 0 < ci.estimate  # slightly above chance, not surely so
+    claims = [c for c in evaluate_claims(mcq) if c.format == "mcq"]
+    assert claims and all(c.verdict == "inconclusive" for c in claims)
+    assert all("the SFT start is not above chance" in c.detail for c in claims)
+
+
+def test_format_claim_is_two_sided():
+    # The mirror of test_format_claim_compares_relative_narrowing: here mcq narrows and
+    # free_form does not, so the difference is negative, and a difference either way is the
+    # claim (the formats explore differently).
+    free = _cells([8, 0] * 20)
+    free.loc[free["model"] == "rl", "distinct_outcomes"] = 4  # free_form: no narrowing at all
+    mcq = _cells([4, 0] * 20, n=4, sft_correct=3, fmt="mcq", num_options=4)  # above chance
+    claim = next(c for c in evaluate_claims(pd.concat([free, mcq])) if c.claim == "format")
+    # mcq 2/4 - 1 = -0.5; free_form 4/4 - 1 = 0: difference -0.5, every resample the same.
+    assert claim.estimate == pytest.approx(-0.5) and claim.high < 0
+    assert claim.verdict == "reproduced"
+
+
+def test_crossover_inconclusive_when_the_interval_of_k_reaches_k_1():
+    # RL right 8/8 on 7 of 40 problems and 1/8 on the rest: pass@1 0.125 + 0.875 * 7/40 = 0.278
+    # beats SFT's 0.25 at the point, and SFT is ahead at k = 2 (0.464 vs 0.381), so the point
+    # estimate is k = 2; but in many resamples RL is not ahead at k = 1, so the interval of k
+    # starts at 1 and RL's lead at k = 1 is not established.
+    crossover = next(c for c in evaluate_claims(_cells([8] * 7 + [1] * 33))
+                     if c.claim == "crossover")  # fmt: skip
+    assert (crossover.estimate, crossover.low, crossover.high) == (2.0, 1.0, 2.0)
+    assert crossover.verdict == "inconclusive"
