@@ -30,3 +30,8 @@ def test_device_arguments_enable_bf16_on_cuda():
 
     arguments = device_arguments()
     assert arguments["use_cpu"] is False
+    # bf16 exactly where the device supports it (TRL would default it on everywhere).
+    assert arguments["bf16"] == torch.cuda.is_bf16_supported()
+    assert arguments["fp16"] is False
+    # TRL defaults it on; device_arguments turns it off on every device, CUDA included.
+    assert arguments["gradient_checkpointing"] is False

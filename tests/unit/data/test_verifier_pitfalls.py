@@ -13,7 +13,7 @@ import pytest
 
 from breadth.data.extraction import extract_choice
 from breadth.data.symbolic import refusal, warm_up
-from breadth.data.verifiers import verify_free_form, verify_mcq
+from breadth.data.verifiers import _exactly, verify_free_form, verify_mcq
 
 THREAD_TIME_LIMIT_S = 2.0
 
@@ -56,6 +56,31 @@ INTEGER_EXACT = [
 @_cases(INTEGER_EXACT)
 def test_integer_golds_compare_exactly(completion, gold, correct) -> None:
     assert verify_free_form(completion, gold).correct is correct
+
+
+# A zero denominator is no number: "0/0" is not 0 (nor 7: 0 == 7 * 0), "5/0" is not 0.
+DIVISION_BY_ZERO = [
+    ("Answer: 0/0", "0", False),
+    ("Answer: 0/0", "7", False),
+    ("Answer: 5/0", "0", False),
+    ("Answer: 0/0", "0.5", False),
+    ("Answer: 5/0", "0.0", False),
+    ("Answer: 0/5", "0", True),
+    ("Answer: 14/2", "7", True),
+]
+
+
+@_cases(DIVISION_BY_ZERO)
+def test_a_zero_denominator_is_never_correct(completion, gold, correct) -> None:
+    assert verify_free_form(completion, gold).correct is correct
+
+
+def test_the_exact_integer_check_refuses_a_zero_denominator_itself() -> None:
+    # parse_number refuses x/0 before verify_free_form reaches the exact check, so the table
+    # above cannot see the check's own guard: numerator == gold * denominator holds for 0/0
+    # and every gold. Checked here so the guard stays if parse_number ever lets x/0 through.
+    assert not _exactly("0/0", 0) and not _exactly("0/0", 7) and not _exactly("5/0", 0)
+    assert _exactly("0/5", 0) and _exactly("14/2", 7)
 
 
 # A non-numeric gold must parse whole, or it is compared as normalised text.

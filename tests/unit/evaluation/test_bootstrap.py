@@ -118,3 +118,14 @@ def test_hierarchical_ci_with_two_seeds_is_the_widened_percentile_interval():
     means = hierarchical_bootstrap_means(values, 300, 1)
     low, high = percentile_interval(means)
     assert ci.high - ci.low == pytest.approx(np.sqrt(2) * (high - low))
+
+
+def test_hierarchical_seed_slots_draw_their_problems_independently():
+    # Each seed prepares its own problem sample, so each drawn slot resamples problems on its
+    # own: four seeds with the same per-problem values average four independent problem
+    # resamples (about 1/4 of one seed's variance). Slots sharing one problem draw would
+    # keep the whole one-seed variance.
+    row = np.random.default_rng(5).random(50)
+    one_seed = hierarchical_bootstrap_means(row[None, :], 2000, 0)
+    four_seeds = hierarchical_bootstrap_means(np.tile(row, (4, 1)), 2000, 0)
+    assert np.var(four_seeds) / np.var(one_seed) == pytest.approx(0.25, abs=0.1)

@@ -1,13 +1,26 @@
 """StageProgress: one bar per training stage with its key figures, every log dict in a file,
-nothing printed per step; driven here through the callback hooks the Trainer calls."""
+nothing printed per step; driven here through the callback hooks the Trainer calls. And
+device_arguments' CPU settings (the CUDA ones are checked in tests/gpu)."""
 
 from __future__ import annotations
 
 import json
 
+import torch
 from transformers import TrainerState
 
-from breadth.training.trainer_setup import StageProgress
+from breadth.training.trainer_setup import StageProgress, device_arguments
+
+
+def test_device_arguments_on_cpu_turn_off_bf16_and_gradient_checkpointing(monkeypatch):
+    # TRL defaults bf16=True and gradient checkpointing on; neither works on a CPU. Pretend
+    # there is no CUDA device so this holds on a GPU machine too.
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    arguments = device_arguments()
+    assert arguments["use_cpu"] is True
+    assert arguments["bf16"] is False
+    assert arguments["fp16"] is False
+    assert arguments["gradient_checkpointing"] is False
 
 
 def _train(progress, state, logs_per_step):
