@@ -6,7 +6,8 @@ The tiny default model (ModelConfig defaults), warm-started by a short SFT, trai
 per reward spec with the default preset's RL settings (G = 8, 4 prompts per step, 8 new tokens).
 Specs are interleaved: each of R rounds runs every spec once, in a rotated order, so load from
 other processes hits all specs alike. The first step of each run is dropped as warm-up, and
-every figure is a median over the remaining R * (K - 1) steps.
+each pooled figure is a median over the remaining R * (K - 1) steps; the per-round ratios
+(below) give min/median/max over the R rounds.
 
 Torch runs on one thread and each training step (generation + rewards + loss + backward,
 i.e. TRL's `training_step`) is timed in CPU time of that thread: on a shared machine, wall time
@@ -18,9 +19,14 @@ Wall time (TRL's `step_time`) is printed beside it.
   machine is too noisy to see it in step times, and the reward ratio is the figure to read.
   A spec is "ok" when its reward ratio is within the target and its step-ratio interval does
   not lie wholly above it.
-- reward ratio: (correctness step + this spec's extra time inside the reward functions) over
-  the correctness step. The reward time is measured directly, so this is the overhead the
-  reward itself adds, free of the generation-time noise in the step ratio.
+- reward ratio (derived): (correctness step + this spec's extra time inside the reward
+  functions) over the correctness step. It is derived, not measured as a ratio: no run
+  times a step that differs from correctness only in the reward. The reward time inside
+  each step is measured directly, though, so this is the overhead the reward itself adds,
+  free of the generation-time noise in the step ratio.
+- per round: each ratio above also taken within each round (the spec's median over that
+  round's steps over correctness's median in the same round), printed as min/median/max
+  over the R rounds: how much the ratio moves from one round to the next.
 
 The learning rate is ~0 by default (`--learning-rate`), so every spec samples the same
 completions from the same weights and the workload differs only in the reward: otherwise a
@@ -110,6 +116,25 @@ def ratio_interval(
     return float(low), float(high)
 
 
+def per_round_ratios(spec: dict[str, list[list[float]]], base: dict[str, list[list[float]]]
+                     ) -> dict[str, list[float]]:  # fmt: skip
+    """Per round: the spec's median step (cpu, wall) over correctness's in the same round, and
+    the derived reward ratio from that round's medians."""
+    med = statistics.median
+    out: dict[str, list[float]] = {"cpu": [], "wall": [], "reward_derived": []}
+    for r in range(len(base["cpu"])):
+        base_cpu = med(base["cpu"][r])
+        out["cpu"].append(med(spec["cpu"][r]) / base_cpu)
+        out["wall"].append(med(spec["wall"][r]) / med(base["wall"][r]))
+        extra = med(spec["reward"][r]) - med(base["reward"][r])
+        out["reward_derived"].append((base_cpu + extra) / base_cpu)
+    return out
+
+
+def spread(values: list[float]) -> tuple[float, float, float]:
+    return min(values), statistics.median(values), max(values)
+
+
 def prepare_policy(root: Path, overrides: list[str]) -> tuple[Path, Path]:
     """(dataset dir, SFT policy dir) through the pipeline's own stages."""
     from breadth.config import load_config
@@ -169,6 +194,8 @@ def main() -> None:
     clock.install()
     print(f"before: {load_line()}")
     times: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    # Per spec and kind, each round's steps apart: the per-round ratios are taken from these.
+    by_round: dict[str, dict[str, list[list[float]]]] = defaultdict(lambda: defaultdict(list))
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="bench-reward-") as tmp:
         root = Path(tmp)
@@ -182,6 +209,7 @@ def main() -> None:
                 measured = run_spec(spec, args.steps, overrides, dataset, policy, out_dir, clock)
                 for kind, values in measured.items():
                     times[spec][kind] += values
+                    by_round[spec][kind].append(values)
             print(f"round {round_index + 1}/{args.repeats} done", flush=True)
 
     median = {spec: {kind: statistics.median(v) for kind, v in kinds.items()}
@@ -199,18 +227,33 @@ def main() -> None:
             "median_step_wall_ms": 1000 * m["wall"],
             "step_ratio_wall": m["wall"] / base["wall"],
             "median_reward_cpu_ms": 1000 * m["reward"],
-            "reward_ratio": (base["cpu"] + m["reward"] - base["reward"]) / base["cpu"],
+            "reward_ratio_derived": (base["cpu"] + m["reward"] - base["reward"]) / base["cpu"],
+            "per_round": per_round_ratios(by_round[spec], by_round[BASELINE]),
         })  # fmt: skip
+    print(f"pooled: medians over all {args.repeats} x {args.steps - 1} timed steps of each spec; "
+          "ratios over correctness's")  # fmt: skip
     header = (f"{'spec':<22} {'steps':>5} {'cpu ms':>7} {'cpu ratio [95% CI]':>20} {'wall ms':>8} "
-              f"{'wall ratio':>10} {'reward ms':>9} {'reward ratio':>12}  target <= {TARGET_RATIO}")  # fmt: skip
+              f"{'wall ratio':>10} {'reward ms':>9} {'derived reward ratio':>20}  "
+              f"target <= {TARGET_RATIO}")  # fmt: skip
     print(header)
     for row in rows:
         low, high = row["step_ratio_cpu_ci95"]
-        verdict = "ok" if row["reward_ratio"] <= TARGET_RATIO and low <= TARGET_RATIO else "OVER"
+        verdict = ("ok" if row["reward_ratio_derived"] <= TARGET_RATIO and low <= TARGET_RATIO
+                   else "OVER")  # fmt: skip
         print(f"{row['spec']:<22} {row['steps_timed']:>5} {row['median_step_cpu_ms']:>7.1f} "
               f"{row['step_ratio_cpu']:>6.3f} [{low:.2f}, {high:.2f}] {row['median_step_wall_ms']:>8.1f} "
               f"{row['step_ratio_wall']:>10.3f} {row['median_reward_cpu_ms']:>9.2f} "
-              f"{row['reward_ratio']:>12.4f}  {verdict}")  # fmt: skip
+              f"{row['reward_ratio_derived']:>20.4f}  {verdict}")  # fmt: skip
+    print("(ok/OVER: the derived reward ratio within the target and the measured cpu step "
+          "ratio's 95% CI not wholly above it)")  # fmt: skip
+    print(f"per round: each round's ratio (spec median / correctness median, the same round), "
+          f"min / median / max over {args.repeats} rounds")  # fmt: skip
+    print(f"{'spec':<22} {'cpu step ratio':>24} {'wall step ratio':>24} "
+          f"{'derived reward ratio':>24}")  # fmt: skip
+    for row in rows:
+        cells = [" / ".join(f"{v:.3f}" for v in spread(row["per_round"][kind]))
+                 for kind in ("cpu", "wall", "reward_derived")]  # fmt: skip
+        print(f"{row['spec']:<22} " + " ".join(f"{cell:>24}" for cell in cells))
     print(
         f"total {time.perf_counter() - started:.0f} s; {args.repeats} rounds x {args.steps} steps"
     )

@@ -70,3 +70,31 @@ def test_the_report_gives_the_median_ratio_interval_only_from_six_pairs():
     assert "no 95% CI with fewer than 6 pairs" in few.report()
     enough = compare(("a", lambda: None), ("b", lambda: None), pairs=6, warm_up=False)
     assert "ratio median, 95% CI: [" in enough.report()
+
+
+def test_self_timed_arms_record_what_they_return_and_the_ratio_is_b_over_a():
+    result = compare(("a", lambda: 1.0), ("b", lambda: 2.0), pairs=3, self_timed=True)
+    assert result.wall == {"a": [1.0] * 3, "b": [2.0] * 3}
+    assert result.ratios() == [2.0] * 3
+    assert result.median_ratio() == 2.0
+    assert "ratio b / a: min 2.000  median 2.000  max 2.000" in result.report()
+
+
+def test_the_ratio_of_wall_times_is_b_over_a():
+    # B sleeps 30x longer than A (a sleep never ends early): B / A stays above 1 under load.
+    result = compare(("a", lambda: time.sleep(0.001)), ("b", lambda: time.sleep(0.03)), pairs=3)
+    assert result.median_ratio() > 1
+
+
+def test_each_arm_warms_up_once_then_the_arms_alternate():
+    calls: list[str] = []
+    compare(("a", lambda: calls.append("a")), ("b", lambda: calls.append("b")), pairs=4)
+    assert calls == ["a", "b"] + ["a", "b"] * 4  # warm-up first, untimed, then A B A B ...
+
+
+def test_without_warm_up_each_arm_runs_once_per_pair():
+    calls: list[str] = []
+    result = compare(("a", lambda: calls.append("a")), ("b", lambda: calls.append("b")),
+                     pairs=3, warm_up=False)  # fmt: skip
+    assert calls == ["a", "b"] * 3
+    assert "3 pairs from cold" in result.report()
