@@ -47,8 +47,9 @@ def test_parent_run_has_a_child_per_stage_and_the_tags(two_runs, live_stack):
 
     client = MlflowClient(live_stack["MLFLOW_TRACKING_URI"])
     parent = client.get_run(_run_id(two_runs[0][1]))
-    for tag in ("prefect.flow_run_id", "prefect.flow_run_url", "git.sha", "config.hash",
-                "dataset.hash", "format", "reward", "model"):  # fmt: skip
+    for tag in ("prefect.flow_run_id", "prefect.flow_run_url", "git.sha", "code.version",
+                "git.dirty", "host.gpus", "config.hash", "dataset.hash", "format", "reward",
+                "model"):  # fmt: skip
         assert parent.data.tags.get(tag), f"parent run lacks tag {tag}"
     children = client.search_runs(
         [parent.info.experiment_id], f"tags.mlflow.parentRunId = '{parent.info.run_id}'"
