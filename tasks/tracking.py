@@ -136,10 +136,10 @@ def run_name(config: PipelineConfig, extra_tags: dict[str, str]) -> str:
     return f"{config.preset}·{config.content_hash()[:8]}"
 
 
-def tag_stage_origins(parent: RunHandle, stage_runs: dict[str, str]) -> None:
+def tag_stage_origins(parent: RunHandle, stage_runs: dict[str, str]) -> dict[str, str]:
     """Say on the parent which stages ran here and which came from the cache, from which runs
     ({stage: producing child run id}; stages without a run, e.g. a model created from scratch,
-    are left out)."""
+    are left out). Returns the cached stages: {stage: the pipeline run that produced it}."""
     produced = {stage: run_id for stage, run_id in stage_runs.items() if run_id}
     # Looked up side by side: one round trip's time instead of one per stage.
     with ThreadPoolExecutor(max_workers=8) as pool:
@@ -153,3 +153,5 @@ def tag_stage_origins(parent: RunHandle, stage_runs: dict[str, str]) -> None:
         return f"{without_userinfo(parent.tracking_uri)}/#/experiments/{experiment}/runs/{run}"
 
     parent.set_tags(stage_provenance(parent.run_id, origins, url))
+    return {stage: origin.pipeline_run_id for stage, origin in origins.items()
+            if origin.pipeline_run_id != parent.run_id}  # fmt: skip

@@ -33,7 +33,8 @@ def test_stage_origins_are_read_from_each_stage_run_and_tagged_on_the_parent(mon
     monkeypatch.setattr(RunHandle, "tracking", property(lambda self: FakeClient()))
     parent = RunHandle("this", "3", "http://user:pw@mlflow:5000")
     # A model created from scratch has no stage run: left out, not looked up.
-    tag_stage_origins(parent, {"prepare": "c-prep", "init-model": "", "evaluate": "c-eval"})
+    cached = tag_stage_origins(parent, {"prepare": "c-prep", "init-model": "", "evaluate": "c-eval"})
+    assert cached == {"prepare": "earlier"}  # what `breadth run` lists as kept elsewhere
     assert tagged["breadth.cached_stages"] == "prepare"
     assert tagged["breadth.cached_from"] == "earlier"
     assert "http://mlflow:5000/#/experiments/3/runs/c-prep" in tagged["mlflow.note.content"]
