@@ -45,18 +45,29 @@ def evaluate(
         run_ids[name] = run.run_id
     report_md = (out / "report" / "report.md").read_text()
     # Its S3 copy is what `publish_report` fetches on a cache hit on a fresh worker.
-    report_uri = upload_stage_output(config, out / "report", f"runs/{parent.run_id}/report")
+    report_uri = upload_stage_output(config, out / "report", report_prefix(parent.run_id))
     return StageResult("evaluate", key, str(out / "report"), report_uri, run_ids[base_model],
                        {"metrics": metrics, "curves": curves, "run_ids": run_ids,
                         "report_markdown": report_md,
                         "files": [str(p) for p in written]})  # fmt: skip
 
 
+def report_prefix(run_id: str) -> str:
+    """Where a pipeline run's report lies in S3 (README's layout: `runs/<run>/report/`)."""
+    return f"runs/{run_id}/report"
+
+
 @task(name="publish-report", cache_policy=NO_CACHE)
-def publish_report(parent: RunHandle, evaluation: StageResult) -> str:
+def publish_report(config: PipelineConfig, parent: RunHandle, evaluation: StageResult) -> str:
     """Attach the report to this run's parent (also on cache hits) and publish it in Prefect."""
     folder = evaluation.ensure_local()
     parent.log_artifact(folder, "report")
+    # A cached evaluation's S3 copy is under the run that produced it, so without a copy this
+    # run's `runs/<run>/` prefix (which `breadth run` prints) would be empty; the report is a
+    # few small files. The other cached stages' files stay where their runs wrote them.
+    prefix = report_prefix(parent.run_id)
+    if not evaluation.s3_uri.rstrip("/").endswith(f"/{prefix}"):
+        upload_stage_output(config, Path(folder), prefix)
     # Each model's headline metrics on the parent (`rl/eval/pass_at_16`, its bounds as
     # `rl/eval_ci/low/pass_at_16`): the runs table and compare view stay readable; the
     # evaluate child runs hold every metric and curve. Also on cache hits, so a re-run's

@@ -29,12 +29,29 @@ def prepare(config: PipelineConfig, key: str, parent: RunHandle) -> StageResult:
         store = ObjectStore.from_env()
         store.upload_dir(out, f"datasets/{content_hash}")
         run.log_params({f"data.{k}": v for k, v in config.data.model_dump().items()})
-        counts = json.loads((out / "manifest.json").read_text())
-        run.log_metrics({name: value for name, value in counts.items()
-                         if isinstance(value, (int, float)) and not isinstance(value, bool)})
+        params, metrics = manifest_params_and_metrics(json.loads((out / "manifest.json").read_text()))
+        run.log_params(params)
+        run.log_metrics(metrics)
         run.log_artifact(out / "manifest.json")
         log_dataset_input(run, out / "train.parquet", name=f"train-{content_hash[:12]}",
                           source=store.uri(f"datasets/{content_hash}/train.parquet"))
         run.set_tags({"dataset.hash": content_hash})
         return StageResult("prepare", key, str(out), store.uri(f"datasets/{content_hash}"),
                            run.run_id, {"content_hash": content_hash})
+
+
+# Manifest fields that restate settings (the seed, the difficulty and eval share it was made
+# with, the manifest's format version): params, not metrics. Logged as metrics they showed
+# up as charts of constants, beside the counts.
+MANIFEST_PARAMS = ("seed", "difficulty", "eval_fraction", "version", "split_origin")
+
+
+def manifest_params_and_metrics(manifest: dict) -> tuple[dict[str, str], dict[str, float]]:
+    """The prepare run's params (`manifest.<field>`) and metrics (what was counted: rows per
+    split written and available, bad rows skipped, duplicates dropped) from its manifest."""
+    params = {f"manifest.{name}": str(manifest.get(name)) for name in MANIFEST_PARAMS}
+    metrics = {name: float(manifest[name]) for name in ("bad_rows_count", "duplicates_dropped")}
+    for group, prefix in (("counts", "rows"), ("available", "available")):
+        metrics.update({f"{prefix}/{split}": float(n)
+                        for split, n in (manifest.get(group) or {}).items()})  # fmt: skip
+    return params, metrics

@@ -6,6 +6,7 @@ import logging
 import os
 import platform
 import subprocess
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from breadth.stack import without_userinfo
 from breadth.tracking.provenance import StageOrigin, stage_provenance
 from breadth.tracking.reconcile import reconcile_stale_runs
 from breadth.tracking.runs import RunHandle, start_run, tracking_uri
+from tasks.common import PROJECT_ROOT, code_version
 
 
 def git_sha() -> str:
@@ -26,6 +28,61 @@ def git_sha() -> str:
         ).stdout.strip()  # fmt: skip
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
+
+
+# The folders whose untracked files are code (code_version's folders); other untracked files
+# (a work dir, a .venv symlink in a worktree, notes) change nothing that runs.
+CODE_FOLDERS = ("src/", "tasks/", "flows/")
+
+
+def git_dirty(repo: Path = PROJECT_ROOT) -> str:
+    """Whether the checkout differs from HEAD: "true" (tracked files changed, or new untracked
+    files in the code folders), "false" (clean) or "unknown" (not a git checkout).
+
+    `git.sha` alone names HEAD: a run of uncommitted edits would claim a commit whose code it
+    did not run (and its cache keys, from `code_version`, differ from that commit's). One
+    `git status`, so it costs a cached re-run a few milliseconds.
+    """
+    try:
+        status = subprocess.run(["git", "status", "--porcelain"], cwd=repo, capture_output=True,
+                                text=True, check=True, timeout=10).stdout  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    # Porcelain paths are relative to the repository's root: "XY path" per line.
+    changed = [line for line in status.splitlines()
+               if not line.startswith("??") or line[3:].startswith(CODE_FOLDERS)]  # fmt: skip
+    return "true" if changed else "false"
+
+
+def gpu_description(timeout_s: float = 5.0) -> str:
+    """The GPUs this process may use, e.g. "1 x NVIDIA H100 80GB HBM3"; "0" without an NVIDIA
+    driver; "unknown" when `nvidia-smi` is there but does not answer.
+
+    Asked of `nvidia-smi`, not torch: the parent of a cached re-run never imports torch (over
+    a second), and torch's CUDA query in the parent would initialise CUDA before the training
+    processes are forked. `nvidia-smi` lists every GPU of the machine, so the list is
+    narrowed to CUDA_VISIBLE_DEVICES (indices or UUIDs) when that is set.
+    """
+    try:
+        listing = subprocess.run(
+            ["nvidia-smi", "--query-gpu=index,uuid,name", "--format=csv,noheader"],
+            capture_output=True, text=True, check=True, timeout=timeout_s,
+        ).stdout  # fmt: skip
+    except FileNotFoundError:
+        return "0"
+    except subprocess.CalledProcessError as error:  # a driver without devices exits non-zero
+        return "0" if "No devices were found" in f"{error.stdout}{error.stderr}" else "unknown"
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    gpus = [[part.strip() for part in line.split(",", 2)] for line in listing.splitlines()
+            if line.count(",") >= 2]  # fmt: skip
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None:
+        wanted = {entry.strip() for entry in visible.split(",") if entry.strip()}
+        gpus = [gpu for gpu in gpus if gpu[0] in wanted or gpu[1] in wanted]
+    if not gpus:
+        return "0"
+    return ", ".join(f"{count} x {name}" for name, count in Counter(g[2] for g in gpus).items())
 
 
 def close_stale_runs() -> None:
@@ -44,6 +101,9 @@ def open_parent_run(config: PipelineConfig, extra_tags: dict[str, str] | None = 
         "prefect.flow_run_id": runtime.flow_run.id or "",
         "prefect.flow_run_url": runtime.flow_run.ui_url or "",
         "git.sha": git_sha(),
+        # What the cache keys hold: HEAD's code folders plus uncommitted edits to them.
+        "code.version": code_version(),
+        "git.dirty": git_dirty(),
         "config.hash": config.content_hash(),
         "format": config.data.format,
         "reward": config.rl.reward.spec,
@@ -53,6 +113,7 @@ def open_parent_run(config: PipelineConfig, extra_tags: dict[str, str] | None = 
         # Where it ran: a study's report states its machine and wall time from these.
         "host.name": platform.node(),
         "host.cpus": str(os.cpu_count()),
+        "host.gpus": gpu_description(),
         **(extra_tags or {}),
     }
     run = start_run(experiment, run_name(config, extra_tags or {}), tags=tags)
@@ -75,10 +136,10 @@ def run_name(config: PipelineConfig, extra_tags: dict[str, str]) -> str:
     return f"{config.preset}·{config.content_hash()[:8]}"
 
 
-def tag_stage_origins(parent: RunHandle, stage_runs: dict[str, str]) -> None:
+def tag_stage_origins(parent: RunHandle, stage_runs: dict[str, str]) -> dict[str, str]:
     """Say on the parent which stages ran here and which came from the cache, from which runs
     ({stage: producing child run id}; stages without a run, e.g. a model created from scratch,
-    are left out)."""
+    are left out). Returns the cached stages: {stage: the pipeline run that produced it}."""
     produced = {stage: run_id for stage, run_id in stage_runs.items() if run_id}
     # Looked up side by side: one round trip's time instead of one per stage.
     with ThreadPoolExecutor(max_workers=8) as pool:
@@ -92,3 +153,5 @@ def tag_stage_origins(parent: RunHandle, stage_runs: dict[str, str]) -> None:
         return f"{without_userinfo(parent.tracking_uri)}/#/experiments/{experiment}/runs/{run}"
 
     parent.set_tags(stage_provenance(parent.run_id, origins, url))
+    return {stage: origin.pipeline_run_id for stage, origin in origins.items()
+            if origin.pipeline_run_id != parent.run_id}  # fmt: skip

@@ -47,8 +47,9 @@ def test_parent_run_has_a_child_per_stage_and_the_tags(two_runs, live_stack):
 
     client = MlflowClient(live_stack["MLFLOW_TRACKING_URI"])
     parent = client.get_run(_run_id(two_runs[0][1]))
-    for tag in ("prefect.flow_run_id", "prefect.flow_run_url", "git.sha", "config.hash",
-                "dataset.hash", "format", "reward", "model"):  # fmt: skip
+    for tag in ("prefect.flow_run_id", "prefect.flow_run_url", "git.sha", "code.version",
+                "git.dirty", "host.gpus", "config.hash", "dataset.hash", "format", "reward",
+                "model"):  # fmt: skip
         assert parent.data.tags.get(tag), f"parent run lacks tag {tag}"
     children = client.search_runs(
         [parent.info.experiment_id], f"tags.mlflow.parentRunId = '{parent.info.run_id}'"
@@ -111,6 +112,12 @@ def test_a_cached_re_run_says_where_its_stages_came_from(two_runs, live_stack):
     assert {"prepare", "sft", "rl", "evaluate"} <= set(cached)
     assert second.data.tags["breadth.cached_from"] == first.info.run_id
     assert first.info.run_id in second.data.tags["mlflow.note.content"]
+    # Its own S3 prefix holds its report (copied); the CLI says where the rest stays.
+    from breadth.tracking.objects import ObjectStore
+
+    own = ObjectStore.from_env(live_stack).list(f"runs/{second.info.run_id}/")
+    assert f"runs/{second.info.run_id}/report/report.md" in own
+    assert f"runs/{first.info.run_id}/rollouts/rl.parquet" in two_runs[1][1]
     # The headline metrics are copied onto the cached run's parent: it is never empty.
     assert second.data.metrics["rl/eval/pass_at_1"] == first.data.metrics["rl/eval/pass_at_1"]
     # A few headline metrics on the parent, bounds under ci/; the rest on the evaluate runs.

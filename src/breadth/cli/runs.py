@@ -57,7 +57,22 @@ def run(
         f"  S3 prefix:   s3://{env['BREADTH_S3_BUCKET']}/runs/{result['mlflow_run_id']}/ "
         f"(endpoint {env['BREADTH_S3_ENDPOINT']})", highlight=False,
     )  # fmt: skip
+    _print_cached_stage_files(result.get("cached_stage_files", {}))
     console.print(f"  Report:      {result['report']}", highlight=False)
+
+
+def _print_cached_stage_files(files: dict[str, str]) -> None:
+    """Where the stages served from the cache keep their files: under the runs that produced
+    them, not this run's prefix (which, after a fully cached re-run, holds only the report
+    that `publish_report` copies there)."""
+    files = {stage: uri for stage, uri in files.items() if stage != "evaluate"}  # copied
+    if not files:
+        return
+    console.print("  Cached stages' files stay where the runs that produced them wrote them:",
+                  highlight=False)  # fmt: skip
+    width = max(map(len, files))
+    for stage, uri in files.items():
+        console.print(f"    {stage:<{width}}  {uri}", highlight=False)
 
 
 # GridConfig field -> the `breadth grid` option that sets it, for errors that name the option.

@@ -113,7 +113,7 @@ class RunHandle:
         try:
             if kind is not None:
                 self.tracking.set_tag(self.run_id, "breadth.error",
-                                      f"{kind.__name__}: {error}"[:MAX_PARAM_LENGTH])  # fmt: skip
+                                      error_text(kind, error)[:MAX_PARAM_LENGTH])  # fmt: skip
             self.finish(status)
         except Exception as close_error:
             if kind is None:
@@ -121,6 +121,34 @@ class RunHandle:
             logging.getLogger("breadth.tracking").warning(
                 "could not mark MLflow run %s %s: %s", self.run_id, status, close_error
             )
+
+
+def error_text(kind: type[BaseException], error: BaseException | None) -> str:
+    """A failed or killed run's `breadth.error` tag: the error and its message, or what
+    stopped the run when the exception carries no message.
+
+    Prefect's TerminationSignal (a cancellation from Prefect sends SIGTERM) and Ctrl-C have
+    empty messages, which left the tag reading "TerminationSignal: ".
+
+    >>> from prefect.exceptions import TerminationSignal
+    >>> error_text(TerminationSignal, TerminationSignal(15))
+    'cancelled (TerminationSignal: SIGTERM)'
+    >>> error_text(RuntimeError, RuntimeError("inside training"))
+    'RuntimeError: inside training'
+    """
+    number = getattr(error, "signal", None)
+    if isinstance(number, int) and not isinstance(number, bool):
+        import signal
+
+        try:
+            name = signal.Signals(number).name
+        except ValueError:
+            name = f"signal {number}"
+        return f"cancelled ({kind.__name__}: {name})"
+    if issubclass(kind, KeyboardInterrupt):
+        return f"interrupted ({kind.__name__}: Ctrl-C or SIGINT)"
+    message = str(error) if error is not None else ""
+    return f"{kind.__name__}: {message}" if message else f"{kind.__name__} (no message)"
 
 
 class MetricBuffer:

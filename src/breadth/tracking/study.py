@@ -103,9 +103,16 @@ def grid_provenance(tracking_uri: str, grid_id: str) -> dict:
     infos = [client.get_run(run_id) for run_id in runs["run_id"]]
     starts = [r.start_time for r in infos if r.start_time]
     ends = [r.end_time for r in infos if r.end_time]
+    # Each machine with its GPUs as its runs recorded them (runs from before `host.gpus`
+    # was tagged say so instead of claiming none).
     hosts = sorted({f"{r.tags.get('host.name', '?')} ({r.tags.get('host.cpus', '?')} "
-                    "CPU cores)" for r in infos})  # fmt: skip
+                    f"CPU cores; GPU: {_gpus(r.tags.get('host.gpus'))})" for r in infos})  # fmt: skip
     shas = sorted({r.tags.get("git.sha", "?")[:12] for r in infos})
+    # HEAD alone does not say what ran: uncommitted edits change the code (and the cache keys,
+    # `code.version`), so cells of one grid may have run different code under one sha.
+    code_versions = sorted({r.tags.get("code.version", "not recorded") for r in infos})
+    dirty = sum(r.tags.get("git.dirty") == "true" for r in infos)
+    unrecorded = sum(r.tags.get("git.dirty", "unknown") == "unknown" for r in infos)
     minutes: dict[str, list[float]] = {}
     for fmt, info in zip(runs["format"], infos):
         if info.start_time and info.end_time:
@@ -113,7 +120,8 @@ def grid_provenance(tracking_uri: str, grid_id: str) -> dict:
     return {
         "grid_id": grid_id, "cells": len(infos), "seeds": int(runs["seed"].nunique()),
         "formats": sorted(runs["format"].unique()), "objectives": sorted(runs["reward"].unique()),
-        "hosts": hosts, "git_sha": shas,
+        "hosts": hosts, "git_sha": shas, "code_versions": code_versions,
+        "dirty_runs": dirty, "dirty_unknown_runs": unrecorded,
         "wall_minutes": round((max(ends) - min(starts)) / 60000, 1) if starts and ends else None,
         "cell_minutes": {fmt: (round(min(v), 1), round(float(np.median(v)), 1), round(max(v), 1),
                                round(sum(v), 1)) for fmt, v in minutes.items()},
@@ -129,12 +137,35 @@ def provenance_header(provenance: dict, command: str = "") -> str:
         f"- seeds: {provenance['seeds']}",
         (f"- cells: {provenance['cells']} ({', '.join(provenance['formats'])} x "
          f"{len(provenance['objectives'])} objectives: {', '.join(provenance['objectives'])})"),
-        f"- machine: {', '.join(provenance['hosts'])}; no GPU",
+        f"- machine: {', '.join(provenance['hosts'])}",
         f"- wall time (first cell start to last cell end): {provenance['wall_minutes']} min",
-        (f"- code: git {', '.join(provenance['git_sha'])} (the checkout's HEAD at each cell's "
-         "start)"),
+        _code_line(provenance),
     ]
     lines += [f"- minutes per {fmt} cell (parent run start to end; min / median / max, sum): "
               f"{low} / {mid} / {high}, {total}"
               for fmt, (low, mid, high, total) in provenance.get("cell_minutes", {}).items()]
     return "\n".join(lines)
+
+
+def _gpus(tag: str | None) -> str:
+    """A run's `host.gpus` tag as the header says it."""
+    if tag is None:
+        return "not recorded"
+    return {"0": "none", "unknown": "unknown (nvidia-smi did not answer)"}.get(tag, tag)
+
+
+def _code_line(provenance: dict) -> str:
+    """What code the cells ran: HEAD's commit, the code version of the cache keys (HEAD plus
+    uncommitted edits) and how many cells ran uncommitted changes."""
+    line = (f"- code: git {', '.join(provenance['git_sha'])} (the checkout's HEAD at each "
+            "cell's start)")  # fmt: skip
+    if "code_versions" not in provenance:
+        return line
+    versions = provenance["code_versions"]
+    line += (f"; code version{'s' if len(versions) > 1 else ''} {', '.join(versions)} (HEAD's "
+             "src/, tasks/, flows/ with uncommitted edits: the cache keys' code)")  # fmt: skip
+    dirty, unknown = provenance.get("dirty_runs", 0), provenance.get("dirty_unknown_runs", 0)
+    line += f"; uncommitted changes in {dirty} of {provenance['cells']} runs"
+    if unknown:
+        line += f" ({unknown} not recorded or not a git checkout)"
+    return line

@@ -33,8 +33,102 @@ def test_stage_origins_are_read_from_each_stage_run_and_tagged_on_the_parent(mon
     monkeypatch.setattr(RunHandle, "tracking", property(lambda self: FakeClient()))
     parent = RunHandle("this", "3", "http://user:pw@mlflow:5000")
     # A model created from scratch has no stage run: left out, not looked up.
-    tag_stage_origins(parent, {"prepare": "c-prep", "init-model": "", "evaluate": "c-eval"})
+    cached = tag_stage_origins(parent, {"prepare": "c-prep", "init-model": "", "evaluate": "c-eval"})
+    assert cached == {"prepare": "earlier"}  # what `breadth run` lists as kept elsewhere
     assert tagged["breadth.cached_stages"] == "prepare"
     assert tagged["breadth.cached_from"] == "earlier"
     assert "http://mlflow:5000/#/experiments/3/runs/c-prep" in tagged["mlflow.note.content"]
     assert "pw" not in tagged["mlflow.note.content"]
+
+
+def _git(repo, *args):
+    import subprocess
+
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=repo,
+                   check=True, capture_output=True)  # fmt: skip
+
+
+def test_git_dirty_tells_uncommitted_code_from_a_clean_checkout(tmp_path):
+    from tasks.tracking import git_dirty
+
+    assert git_dirty(tmp_path) == "unknown"  # not a git checkout
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "a.py").write_text("x = 1\n")
+    _git(tmp_path, "init", "-q")
+    _git(tmp_path, "add", ".")
+    _git(tmp_path, "commit", "-qm", "one")
+    assert git_dirty(tmp_path) == "false"
+    # An untracked file outside the code folders (a worktree's .venv link, notes) runs nothing.
+    (tmp_path / "notes.txt").write_text("n")
+    assert git_dirty(tmp_path) == "false"
+    (tmp_path / "src" / "new.py").write_text("y = 2\n")
+    assert git_dirty(tmp_path) == "true"
+    (tmp_path / "src" / "new.py").unlink()
+    (tmp_path / "src" / "a.py").write_text("x = 2\n")
+    assert git_dirty(tmp_path / "src") == "true"  # asked from a subfolder, as tasks/ is
+
+
+def _fake_nvidia_smi(folder, monkeypatch, script):
+    tool = folder / "nvidia-smi"
+    folder.mkdir(parents=True)
+    tool.write_text("#!/bin/sh\n" + script)
+    tool.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{folder}:/usr/bin:/bin")
+
+
+def test_gpus_are_described_from_nvidia_smi_and_narrowed_to_the_visible_ones(tmp_path,
+                                                                             monkeypatch):
+    from tasks.tracking import gpu_description
+
+    _fake_nvidia_smi(tmp_path / "bin", monkeypatch, "cat <<'END'\n"
+                     "0, GPU-aaa, NVIDIA H100 80GB HBM3\n"
+                     "1, GPU-bbb, NVIDIA H100 80GB HBM3\n"
+                     "2, GPU-ccc, NVIDIA A100-SXM4-40GB\nEND\n")  # fmt: skip
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    assert gpu_description() == "2 x NVIDIA H100 80GB HBM3, 1 x NVIDIA A100-SXM4-40GB"
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1,GPU-ccc")
+    assert gpu_description() == "1 x NVIDIA H100 80GB HBM3, 1 x NVIDIA A100-SXM4-40GB"
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    assert gpu_description() == "0"
+
+
+def test_no_nvidia_driver_is_no_gpu_and_a_failing_one_is_unknown(tmp_path, monkeypatch):
+    from tasks.tracking import gpu_description
+
+    monkeypatch.setenv("PATH", str(tmp_path))  # no nvidia-smi
+    assert gpu_description() == "0"
+    _fake_nvidia_smi(tmp_path / "none", monkeypatch, "echo 'No devices were found'; exit 6\n")
+    assert gpu_description() == "0"
+    _fake_nvidia_smi(tmp_path / "broken", monkeypatch, "echo 'NVIDIA-SMI has failed' >&2; exit 9\n")
+    assert gpu_description() == "unknown"
+    _fake_nvidia_smi(tmp_path / "hangs", monkeypatch, "exec sleep 5\n")
+    assert gpu_description(timeout_s=0.2) == "unknown"
+
+
+def test_the_parent_run_is_tagged_with_the_code_and_the_hardware_it_ran(monkeypatch):
+    import sys
+
+    from breadth.config import load_config
+    from tasks import tracking
+
+    opened = {}
+
+    class Run:
+        def log_params(self, params):
+            pass
+
+    def start_run(experiment, name, tags):
+        opened.update(tags)
+        return Run()
+
+    monkeypatch.setattr(tracking, "close_stale_runs", lambda: None)
+    monkeypatch.setattr(tracking, "start_run", start_run)
+    monkeypatch.setattr(tracking, "code_version", lambda: "c0de")
+    monkeypatch.setattr(tracking, "git_dirty", lambda: "true")
+    monkeypatch.setattr(tracking, "gpu_description", lambda: "1 x NVIDIA H100 80GB HBM3")
+    torch_before = "torch" in sys.modules
+    tracking.open_parent_run(load_config("default"))
+    assert opened["code.version"] == "c0de" and opened["git.dirty"] == "true"
+    assert opened["host.gpus"] == "1 x NVIDIA H100 80GB HBM3"
+    assert opened["git.sha"] and opened["host.cpus"]
+    assert ("torch" in sys.modules) == torch_before  # a cached re-run never imports torch

@@ -93,6 +93,26 @@ def test_a_failing_block_marks_the_run_failed_with_the_error(fake, monkeypatch):
     assert run.get_run().status == "FAILED"
 
 
+def test_a_cancelled_run_says_so_in_its_error_tag(fake, monkeypatch):
+    from prefect.exceptions import TerminationSignal
+
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", fake.url)
+    run = start_run("exp", "cancelled")
+    # Prefect raises it, with no message, when a cancellation sends the process SIGTERM.
+    with pytest.raises(TerminationSignal), run:
+        raise TerminationSignal(signal=15)
+    assert fake.runs[run.run_id]["info"]["status"] == "KILLED"
+    assert fake.tags(run.run_id)["breadth.error"] == "cancelled (TerminationSignal: SIGTERM)"
+    interrupted = start_run("exp", "interrupted")
+    with pytest.raises(KeyboardInterrupt), interrupted:
+        raise KeyboardInterrupt
+    assert fake.tags(interrupted.run_id)["breadth.error"].startswith("interrupted (")
+    silent = start_run("exp", "silent")
+    with pytest.raises(ValueError), silent:
+        raise ValueError
+    assert fake.tags(silent.run_id)["breadth.error"] == "ValueError (no message)"
+
+
 def test_credentials_in_the_uri_become_basic_auth_and_leave_the_url(fake):
     host = fake.url.removeprefix("http://")
     client = MlflowRest(f"http://me:s%40cret@{host}")

@@ -1,0 +1,51 @@
+"""What `breadth run` prints when the pipeline finished: where to look, including where the
+files of the stages served from the cache are (not under this run's S3 prefix)."""
+
+from __future__ import annotations
+
+from contextlib import nullcontext
+
+import pytest
+from typer.testing import CliRunner
+
+from breadth.cli import app
+
+ENV = {"PREFECT_UI_URL": "http://127.0.0.1:4200", "BREADTH_S3_BUCKET": "breadth",
+       "BREADTH_S3_ENDPOINT": "http://127.0.0.1:8333"}  # fmt: skip
+
+
+def _run(monkeypatch, cached_files):
+    import flows.in_process
+    import flows.pipeline
+
+    result = {"mlflow_run_id": "second", "mlflow_run_url": "http://mlflow/#/runs/second",
+              "prefect_flow_run_url": "http://prefect/flow-runs/flow-run/1", "report": "r.md",
+              "metrics": {}, "cached_stage_files": cached_files}  # fmt: skip
+    monkeypatch.setattr("breadth.cli.stack.bring_up_stack", lambda reconcile: ENV)
+    monkeypatch.setattr(flows.in_process, "in_process_run", nullcontext)
+    monkeypatch.setattr(flows.pipeline, "pipeline", lambda config: result)
+    outcome = CliRunner().invoke(app, ["run"])
+    assert outcome.exit_code == 0, outcome.output
+    return outcome.output
+
+
+def test_a_cached_re_run_says_where_the_cached_stages_files_are(monkeypatch):
+    output = _run(monkeypatch, {
+        "prepare": "s3://breadth/datasets/abc",
+        "sft": "s3://breadth/runs/first/models/sft",
+        "rollout-rl": "s3://breadth/runs/first/rollouts/rl.parquet",
+        "evaluate": "s3://breadth/runs/first/report",
+    })  # fmt: skip
+    assert "S3 prefix:   s3://breadth/runs/second/ (endpoint http://127.0.0.1:8333)" in output
+    assert "Cached stages' files stay where the runs that produced them wrote them:" in output
+    assert "    rollout-rl  s3://breadth/runs/first/rollouts/rl.parquet" in output
+    assert "    sft         s3://breadth/runs/first/models/sft" in output
+    assert "    prepare     s3://breadth/datasets/abc" in output
+    # The report is copied under this run's prefix: not listed as elsewhere.
+    assert "runs/first/report" not in output
+
+
+@pytest.mark.parametrize("files", [{}, {"evaluate": "s3://breadth/runs/first/report"}])
+def test_a_run_whose_files_are_all_under_its_prefix_lists_none(monkeypatch, files):
+    output = _run(monkeypatch, files)
+    assert "S3 prefix:   s3://breadth/runs/second/" in output and "Cached" not in output
