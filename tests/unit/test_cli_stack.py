@@ -9,6 +9,7 @@ import io
 import json
 import os
 import shlex
+import socket
 import subprocess
 import threading
 from pathlib import Path
@@ -28,12 +29,21 @@ runner = CliRunner()
 
 @pytest.fixture
 def home(tmp_path, monkeypatch):
-    """An empty BREADTH_HOME with no service given by the environment."""
+    """An empty BREADTH_HOME with no service given by the environment, on ports nothing
+    answers (a stack running on this machine's default ports is another home's)."""
     for name in EXTERNAL:
         monkeypatch.delenv(name, raising=False)
+    for name in ("S3", "MLFLOW", "PREFECT"):
+        monkeypatch.setenv(f"BREADTH_{name}_PORT", str(_free_port()))
     folder = tmp_path / "elsewhere"
     monkeypatch.setenv("BREADTH_HOME", str(folder))
     return folder
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
 
 
 class _Health(http.server.BaseHTTPRequestHandler):
@@ -101,6 +111,30 @@ def test_stack_status_json_parses(local_mlflow):
         rows = json.loads(result.output)
         assert [row["service"] for row in rows] == ["s3", "mlflow", "prefect"]
         assert _row(rows, "mlflow")["pid"] == local_mlflow and _row(rows, "s3")["pid"] is None
+
+
+def test_a_server_answering_without_this_homes_pid_file_is_not_called_stopped(home, monkeypatch):
+    """`stack status` run from another directory (BREADTH_HOME defaults to `.breadth` there)
+    called the stack's healthy servers "stopped": it looked only for pid files."""
+    server = http.server.HTTPServer(("127.0.0.1", 0), _Health)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    monkeypatch.setenv("BREADTH_MLFLOW_PORT", str(server.server_address[1]))
+    try:
+        text = runner.invoke(cli.app, ["stack", "status"])
+        as_json = runner.invoke(cli.app, ["stack", "status", "--json"])
+    finally:
+        server.shutdown()
+    assert text.exit_code == 0 and as_json.exit_code == 0, text.output + as_json.output
+    state = (f"answering, but not started from BREADTH_HOME={home} (another BREADTH_HOME's "
+             "stack, or started by hand)")  # fmt: skip
+    mlflow = _row(json.loads(as_json.output), "mlflow")
+    assert (mlflow["state"], mlflow["managed"], mlflow["healthy"]) == (state, "other", True)
+    assert _row(json.loads(as_json.output), "s3")["state"] == "stopped"  # nothing answers there
+
+    def squeezed(output):  # the table wraps a long cell over lines between its borders
+        return "".join(output.replace("│", " ").split())
+
+    assert squeezed(state) in squeezed(text.output)
 
 
 def _write_log(home, service, count):

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.table import Table
+from rich.table import Column, Table
 
 from breadth.cli.output import console, fail, print_json
 
@@ -60,7 +60,8 @@ def _print_status(rows: list[dict], as_json: bool) -> None:
     if as_json:
         print_json(rows)
         return
-    table = Table("service", "url", "state")
+    # Folded, never cropped: a state names a path (BREADTH_HOME) or a variable to unset.
+    table = Table("service", Column("url", overflow="fold"), Column("state", overflow="fold"))
     for row in rows:
         table.add_row(row["service"], row["url"], row["state"])
     console.print(table)
