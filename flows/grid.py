@@ -29,7 +29,12 @@ class CellsFailed(RuntimeError):
 
 @flow(name="breadth-grid", validate_parameters=True)
 def grid(study: GridConfig = GridConfig()) -> dict[str, Any]:  # noqa: B008 - the UI form's defaults
-    """Run every cell of the study and compare it with the previous night's grid."""
+    """Run every cell of the study and compare it with the previous night's grid.
+
+    Args:
+        study: The grid: cells are formats x objectives (reward specs) x seeds, each the
+            `preset` with the overrides on top; `cell_runner` says where they run.
+    """
     cells = study.cells()  # every cell's config validated before any compute
     grid_id = study.grid_id or f"grid-{(runtime.flow_run.id or 'local')[:8]}"
     report = get_run_logger().info

@@ -378,7 +378,7 @@ class TrackingConfig(_Section):
 
 
 class PipelineConfig(_Section):
-    """The whole pipeline. This is the Prefect flow's one parameter: the UI renders it as a form."""
+    """The whole pipeline. The Prefect flow's `config` parameter: the UI renders it as a form."""
 
     preset: str = Field(
         "default", description="Label: the preset these values started from (names the MLflow "

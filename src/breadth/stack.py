@@ -368,7 +368,9 @@ class LocalStack:
 
     def status(self, started: Collection[str] = ()) -> list[dict[str, Any]]:
         """One row per service: name, url, state, pid, healthy and who manages it ("local":
-        started by this stack; "external": its URL came from the environment).
+        started by this stack; "external": its URL came from the environment; "other": a
+        server answers at this stack's own address, but this BREADTH_HOME has no pid file for
+        it, e.g. the stack of another directory's `.breadth`, the default home being relative).
 
         A live server this stack started is "local" unless the environment points clients at
         another one (`_serving_pid`, the rule `up` follows); then the row is "external" and
@@ -392,6 +394,12 @@ class LocalStack:
                 if unused is not None:
                     state += (f"; this stack's own server (pid {unused}) runs unused: unset "
                               f"{service.external_env} to use it, or `breadth stack down`")
+            elif healthy:
+                # Called "stopped" before, beside a server clients were using. `up` cannot start
+                # one here (the port is taken) and `down` here cannot stop it.
+                managed = "other"
+                state = (f"answering, but not started from BREADTH_HOME={self.settings.home} "
+                         "(another BREADTH_HOME's stack, or started by hand)")  # fmt: skip
             else:
                 managed, state = "local", "stopped"
             rows.append({"service": service.name, "url": without_userinfo(service.url),

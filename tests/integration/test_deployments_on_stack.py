@@ -31,6 +31,8 @@ def _api(env: dict[str, str], method: str, path: str, body: dict | None = None) 
 def deployed(live_stack):
     code, output, _ = run_cli(["deploy"], live_stack, timeout=300)
     assert code == 0, output[-4000:]
+    # It names every deployment it registered (it used to print a tail that cut the first off).
+    assert "breadth-grid/nightly" in output and "breadth-pipeline/adhoc" in output, output
     deployments = _api(live_stack, "POST", "/deployments/filter", {})
     return {d["name"]: d for d in deployments}
 
@@ -41,7 +43,7 @@ def test_nightly_has_its_cron_schedule_and_adhoc_exists(deployed, live_stack):
     crons = [s["schedule"].get("cron") for s in schedules]
     assert "0 2 * * *" in crons
     assert all(s["schedule"].get("timezone") == "UTC" for s in schedules)
-    assert deployed["adhoc"]["work_pool_name"] == "breadth-cpu"
+    assert deployed["adhoc"]["work_pool_name"] == deployed["nightly"]["work_pool_name"] == "breadth-cpu"
 
 
 def _schema_fields(schema: dict, definitions: dict, prefix: str = "") -> dict[str, dict]:

@@ -303,3 +303,24 @@ def test_compare_grid_refuses_runs_evaluated_with_different_splits(monkeypatch, 
     assert result.exit_code == 2, result.output
     assert "different transfer splits" in text
     assert "evaluation.transfer_split_k: 1 (runs r0); 4 (runs r1)" in text
+
+
+def test_the_table_never_cuts_a_link(monkeypatch):
+    """Links to a remote MLflow and Prefect are long: the table, at a fixed 260 columns, cropped
+    them to a useless `http://…`."""
+    import breadth.tracking.recent
+    import breadth.tracking.runs
+
+    mlflow = ("https://mlflow.research-cluster.example.com/#/experiments/123456789012345678/runs/"
+              "0123456789abcdef0123456789abcdef")  # fmt: skip
+    prefect = ("https://prefect.research-cluster.example.com/flow-runs/flow-run/"
+               "0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0")  # fmt: skip
+    row = {"name": "study·free_form·correctness+ucb*0.5·seed2·1a2b3c4d", "status": "FINISHED",
+           "started": "2025-01-01T02:00:00", "model": "rl", "run_id": "0123456789abcdef",
+           "headline": {"pass@1": 0.25, "pass@16": 0.5, "pass@32": 0.6, "distinct outcomes": 3.0},
+           "mlflow_url": mlflow, "prefect_url": prefect}  # fmt: skip
+    monkeypatch.setattr(breadth.tracking.runs, "check_tracking_server", lambda uri: None)
+    monkeypatch.setattr(breadth.tracking.recent, "recent_runs", lambda uri, **kwargs: [row])
+    result = runner.invoke(app, ["runs"])
+    assert result.exit_code == 0, result.output
+    assert mlflow in result.output and prefect in result.output

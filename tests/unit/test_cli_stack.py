@@ -5,11 +5,14 @@ the health check, and the worker's exec is captured instead of run."""
 from __future__ import annotations
 
 import http.server
+import io
 import json
 import os
 import shlex
+import socket
 import subprocess
 import threading
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -26,12 +29,21 @@ runner = CliRunner()
 
 @pytest.fixture
 def home(tmp_path, monkeypatch):
-    """An empty BREADTH_HOME with no service given by the environment."""
+    """An empty BREADTH_HOME with no service given by the environment, on ports nothing
+    answers (a stack running on this machine's default ports is another home's)."""
     for name in EXTERNAL:
         monkeypatch.delenv(name, raising=False)
+    for name in ("S3", "MLFLOW", "PREFECT"):
+        monkeypatch.setenv(f"BREADTH_{name}_PORT", str(_free_port()))
     folder = tmp_path / "elsewhere"
     monkeypatch.setenv("BREADTH_HOME", str(folder))
     return folder
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
 
 
 class _Health(http.server.BaseHTTPRequestHandler):
@@ -99,6 +111,30 @@ def test_stack_status_json_parses(local_mlflow):
         rows = json.loads(result.output)
         assert [row["service"] for row in rows] == ["s3", "mlflow", "prefect"]
         assert _row(rows, "mlflow")["pid"] == local_mlflow and _row(rows, "s3")["pid"] is None
+
+
+def test_a_server_answering_without_this_homes_pid_file_is_not_called_stopped(home, monkeypatch):
+    """`stack status` run from another directory (BREADTH_HOME defaults to `.breadth` there)
+    called the stack's healthy servers "stopped": it looked only for pid files."""
+    server = http.server.HTTPServer(("127.0.0.1", 0), _Health)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    monkeypatch.setenv("BREADTH_MLFLOW_PORT", str(server.server_address[1]))
+    try:
+        text = runner.invoke(cli.app, ["stack", "status"])
+        as_json = runner.invoke(cli.app, ["stack", "status", "--json"])
+    finally:
+        server.shutdown()
+    assert text.exit_code == 0 and as_json.exit_code == 0, text.output + as_json.output
+    state = (f"answering, but not started from BREADTH_HOME={home} (another BREADTH_HOME's "
+             "stack, or started by hand)")  # fmt: skip
+    mlflow = _row(json.loads(as_json.output), "mlflow")
+    assert (mlflow["state"], mlflow["managed"], mlflow["healthy"]) == (state, "other", True)
+    assert _row(json.loads(as_json.output), "s3")["state"] == "stopped"  # nothing answers there
+
+    def squeezed(output):  # the table wraps a long cell over lines between its borders
+        return "".join(output.replace("│", " ").split())
+
+    assert squeezed(state) in squeezed(text.output)
 
 
 def _write_log(home, service, count):
@@ -181,11 +217,83 @@ def test_worker_starts_prefect_with_the_whole_client_environment(home, monkeypat
     assert dict(os.environ) == before  # the test process's own environment is untouched
 
 
-def test_deploy_hint_gives_the_whole_environment(monkeypatch):
-    monkeypatch.setattr(cli.stack, "bring_up_stack", dict)
-    monkeypatch.setattr(cli.stack.subprocess, "run",
-                        lambda *a, **k: subprocess.CompletedProcess(a, 0, "", ""))
+ID = "-ba7a-4371-844e-e4a0e296f553"  # the rest of a deployment id (a UUID)
+
+
+def _prefect_deploy(calls, registers=None, returncode=0, preamble=""):
+    """A stand-in for subprocess.run: records each command, with the prefect.yaml `prefect
+    deploy` was given, and reports what the real one prints: a panel per deployment, wrapped
+    at 80 columns (registers: the deployment names it reports, default all of the file's)."""
+    import yaml
+    from rich.console import Console
+    from rich.panel import Panel
+
+    flow_names = {"flows/grid.py:grid": "breadth-grid", "flows/pipeline.py:pipeline": "breadth-pipeline"}
+
+    def run(argv, **kwargs):
+        spec = None
+        if "deploy" in argv:
+            spec = yaml.safe_load(Path(argv[argv.index("--prefect-file") + 1]).read_text())
+        calls.append((argv, kwargs, spec))
+        if spec is None:
+            return subprocess.CompletedProcess(argv, 1 if "inspect" in argv else 0, "", "")
+        out = Console(width=80, file=io.StringIO())
+        out.print(preamble, markup=False)
+        for deployment in spec["deployments"]:
+            if registers is None or deployment["name"] in registers:
+                name = f"{flow_names[deployment['entrypoint']]}/{deployment['name']}"
+                out.print(Panel(f"Deployment '{name}' successfully created with id "
+                                f"'{deployment['name']}{ID}'."))  # fmt: skip
+                out.print(f"\n\t$ prefect worker start --pool {deployment['work_pool']['name']!r}\n")
+        return subprocess.CompletedProcess(argv, returncode, out.file.getvalue(), "")
+
+    return run
+
+
+def test_deploy_puts_every_deployment_on_the_chosen_pool_and_names_them(monkeypatch):
+    """`deploy --work-pool pool-x` created pool-x and said to start its worker, while prefect.yaml
+    kept both deployments on breadth-cpu: that worker waited forever. And only the last 2000
+    characters of Prefect's output were printed, which cut off the nightly's line."""
+    import yaml
+
+    monkeypatch.setattr(cli.stack, "bring_up_stack", lambda: {"PREFECT_UI_URL": "http://ui:4200"})
+    calls = []
+    monkeypatch.setattr(cli.stack.subprocess, "run", _prefect_deploy(calls, preamble="x" * 3000))
     result = runner.invoke(cli.app, ["deploy", "--work-pool", "pool-x"])
     assert result.exit_code == 0, result.output
+    created = [argv[1:] for argv, _, _ in calls if "create" in argv]
+    assert created == [["work-pool", "create", "pool-x", "--type", "process"]]
+    [(argv, kwargs, spec)] = [call for call in calls if call[2] is not None]
+    assert argv[1:4] == ["--no-prompt", "deploy", "--all"]
+    assert kwargs["cwd"] == cli.stack.PROJECT_DIR  # entrypoints and the workers' code are there
+    original = yaml.safe_load((cli.stack.PROJECT_DIR / "prefect.yaml").read_text())
+    assert [d["work_pool"]["name"] for d in original["deployments"]] == ["breadth-cpu"] * 2
+    for deployment in original["deployments"]:
+        deployment["work_pool"]["name"] = "pool-x"
+    assert spec == original  # the pool moved, nothing else (job variables, schedule, limits)
+    lines = result.output.splitlines()
+    assert "Deployed on work pool pool-x:" in lines
+    assert "  breadth-grid/nightly  http://ui:4200/deployments/deployment/nightly" + ID in lines
+    assert "  breadth-pipeline/adhoc  http://ui:4200/deployments/deployment/adhoc" + ID in lines
+    assert "xxx" not in result.output  # Prefect's own output, on success, is left out
     assert "breadth worker --pool pool-x" in result.output
     assert 'eval "$(breadth env)" && prefect worker start --pool pool-x' in result.output
+
+
+@pytest.mark.parametrize(("registers", "returncode", "says"), [
+    (["adhoc"], 0, "prefect deploy did not register nightly"),
+    (None, 1, "prefect deploy failed"),
+])  # fmt: skip
+def test_deploy_that_registers_less_than_the_file_fails_with_prefects_whole_output(
+    monkeypatch, registers, returncode, says
+):
+    monkeypatch.setattr(cli.stack, "bring_up_stack", dict)
+    calls = []
+    preamble = "[/] Skipping deployment configuration due to validation errors. " + "x" * 4000
+    monkeypatch.setattr(cli.stack.subprocess, "run",
+                        _prefect_deploy(calls, registers, returncode, preamble))  # fmt: skip
+    result = runner.invoke(cli.app, ["deploy"])
+    text = " ".join(result.output.split())
+    assert result.exit_code == 2, result.output
+    assert says in text and "[/] Skipping deployment configuration" in text
+    assert "breadth worker" not in text

@@ -56,3 +56,16 @@ def test_the_form_offers_the_presets_as_a_drop_down_above_the_config():
     field = schema["properties"]["preset"]
     assert next(iter(schema["properties"])) == "preset"
     assert "ucb" in field["anyOf"][0]["enum"] and "overrides it" in field["description"]
+
+
+@pytest.mark.parametrize("flow", ["flows.pipeline:pipeline", "flows.grid:grid"])
+def test_every_parameter_of_a_deployed_flow_has_help_text_in_the_form(flow):
+    """The nightly's one parameter, `study`, had none: its docstring had no `Args:`."""
+    import importlib
+
+    from prefect.utilities.callables import parameter_schema
+
+    module, name = flow.split(":")
+    schema = parameter_schema(getattr(importlib.import_module(module), name).fn).model_dump()
+    assert schema["properties"]
+    assert not [key for key, field in schema["properties"].items() if not field.get("description")]

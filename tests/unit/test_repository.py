@@ -70,3 +70,25 @@ def test_design_docs_name_only_modules_that_exist():
                 for n in range(len(parts), 1, -1)
             )
             assert found, f"{doc.name} names {dotted}, which is not a module"
+
+
+# A line of a shell snippet that runs the Prefect CLI (`prefect ...`, `.venv/bin/prefect ...`),
+# possibly after variable assignments or `CUDA_VISIBLE_DEVICES=0`.
+PREFECT_COMMAND = re.compile(r"^\s*(?:\w+=\S*\s+)*(?:\.venv/bin/)?prefect\s")
+
+
+def test_readme_snippets_set_the_prefect_server_before_the_prefect_cli():
+    """Run in a fresh shell without PREFECT_API_URL, `prefect deploy` registered on a temporary
+    server of its own, and `breadth grid --cell-deployment` then found no such deployment: a
+    snippet that runs the Prefect CLI first gets the stack's client environment."""
+    readme = (ROOT / "README.md").read_text()
+    missing = []
+    for block in re.findall(r"```bash\n(.*?)```", readme, flags=re.DOTALL):
+        lines = block.splitlines()
+        first = next((n for n, line in enumerate(lines) if PREFECT_COMMAND.match(line)), None)
+        if first is None or "PREFECT_API_URL=" in lines[first]:  # names its server itself
+            continue
+        if not any(re.search(r'eval "\$\((?:\.venv/bin/)?breadth env\)"', line)
+                   for line in lines[:first]):  # fmt: skip
+            missing.append(lines[first].strip())
+    assert not missing, f"README snippets run the Prefect CLI with no server set: {missing}"

@@ -325,7 +325,10 @@ def list_runs(
         table.add_row(row["name"], row["status"], row["started"][:16].replace("T", " "),
                       row["model"] or "-", *values, row["mlflow_url"] or row["run_id"],
                       row["prefect_url"] or "-")  # fmt: skip
-    Console(width=max(console.width, 260)).print(table)
+    # Never squeezed: a fixed 260 columns cropped remote MLflow and Prefect links to `http://…`,
+    # which lead nowhere. The table gets its whole width, however long its links.
+    width = Console(width=100_000).measure(table).maximum
+    Console(width=max(console.width, width)).print(table)
 
 
 def _no_runs_message(uri: str, experiment: str | None, grid_id: str | None) -> str:

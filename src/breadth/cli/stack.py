@@ -5,6 +5,7 @@ client environment), `breadth worker` (a Prefect worker with that environment) a
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -13,7 +14,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.table import Table
+from rich.table import Column, Table
 
 from breadth.cli.output import console, fail, print_json
 
@@ -59,7 +60,8 @@ def _print_status(rows: list[dict], as_json: bool) -> None:
     if as_json:
         print_json(rows)
         return
-    table = Table("service", "url", "state")
+    # Folded, never cropped: a state names a path (BREADTH_HOME) or a variable to unset.
+    table = Table("service", Column("url", overflow="fold"), Column("state", overflow="fold"))
     for row in rows:
         table.add_row(row["service"], row["url"], row["state"])
     console.print(table)
@@ -235,13 +237,45 @@ def worker(
     replace_process(argv, environment)
 
 
+# How `prefect deploy` reports each deployment it registered (in a panel, which may wrap).
+CREATED = re.compile(r"Deployment '([^']+)' successfully created with id '([^']+)'")
+
+
+def deployments_on_pool(work_pool: str) -> dict:
+    """prefect.yaml with every deployment on `work_pool`. `prefect deploy --all` ignores
+    `--pool` (its CLI options apply to a single deployment only) and the file names
+    breadth-cpu, so the pool is written into a copy of the file instead."""
+    import yaml
+
+    spec = yaml.safe_load((PROJECT_DIR / "prefect.yaml").read_text())
+    for deployment in spec["deployments"]:
+        deployment.setdefault("work_pool", {})["name"] = work_pool
+    return spec
+
+
+def deploy_invocation(prefect: str, prefect_file: Path) -> list[str]:
+    """The `prefect deploy` command for every deployment of `prefect_file`."""
+    return [prefect, "--no-prompt", "deploy", "--all", "--prefect-file", str(prefect_file)]
+
+
+def created_deployments(output: str) -> dict[str, str]:
+    """Deployment name -> id, from `prefect deploy`'s output (panel borders and wrapping
+    removed)."""
+    return dict(CREATED.findall(" ".join(output.replace("│", " ").split())))
+
+
 @app.command()
 def deploy(
-    work_pool: Annotated[str, typer.Option(help="Process work pool to create/use.")] = (
-        "breadth-cpu"
-    ),
+    work_pool: Annotated[
+        str, typer.Option(help="Process work pool to create/use; both deployments go on it.")
+    ] = "breadth-cpu",
 ) -> None:
-    """Register the deployments in prefect.yaml (nightly, adhoc) and their work pool."""
+    """Register the deployments in prefect.yaml (nightly, adhoc) on a work pool, creating it."""
+    import tempfile
+
+    import yaml
+    from rich.markup import escape
+
     env = bring_up_stack()
     prefect = str(Path(sys.executable).parent / "prefect")
     full_env = {**os.environ, **env}
@@ -250,11 +284,29 @@ def deploy(
     if inspect.returncode != 0:
         subprocess.run([prefect, "work-pool", "create", work_pool, "--type", "process"],
                        env=full_env, check=True)  # fmt: skip
-    deployed = subprocess.run([prefect, "--no-prompt", "deploy", "--all"], cwd=PROJECT_DIR,
-                              env=full_env, capture_output=True, text=True, check=False)  # fmt: skip
-    if deployed.returncode != 0:
-        fail(f"prefect deploy failed:\n{deployed.stdout[-3000:]}\n{deployed.stderr[-3000:]}")
-    console.print(deployed.stdout[-2000:], highlight=False)
+    spec = deployments_on_pool(work_pool)
+    with tempfile.TemporaryDirectory(prefix="breadth-deploy-") as folder:
+        prefect_file = Path(folder) / "prefect.yaml"
+        prefect_file.write_text(yaml.safe_dump(spec, sort_keys=False))
+        # From the project directory: entrypoints are relative to it, and workers run the code
+        # there (no pull section). Wide columns keep each result on one line.
+        deployed = subprocess.run(deploy_invocation(prefect, prefect_file), cwd=PROJECT_DIR,
+                                  env={**full_env, "COLUMNS": "1000"}, capture_output=True,
+                                  text=True, check=False)  # fmt: skip
+    created = created_deployments(deployed.stdout)
+    expected = [deployment["name"] for deployment in spec["deployments"]]
+    missing = [name for name in expected
+               if not any(full.split("/")[-1] == name for full in created)]  # fmt: skip
+    if deployed.returncode != 0 or missing:
+        # Prefect exits 0 when it skips a deployment (e.g. a prefect.yaml it cannot validate):
+        # its whole output says why.
+        why = "failed" if deployed.returncode != 0 else f"did not register {', '.join(missing)}"
+        fail(f"prefect deploy {why}:\n{escape(deployed.stdout)}\n{escape(deployed.stderr)}")
+    ui = env.get("PREFECT_UI_URL")
+    console.print(f"Deployed on work pool {work_pool}:", highlight=False)
+    for name, deployment_id in created.items():
+        where = f"{ui}/deployments/deployment/{deployment_id}" if ui else f"id {deployment_id}"
+        console.print(f"  {name}  {where}", highlight=False, markup=False)
     # The worker needs MLflow and S3 too, not just Prefect: both ways give it all of them.
     console.print(f"Start a worker with: breadth worker --pool {work_pool}\n"
                   f"  or: eval \"$(breadth env)\" && prefect worker start --pool {work_pool}",
