@@ -76,12 +76,11 @@ def run_pipeline(config: PipelineConfig, extra_tags: dict[str, str] | None = Non
             searches = {name: search(config, keys[f"search-{name}"], parent, dataset, model, name)
                         for name, model in models.items()}  # fmt: skip
         evaluation = evaluate(config, keys["evaluate"], parent, rollouts, base_name, searches)
-        report = publish_report(config, parent, evaluation)
+        report = publish_report(parent, evaluation)
         stages = [dataset, *models.values(), *rollouts.values(), *searches.values(), evaluation]
         # Which child run produced each stage: on a cache hit it is an earlier run's.
         cached = tag_stage_origins(parent, {r.stage: r.mlflow_run_id for r in stages})
-    # A cached stage's files stay under the run that produced it (the report alone is copied
-    # to this run's prefix): `breadth run` says where they are.
+    # A cached stage's files stay under the run that produced it: `breadth run` says where.
     cached_files = {r.stage: r.s3_uri for r in stages if r.stage in cached and r.s3_uri}
     return {
         "mlflow_run_id": parent.run_id,

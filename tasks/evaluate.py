@@ -58,16 +58,14 @@ def report_prefix(run_id: str) -> str:
 
 
 @task(name="publish-report", cache_policy=NO_CACHE)
-def publish_report(config: PipelineConfig, parent: RunHandle, evaluation: StageResult) -> str:
-    """Attach the report to this run's parent (also on cache hits) and publish it in Prefect."""
+def publish_report(parent: RunHandle, evaluation: StageResult) -> str:
+    """Attach the report to this run's parent (also on cache hits) and publish it in Prefect.
+
+    A cached evaluation's S3 copy stays under the run that produced it, like every cached
+    stage's files (`breadth run` lists where): copying it here would load boto3 in every
+    cached re-run (~0.3 s of its ~3 s) for files this run's MLflow artifacts already hold."""
     folder = evaluation.ensure_local()
     parent.log_artifact(folder, "report")
-    # A cached evaluation's S3 copy is under the run that produced it, so without a copy this
-    # run's `runs/<run>/` prefix (which `breadth run` prints) would be empty; the report is a
-    # few small files. The other cached stages' files stay where their runs wrote them.
-    prefix = report_prefix(parent.run_id)
-    if not evaluation.s3_uri.rstrip("/").endswith(f"/{prefix}"):
-        upload_stage_output(config, Path(folder), prefix)
     # Each model's headline metrics on the parent (`rl/eval/pass_at_16`, its bounds as
     # `rl/eval_ci/low/pass_at_16`): the runs table and compare view stay readable; the
     # evaluate child runs hold every metric and curve. Also on cache hits, so a re-run's

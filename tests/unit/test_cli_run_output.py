@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from contextlib import nullcontext
 
-import pytest
 from typer.testing import CliRunner
 
 from breadth.cli import app
@@ -41,11 +40,9 @@ def test_a_cached_re_run_says_where_the_cached_stages_files_are(monkeypatch):
     assert "    rollout-rl  s3://breadth/runs/first/rollouts/rl.parquet" in output
     assert "    sft         s3://breadth/runs/first/models/sft" in output
     assert "    prepare     s3://breadth/datasets/abc" in output
-    # The report is copied under this run's prefix: not listed as elsewhere.
-    assert "runs/first/report" not in output
+    assert "    evaluate    s3://breadth/runs/first/report" in output  # the report too
 
 
-@pytest.mark.parametrize("files", [{}, {"evaluate": "s3://breadth/runs/first/report"}])
-def test_a_run_whose_files_are_all_under_its_prefix_lists_none(monkeypatch, files):
-    output = _run(monkeypatch, files)
+def test_a_run_that_computed_every_stage_lists_none(monkeypatch):
+    output = _run(monkeypatch, {})
     assert "S3 prefix:   s3://breadth/runs/second/" in output and "Cached" not in output

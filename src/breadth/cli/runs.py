@@ -63,9 +63,8 @@ def run(
 
 def _print_cached_stage_files(files: dict[str, str]) -> None:
     """Where the stages served from the cache keep their files: under the runs that produced
-    them, not this run's prefix (which, after a fully cached re-run, holds only the report
-    that `publish_report` copies there)."""
-    files = {stage: uri for stage, uri in files.items() if stage != "evaluate"}  # copied
+    them, not this run's S3 prefix (empty after a fully cached re-run; the report is also on
+    this run's MLflow artifacts)."""
     if not files:
         return
     console.print("  Cached stages' files stay where the runs that produced them wrote them:",

@@ -70,7 +70,6 @@ def test_the_flow_gives_each_task_its_key(monkeypatch):
                        ("evaluate", "evaluate")]:  # fmt: skip
         monkeypatch.setattr(flows.pipeline, task, stage(name))
     monkeypatch.setattr(flows.pipeline, "open_parent_run", lambda config, tags: _Parent())
-    monkeypatch.setattr(flows.pipeline, "publish_report",
-                        lambda config, parent, evaluation: "report")
+    monkeypatch.setattr(flows.pipeline, "publish_report", lambda parent, evaluation: "report")
     flows.pipeline.run_pipeline(config)
     assert given == stage_keys(config)
