@@ -763,6 +763,27 @@ class GridConfig(_Section):
                 )
         return overrides
 
+    @field_validator("objective_overrides")
+    @classmethod
+    def _only_objective_keys(cls, overrides: dict[str, list[str]]) -> dict[str, list[str]]:
+        # They apply after the cell's own format, spec and seed, and check_fair lets seeds and
+        # formats differ between cells: `seed=3` here made all of an objective's "seeds" one
+        # run, counted as several samples. Anything else is not the objective, so not fair.
+        for objective, texts in overrides.items():
+            for text in texts:
+                key = text.split("=", 1)[0].strip()
+                if key in PER_CELL_KEYS or not key.startswith(OBJECTIVE_KEYS):
+                    why = (f"the grid sets {key!r} in each cell from its `{PER_CELL_KEYS[key][0]}`"
+                           if key in PER_CELL_KEYS else
+                           "an objective may change only its reward (rl.reward.*) and entropy "
+                           "knobs; the cells must share everything else")  # fmt: skip
+                    raise ValueError(
+                        f"objective_overrides[{objective!r}] sets {key!r} ({text.strip()!r}): "
+                        f"{why}. Put shared keys in `overrides` or the preset; keys allowed "
+                        f"here: {', '.join(k + '*' if k.endswith('.') else k for k in OBJECTIVE_KEYS)}"
+                    )
+        return overrides
+
     def cells(self) -> list[tuple[str, str, int, PipelineConfig]]:
         """(format, objective, seed, validated config) per cell, all checked before compute."""
         unknown = sorted(set(self.objective_overrides) - set(self.rewards))

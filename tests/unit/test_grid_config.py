@@ -85,3 +85,16 @@ def test_an_entropy_knob_set_for_every_cell_is_refused_where_the_variant_sets_it
     study = GridConfig(formats=["mcq"], seeds=[0], rewards=["correctness@entropy"],
                        objective_overrides={"correctness@entropy": ["rl.epsilon_high=0.3"]})  # fmt: skip
     assert study.cells()[0][3].rl.epsilon_high == 0.3
+
+
+@pytest.mark.parametrize("override", ["seed=3", "data.format=mcq", "rl.reward.spec=darling",
+                                      "rl.max_steps=5"])  # fmt: skip
+def test_objective_overrides_take_only_reward_and_entropy_keys(override):
+    """They apply after each cell's own seed and format, and fairness lets those differ:
+    `seed=3` made all three of an objective's seeds one run, counted as three samples."""
+    with pytest.raises(ValueError, match=r"objective_overrides\['correctness\+ucb'\] sets"):
+        GridConfig(rewards=["correctness", "correctness+ucb"],
+                   objective_overrides={"correctness+ucb": [override]})  # fmt: skip
+    fine = GridConfig(rewards=["correctness", "correctness+ucb"],
+                      objective_overrides={"correctness+ucb": ["rl.reward.ucb_coef=0.5"]})  # fmt: skip
+    assert fine.objective_overrides["correctness+ucb"] == ["rl.reward.ucb_coef=0.5"]
