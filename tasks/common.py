@@ -31,26 +31,42 @@ def retry_if_transient(task: Any, task_run: Any, state: Any) -> bool:
     return not (isinstance(state.data, BaseException) and is_permanent(state.data))
 
 
+# The folders whose code the stages run: their changes, committed or not, change the cache keys.
+CODE_FOLDERS = ("src", "tasks", "flows")
+
+
 @functools.cache
 def code_version(repo: Path = PROJECT_ROOT) -> str:
     """The pipeline code a stage ran: git's tree ids of src/, tasks/ and flows/ at HEAD plus a
-    hash of their uncommitted changes.
+    hash of their uncommitted changes, new untracked files included.
 
     Part of every cache key, so a nightly run after a code change recomputes (a regression
     must not hide behind yesterday's cached results), while a re-run of the same code — or
     after a commit that touched only docs or tests — reuses. Outside a git checkout (an
     installed package) it is the package version. Computed on first use, once per process.
     """
-    folders = ["src", "tasks", "flows"]
+    folders = list(CODE_FOLDERS)
     try:
         trees = subprocess.run(["git", "rev-parse", *(f"HEAD:{f}" for f in folders)], cwd=repo,
                                capture_output=True, text=True, check=True,
                                timeout=10).stdout.split()  # fmt: skip
         diff = subprocess.run(["git", "diff", "HEAD", "--", *folders], cwd=repo,
                               capture_output=True, check=True, timeout=10).stdout  # fmt: skip
+        # `git diff` leaves out files git does not track yet: a new module, edited, kept the
+        # old keys and served stale stages. Their paths and contents count too.
+        untracked = subprocess.run(["git", "ls-files", "--others", "--exclude-standard", "-z",
+                                    "--", *folders], cwd=repo, capture_output=True, check=True,
+                                   timeout=10).stdout.split(b"\0")  # fmt: skip
     except (OSError, subprocess.SubprocessError):
         return breadth.__version__
-    return hashlib.sha256("|".join(trees).encode() + diff).hexdigest()[:24]
+    digest = hashlib.sha256("|".join(trees).encode() + diff)
+    for name in sorted(filter(None, untracked)):
+        digest.update(b"\0" + name + b"\0")
+        try:
+            digest.update((repo / name.decode()).read_bytes())
+        except OSError:  # removed since git listed it, or unreadable: its name still counts
+            pass
+    return digest.hexdigest()[:24]
 
 
 @dataclass(frozen=True)

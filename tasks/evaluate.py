@@ -45,16 +45,11 @@ def evaluate(
         run_ids[name] = run.run_id
     report_md = (out / "report" / "report.md").read_text()
     # Its S3 copy is what `publish_report` fetches on a cache hit on a fresh worker.
-    report_uri = upload_stage_output(config, out / "report", report_prefix(parent.run_id))
+    report_uri = upload_stage_output(config, out / "report", f"runs/{parent.run_id}/report")
     return StageResult("evaluate", key, str(out / "report"), report_uri, run_ids[base_model],
                        {"metrics": metrics, "curves": curves, "run_ids": run_ids,
                         "report_markdown": report_md,
                         "files": [str(p) for p in written]})  # fmt: skip
-
-
-def report_prefix(run_id: str) -> str:
-    """Where a pipeline run's report lies in S3 (README's layout: `runs/<run>/report/`)."""
-    return f"runs/{run_id}/report"
 
 
 @task(name="publish-report", cache_policy=NO_CACHE)

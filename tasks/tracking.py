@@ -17,7 +17,7 @@ from breadth.stack import without_userinfo
 from breadth.tracking.provenance import StageOrigin, stage_provenance
 from breadth.tracking.reconcile import reconcile_stale_runs
 from breadth.tracking.runs import RunHandle, start_run, tracking_uri
-from tasks.common import PROJECT_ROOT, code_version
+from tasks.common import CODE_FOLDERS, PROJECT_ROOT, code_version
 
 
 def git_sha() -> str:
@@ -30,9 +30,9 @@ def git_sha() -> str:
         return "unknown"
 
 
-# The folders whose untracked files are code (code_version's folders); other untracked files
-# (a work dir, a .venv symlink in a worktree, notes) change nothing that runs.
-CODE_FOLDERS = ("src/", "tasks/", "flows/")
+# Untracked files count only in the code folders (code_version's): other untracked files (a
+# work dir, a .venv symlink in a worktree, notes) change nothing that runs.
+_CODE_PREFIXES = tuple(f"{folder}/" for folder in CODE_FOLDERS)
 
 
 def git_dirty(repo: Path = PROJECT_ROOT) -> str:
@@ -50,7 +50,7 @@ def git_dirty(repo: Path = PROJECT_ROOT) -> str:
         return "unknown"
     # Porcelain paths are relative to the repository's root: "XY path" per line.
     changed = [line for line in status.splitlines()
-               if not line.startswith("??") or line[3:].startswith(CODE_FOLDERS)]  # fmt: skip
+               if not line.startswith("??") or line[3:].startswith(_CODE_PREFIXES)]  # fmt: skip
     return "true" if changed else "false"
 
 
@@ -78,8 +78,18 @@ def gpu_description(timeout_s: float = 5.0) -> str:
             if line.count(",") >= 2]  # fmt: skip
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
     if visible is not None:
-        wanted = {entry.strip() for entry in visible.split(",") if entry.strip()}
-        gpus = [gpu for gpu in gpus if gpu[0] in wanted or gpu[1] in wanted]
+        wanted = [entry.strip() for entry in visible.split(",") if entry.strip()]
+        if not wanted or wanted[0] == "-1":  # CUDA's "no device"
+            return "0"
+        # An index, or a UUID (CUDA accepts a unique prefix of one).
+        chosen = [gpu for gpu in gpus
+                  if any(gpu[0] == w or (w.startswith("GPU-") and gpu[1].startswith(w))
+                         for w in wanted)]  # fmt: skip
+        if not chosen:
+            # MIG UUIDs, which --query-gpu does not list, or an order other than nvidia-smi's
+            # (CUDA_DEVICE_ORDER): there is a GPU, but which is not known here.
+            return "unknown" if gpus else "0"
+        gpus = chosen
     if not gpus:
         return "0"
     return ", ".join(f"{count} x {name}" for name, count in Counter(g[2] for g in gpus).items())

@@ -107,23 +107,31 @@ def test_content_hash_changes_with_the_section_only():
 
 
 def test_a_grid_whose_cells_differ_beyond_the_objective_is_refused_before_compute():
-    from breadth.config import ConfigError, GridConfig
+    from breadth.config import ConfigError, GridConfig, check_fair, load_config
 
-    unfair = GridConfig(preset="default", formats=["free_form"], seeds=[0],
-                        rewards=["correctness", "correctness+ucb"],
-                        objective_overrides={"correctness+ucb": ["rl.num_problems=64",
-                                                                 "data.num_eval=32"]})
-    with pytest.raises(ConfigError) as info:
-        unfair.cells()
-    message = str(info.value)
+    # Through objective_overrides: refused when the grid is built (only reward and entropy
+    # keys may differ by objective).
+    with pytest.raises(ValueError) as info:
+        GridConfig(preset="default", formats=["free_form"], seeds=[0],
+                   rewards=["correctness", "correctness+ucb"],
+                   objective_overrides={"correctness+ucb": ["rl.num_problems=64",
+                                                            "data.num_eval=32"]})  # fmt: skip
+    assert "objective_overrides['correctness+ucb'] sets 'rl.num_problems'" in str(info.value)
+    # Cells that differ anyhow (e.g. a reward that sets other keys) are refused by check_fair.
+    cells = [("free_form", "correctness", 0, load_config("default")),
+             ("free_form", "correctness+ucb", 0,
+              load_config("default", ["rl.num_problems=64", "data.num_eval=32"]))]  # fmt: skip
+    with pytest.raises(ConfigError) as unfair:
+        check_fair(cells)
+    message = str(unfair.value)
     for fragment in ("rl.num_problems", "data.num_eval", "free_form/correctness+ucb/seed0=64",
                      "reward and entropy keys"):
         assert fragment in message
     # Reward keys are the objective: allowed, and they reach the cell.
-    fair = unfair.model_copy(update={"objective_overrides": {
-        "correctness+ucb": ["rl.reward.ucb_coef=0.5"]}})
-    cells = fair.cells()
-    assert [c[3].rl.reward.ucb_coef for c in cells] == [0.2, 0.5]
+    fair = GridConfig(preset="default", formats=["free_form"], seeds=[0],
+                      rewards=["correctness", "correctness+ucb"],
+                      objective_overrides={"correctness+ucb": ["rl.reward.ucb_coef=0.5"]})  # fmt: skip
+    assert [c[3].rl.reward.ucb_coef for c in fair.cells()] == [0.2, 0.5]
 
 
 def test_objective_overrides_must_name_a_grid_objective():

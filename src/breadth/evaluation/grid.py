@@ -230,7 +230,8 @@ def claim_settings_of_runs(runs: pd.DataFrame) -> ClaimSettings:
     """The claim settings with the transfer split the runs were evaluated with (their logged
     `evaluation.transfer_*` params), so the summary's intervals and the claims split problems
     as the runs' own transfer analysis did. Runs that logged no config (and a frame without
-    a `config` column) say nothing; a key no run logged keeps its default.
+    a `config` column) say nothing; a run that did not log a key (older runs) counts as its
+    default.
 
     A ValueError, naming the key and the runs, when the runs logged different values: their
     problems split in different places, and no one setting reads them all.
@@ -245,16 +246,20 @@ def claim_settings_of_runs(runs: pd.DataFrame) -> ClaimSettings:
         ids = runs["run_id"] if "run_id" in runs.columns else pd.Series(runs.index, runs.index)
         configs = {str(i): c for i, c in zip(ids, runs["config"]) if isinstance(c, dict) and c}
     values, disagree = {}, []
-    for key in TRANSFER_SETTINGS:
+    defaults = ClaimSettings()
+    for key, field_name in TRANSFER_SETTINGS.items():
         name = f"evaluation.{key}"
+        # A run from before the key was logged ran at the default: counting "not logged" as
+        # a value of its own refused every compare of old runs beside new ones.
+        default = str(getattr(defaults, field_name))
         by_value: dict[str, list[str]] = {}
         for run_id, config in configs.items():
-            by_value.setdefault(str(config.get(name, "<not logged>")), []).append(run_id)
+            by_value.setdefault(str(config.get(name, default)), []).append(run_id)
         if len(by_value) > 1:
             disagree.append(f"{name}: " + "; ".join(f"{v} (runs {', '.join(of)})"
                                                       for v, of in sorted(by_value.items())))  # fmt: skip
-        elif by_value and (value := next(iter(by_value))) != "<not logged>":
-            values[key] = value
+        elif by_value:
+            values[key] = next(iter(by_value))
     if disagree:
         raise ValueError(
             "the runs were evaluated with different transfer splits, so no one split reads "

@@ -10,6 +10,7 @@ codes (negative = nothing extracted); `outcome_codes` turns the first into the s
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable, Sequence
 
 import numpy as np
@@ -174,8 +175,11 @@ def outcome_codes(outcomes) -> np.ndarray:
 
 # Above this much estimated work (`_exact_vote_work`), maj@k at one k is the mean of seeded
 # draws instead of the exact expectation. Measured here: 5-22 ns per unit on 2 cores, so the
-# limit is about 1-5 s of exact computation; 10,000 problems x 1,024 samples at k = 16 is
-# ~7.6e8 (~15 s exact, 0.06 s for 32 draws) and 500 x 256 at k = 64 is ~2.5e8 (~2.6 s).
+# limit is about 1-5 s of exact computation. The work grows with the outcomes per problem:
+# 10,000 problems x 1,024 samples at k = 16 is ~7.6e8 with bench_metrics' spread of up to 63
+# outcomes (~15 s exact; 32 draws take 0.2-0.3 s, plus 0.3-0.5 s for the outcome tables
+# that estimate the work), but ~2.2e8 with 8 outcomes (exact, ~1.4 s); 500 x 256 at k = 64
+# is ~2.5e8 (~2.6 s).
 MAJ_EXACT_WORK_LIMIT = 2.5e8
 DEFAULT_MAJ_RESAMPLES = 32
 
@@ -202,9 +206,8 @@ def maj_at_k(outcomes, correct, k: int, *, num_resamples: int = DEFAULT_MAJ_RESA
     >>> float(maj_at_k([None, None, None, "7"], [False, False, False, True], k=1))
     0.25
     """
-    values, _ = maj_at_k_estimates(outcomes, correct, [k], num_resamples=num_resamples,
-                                   seed=seed, exact_work_limit=exact_work_limit)  # fmt: skip
-    return values[int(k)]
+    return maj_at_k_curve(outcomes, correct, [k], num_resamples=num_resamples, seed=seed,
+                          exact_work_limit=exact_work_limit)[int(k)]
 
 
 def maj_at_k_curve(outcomes, correct, ks: Iterable[int] | None = None, *,
@@ -217,8 +220,15 @@ def maj_at_k_curve(outcomes, correct, ks: Iterable[int] | None = None, *,
     >>> {k: v.tolist() for k, v in maj_at_k_curve([["a", "a", "b"]], [[1, 1, 0]]).items()}
     {1: [0.6666666666666666], 2: [0.6666666666666666], 3: [1.0]}
     """
-    values, _ = maj_at_k_estimates(outcomes, correct, ks, num_resamples=num_resamples,
-                                   seed=seed, exact_work_limit=exact_work_limit)  # fmt: skip
+    values, resampled = maj_at_k_estimates(outcomes, correct, ks, num_resamples=num_resamples,
+                                           seed=seed, exact_work_limit=exact_work_limit)  # fmt: skip
+    if resampled:  # the values alone do not say so: maj_at_k_estimates returns it
+        warnings.warn(
+            f"maj@k at k = {', '.join(map(str, resampled))} is the mean of {num_resamples} "
+            "seeded draws per problem, not the exact expectation (too costly at this n and k); "
+            "pass exact_work_limit=math.inf for exact values, or use maj_at_k_estimates",
+            stacklevel=2,
+        )
     return values
 
 
@@ -291,7 +301,8 @@ def maj_at_k_estimates(
 def _exact_vote_work(counts: np.ndarray, k: int) -> float:
     """Estimated steps of `_expected_plurality_accuracy` at k over outcome tables `counts`
     (distinct rows): every outcome with a samples takes part at each top count t <= min(a, k),
-    with t polynomial terms of length k + 1 at up to (k // t) // 2 + 1 quadrature nodes."""
+    with t polynomial terms of length k + 1 at min(D - 1, k // t - 1) // 2 + 1 quadrature
+    nodes (D outcomes per row at most, as the code uses)."""
     if counts.size == 0:
         return 0.0
     t = np.arange(1, k + 1)
@@ -330,7 +341,8 @@ def _expected_plurality_accuracy(counts: np.ndarray, right: np.ndarray, n: int, 
     samples fit under the cap. Measured on 2 shared cores, every k of the curve: 10,000
     problems x 16 samples ~20 ms (32 random draws took ~40 ms); 10,000 x 64 (8 outcomes)
     ~2 s; 2,000 x 256 (20 outcomes) ~12 s; 20 x 2,048 (3 outcomes) ~13 s. Past n ~ 64 this
-    is slower than the draws were (0.4 s for 2,000 x 256), the price of no sampling noise.
+    is slower than seeded draws (0.4 s for 2,000 x 256), so `maj_at_k_estimates` draws
+    instead where `_exact_vote_work` passes `MAJ_EXACT_WORK_LIMIT`.
     """
     value = np.zeros(counts.shape[0])
     if counts.shape[1] == 0 or counts.shape[0] == 0:  # no sample has an outcome

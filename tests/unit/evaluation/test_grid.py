@@ -184,3 +184,18 @@ def test_summary_k_reads_the_attribute_then_the_column():
     frame.attrs["k"] = 16
     assert summary_k(frame) == 16
     assert summary_k(pd.DataFrame({"format": []})) is None
+
+
+def test_claim_settings_read_a_transfer_key_a_run_did_not_log_as_its_default():
+    """Runs from before a transfer key was logged ran at its default: "<not logged>" counted
+    as a value of its own, and compare refused old runs beside new ones at the default."""
+    from breadth.evaluation.grid import claim_settings_of_runs
+
+    runs = pd.DataFrame({"run_id": ["old", "new"], "config": [
+        {"seed": "0"}, {"evaluation.transfer_split_k": "4", "evaluation.transfer_min_split": "20"}]})
+    settings = claim_settings_of_runs(runs)
+    assert (settings.split_k, settings.min_split) == (4, 20)
+    at_16 = pd.DataFrame({"run_id": ["old", "new"], "config": [
+        {"seed": "0"}, {"evaluation.transfer_split_k": "16"}]})
+    with pytest.raises(ValueError, match=r"transfer_split_k: 16 \(runs new\); 4 \(runs old\)"):
+        claim_settings_of_runs(at_16)  # the old run's default 4 is not 16

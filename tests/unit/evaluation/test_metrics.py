@@ -397,3 +397,9 @@ def test_outcome_codes_reads_a_float_nan_among_strings_as_nothing_extracted():
     assert outcome_codes(["a", math.nan, "a"]).tolist() == [0, -1, 0]
     assert float(maj_at_k(["7", math.nan, math.nan, math.nan], [True, False, False, False], 4)) == 1.0
     assert outcome_codes(["a", "nan"]).tolist() == [0, 1]  # the text "nan" is an answer
+
+
+def test_maj_at_k_curve_warns_when_its_values_are_draws():
+    codes, correct = _skewed_outcomes(20, 12)
+    with pytest.warns(UserWarning, match=r"maj@k at k = 4 is the mean of 32 seeded draws"):
+        maj_at_k_curve(codes, correct, [1, 4, 12], exact_work_limit=0)

@@ -47,7 +47,11 @@ def test_code_version_follows_pipeline_code_and_ignores_docs_and_tests(tmp_path)
         assert _version_after(tmp_path, "tests/a.py", "x = 2\n", commit=True) == start
         edited = _version_after(tmp_path, "src/a.py", "x = 2\n")  # uncommitted
         committed = _version_after(tmp_path, "flows/a.py", "x = 2\n", commit=True)
-        assert len({start, edited, committed}) == 3
+        # A module git does not track yet counts, and so do its edits (`git diff` skips it).
+        added = _version_after(tmp_path, "tasks/new.py", "y = 1\n")
+        edited_new = _version_after(tmp_path, "tasks/new.py", "y = 2\n")
+        assert _version_after(tmp_path, "docs/new.py", "z = 1\n") == edited_new
+        assert len({start, edited, committed, added, edited_new}) == 5
     finally:
         code_version.cache_clear()
 
@@ -59,7 +63,7 @@ def test_code_version_runs_git_once_per_process(monkeypatch):
     monkeypatch.setattr(subprocess, "run", lambda *a, **k: calls.append(a) or real_run(*a, **k))
     first = code_version()
     assert code_version() == first and content_key("x") == content_key("x")
-    assert len(calls) == 2  # rev-parse and diff, on first use only
+    assert len(calls) == 3  # rev-parse, diff and the untracked files, on first use only
 
 
 @pytest.fixture()

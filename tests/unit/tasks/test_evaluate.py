@@ -4,8 +4,6 @@ not load boto3 for a copy)."""
 
 from __future__ import annotations
 
-import sys
-
 from tasks.common import StageResult
 
 
@@ -38,9 +36,7 @@ def test_a_cached_evaluation_s_report_goes_on_the_re_run_s_mlflow_run_only(tmp_p
     cached = StageResult("evaluate", "evaluate-k", str(folder), "s3://breadth/runs/first/report",
                          "child", {"metrics": {}, "curves": {}, "report_markdown": "# report"})  # fmt: skip
     parent = _Parent("second")
-    loaded_before = "boto3" in sys.modules
     report = tasks.evaluate.publish_report.fn(parent, cached)
     assert report == str(folder / "report.md")
     assert parent.artifacts == ["report"]
-    assert uploads == []
-    assert ("boto3" in sys.modules) == loaded_before
+    assert uploads == []  # a copy to S3 here would load boto3 in every cached re-run

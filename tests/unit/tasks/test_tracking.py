@@ -88,8 +88,15 @@ def test_gpus_are_described_from_nvidia_smi_and_narrowed_to_the_visible_ones(tmp
     assert gpu_description() == "2 x NVIDIA H100 80GB HBM3, 1 x NVIDIA A100-SXM4-40GB"
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1,GPU-ccc")
     assert gpu_description() == "1 x NVIDIA H100 80GB HBM3, 1 x NVIDIA A100-SXM4-40GB"
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "GPU-bb")  # CUDA takes a unique UUID prefix
+    assert gpu_description() == "1 x NVIDIA H100 80GB HBM3"
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
     assert gpu_description() == "0"
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "-1")
+    assert gpu_description() == "0"
+    # A MIG UUID is not in --query-gpu's list: a GPU is there, which one is not known.
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "MIG-4f1e2d3c-0000-0000-0000-000000000000")
+    assert gpu_description() == "unknown"
 
 
 def test_no_nvidia_driver_is_no_gpu_and_a_failing_one_is_unknown(tmp_path, monkeypatch):
