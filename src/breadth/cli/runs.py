@@ -318,12 +318,15 @@ def list_runs(
     # pass@1, pass@k by k, then the rest: runs that measured different k share the table.
     names = sorted({name for row in rows for name in row["headline"]},
                    key=lambda name: (0, int(name[5:])) if name.startswith("pass@") else (1, 0))
-    table = Table("run", "status", "started (UTC)", "model", *names, "MLflow", "Prefect")
+    # The whole run id, its own column: `breadth compare` takes whole ids, and a cached re-run
+    # has the same name as its first run.
+    table = Table("run id", "run", "status", "started (UTC)", "model", *names, "MLflow",
+                  "Prefect")  # fmt: skip
     for row in rows:
         values = [_figure(row["headline"].get(name)) for name in names]
-        table.add_row(row["name"], row["status"], row["started"][:16].replace("T", " "),
-                      row["model"] or "-", *values, row["mlflow_url"] or row["run_id"],
-                      row["prefect_url"] or "-")  # fmt: skip
+        table.add_row(row["run_id"], row["name"], row["status"],
+                      row["started"][:16].replace("T", " "), row["model"] or "-", *values,
+                      row["mlflow_url"] or "-", row["prefect_url"] or "-")  # fmt: skip
     # Never squeezed: a fixed 260 columns cropped remote MLflow and Prefect links to `http://…`,
     # which lead nowhere. The table gets its whole width, however long its links.
     width = Console(width=100_000).measure(table).maximum
