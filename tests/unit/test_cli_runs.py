@@ -364,3 +364,26 @@ def test_the_table_shows_each_runs_whole_id(store, monkeypatch):
     output = _runs_of(monkeypatch, REMOTE_ROWS)
     for row in REMOTE_ROWS:
         assert row["run_id"] in output
+
+
+@pytest.mark.parametrize("columns", [100, 60])
+def test_a_narrow_terminal_gets_lines_that_fit_and_every_link_whole(monkeypatch, columns):
+    """`COLUMNS=100 breadth runs` printed the table at ~240 columns, its box lines wrapped
+    into a mess. Only a link longer than the terminal may overflow, on a line of its own."""
+    output = _runs_of(monkeypatch, REMOTE_ROWS, columns)
+    for line in output.splitlines():
+        if len(line) > columns:
+            label, url = line.split()
+            assert label in ("MLflow", "Prefect") and url in REMOTE_URLS, line
+    lines = [line.split() for line in output.splitlines()]
+    for url in REMOTE_URLS:  # each whole, on its own line
+        assert any(words[-1:] == [url] and len(words) == 2 for words in lines), url
+    for row in REMOTE_ROWS:
+        assert any(row["run_id"] in words for words in lines)
+    assert all(f"{figure}" in output for figure in ("pass@32", "0.6", "distinct"))
+
+
+def test_a_terminal_wide_enough_keeps_the_links_in_the_table(monkeypatch):
+    output = _runs_of(monkeypatch, REMOTE_ROWS[:1], columns=400)
+    [row] = [line for line in output.splitlines() if REMOTE_ROWS[0]["run_id"] + " " in line]
+    assert REMOTE_MLFLOW in row and REMOTE_PREFECT in row and "Links" not in output
