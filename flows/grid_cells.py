@@ -63,11 +63,26 @@ class Progress:
         self.started = time.monotonic()
         self.outcomes: list[CellOutcome] = []
 
-    def finished(self, cell: str, state: str, flow_run: str, message: str = "") -> None:
+    def finished(self, cell: str, state: str, flow_run: str, message: str = "",
+                 cell_seconds: float | None = None, cached: bool = False) -> None:  # fmt: skip
         elapsed = time.monotonic() - self.started
-        outcome = CellOutcome(cell, state, elapsed, flow_run, "" if state == "COMPLETED" else message)
+        outcome = CellOutcome(cell, state, elapsed, flow_run,
+                              "" if state == "COMPLETED" else message, cell_seconds, cached)  # fmt: skip
         self.outcomes.append(outcome)
-        self.report(progress_line(len(self.outcomes), self.total, elapsed, outcome))
+        hits = sum(o.cached for o in self.outcomes)
+        self.report(progress_line(len(self.outcomes), self.total, elapsed, outcome, hits))
+
+
+def computed_nothing(state: Any) -> bool:
+    """Whether a finished pipeline subflow served every stage from the cache (its result's
+    `computed_stages` is empty); False when its result cannot say, so the ETA counts it."""
+    if not state.is_completed():
+        return False
+    try:
+        result = state.result(raise_on_failure=False)
+    except Exception:  # noqa: BLE001 - no result to read (e.g. not kept): unknown, not an error
+        return False
+    return isinstance(result, dict) and result.get("computed_stages") == []
 
 
 def run_in_process(
@@ -77,12 +92,14 @@ def run_in_process(
     progress = Progress(len(cells), report)
     for fmt, objective, seed, config in cells:
         name = run_name(grid_id, fmt, objective, seed)
+        began = time.monotonic()
         state = pipeline.with_options(flow_run_name=name)(
             config=config, tags=cell_tags(grid_id, study_hash, fmt, objective, seed),
             return_state=True,
         )  # fmt: skip
         progress.finished(cell_name(fmt, objective, seed), state.type.value, name,
-                          state.message or "")  # fmt: skip
+                          state.message or "", time.monotonic() - began,
+                          computed_nothing(state))  # fmt: skip
     return progress.outcomes
 
 
@@ -124,8 +141,11 @@ def run_on_deployment(
             ) if waiting else []  # fmt: skip
             for run in runs:
                 if run.state is not None and run.state.is_final():
+                    # Its own run time (the pool may run several at once); whether it was all
+                    # cache hits is not read back from the worker, so the ETA counts it.
+                    own = run.total_run_time.total_seconds() if run.start_time else None
                     progress.finished(waiting.pop(str(run.id)), run.state.type.value,
-                                      str(run.id), run.state.message or "")  # fmt: skip
+                                      str(run.id), run.state.message or "", own)  # fmt: skip
             if held:
                 ready = _sft_done(client, set(first_of_pair.values()), set(waiting))
                 for cell in [c for c in held if first_of_pair[(c[0], c[2])] in ready]:

@@ -89,4 +89,7 @@ def run_pipeline(config: PipelineConfig, extra_tags: dict[str, str] | None = Non
         "report": report,
         "metrics": evaluation.info["metrics"],
         "cached_stage_files": cached_files,
+        # Empty when every stage came from the cache: a grid's ETA does not extrapolate from
+        # such a cell (seconds, where a computing one takes minutes).
+        "computed_stages": [r.stage for r in stages if r.mlflow_run_id and r.stage not in cached],
     }

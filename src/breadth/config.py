@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime
 import hashlib
 import json
+from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
 from typing import Any, Literal, get_args
@@ -579,17 +580,28 @@ def _takes_text(key: str) -> bool:
     return str in kinds and not kinds & {bool, int, float}
 
 
-def _describe(error: ValidationError) -> str:
-    lines = []
+PRESET_OR_SET = "the preset or the --set value"
+
+
+def _describe(error: ValidationError, options: Mapping[str, str] | None = None) -> str:
+    """One line per invalid key, then what to fix. `options` (config key -> the option that
+    set it, e.g. a grid's rl.reward.spec -> --reward) names the option rather than the preset
+    or --set: a typo in `breadth grid --reward` was blamed on them."""
+    options = options or {}
+    lines, fixes = [], []
     for item in error.errors():
         key = ".".join(str(p) for p in item["loc"]) or "(top level)"
         got = item.get("input")
         got_text = "" if isinstance(got, dict) else f" (got {got!r})"
         # A misspelt key in a preset file: suggest the key it was meant to be.
         hint = did_you_mean(key, _known_keys()) if item["type"] == "extra_forbidden" else ""
-        lines.append(f"config key {key}: {item['msg']}{got_text}{hint}")
+        source = f" (from {options[key]})" if key in options else ""
+        lines.append(f"config key {key}{source}: {item['msg']}{got_text}{hint}")
+        fixes.append(options.get(key, PRESET_OR_SET))
+    # The key list helps with a preset or --set key, not with a value an option gave.
+    keys_hint = "; `breadth config --keys` lists every key" if PRESET_OR_SET in fixes else ""
     return "invalid configuration:\n  " + "\n  ".join(lines) + (
-        "\nFix the preset or the --set value; `breadth config --keys` lists every key."
+        f"\nFix {' and '.join(dict.fromkeys(fixes))}{keys_hint}."
     )
 
 
@@ -616,8 +628,12 @@ def describe_options(error: ValidationError, options: dict[str, str]) -> str:
     return "invalid options:\n  " + "\n  ".join(lines)
 
 
-def load_config(preset: str = "default", overrides: list[str] | None = None) -> PipelineConfig:
-    """Preset YAML + `key=value` overrides -> a validated PipelineConfig.
+def load_config(
+    preset: str = "default", overrides: list[str] | None = None,
+    options: Mapping[str, str] | None = None,
+) -> PipelineConfig:  # fmt: skip
+    """Preset YAML + `key=value` overrides -> a validated PipelineConfig; an invalid key that
+    `options` maps to a command-line option is blamed on that option (see `_describe`).
 
     >>> load_config("default", ["rl.max_steps=2"]).rl.max_steps
     2
@@ -627,7 +643,7 @@ def load_config(preset: str = "default", overrides: list[str] | None = None) -> 
     for text in overrides or []:
         key, value = parse_override(text)
         _set_dotted(values, key, value)
-    return validated(values)
+    return validated(values, options)
 
 
 def with_form_changes(preset: str, form: PipelineConfig) -> PipelineConfig:
@@ -651,12 +667,14 @@ def with_form_changes(preset: str, form: PipelineConfig) -> PipelineConfig:
     return validated(values)
 
 
-def validated(values: dict[str, Any]) -> PipelineConfig:
+def validated(
+    values: dict[str, Any], options: Mapping[str, str] | None = None
+) -> PipelineConfig:
     """A nested dict of config values -> a PipelineConfig, or a ConfigError naming each key."""
     try:
         return PipelineConfig.model_validate(values)
     except ValidationError as error:
-        raise ConfigError(_describe(error)) from None
+        raise ConfigError(_describe(error, options)) from None
 
 
 DEFAULT_GRID_REWARDS = [
@@ -804,7 +822,8 @@ class GridConfig(_Section):
                     overrides = [*self.overrides, f"data.format={fmt}", f"rl.reward.spec={spec}",
                                  f"seed={seed}", *extra,
                                  *self.objective_overrides.get(reward, [])]  # fmt: skip
-                    cells.append((fmt, reward, seed, load_config(self.preset, overrides)))
+                    cells.append((fmt, reward, seed, load_config(self.preset, overrides, {
+                        key: option for key, (_, option) in PER_CELL_KEYS.items()})))
         check_fair(cells)
         return cells
 

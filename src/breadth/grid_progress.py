@@ -24,26 +24,43 @@ class CellOutcome:
     """The cell's Prefect flow run (its id, or its name when it ran in process)."""
     message: str = ""
     """Why it did not complete (the error, as Prefect recorded it); empty when it did."""
+    cell_seconds: float | None = None
+    """The cell's own wall time (its flow run's), or None when unknown."""
+    cached: bool = False
+    """Whether the cell computed nothing (every stage came from the cache). False when
+    unknown: the ETA then counts the cell as one that computed."""
 
     @property
     def completed(self) -> bool:
         return self.state == "COMPLETED"
 
 
-def eta_seconds(done: int, total: int, elapsed_s: float) -> float:
-    """Time left at the observed throughput: elapsed / done x cells left.
+def eta_seconds(done: int, total: int, elapsed_s: float, cached: int = 0) -> float | None:
+    """Time left at the observed throughput of the cells that computed: elapsed / (done -
+    cached) x cells left; None while every finished cell was a cache hit.
 
     Throughput rather than a mean cell time, so that the estimate holds however many cells run
-    at once (one in process, or one per worker of a pool).
+    at once (one in process, or one per worker of a pool). Cache hits are not counted as
+    throughput: one takes seconds, and extrapolating from it promised 3 s for a grid that
+    then computed for 1m44s.
 
     >>> eta_seconds(done=1, total=4, elapsed_s=60.0)
     180.0
+    >>> eta_seconds(done=2, total=4, elapsed_s=63.0, cached=1)  # 3 s hit, 60 s computed cell
+    126.0
+    >>> eta_seconds(done=1, total=4, elapsed_s=3.0, cached=1) is None
+    True
     >>> eta_seconds(done=4, total=4, elapsed_s=200.0)
     0.0
     """
     if done <= 0:
         raise ValueError(f"the ETA needs at least one finished cell, got done={done}")
-    return elapsed_s / done * (total - done)
+    if done == total:
+        return 0.0
+    computed = done - cached
+    if computed <= 0:
+        return None
+    return elapsed_s / computed * (total - done)
 
 
 def duration(seconds: float) -> str:
@@ -60,17 +77,32 @@ def duration(seconds: float) -> str:
     return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
 
 
-def progress_line(done: int, total: int, elapsed_s: float, outcome: CellOutcome) -> str:
-    """The line printed as a cell finishes.
+def progress_line(
+    done: int, total: int, elapsed_s: float, outcome: CellOutcome, cached: int = 0
+) -> str:
+    """The line printed as a cell finishes (`cached`: how many of the `done` cells were cache
+    hits). "at" is the time since the grid started; the cell's own time is in brackets (both
+    were once one "after", which read as the cell's time).
 
-    >>> progress_line(2, 4, 100.0, CellOutcome("mcq/darling/seed0", "COMPLETED", 100.0))
-    'cell 2/4 mcq/darling/seed0 COMPLETED after 1m40s; ETA 1m40s'
+    >>> progress_line(2, 4, 100.0, CellOutcome("mcq/darling/seed0", "COMPLETED", 100.0,
+    ...                                          cell_seconds=17.0))
+    'cell 2/4 mcq/darling/seed0 COMPLETED at 1m40s (cell 17s); ETA 1m40s'
+    >>> progress_line(1, 4, 3.0, CellOutcome("mcq/passk/seed0", "COMPLETED", 3.0,
+    ...                                       cell_seconds=3.0, cached=True), cached=1)
+    'cell 1/4 mcq/passk/seed0 COMPLETED at 3s (cell 3s, all stages cached); ETA unknown until a cell computes'
     >>> progress_line(4, 4, 90.0, CellOutcome("mcq/passk/seed1", "FAILED", 90.0))
-    'cell 4/4 mcq/passk/seed1 FAILED after 1m30s; all cells done'
+    'cell 4/4 mcq/passk/seed1 FAILED at 1m30s; all cells done'
     """
-    left = eta_seconds(done, total, elapsed_s)
-    tail = "all cells done" if done == total else f"ETA {duration(left)}"
-    return f"cell {done}/{total} {outcome.cell} {outcome.state} after {duration(outcome.seconds)}; {tail}"
+    left = eta_seconds(done, total, elapsed_s, cached)
+    if done == total:
+        tail = "all cells done"
+    else:
+        tail = "ETA unknown until a cell computes" if left is None else f"ETA {duration(left)}"
+    own = [] if outcome.cell_seconds is None else [f"cell {duration(outcome.cell_seconds)}"]
+    own += ["all stages cached"] if outcome.cached else []
+    brackets = f" ({', '.join(own)})" if own else ""
+    return (f"cell {done}/{total} {outcome.cell} {outcome.state} at {duration(outcome.seconds)}"
+            f"{brackets}; {tail}")  # fmt: skip
 
 
 def failed_cells(outcomes: list[CellOutcome]) -> list[CellOutcome]:

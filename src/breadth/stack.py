@@ -425,6 +425,14 @@ class LocalStack:
             self.reconcile()
         return actions
 
+    def to_start(self) -> list[Service]:
+        """The services `up` would start now: none of this stack's servers serves them and the
+        environment names no other (as `_up_one` decides; the health probe only for a named
+        server at this stack's own address). Lets a caller say what it waits for first."""
+        return [service for service in services(self.settings)
+                if self._serving_pid(service) is None and not (service.is_external() and (
+                    not service.url_is_local() or service.healthy(self.settings)))]  # fmt: skip
+
     def reconcile(self) -> list[str]:
         """Close the MLflow runs and Prefect flow runs that killed processes left open."""
         from breadth.tracking.reconcile import reconcile_stale_runs

@@ -87,6 +87,18 @@ def test_grid_option_errors_name_the_option_not_the_model(runner, args, must_men
         assert internal not in output
 
 
+def test_a_bad_reward_value_is_blamed_on_reward_not_the_preset_or_set(runner):
+    """`--reward correctnes` was checked as each cell's rl.reward.spec, and the error ended
+    "Fix the preset or the --set value", though neither held the typo."""
+    result = runner.invoke(cli.app, ["grid", "--dry-run", "--preset", "default",
+                                     "--reward", "correctnes"])  # fmt: skip
+    output = " ".join(result.output.split())
+    assert result.exit_code == 2, result.output
+    assert "rl.reward.spec (from --reward)" in output and "Did you mean 'correctness'?" in output
+    assert "Fix --reward." in output
+    assert "--set" not in output and "preset" not in output
+
+
 def test_grid_dry_run_says_which_stages_the_cache_holds(runner, tmp_path, monkeypatch):
     from breadth.config import GridConfig
     from tasks.stage_keys import stage_keys

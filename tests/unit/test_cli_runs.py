@@ -305,22 +305,85 @@ def test_compare_grid_refuses_runs_evaluated_with_different_splits(monkeypatch, 
     assert "evaluation.transfer_split_k: 1 (runs r0); 4 (runs r1)" in text
 
 
-def test_the_table_never_cuts_a_link(monkeypatch):
-    """Links to a remote MLflow and Prefect are long: the table, at a fixed 260 columns, cropped
-    them to a useless `http://…`."""
+REMOTE_MLFLOW = ("https://mlflow.research-cluster.example.com/#/experiments/123456789012345678/"
+                 "runs/0123456789abcdef0123456789abcdef")  # fmt: skip
+REMOTE_PREFECT = ("https://prefect.research-cluster.example.com/flow-runs/flow-run/"
+                  "0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0")  # fmt: skip
+REMOTE_ROWS = [
+    {"name": "study·free_form·correctness+ucb*0.5·seed2·1a2b3c4d", "status": "FINISHED",
+     "started": "2025-01-01T02:00:00", "model": "rl", "run_id": "0123456789abcdef0123456789abcdef",
+     "headline": {"pass@1": 0.25, "pass@16": 0.5, "pass@32": 0.6, "distinct outcomes": 3.0},
+     "mlflow_url": REMOTE_MLFLOW, "prefect_url": REMOTE_PREFECT},
+    # A cached re-run: the same name as its first run, told apart by its id.
+    {"name": "default·1a2b3c4d", "status": "FINISHED", "started": "2025-01-01T03:00:00",
+     "model": "rl", "run_id": "fedcba9876543210fedcba9876543210",
+     "headline": {"pass@1": 0.25, "pass@16": 0.5, "distinct outcomes": 3.0},
+     "mlflow_url": "http://127.0.0.1:5000/#/experiments/1/runs/fedcba9876543210fedcba9876543210",
+     "prefect_url": None},
+    {"name": "default·1a2b3c4d", "status": "FINISHED", "started": "2025-01-01T01:00:00",
+     "model": "rl", "run_id": "00112233445566778899aabbccddeeff",
+     "headline": {"pass@1": 0.25, "pass@16": 0.5, "distinct outcomes": 3.0},
+     "mlflow_url": "http://127.0.0.1:5000/#/experiments/1/runs/00112233445566778899aabbccddeeff",
+     "prefect_url": "http://127.0.0.1:4200/flow-runs/flow-run/1"},
+]  # fmt: skip
+REMOTE_URLS = {row[key] for row in REMOTE_ROWS for key in ("mlflow_url", "prefect_url")} - {None}
+
+
+def _runs_of(monkeypatch, rows, columns=None):
     import breadth.tracking.recent
     import breadth.tracking.runs
 
-    mlflow = ("https://mlflow.research-cluster.example.com/#/experiments/123456789012345678/runs/"
-              "0123456789abcdef0123456789abcdef")  # fmt: skip
-    prefect = ("https://prefect.research-cluster.example.com/flow-runs/flow-run/"
-               "0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0")  # fmt: skip
-    row = {"name": "study·free_form·correctness+ucb*0.5·seed2·1a2b3c4d", "status": "FINISHED",
-           "started": "2025-01-01T02:00:00", "model": "rl", "run_id": "0123456789abcdef",
-           "headline": {"pass@1": 0.25, "pass@16": 0.5, "pass@32": 0.6, "distinct outcomes": 3.0},
-           "mlflow_url": mlflow, "prefect_url": prefect}  # fmt: skip
     monkeypatch.setattr(breadth.tracking.runs, "check_tracking_server", lambda uri: None)
-    monkeypatch.setattr(breadth.tracking.recent, "recent_runs", lambda uri, **kwargs: [row])
+    monkeypatch.setattr(breadth.tracking.recent, "recent_runs", lambda uri, **kwargs: rows)
+    if columns is None:
+        monkeypatch.delenv("COLUMNS", raising=False)  # not a terminal: a pipe
+    else:
+        monkeypatch.setenv("COLUMNS", str(columns))
     result = runner.invoke(app, ["runs"])
     assert result.exit_code == 0, result.output
-    assert mlflow in result.output and prefect in result.output
+    return result.output
+
+
+def test_the_table_never_cuts_a_link(monkeypatch):
+    """Links to a remote MLflow and Prefect are long: the table, at a fixed 260 columns, cropped
+    them to a useless `http://…`."""
+    output = _runs_of(monkeypatch, REMOTE_ROWS[:1])
+    assert REMOTE_MLFLOW in output and REMOTE_PREFECT in output
+
+
+def test_the_table_shows_each_runs_whole_id(store, monkeypatch):
+    """`breadth compare` takes run ids, which the table did not show (only inside a link, and
+    a local store has none); a cached re-run has its first run's name."""
+    _, cells, lone = store
+    monkeypatch.delenv("COLUMNS", raising=False)
+    result = _invoke(store, ["runs"], monkeypatch)
+    assert result.exit_code == 0, result.output
+    assert "run id" in result.output
+    for run_id in (lone, *cells):
+        assert run_id in result.output
+    output = _runs_of(monkeypatch, REMOTE_ROWS)
+    for row in REMOTE_ROWS:
+        assert row["run_id"] in output
+
+
+@pytest.mark.parametrize("columns", [100, 60])
+def test_a_narrow_terminal_gets_lines_that_fit_and_every_link_whole(monkeypatch, columns):
+    """`COLUMNS=100 breadth runs` printed the table at ~240 columns, its box lines wrapped
+    into a mess. Only a link longer than the terminal may overflow, on a line of its own."""
+    output = _runs_of(monkeypatch, REMOTE_ROWS, columns)
+    for line in output.splitlines():
+        if len(line) > columns:
+            label, url = line.split()
+            assert label in ("MLflow", "Prefect") and url in REMOTE_URLS, line
+    lines = [line.split() for line in output.splitlines()]
+    for url in REMOTE_URLS:  # each whole, on its own line
+        assert any(words[-1:] == [url] and len(words) == 2 for words in lines), url
+    for row in REMOTE_ROWS:
+        assert any(row["run_id"] in words for words in lines)
+    assert all(f"{figure}" in output for figure in ("pass@32", "0.6", "distinct"))
+
+
+def test_a_terminal_wide_enough_keeps_the_links_in_the_table(monkeypatch):
+    output = _runs_of(monkeypatch, REMOTE_ROWS[:1], columns=400)
+    [row] = [line for line in output.splitlines() if REMOTE_ROWS[0]["run_id"] + " " in line]
+    assert REMOTE_MLFLOW in row and REMOTE_PREFECT in row and "Links" not in output

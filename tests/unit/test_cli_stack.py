@@ -102,6 +102,38 @@ def test_stack_up_says_started_and_where_the_secret_is(local_mlflow, home, monke
     assert "from your environment" in mine and "my-secret" not in mine
 
 
+@pytest.fixture
+def kept_environ():
+    """bring_up_stack exports the client environment into this process: undone after."""
+    before = dict(os.environ)
+    yield
+    os.environ.clear()
+    os.environ.update(before)
+
+
+def test_bringing_up_the_stack_says_what_starts_and_how_long_it_took(
+    local_mlflow, home, monkeypatch, capsys, kept_environ
+):
+    """`make demo` (`breadth run`) printed nothing for ~30 s while the stack started."""
+    monkeypatch.setattr(LocalStack, "up", lambda self, only=None, reconcile=True: {
+        "s3": "started", "mlflow": "running", "prefect": "started"})  # fmt: skip
+    settings = StackSettings()
+    cli.stack.bring_up_stack(reconcile=False)
+    text = " ".join(capsys.readouterr().out.split())
+    # mlflow already runs (local_mlflow): only what starts is named.
+    assert (f"Starting the local stack (S3 :{settings.s3_port}, Prefect :{settings.prefect_port}; "
+            "it keeps running after this command: `breadth stack down` stops it) ...") in text
+    assert "MLflow" not in text and "Local stack up in " in text
+
+
+def test_bringing_up_a_running_stack_says_nothing(home, monkeypatch, capsys, kept_environ):
+    monkeypatch.setattr(LocalStack, "to_start", lambda self: [])
+    monkeypatch.setattr(LocalStack, "up", lambda self, only=None, reconcile=True: {
+        "s3": "running", "mlflow": "running", "prefect": "running"})  # fmt: skip
+    cli.stack.bring_up_stack(reconcile=False)
+    assert capsys.readouterr().out == ""
+
+
 def test_stack_status_json_parses(local_mlflow):
     for args in (["stack", "status", "--json"], ["stack", "up", "--json"]):
         with pytest.MonkeyPatch.context() as patch:

@@ -28,6 +28,17 @@ def test_cells_refuse_an_unknown_variant():
         GridConfig(rewards=["correctness@hot"], seeds=[0]).cells()
 
 
+def test_a_cell_key_error_names_its_grid_option_and_others_the_preset_or_set():
+    with pytest.raises(ConfigError) as caught:
+        GridConfig(preset="default", rewards=["correctnes"], seeds=[0],
+                   overrides=["rl.max_steps=abc"]).cells()  # fmt: skip
+    text = str(caught.value)
+    assert "config key rl.reward.spec (from --reward):" in text
+    assert "config key rl.max_steps:" in text  # a shared override: not the grid's option
+    fix = text.splitlines()[-1]
+    assert fix.startswith("Fix ") and "--reward" in fix and "the preset or the --set value" in fix
+
+
 def test_content_hash_ignores_seeds_and_grid_id_but_not_the_study():
     base = GridConfig(rewards=["correctness"], seeds=[0])
     same_study = GridConfig(rewards=["correctness"], seeds=[5, 6], grid_id="night-2")

@@ -37,7 +37,26 @@ def test_duration(seconds, text):
 
 def test_progress_line_counts_cells_and_names_the_one_that_finished():
     line = progress_line(1, 3, 30.0, CellOutcome("free_form/ucb/seed2", "CRASHED", 30.0))
-    assert line == "cell 1/3 free_form/ucb/seed2 CRASHED after 30s; ETA 1m00s"
+    assert line == "cell 1/3 free_form/ucb/seed2 CRASHED at 30s; ETA 1m00s"
+
+
+def test_progress_line_tells_the_grid_time_from_the_cell_time():
+    """`cell 3/4 ... COMPLETED after 1m24s` was the time since the grid started, read as the
+    cell's (17 s)."""
+    line = progress_line(3, 4, 84.0, CellOutcome("mcq/ucb/seed0", "COMPLETED", 84.0,
+                                                 cell_seconds=17.0))  # fmt: skip
+    assert line == "cell 3/4 mcq/ucb/seed0 COMPLETED at 1m24s (cell 17s); ETA 28s"
+
+
+def test_eta_does_not_extrapolate_from_cache_hits():
+    """After a cached cell (3 s) the ETA said 3s; the grid then computed for 1m44s."""
+    hit = CellOutcome("mcq/correctness/seed0", "COMPLETED", 3.0, cell_seconds=3.0, cached=True)
+    line = progress_line(1, 2, 3.0, hit, cached=1)
+    assert line.endswith("(cell 3s, all stages cached); ETA unknown until a cell computes")
+    assert eta_seconds(1, 2, 3.0, cached=1) is None
+    # Once cells compute, only they set the pace: 2 hits (6 s) and 1 computed cell (100 s).
+    assert eta_seconds(3, 5, 106.0, cached=2) == pytest.approx(212.0)
+    assert eta_seconds(2, 2, 6.0, cached=2) == 0.0  # nothing left: no estimate needed
 
 
 def test_failed_cells_section_keeps_the_table_whole():

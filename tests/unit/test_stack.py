@@ -276,3 +276,18 @@ def test_an_external_url_without_a_scheme_is_named_as_such(tmp_path, monkeypatch
                             "http://127.0.0.1:15999.")  # fmt: skip
     with pytest.raises(StackError, match="It has no scheme: write http://127.0.0.1:15999"):
         stack.up(only=["mlflow"])
+
+
+def test_to_start_names_what_up_would_start(tmp_path, monkeypatch):
+    """What `breadth run` announces before the ~30 s start: not an external server, and not
+    the stack's own address named by the environment with nothing serving it (up starts it)."""
+    for name in ("PREFECT_API_URL", "MLFLOW_TRACKING_URI", "BREADTH_S3_ENDPOINT"):
+        monkeypatch.delenv(name, raising=False)
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        own_port = probe.getsockname()[1]
+    monkeypatch.setenv("BREADTH_S3_PORT", str(own_port))
+    monkeypatch.setenv("BREADTH_S3_ENDPOINT", f"http://127.0.0.1:{own_port}")  # ours, stopped
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", "http://10.0.0.5:5000")  # someone else's
+    stack = LocalStack(StackSettings(home=tmp_path))
+    assert [service.name for service in stack.to_start()] == ["s3", "prefect"]

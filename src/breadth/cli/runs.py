@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import sys
 import time
@@ -11,8 +12,9 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich import box
 from rich.console import Console
-from rich.table import Table
+from rich.table import Column, Table
 
 from breadth.cli import stack
 from breadth.cli.config import complete_preset, load_or_fail
@@ -318,16 +320,101 @@ def list_runs(
     # pass@1, pass@k by k, then the rest: runs that measured different k share the table.
     names = sorted({name for row in rows for name in row["headline"]},
                    key=lambda name: (0, int(name[5:])) if name.startswith("pass@") else (1, 0))
-    table = Table("run", "status", "started (UTC)", "model", *names, "MLflow", "Prefect")
-    for row in rows:
-        values = [_figure(row["headline"].get(name)) for name in names]
-        table.add_row(row["name"], row["status"], row["started"][:16].replace("T", " "),
-                      row["model"] or "-", *values, row["mlflow_url"] or row["run_id"],
-                      row["prefect_url"] or "-")  # fmt: skip
-    # Never squeezed: a fixed 260 columns cropped remote MLflow and Prefect links to `http://…`,
-    # which lead nowhere. The table gets its whole width, however long its links.
+    table = _runs_table(rows, names)
+    # Links are never cropped: a fixed 260 columns cut remote MLflow and Prefect links to
+    # `http://…`, which lead nowhere. A pipe gets the whole table however wide. A terminal too
+    # narrow for it (its box lines wrapped into a mess) gets a table without the link columns
+    # and each run's links whole on lines of their own below it; one too narrow for that (a
+    # 32-character id and the figures), one block of lines per run.
     width = Console(width=100_000).measure(table).maximum
-    Console(width=max(console.width, width)).print(table)
+    room = _terminal_width()
+    if room is None or width <= room:
+        Console(width=max(console.width, width)).print(table)
+        return
+    compact = _compact_table(rows, names, room)
+    if compact is None:
+        _print_blocks(rows, names)
+        return
+    console.print(compact, soft_wrap=False)
+    linked = [row for row in rows if row["mlflow_url"] or row["prefect_url"]]
+    if linked:
+        console.print("\nLinks:", highlight=False)
+    for row in linked:
+        # The name may be cut to the width; the run id, which identifies the row, comes first.
+        console.print(f"  {row['run_id']}  {row['name']}", highlight=False, markup=False,
+                      soft_wrap=False, no_wrap=True, overflow="ellipsis")  # fmt: skip
+        _print_links(row, "    ")
+
+
+def _terminal_width() -> int | None:
+    """The width to fit `breadth runs` into: the terminal's (or COLUMNS), None for a pipe."""
+    if console.is_terminal or os.environ.get("COLUMNS", "").isdigit():
+        return console.width
+    return None
+
+
+def _runs_table(rows: list[dict], names: list[str]) -> Table:
+    """One row per run, with its id: `breadth compare` takes whole run ids, and a cached re-run
+    has the same name as its first run."""
+    table = Table("run id", "run", "status", "started (UTC)", "model", *names, "MLflow", "Prefect")
+    for row in rows:
+        table.add_row(row["run_id"], row["name"], *_facts(row, names),
+                      row["mlflow_url"] or "-", row["prefect_url"] or "-")  # fmt: skip
+    return table
+
+
+def _facts(row: dict, names: list[str]) -> list[str]:
+    """Status, start, model and the headline figures, as the table shows them."""
+    return [row["status"], row["started"][:16].replace("T", " "), row["model"] or "-",
+            *(_figure(row["headline"].get(name)) for name in names)]  # fmt: skip
+
+
+def _compact_table(rows: list[dict], names: list[str], room: int) -> Table | None:
+    """The table without links in `room` columns, or None when it cannot fit. Widths are set
+    here: rich, short of room, cut whole columns off (figures gone without a sign). Each
+    column gets at least its longest word (so only whole words wrap); the id, 32 characters,
+    goes on its name's first line (names fold under it), and room left widens the rest."""
+    headers = ["run id / run", "status", "started (UTC)", "model", *names]
+    body = [[f"{row['run_id']}\n{row['name']}", *_facts(row, names)] for row in rows]
+    columns = list(zip(headers, *body, strict=True))
+    natural = [max(len(line) for text in column for line in text.splitlines())
+               for column in columns]  # fmt: skip
+    least = [max(len(word) for text in column for word in text.split()) for column in columns]
+    least[0] = max(len(row["run_id"]) for row in rows)
+    # SIMPLE_HEAD without an edge: each column one space of padding and one of separator.
+    spare = room - (sum(least) + 2 * len(columns) - 1)
+    if spare < 0:
+        return None
+    widths = list(least)
+    for i in [*range(1, len(columns)), 0]:  # short columns whole first, then the names
+        widths[i] += min(spare, natural[i] - least[i])
+        spare -= widths[i] - least[i]
+    table = Table(*(Column(header, width=width, overflow="fold")
+                    for header, width in zip(headers, widths, strict=True)),
+                  box=box.SIMPLE_HEAD, show_edge=False, padding=(0, 1, 0, 0))  # fmt: skip
+    for cells in body:
+        table.add_row(*cells)
+    return table
+
+
+def _print_blocks(rows: list[dict], names: list[str]) -> None:
+    """Each run as a few lines (for a terminal too narrow for any table): id, status and
+    start; name; model and figures; links."""
+    for row in rows:
+        status, started, model, *figures = _facts(row, names)
+        shown = "  ".join(f"{name} {value}" for name, value in zip(names, figures, strict=True)
+                          if row["headline"].get(name) is not None)  # fmt: skip
+        for line in (f"{row['run_id']}  {status}  {started} UTC", f"  {row['name']}",
+                     f"  {model}: {shown or 'no figures'}"):
+            console.print(line, highlight=False, markup=False, soft_wrap=False, overflow="fold")
+        _print_links(row, "  ")
+
+
+def _print_links(row: dict, indent: str) -> None:
+    # Whole, however long: the terminal wraps a long URL, and copying it gives it back whole.
+    for label, url in (("MLflow ", row["mlflow_url"]), ("Prefect", row["prefect_url"])):
+        if url:
+            console.print(f"{indent}{label} {url}", highlight=False, markup=False)
 
 
 def _no_runs_message(uri: str, experiment: str | None, grid_id: str | None) -> str:

@@ -46,12 +46,26 @@ def start_stack(reconcile: bool = True) -> tuple[dict[str, str], dict[str, str]]
     return stack.settings.client_env(), actions
 
 
+# How the services are named to people.
+SERVICE_LABELS = {"s3": "S3", "mlflow": "MLflow", "prefect": "Prefect"}
+
+
 def bring_up_stack(reconcile: bool = True) -> dict[str, str]:
     """Start the stack and export its client environment into this process (for flows run here).
 
     A caller that runs the pipeline next passes `reconcile=False`: the pipeline reconciles as
     it opens its parent run, and twice is ~0.1 s of a cached re-run for nothing."""
+    # Starting takes ~30 s with nothing on screen (`make demo` looked hung): say what starts,
+    # that it outlives this command, and how long it took. Nothing when all is running.
+    starting = _stack().to_start()
+    if starting:
+        ports = ", ".join(f"{SERVICE_LABELS.get(s.name, s.name)} :{s.port}" for s in starting)
+        console.print(f"Starting the local stack ({ports}; it keeps running after this command: "
+                      "`breadth stack down` stops it) ...", highlight=False)  # fmt: skip
+    began = time.monotonic()
     env, _ = start_stack(reconcile)
+    if starting:
+        console.print(f"Local stack up in {time.monotonic() - began:.0f}s.", highlight=False)
     os.environ.update(env)
     return env
 

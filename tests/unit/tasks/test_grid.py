@@ -61,9 +61,10 @@ def test_alarm_compares_with_the_previous_grid_and_fails_the_run_on_a_collapse(
 class FakePipeline:
     """The pipeline subflow, answering with a real Prefect state; cells named in `failing` fail."""
 
-    def __init__(self, failing: tuple[str, ...] = ()):
+    def __init__(self, failing: tuple[str, ...] = (), cached: tuple[str, ...] = ()):
         self.ran: list[tuple] = []
         self.failing = failing
+        self.cached = cached  # cells whose every stage comes from the cache
 
     def with_options(self, flow_run_name):
         def run(config, tags, return_state):
@@ -73,7 +74,9 @@ class FakePipeline:
             if tags["grid.cell"] in self.failing:
                 return Failed(message=f"Flow run encountered an exception: RuntimeError: "
                                       f"{tags['grid.cell']} broke")  # fmt: skip
-            return Completed()
+            if tags["grid.cell"] in self.cached:
+                return Completed(data={"computed_stages": []})
+            return Completed(data={"computed_stages": ["rl", "rollout-rl", "evaluate"]})
 
         return run
 
@@ -113,6 +116,20 @@ def test_grid_flow_runs_every_cell_with_its_tags_then_summary_and_alarm(monkeypa
     progress = [r.message for r in caplog.records if r.message.startswith("cell ")]
     assert [line.split()[1] for line in progress] == ["1/4", "2/4", "3/4", "4/4"]
     assert "ETA" in progress[0] and progress[-1].endswith("all cells done")
+
+
+def test_progress_waits_for_a_computed_cell_before_giving_an_eta(monkeypatch, grid_tasks,
+                                                                 caplog):  # fmt: skip
+    """A cached first cell took seconds; extrapolated, the ETA promised the rest in seconds."""
+    fake = FakePipeline(cached=("mcq/correctness/seed0",))
+    monkeypatch.setattr(flows.grid_cells, "pipeline", fake)
+    with caplog.at_level(logging.INFO, logger="test-grid"):
+        flows.grid.grid.fn(STUDY.model_copy(update={"grid_id": "night-3"}))
+    progress = [r.message for r in caplog.records if r.message.startswith("cell ")]
+    assert "COMPLETED at " in progress[0] and "all stages cached" in progress[0]
+    assert progress[0].endswith("ETA unknown until a cell computes")
+    assert "(cell " in progress[1] and "cached" not in progress[1]
+    assert "ETA unknown" not in progress[1] and "; ETA " in progress[1]
 
 
 def test_a_failed_cell_does_not_stop_the_others_and_the_summary_names_it(monkeypatch,
