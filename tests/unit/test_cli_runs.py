@@ -324,3 +324,49 @@ def test_the_table_never_cuts_a_link(monkeypatch):
     result = runner.invoke(app, ["runs"])
     assert result.exit_code == 0, result.output
     assert mlflow in result.output and prefect in result.output
+
+
+def _fake_compare(monkeypatch, runs, per_problem=None, study=None):
+    """`compare` over these parent-run rows, its MLflow reads faked: `per_problem` the runs'
+    per-problem tables (None: the runs have none), `study` a grid's study frame."""
+    def tables(uri, runs):
+        if per_problem is None:
+            raise FileNotFoundError("no per-problem tables")
+        return per_problem
+
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", "http://127.0.0.1:9")
+    monkeypatch.setattr("breadth.tracking.runs.check_tracking_server", lambda uri: None)
+    monkeypatch.setattr("breadth.tracking.fetch.fetch_runs", lambda uri, **_: runs)
+    monkeypatch.setattr("breadth.tracking.study.study_frame_of_runs", tables)
+    monkeypatch.setattr("breadth.tracking.study.load_study_frame", lambda uri, grid_id: study)
+    monkeypatch.setattr("breadth.tracking.study.grid_provenance", lambda uri, grid_id: {})
+    monkeypatch.setattr("breadth.tracking.study.provenance_header", lambda *_: "# claims")
+
+
+def _one_run_with_a_small_split(run_id="0123456789abcdef"):
+    """One run whose per-problem tables hold 10 base-solved and 30 base-unsolved problems."""
+    import pandas as pd
+
+    from tests.unit.evaluation.test_grid_bootstrap import _runs, _split_study
+
+    frame = _split_study(solved=10, unsolved=30).assign(run_id=run_id)
+    runs = _runs(frame).assign(run_id=run_id, config=[{"evaluation.transfer_min_split": "20"}])
+    return pd.DataFrame(runs), frame
+
+
+def test_compare_shows_a_split_below_min_split_as_inconclusive(monkeypatch, tmp_path):
+    """The summary showed `distinct, solved: rl` = 8.300 [6.777, 10.000] where the run's own
+    report said the split was inconclusive (10 problems < 20)."""
+    runs, frame = _one_run_with_a_small_split()
+    _fake_compare(monkeypatch, runs, frame)
+    result = runner.invoke(app, ["compare", "r", "--out", str(tmp_path), "--json"])
+    assert result.exit_code == 0, result.output
+    cell = json.loads(result.output)["cells"][0]
+    assert cell["distinct_solved"] is None and cell["distinct_solved_ci_low"] is None
+    assert cell["distinct_solved_inconclusive"] == "inconclusive (n=10 < 20)"
+    assert cell["distinct_unsolved"] == 2.0 and cell["distinct_unsolved_inconclusive"] is None
+    result = runner.invoke(app, ["compare", "r", "--out", str(tmp_path)])
+    text = " ".join(result.output.split())
+    assert result.exit_code == 0, result.output
+    # The table wraps the cell in two lines: "inconclusive" above "(n=10 < 20)".
+    assert "(n=10 < 20)" in text and "8.000" not in text

@@ -44,7 +44,9 @@ def _groups(summary: pd.DataFrame) -> list[tuple[str, str, list[tuple[str, str]]
         ("search success (evolutionary, within the budget)", "search success",
          [("search_success", model)]),
     ]  # fmt: skip
-    present = lambda c: c in summary and summary[c].notna().any()
+    # An inconclusive split keeps its column: "inconclusive (n=...)" is what the reader needs.
+    present = lambda c: any(name in summary and summary[name].notna().any()
+                            for name in (c, f"{c}_inconclusive"))  # fmt: skip
     kept = [(title, short, [(c, h) for c, h in columns if present(c)])
             for title, short, columns in groups]  # fmt: skip
     return [group for group in kept if group[2]]
@@ -56,6 +58,9 @@ def _columns(summary: pd.DataFrame) -> list[tuple[str, str]]:
 
 
 def _cell(summary_row: Mapping[str, Any], column: str) -> str:
+    why = summary_row.get(f"{column}_inconclusive")
+    if isinstance(why, str) and why:
+        return why
     return estimate_text(summary_row.get(column), summary_row.get(f"{column}_ci_low"),
                          summary_row.get(f"{column}_ci_high"))  # fmt: skip
 
@@ -64,10 +69,14 @@ def _caption(summary: pd.DataFrame) -> str:
     model = summary.attrs.get("model", "rl")
     base = summary.attrs.get("base_model", "sft")
     methods = sorted(set(summary["ci"])) if "ci" in summary else []
-    return (
+    caption = (
         f"{model} vs {base}: mean across seeds [95% CI: {'; '.join(methods) or 'none'}]; "
         f"Δ = {model} − {base}, paired per problem; distinct = distinct outcomes per problem."
     )
+    if any(summary[c].notna().any() for c in summary if str(c).endswith("_inconclusive")):
+        caption += (" inconclusive (n=N < M): the split held N problems (fewest in any seed), "
+                    "fewer than evaluation.transfer_min_split = M.")
+    return caption
 
 
 def render_table(summary: pd.DataFrame) -> Table:
