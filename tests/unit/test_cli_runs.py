@@ -338,7 +338,12 @@ def _fake_compare(monkeypatch, runs, per_problem=None, study=None):
     monkeypatch.setattr("breadth.tracking.runs.check_tracking_server", lambda uri: None)
     monkeypatch.setattr("breadth.tracking.fetch.fetch_runs", lambda uri, **_: runs)
     monkeypatch.setattr("breadth.tracking.study.study_frame_of_runs", tables)
-    monkeypatch.setattr("breadth.tracking.study.load_study_frame", lambda uri, grid_id: study)
+    def study_frame(uri, grid_id):
+        if study is None:
+            raise FileNotFoundError(f"grid {grid_id} logged no per-problem tables")
+        return study
+
+    monkeypatch.setattr("breadth.tracking.study.load_study_frame", study_frame)
     monkeypatch.setattr("breadth.tracking.study.grid_provenance", lambda uri, grid_id: {})
     monkeypatch.setattr("breadth.tracking.study.provenance_header", lambda *_: "# claims")
 
@@ -370,3 +375,16 @@ def test_compare_shows_a_split_below_min_split_as_inconclusive(monkeypatch, tmp_
     assert result.exit_code == 0, result.output
     # The table wraps the cell in two lines: "inconclusive" above "(n=10 < 20)".
     assert "(n=10 < 20)" in text and "8.000" not in text
+
+
+def test_compare_of_runs_is_not_titled_a_grid_summary(monkeypatch, tmp_path):
+    """One run compared was headed "breadth grid summary"."""
+    runs, frame = _one_run_with_a_small_split()
+    _fake_compare(monkeypatch, runs, frame)
+    result = runner.invoke(app, ["compare", "r", "--out", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    assert "breadth comparison of 1 run" in result.output
+    assert "grid summary" not in result.output
+    _fake_compare(monkeypatch, runs.assign(grid_id="grid-7"), frame)
+    result = runner.invoke(app, ["compare", "--grid", "grid-7", "--out", str(tmp_path)])
+    assert "breadth grid summary: grid-7" in result.output

@@ -92,9 +92,10 @@ def grid_summary(
     bootstrap-over-problems interval where it was logged; any other interval is NaN (never a
     t-interval: with two seeds it is ±12.7 sd and leaves [0, 1]). Absent metrics (e.g. no
     search stage) are NaN. Attributes: model, base_model, k, `split_cells` ({"format /
-    reward": [config keys that differ]} for cells shown as several rows) and
+    reward": [config keys that differ]} for cells shown as several rows),
     `keys_beyond_the_rows` (config keys that differ between rows beyond their format and
-    reward: `keys_beyond_the_rows`).
+    reward: `keys_beyond_the_rows`), `runs` (how many) and `grid_id` (the grid every run is
+    a cell of, else None).
 
     A transfer split (distinct outcomes on base-solved / base-unsolved problems) with fewer
     problems than `settings.min_split` in any seed (counted in the per-problem tables, else
@@ -159,8 +160,17 @@ def grid_summary(
         rows.append(row)
     out = pd.DataFrame(rows)
     out.attrs.update({"model": model, "base_model": base_model, "k": k, "split_cells": split,
-                      "keys_beyond_the_rows": keys_beyond_the_rows(runs)})  # fmt: skip
+                      "keys_beyond_the_rows": keys_beyond_the_rows(runs), "runs": len(runs),
+                      "grid_id": _one_grid(runs)})  # fmt: skip
     return out
+
+
+def _one_grid(runs: pd.DataFrame) -> str | None:
+    """The grid every run is a cell of, else None (lone runs, or cells of several grids)."""
+    if "grid_id" not in runs.columns or not runs["grid_id"].notna().all():
+        return None
+    grids = runs["grid_id"].unique()
+    return str(grids[0]) if len(grids) == 1 else None
 
 
 def _logged_split_sizes(group: pd.DataFrame, model: str) -> dict[str, int]:
