@@ -63,11 +63,15 @@ def test_compare_prints_the_claims(grid_run, live_stack, tmp_path):
          str(tmp_path / "report"), "--note", str(note)], live_stack)  # fmt: skip
     assert code == 0, (output + stderr)[-3000:]
     assert "mlflow" not in loaded
-    assert "| **sharpening** | free_form |" in output
+    # The terminal gets a table of the claims, not claims.md's markdown.
+    assert re.search(r"sharpening\s+\S\s+free_form\s+\S", output), output[-3000:]  # a row
+    assert "| **" not in output and "verdicts: " in output
+    report = (tmp_path / "report" / "claims.md").read_text()
+    assert f"wrote {tmp_path / 'report' / 'claims.md'}" in " ".join(output.split())
     # The report opens with where and how the grid ran.
     for line in ("- seeds: 1", "- cells: 2 (free_form x 2 objectives", "CPU cores", "wall time"):
-        assert line in output
-    report = (tmp_path / "report" / "claims.md").read_text()
+        assert line in report
+    assert "| **sharpening** | free_form |" in report
     # The committed copy says which command wrote it, and carries the note.
     assert f"breadth compare --grid {grid_run}" in report
     assert "Ran by the integration test." in report

@@ -388,3 +388,26 @@ def test_compare_of_runs_is_not_titled_a_grid_summary(monkeypatch, tmp_path):
     _fake_compare(monkeypatch, runs.assign(grid_id="grid-7"), frame)
     result = runner.invoke(app, ["compare", "--grid", "grid-7", "--out", str(tmp_path)])
     assert "breadth grid summary: grid-7" in result.output
+
+
+def test_compare_grid_prints_the_claims_as_a_table_not_markdown(monkeypatch, tmp_path):
+    """The terminal got claims.md verbatim: `| **claim** |` rows, code fences and
+    `![pass@k per objective](...png)` image links."""
+    from tests.unit.evaluation.test_claims import _cells
+
+    runs, frame = _one_run_with_a_small_split()
+    _fake_compare(monkeypatch, runs.assign(grid_id="grid-7"), frame, study=_cells([8, 0] * 20))
+    result = runner.invoke(app, ["compare", "--grid", "grid-7", "--out", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    assert "![" not in result.output and "| **" not in result.output
+    assert "```" not in result.output
+    lines = result.output.splitlines()
+    header = next(line for line in lines if "measure" in line)
+    assert all(word in header for word in ("claim", "format", "value", "verdict"))
+    row = next(line for line in lines if "darling" in line and "n/a" in line)
+    assert "not run" in row
+    assert any("+0.250 [+0.091, +0.409]" in line for line in lines)  # an interval on one line
+    assert "sharpening" in result.output and "reproduced" in result.output
+    assert "verdicts: " in result.output and " not run" in result.output.split("verdicts: ")[1]
+    assert f"wrote {tmp_path / 'claims' / 'claims.md'}" in " ".join(result.output.split())
+    assert (tmp_path / "claims" / "claims.md").read_text().count("| **") > 5

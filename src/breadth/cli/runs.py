@@ -245,10 +245,42 @@ def compare(
     for path in plots:
         console.print(f"wrote {path}", highlight=False)
     if claims is not None:
-        console.print((claims / "claims.md").read_text(), highlight=False, markup=False)
-        console.print(f"wrote {claims}", highlight=False)
+        # A table, not claims.md itself: its markdown (a provenance header, image links,
+        # `| **claim** |` rows) is for a renderer, not a terminal.
+        _print_claims(json.loads((claims / "claims.json").read_text()))
+        console.print(f"wrote {claims / 'claims.md'} (the claims with their details, how the "
+                      f"grid ran, pass@k per objective) and claims.json beside it",
+                      highlight=False)  # fmt: skip
     elif claims_note:
         console.print(f"no claims: {claims_note}", highlight=False)
+
+
+# Verdict colours of the terminal's claims table; "not run" is dim: nothing was measured.
+_VERDICT_STYLES = {"reproduced": "green", "refuted": "red", "inconclusive": "yellow",
+                   "not run": "dim"}  # fmt: skip
+
+
+def _print_claims(rows: list[dict]) -> None:
+    """The claims (claims.json's rows) as a terminal table, and how many got each verdict."""
+    from rich.table import Column  # here, not at the top: compare's own import
+    from rich.text import Text
+
+    from breadth.evaluation.claims import VERDICTS, Claim, effect_text
+
+    claims = [Claim(**row) for row in rows]
+    # Only the measure wraps: an interval or a verdict cut in two misreads.
+    table = Table(Column("claim", no_wrap=True), Column("format", no_wrap=True),
+                  Column("measure", min_width=30), Column("value [95% CI]", no_wrap=True),
+                  Column("verdict", no_wrap=True), title="claims", title_justify="left")  # fmt: skip
+    for c in claims:
+        # Text, not markup: measures and intervals hold brackets.
+        table.add_row(Text(c.claim), Text(c.format), Text(c.measure), Text(effect_text(c)),
+                      Text(c.verdict, style=_VERDICT_STYLES.get(c.verdict, "")))  # fmt: skip
+    # Room for a measure on a line or two, as the summary table above gets its width (a pipe's
+    # default 80 columns leave the measure 4 characters a line).
+    Console(width=max(console.width, 140)).print(table)
+    counts = [f"{sum(c.verdict == v for c in claims)} {v}" for v in VERDICTS]
+    console.print(f"verdicts: {', '.join(counts)}", highlight=False)
 
 
 def _per_problem_tables(uri: str, runs):

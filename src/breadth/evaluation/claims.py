@@ -48,6 +48,7 @@ __all__ = [
     "Claim",
     "ClaimSettings",
     "claims_markdown",
+    "effect_text",
     "evaluate_claims",
     "verdict",
 ]
@@ -424,20 +425,30 @@ def _with_note(claim: Claim, note: str) -> Claim:
     return Claim(**{**claim.to_dict(), "detail": f"{note}; {claim.detail}"})
 
 
+def effect_text(c: Claim) -> str:
+    """A claim's effect with its interval, as the claims table shows it.
+
+    >>> effect_text(Claim("batch", "mcq", "m", 0.1, 0.02, 0.2, "reproduced", ""))
+    '+0.100 [+0.020, +0.200]'
+    >>> effect_text(Claim("crossover", "mcq", "m", 4.0, 2.0, None, "inconclusive", ""))
+    'k = 4 [2, beyond]'
+    """
+    if c.claim == "crossover":
+        return " ".join(["none" if c.estimate is None else f"k = {c.estimate:g}",
+                         f"[{_k(c.low)}, {_k(c.high)}]"])  # fmt: skip
+    if c.estimate is None:
+        return "n/a"
+    return _interval(c) if c.low is not None else f"{c.estimate:+.3f}"
+
+
 def claims_markdown(claims: list[Claim], header: str = "") -> str:
     """The claims table: one row per claim and format, interval and verdict."""
     lines = [header, ""] if header else []
     lines += ["| claim | format | measure | effect [95% CI] | verdict |",
               "|---|---|---|---|---|"]  # fmt: skip
     for c in claims:
-        if c.claim == "crossover":
-            effect = " ".join(["none" if c.estimate is None else f"k = {c.estimate:g}",
-                               f"[{_k(c.low)}, {_k(c.high)}]"])  # fmt: skip
-        elif c.estimate is None:
-            effect = "n/a"
-        else:
-            effect = _interval(c) if c.low is not None else f"{c.estimate:+.3f}"
-        lines.append(f"| **{c.claim}** | {c.format} | {c.measure} | {effect} | {c.verdict} |")
+        lines.append(f"| **{c.claim}** | {c.format} | {c.measure} | {effect_text(c)} | "
+                     f"{c.verdict} |")  # fmt: skip
     if any(c.verdict == NOT_RUN for c in claims):
         lines += ["", NOT_RUN_MEANING]
     lines += ["", "Details:", ""] + [f"- {c.claim} ({c.format}): {c.detail}" for c in claims]
