@@ -411,3 +411,28 @@ def test_compare_grid_prints_the_claims_as_a_table_not_markdown(monkeypatch, tmp
     assert "verdicts: " in result.output and " not run" in result.output.split("verdicts: ")[1]
     assert f"wrote {tmp_path / 'claims' / 'claims.md'}" in " ".join(result.output.split())
     assert (tmp_path / "claims" / "claims.md").read_text().count("| **") > 5
+
+
+def test_each_comparison_writes_its_own_folder_by_default(monkeypatch, tmp_path):
+    """Both compares wrote `compare/`: a grid's compare silently replaced a run compare's
+    pass_at_k_by_format.png."""
+    from tests.unit.evaluation.test_claims import _cells
+
+    monkeypatch.chdir(tmp_path)
+    runs, frame = _one_run_with_a_small_split("0123456789abcdef")
+    _fake_compare(monkeypatch, runs, frame)
+    lone = runner.invoke(app, ["compare", "0123456789abcdef"])
+    assert lone.exit_code == 0, lone.output
+    _fake_compare(monkeypatch, runs.assign(grid_id="grid-7"), frame, study=_cells([8, 0] * 20))
+    grid = runner.invoke(app, ["compare", "--grid", "grid-7"])
+    assert grid.exit_code == 0, grid.output
+    for folder in ("compare/01234567", "compare/grid-7"):
+        assert (tmp_path / folder / "pass_at_k_by_format.png").is_file(), folder
+    assert (tmp_path / "compare/grid-7/claims/claims.md").is_file()
+    assert "wrote compare/01234567/pass_at_k_by_format.png" in lone.output
+    assert "replaced" not in lone.output + grid.output
+    # The same comparison again (or an --out that holds plots) says what it replaced.
+    again = runner.invoke(app, ["compare", "--grid", "grid-7"])
+    text = " ".join(again.output.split())
+    assert "wrote compare/grid-7/pass_at_k_by_format.png (replaced the earlier file)" in text
+    assert "(replacing an earlier report)" in text
