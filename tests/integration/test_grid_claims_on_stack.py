@@ -43,12 +43,13 @@ def test_the_summary_run_carries_the_claims_table(grid_run, live_stack):
     local = client.download_artifacts(summary.info.run_id, "claims/claims.json")
     claims = {c["claim"]: c for c in json.loads(Path(local).read_text())}
     # Both arms ran, so the sharpening and batch rows carry a measured interval; arms the grid
-    # lacks (ucb, darling, ...) are inconclusive, never a number.
+    # lacks (ucb, darling, ...) are "not run", never a number nor a null result.
     assert claims["sharpening"]["low"] is not None
     assert claims["batch"]["low"] is not None
-    assert claims["historical"]["verdict"] == "inconclusive"
+    assert claims["historical"]["verdict"] == "not run"
     assert claims["historical"]["estimate"] is None
-    assert all(c["verdict"] in ("reproduced", "refuted", "inconclusive") for c in claims.values())
+    assert all(c["verdict"] in ("reproduced", "refuted", "inconclusive", "not run")
+               for c in claims.values())  # fmt: skip
 
 
 def test_compare_prints_the_claims(grid_run, live_stack, tmp_path):
@@ -62,11 +63,15 @@ def test_compare_prints_the_claims(grid_run, live_stack, tmp_path):
          str(tmp_path / "report"), "--note", str(note)], live_stack)  # fmt: skip
     assert code == 0, (output + stderr)[-3000:]
     assert "mlflow" not in loaded
-    assert "| **sharpening** | free_form |" in output
+    # The terminal gets a table of the claims, not claims.md's markdown.
+    assert re.search(r"sharpening\s+\S\s+free_form\s+\S", output), output[-3000:]  # a row
+    assert "| **" not in output and "verdicts: " in output
+    report = (tmp_path / "report" / "claims.md").read_text()
+    assert f"wrote {tmp_path / 'report' / 'claims.md'}" in " ".join(output.split())
     # The report opens with where and how the grid ran.
     for line in ("- seeds: 1", "- cells: 2 (free_form x 2 objectives", "CPU cores", "wall time"):
-        assert line in output
-    report = (tmp_path / "report" / "claims.md").read_text()
+        assert line in report
+    assert "| **sharpening** | free_form |" in report
     # The committed copy says which command wrote it, and carries the note.
     assert f"breadth compare --grid {grid_run}" in report
     assert "Ran by the integration test." in report

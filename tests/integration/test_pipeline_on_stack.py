@@ -100,6 +100,10 @@ def test_compare_reads_what_the_pipeline_logged(two_runs, live_stack):
     sizes = [runs[f"rl/transfer/{split}/num_problems"][0] for split in ("solved", "unsolved")
              if f"rl/transfer/{split}/num_problems" in runs]  # fmt: skip
     assert sum(sizes) == 12  # data.num_eval of SMALL_PIPELINE
+    # Below evaluation.transfer_min_split (20), the summary says so rather than a number.
+    for column in ("distinct_solved", "distinct_unsolved"):
+        assert summary[column] != summary[column], column
+        assert summary[f"{column}_inconclusive"].startswith("inconclusive (n="), column
 
 
 def test_a_cached_re_run_says_where_its_stages_came_from(two_runs, live_stack):

@@ -387,3 +387,115 @@ def test_a_terminal_wide_enough_keeps_the_links_in_the_table(monkeypatch):
     output = _runs_of(monkeypatch, REMOTE_ROWS[:1], columns=400)
     [row] = [line for line in output.splitlines() if REMOTE_ROWS[0]["run_id"] + " " in line]
     assert REMOTE_MLFLOW in row and REMOTE_PREFECT in row and "Links" not in output
+
+
+def _fake_compare(monkeypatch, runs, per_problem=None, study=None):
+    """`compare` over these parent-run rows, its MLflow reads faked: `per_problem` the runs'
+    per-problem tables (None: the runs have none), `study` a grid's study frame."""
+    def tables(uri, runs):
+        if per_problem is None:
+            raise FileNotFoundError("no per-problem tables")
+        return per_problem
+
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", "http://127.0.0.1:9")
+    monkeypatch.setattr("breadth.tracking.runs.check_tracking_server", lambda uri: None)
+    monkeypatch.setattr("breadth.tracking.fetch.fetch_runs", lambda uri, **_: runs)
+    monkeypatch.setattr("breadth.tracking.study.study_frame_of_runs", tables)
+    def study_frame(uri, grid_id):
+        if study is None:
+            raise FileNotFoundError(f"grid {grid_id} logged no per-problem tables")
+        return study
+
+    monkeypatch.setattr("breadth.tracking.study.load_study_frame", study_frame)
+    monkeypatch.setattr("breadth.tracking.study.grid_provenance", lambda uri, grid_id: {})
+    monkeypatch.setattr("breadth.tracking.study.provenance_header", lambda *_: "# claims")
+
+
+def _one_run_with_a_small_split(run_id="0123456789abcdef"):
+    """One run whose per-problem tables hold 10 base-solved and 30 base-unsolved problems."""
+    import pandas as pd
+
+    from tests.unit.evaluation.test_grid_bootstrap import _runs, _split_study
+
+    frame = _split_study(solved=10, unsolved=30).assign(run_id=run_id)
+    runs = _runs(frame).assign(run_id=run_id, config=[{"evaluation.transfer_min_split": "20"}])
+    return pd.DataFrame(runs), frame
+
+
+def test_compare_shows_a_split_below_min_split_as_inconclusive(monkeypatch, tmp_path):
+    """The summary showed `distinct, solved: rl` = 8.300 [6.777, 10.000] where the run's own
+    report said the split was inconclusive (10 problems < 20)."""
+    runs, frame = _one_run_with_a_small_split()
+    _fake_compare(monkeypatch, runs, frame)
+    result = runner.invoke(app, ["compare", "r", "--out", str(tmp_path), "--json"])
+    assert result.exit_code == 0, result.output
+    cell = json.loads(result.output)["cells"][0]
+    assert cell["distinct_solved"] is None and cell["distinct_solved_ci_low"] is None
+    assert cell["distinct_solved_inconclusive"] == "inconclusive (n=10 < 20)"
+    assert cell["distinct_unsolved"] == 2.0 and cell["distinct_unsolved_inconclusive"] is None
+    result = runner.invoke(app, ["compare", "r", "--out", str(tmp_path)])
+    text = " ".join(result.output.split())
+    assert result.exit_code == 0, result.output
+    # The table wraps the cell in two lines: "inconclusive" above "(n=10 < 20)".
+    assert "(n=10 < 20)" in text and "8.000" not in text
+
+
+def test_compare_of_runs_is_not_titled_a_grid_summary(monkeypatch, tmp_path):
+    """One run compared was headed "breadth grid summary"."""
+    runs, frame = _one_run_with_a_small_split()
+    _fake_compare(monkeypatch, runs, frame)
+    result = runner.invoke(app, ["compare", "r", "--out", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    assert "breadth comparison of 1 run" in result.output
+    assert "grid summary" not in result.output
+    _fake_compare(monkeypatch, runs.assign(grid_id="grid-7"), frame)
+    result = runner.invoke(app, ["compare", "--grid", "grid-7", "--out", str(tmp_path)])
+    assert "breadth grid summary: grid-7" in result.output
+
+
+def test_compare_grid_prints_the_claims_as_a_table_not_markdown(monkeypatch, tmp_path):
+    """The terminal got claims.md verbatim: `| **claim** |` rows, code fences and
+    `![pass@k per objective](...png)` image links."""
+    from tests.unit.evaluation.test_claims import _cells
+
+    runs, frame = _one_run_with_a_small_split()
+    _fake_compare(monkeypatch, runs.assign(grid_id="grid-7"), frame, study=_cells([8, 0] * 20))
+    result = runner.invoke(app, ["compare", "--grid", "grid-7", "--out", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    assert "![" not in result.output and "| **" not in result.output
+    assert "```" not in result.output
+    lines = result.output.splitlines()
+    header = next(line for line in lines if "measure" in line)
+    assert all(word in header for word in ("claim", "format", "value", "verdict"))
+    row = next(line for line in lines if "darling" in line and "n/a" in line)
+    assert "not run" in row
+    assert any("+0.250 [+0.091, +0.409]" in line for line in lines)  # an interval on one line
+    assert "sharpening" in result.output and "reproduced" in result.output
+    assert "verdicts: " in result.output and " not run" in result.output.split("verdicts: ")[1]
+    assert f"wrote {tmp_path / 'claims' / 'claims.md'}" in " ".join(result.output.split())
+    assert (tmp_path / "claims" / "claims.md").read_text().count("| **") > 5
+
+
+def test_each_comparison_writes_its_own_folder_by_default(monkeypatch, tmp_path):
+    """Both compares wrote `compare/`: a grid's compare silently replaced a run compare's
+    pass_at_k_by_format.png."""
+    from tests.unit.evaluation.test_claims import _cells
+
+    monkeypatch.chdir(tmp_path)
+    runs, frame = _one_run_with_a_small_split("0123456789abcdef")
+    _fake_compare(monkeypatch, runs, frame)
+    lone = runner.invoke(app, ["compare", "0123456789abcdef"])
+    assert lone.exit_code == 0, lone.output
+    _fake_compare(monkeypatch, runs.assign(grid_id="grid-7"), frame, study=_cells([8, 0] * 20))
+    grid = runner.invoke(app, ["compare", "--grid", "grid-7"])
+    assert grid.exit_code == 0, grid.output
+    for folder in ("compare/01234567", "compare/grid-7"):
+        assert (tmp_path / folder / "pass_at_k_by_format.png").is_file(), folder
+    assert (tmp_path / "compare/grid-7/claims/claims.md").is_file()
+    assert "wrote compare/01234567/pass_at_k_by_format.png" in lone.output
+    assert "replaced" not in lone.output + grid.output
+    # The same comparison again (or an --out that holds plots) says what it replaced.
+    again = runner.invoke(app, ["compare", "--grid", "grid-7"])
+    text = " ".join(again.output.split())
+    assert "wrote compare/grid-7/pass_at_k_by_format.png (replaced the earlier file)" in text
+    assert "(replacing an earlier report)" in text

@@ -170,7 +170,9 @@ def _print_cells(cells: list) -> None:
 def compare(
     run_ids: Annotated[list[str] | None, typer.Argument(help="MLflow parent run ids.")] = None,
     grid_id: Annotated[str | None, typer.Option("--grid", help="Compare a grid's cells.")] = None,
-    out: Annotated[Path, typer.Option(help="Folder for the PNG plots.")] = Path("compare"),
+    out: Annotated[Path | None, typer.Option(help=(
+        "Folder for the PNG plots (default: compare/<grid id>, or compare/<first run id[:8]>, "
+        "with a hash of the ids for several runs)."))] = None,
     model: Annotated[str, typer.Option(help="Trained model to compare.")] = "rl",
     claims_out: Annotated[Path | None, typer.Option(
         help="Folder for a grid's claims report (default: OUT/claims).")] = None,
@@ -209,10 +211,15 @@ def compare(
                                settings=settings)  # fmt: skip
     except ValueError as error:  # e.g. --model naming a model the runs were not evaluated on
         fail(f"--model {model}: {error}")
+    # One folder per comparison: with one shared `compare/`, a grid's compare replaced a run
+    # compare's plots without a word.
+    out = out or _default_out(grid_id, run_ids or [])
+    claims_dir = claims_out or out / "claims"
+    earlier = {path for folder in (out, claims_dir) if folder.is_dir() for path in folder.iterdir()}
     plots = plot_grid(runs, summary, out)
     claims, claims_note = None, ""
     if grid_id:
-        claims, claims_note = _write_claims(uri, grid_id, claims_out or out / "claims",
+        claims, claims_note = _write_claims(uri, grid_id, claims_dir,
                                             note.read_text() if note else "", settings)  # fmt: skip
     if json_:
         print_json({
@@ -244,13 +251,71 @@ def compare(
             f"({', '.join(beyond)}), so a difference between them is not the reward's alone. "
             "Compare runs that share every other key, or a grid (`breadth grid`).",
             highlight=False)  # fmt: skip
+    replaced = " (replaced the earlier file)"
     for path in plots:
-        console.print(f"wrote {path}", highlight=False)
+        console.print(f"wrote {path}{replaced if path in earlier else ''}", highlight=False)
     if claims is not None:
-        console.print((claims / "claims.md").read_text(), highlight=False, markup=False)
-        console.print(f"wrote {claims}", highlight=False)
+        # A table, not claims.md itself: its markdown (a provenance header, image links,
+        # `| **claim** |` rows) is for a renderer, not a terminal.
+        _print_claims(json.loads((claims / "claims.json").read_text()))
+        console.print(f"wrote {claims / 'claims.md'} (the claims with their details, how the "
+                      "grid ran, pass@k per objective) and claims.json beside it"
+                      + (" (replacing an earlier report)" if claims / "claims.md" in earlier
+                         else ""), highlight=False)  # fmt: skip
     elif claims_note:
         console.print(f"no claims: {claims_note}", highlight=False)
+
+
+# Verdict colours of the terminal's claims table; "not run" is dim: nothing was measured.
+_VERDICT_STYLES = {"reproduced": "green", "refuted": "red", "inconclusive": "yellow",
+                   "not run": "dim"}  # fmt: skip
+
+
+def _print_claims(rows: list[dict]) -> None:
+    """The claims (claims.json's rows) as a terminal table, and how many got each verdict."""
+    from rich.table import Column  # here, not at the top: compare's own import
+    from rich.text import Text
+
+    from breadth.evaluation.claims import VERDICTS, Claim, effect_text
+
+    claims = [Claim(**row) for row in rows]
+    # Only the measure wraps: an interval or a verdict cut in two misreads.
+    table = Table(Column("claim", no_wrap=True), Column("format", no_wrap=True),
+                  Column("measure", min_width=30), Column("value [95% CI]", no_wrap=True),
+                  Column("verdict", no_wrap=True), title="claims", title_justify="left")  # fmt: skip
+    for c in claims:
+        # Text, not markup: measures and intervals hold brackets.
+        table.add_row(Text(c.claim), Text(c.format), Text(c.measure), Text(effect_text(c)),
+                      Text(c.verdict, style=_VERDICT_STYLES.get(c.verdict, "")))  # fmt: skip
+    # Room for a measure on a line or two, as the summary table above gets its width (a pipe's
+    # default 80 columns leave the measure 4 characters a line).
+    Console(width=max(console.width, 140)).print(table)
+    counts = [f"{sum(c.verdict == v for c in claims)} {v}" for v in VERDICTS]
+    console.print(f"verdicts: {', '.join(counts)}", highlight=False)
+
+
+def _default_out(grid_id: str | None, run_ids: list[str]) -> Path:
+    """compare/<grid id>; compare/<run id[:8]> for one run; for several, the first's id and
+    a hash of them all, so two comparisons never share a folder (the same one re-run does).
+
+    >>> str(_default_out("study-20261123", [])), str(_default_out(None, ["0123456789abcdef"]))
+    ('compare/study-20261123', 'compare/01234567')
+    >>> str(_default_out(None, ["0123456789abcdef", "fedcba9876543210"]))
+    'compare/01234567-and-1-more-e3b3c90d'
+    """
+    import hashlib
+    import re
+
+    if grid_id:
+        name = grid_id
+    else:
+        ids = list(dict.fromkeys(run_ids))
+        name = ids[0][:8]
+        if len(ids) > 1:
+            digest = hashlib.sha256(" ".join(sorted(ids)).encode()).hexdigest()[:8]
+            name += f"-and-{len(ids) - 1}-more-{digest}"
+    # A tag's value may hold a path separator: one folder under compare/, never elsewhere.
+    return Path("compare") / (re.sub(r"[^A-Za-z0-9._-]", "_", name).lstrip(".") or "_")
 
 
 def _per_problem_tables(uri: str, runs):

@@ -151,7 +151,12 @@ def collapse_alarm(
                 min_relative_drop, min_relative_drop_without_ci,
             )  # fmt: skip
             if comparison is None:
-                notes.append(f"{cell[0]} / {cell[1]}: {metric} not measured in both grids")
+                # A split too small to read is no missing measurement: say which it was.
+                why = "; ".join(f"{reason} in the {name} grid" for name, row in
+                                (("previous", p), ("current", c))
+                                if isinstance(reason := row.get(f"{metric}_inconclusive"), str))  # fmt: skip
+                notes.append(f"{cell[0]} / {cell[1]}: {metric} "
+                             + (f"not compared: {why}" if why else "not measured in both grids"))
             else:
                 compared.append(comparison)
     reasons = tuple(c.verdict for c in compared if c.dropped)

@@ -11,8 +11,9 @@ two-level bootstrap interval (`hierarchical_bootstrap_ci`: seeds, then problems 
 widened by sqrt(S / (S - 1)) for S seeds, the same interval as the grid summary's). pass@k of mcq cells is taken
 above chance, `(p - chance) / (1 - chance)`, so a format comparison is not a comparison with
 guessing. A verdict is *reproduced* when the interval excludes zero on the claimed side,
-*refuted* when it excludes zero on the other side, and *inconclusive* otherwise, or when an
-arm is missing or a split holds fewer than `min_split` problems.
+*refuted* when it excludes zero on the other side, and *inconclusive* otherwise, or when a
+split holds fewer than `min_split` problems. A claim whose arm (or measurement: token
+entropies, search) the grid lacks is *not run*: nothing was measured, which is no null result.
 """
 
 from __future__ import annotations
@@ -41,15 +42,23 @@ from breadth.evaluation.transfer import (
 )
 
 __all__ = [
+    "NOT_RUN",
     "TRANSFER_SETTINGS",
+    "VERDICTS",
     "Claim",
     "ClaimSettings",
     "claims_markdown",
+    "effect_text",
     "evaluate_claims",
     "verdict",
 ]
 
 REPRODUCED, REFUTED, INCONCLUSIVE = "reproduced", "refuted", "inconclusive"
+# Not "inconclusive": that reads as "measured, no clear effect"; here nothing was measured.
+NOT_RUN = "not run"
+VERDICTS = (REPRODUCED, REFUTED, INCONCLUSIVE, NOT_RUN)
+NOT_RUN_MEANING = (f"*{NOT_RUN}*: the grid lacks an arm (or a measurement) the claim needs, so "
+                   "nothing was measured: no evidence either way.")  # fmt: skip
 CORRECTNESS = "correctness"
 PerProblem = Callable[[pd.DataFrame], np.ndarray]
 
@@ -162,6 +171,10 @@ class Study:
             rows = self.frame[(self.frame["model"] == "rl") & (self.frame["objective"] == objective)]
         return rows if len(rows) else None
 
+    def missing(self, arms: list[tuple[str, str]]) -> list[str]:
+        """The arms the grid did not run ("sft" for the warm start)."""
+        return [objective or "sft" for objective, model in arms if self.arm(objective, model) is None]
+
     def aligned(self, arms: list[tuple[str, str]], metric: PerProblem,
                 mask: Callable[[pd.DataFrame], np.ndarray] | None = None):  # fmt: skip
         """(seeds x problems x arms) of metric, NaN outside `mask`; or (None, reason).
@@ -198,6 +211,9 @@ class Study:
         return (None, detail) if values is None else (values[..., 0] - values[..., 1], detail)
 
     def effect(self, claim, measure, a, b, metric, sign, mask=None, min_split=False) -> Claim:
+        if missing := self.missing([a, b]):
+            return Claim(claim, self.fmt, measure, None, None, None, NOT_RUN,
+                         f"arm not in the grid: {', '.join(missing)}")  # fmt: skip
         matrix, detail = self.paired(a, b, metric, mask)
         if matrix is None:
             return Claim(claim, self.fmt, measure, None, None, None, INCONCLUSIVE, detail)
@@ -223,7 +239,7 @@ def _of_seed(rows: pd.DataFrame, seed, problems) -> pd.DataFrame:
 
 
 def evaluate_claims(frame: pd.DataFrame, settings: ClaimSettings | None = None) -> list[Claim]:
-    """Every named claim the frame's arms allow, per format; missing arms are inconclusive."""
+    """Every named claim, per format; a claim whose arms the frame lacks is *not run*."""
     settings = settings or ClaimSettings()
     claims: list[Claim] = []
     formats = sorted(frame["format"].unique())
@@ -257,7 +273,7 @@ def _at_chance(study: Study) -> str:
 
 
 def _guessing(claim: Claim, reason: str) -> Claim:
-    if not reason:
+    if not reason or claim.verdict == NOT_RUN:  # nothing measured: nothing to discount
         return claim
     return Claim(**{**claim.to_dict(), "verdict": INCONCLUSIVE,
                     "detail": f"inconclusive: {reason}; {claim.detail}"})  # fmt: skip
@@ -301,14 +317,14 @@ def _format_claims(study: Study) -> list[Claim]:
         claims.append(_with_note(forks, f"Δ distinct outcomes {_interval(answers)}"))
     else:
         claims.append(Claim("forking", study.fmt, "token entropy at forks", None, None, None,
-                            INCONCLUSIVE, "no per-token entropies in the rollouts"))  # fmt: skip
+                            NOT_RUN, "no per-token entropies in the rollouts"))  # fmt: skip
     if "search_evolutionary" in study.frame and study.frame["search_evolutionary"].notna().any():
         claims.append(study.effect(
             "search", f"Δ (evolutionary − independent success), {s.diversity_arm} − "
             "correctness, equal budget", (s.diversity_arm, "rl"), rl, search_gain, +1))
     else:
         claims.append(Claim("search", study.fmt, "evolutionary search gain", None, None, None,
-                            INCONCLUSIVE, "no search results in the grid"))  # fmt: skip
+                            NOT_RUN, "no search results in the grid"))  # fmt: skip
     return claims
 
 
@@ -326,10 +342,11 @@ def _crossover(study: Study) -> Claim:
     ahead of RL, after RL led at a smaller k, or strictly ahead. Curves tied at every k never
     cross, and a tie at k = 1 is no lead for RL.
     """
-    rl, sft = study.arm(CORRECTNESS, "rl"), study.arm("", "sft")
+    rl_arm, sft_arm = (CORRECTNESS, "rl"), ("", "sft")
+    rl, sft = study.arm(*rl_arm), study.arm(*sft_arm)
     if rl is None or sft is None:
         return Claim("crossover", study.fmt, "k where SFT catches up with RL", None, None, None,
-                     INCONCLUSIVE, "arm not in the grid: correctness")  # fmt: skip
+                     NOT_RUN, f"arm not in the grid: {', '.join(study.missing([rl_arm, sft_arm]))}")  # fmt: skip
     n = int(min(rl["num_samples"].min(), sft["num_samples"].min()))
     ks = [k for k in (1, 2, 4, 8, 16, 32, 64, 128, 256) if k <= n]
     stacked = np.stack([study.paired((CORRECTNESS, "rl"), ("", "sft"), pass_metric(k))[0]
@@ -374,10 +391,9 @@ def _format_claim(frame: pd.DataFrame, settings: ClaimSettings) -> Claim:
     narrowing = {}
     for fmt in ("mcq", "free_form"):
         study = Study(frame, fmt, settings)
-        rl, sft = study.arm(CORRECTNESS, "rl"), study.arm("", "sft")
-        if rl is None or sft is None:
-            return Claim("format", "both", measure, None, None, None, INCONCLUSIVE,
-                         f"arm not in the grid for {fmt}: correctness")  # fmt: skip
+        if missing := study.missing([(CORRECTNESS, "rl"), ("", "sft")]):
+            return Claim("format", "both", measure, None, None, None, NOT_RUN,
+                         f"arm not in the grid for {fmt}: {', '.join(missing)}")  # fmt: skip
         # (S, P, 2): RL's distinct outcomes and SFT's, paired per problem.
         stacked = study.aligned([(CORRECTNESS, "rl"), ("", "sft")], column("distinct_outcomes"))[0]
         means = hierarchical_bootstrap_means(stacked, settings.num_resamples, settings.seed)
@@ -409,19 +425,31 @@ def _with_note(claim: Claim, note: str) -> Claim:
     return Claim(**{**claim.to_dict(), "detail": f"{note}; {claim.detail}"})
 
 
+def effect_text(c: Claim) -> str:
+    """A claim's effect with its interval, as the claims table shows it.
+
+    >>> effect_text(Claim("batch", "mcq", "m", 0.1, 0.02, 0.2, "reproduced", ""))
+    '+0.100 [+0.020, +0.200]'
+    >>> effect_text(Claim("crossover", "mcq", "m", 4.0, 2.0, None, "inconclusive", ""))
+    'k = 4 [2, beyond]'
+    """
+    if c.claim == "crossover":
+        return " ".join(["none" if c.estimate is None else f"k = {c.estimate:g}",
+                         f"[{_k(c.low)}, {_k(c.high)}]"])  # fmt: skip
+    if c.estimate is None:
+        return "n/a"
+    return _interval(c) if c.low is not None else f"{c.estimate:+.3f}"
+
+
 def claims_markdown(claims: list[Claim], header: str = "") -> str:
     """The claims table: one row per claim and format, interval and verdict."""
     lines = [header, ""] if header else []
     lines += ["| claim | format | measure | effect [95% CI] | verdict |",
               "|---|---|---|---|---|"]  # fmt: skip
     for c in claims:
-        if c.claim == "crossover":
-            effect = " ".join(["none" if c.estimate is None else f"k = {c.estimate:g}",
-                               f"[{_k(c.low)}, {_k(c.high)}]"])  # fmt: skip
-        elif c.estimate is None:
-            effect = "n/a"
-        else:
-            effect = _interval(c) if c.low is not None else f"{c.estimate:+.3f}"
-        lines.append(f"| **{c.claim}** | {c.format} | {c.measure} | {effect} | {c.verdict} |")
+        lines.append(f"| **{c.claim}** | {c.format} | {c.measure} | {effect_text(c)} | "
+                     f"{c.verdict} |")  # fmt: skip
+    if any(c.verdict == NOT_RUN for c in claims):
+        lines += ["", NOT_RUN_MEANING]
     lines += ["", "Details:", ""] + [f"- {c.claim} ({c.format}): {c.detail}" for c in claims]
     return "\n".join(lines) + "\n"

@@ -23,7 +23,12 @@ import numpy as np
 import pandas as pd
 
 from breadth.evaluation.claims import TRANSFER_SETTINGS, ClaimSettings
-from breadth.evaluation.grid_bootstrap import cell_intervals, split_by_cell
+from breadth.evaluation.grid_bootstrap import (
+    SPLIT_COLUMNS,
+    cell_intervals,
+    split_by_cell,
+    split_sizes,
+)
 from breadth.evaluation.result import ci_names
 
 __all__ = [
@@ -87,9 +92,15 @@ def grid_summary(
     bootstrap-over-problems interval where it was logged; any other interval is NaN (never a
     t-interval: with two seeds it is ±12.7 sd and leaves [0, 1]). Absent metrics (e.g. no
     search stage) are NaN. Attributes: model, base_model, k, `split_cells` ({"format /
-    reward": [config keys that differ]} for cells shown as several rows) and
+    reward": [config keys that differ]} for cells shown as several rows),
     `keys_beyond_the_rows` (config keys that differ between rows beyond their format and
-    reward: `keys_beyond_the_rows`).
+    reward: `keys_beyond_the_rows`), `runs` (how many) and `grid_id` (the grid every run is
+    a cell of, else None).
+
+    A transfer split (distinct outcomes on base-solved / base-unsolved problems) with fewer
+    problems than `settings.min_split` in any seed (counted in the per-problem tables, else
+    as the runs logged it) is inconclusive, as the run's own report and the claims say: its
+    columns are NaN and `<column>_inconclusive` says why (None where it is conclusive).
 
     A `model` the runs hold no metrics of is a ValueError naming those they hold.
 
@@ -116,6 +127,7 @@ def grid_summary(
                 f"`breadth compare --model {models[0]}`)" if models
                 else "they hold none: did their evaluate stage run?")  # fmt: skip
         raise ValueError(f"the runs hold no metrics of model {model!r} (`{model}/...`): {held}")
+    settings = settings or ClaimSettings()
     k = _largest_common_k(runs, model)
     per_run = _per_run_values(runs, model, base_model, k)
     tables = {}
@@ -140,10 +152,58 @@ def grid_summary(
             if finite(estimate):
                 row.update({name: estimate, f"{name}_ci_low": low, f"{name}_ci_high": high})
         row["ci"] = BOOTSTRAP_CI if boot else RUN_CI if len(group) == 1 else NO_CI
+        # A transfer split below min_split shows no number: the run's own report calls it
+        # inconclusive, and a mean of 10 problems beside conclusive columns reads as a finding.
+        sizes = (split_sizes(*cell, settings) if cell is not None
+                 else _logged_split_sizes(group, model))  # fmt: skip
+        row.update(_inconclusive_splits(sizes, settings.min_split))
         rows.append(row)
     out = pd.DataFrame(rows)
     out.attrs.update({"model": model, "base_model": base_model, "k": k, "split_cells": split,
-                      "keys_beyond_the_rows": keys_beyond_the_rows(runs)})  # fmt: skip
+                      "keys_beyond_the_rows": keys_beyond_the_rows(runs), "runs": len(runs),
+                      "grid_id": _one_grid(runs)})  # fmt: skip
+    return out
+
+
+def _one_grid(runs: pd.DataFrame) -> str | None:
+    """The grid every run is a cell of, else None (lone runs, or cells of several grids)."""
+    if "grid_id" not in runs.columns or not runs["grid_id"].notna().all():
+        return None
+    grids = runs["grid_id"].unique()
+    return str(grids[0]) if len(grids) == 1 else None
+
+
+def _logged_split_sizes(group: pd.DataFrame, model: str) -> dict[str, int]:
+    """The fewest problems of each transfer split in any of the group's runs, as they logged
+    them (`<model>/transfer/<split>/num_problems`); a split no run logged is left out."""
+    sizes = {}
+    for split in SPLIT_COLUMNS:
+        name = f"{model}/transfer/{split}/num_problems"
+        logged = pd.to_numeric(group[name], errors="coerce").dropna() if name in group else []
+        if len(logged):
+            sizes[split] = int(min(logged))
+    return sizes
+
+
+def _inconclusive_splits(sizes: Mapping[str, int], min_split: int) -> dict:
+    """Per split column, `<column>_inconclusive`: why it shows no number (its value and CI
+    then NaN), or None where the split is large enough or its size unknown.
+
+    >>> row = _inconclusive_splits({"solved": 10, "unsolved": 30}, 20)
+    >>> row["distinct_solved"], row["distinct_solved_inconclusive"]
+    (nan, 'inconclusive (n=10 < 20)')
+    >>> "distinct_unsolved" in row, row["distinct_unsolved_inconclusive"]
+    (False, None)
+    """
+    out: dict = {}
+    for split, columns in SPLIT_COLUMNS.items():
+        size = sizes.get(split)
+        small = size is not None and size < min_split
+        for name in columns:
+            out[f"{name}_inconclusive"] = f"inconclusive (n={size} < {min_split})" if small else None
+            if small:
+                out.update({name: math.nan, f"{name}_ci_low": math.nan,
+                            f"{name}_ci_high": math.nan})  # fmt: skip
     return out
 
 

@@ -27,7 +27,7 @@ from breadth.evaluation.claims import ClaimSettings
 from breadth.evaluation.metrics import pass_at_k
 from breadth.evaluation.transfer import solved_by_base
 
-__all__ = ["BOOTSTRAPPED", "cell_intervals", "split_by_cell"]
+__all__ = ["BOOTSTRAPPED", "SPLIT_COLUMNS", "cell_intervals", "split_by_cell", "split_sizes"]
 
 # Summary columns this module gives intervals for (the grid summary's names).
 BOOTSTRAPPED = (
@@ -36,6 +36,12 @@ BOOTSTRAPPED = (
     "distinct_solved", "distinct_unsolved", "base_distinct_unsolved", "distinct_unsolved_delta",
     "search_success",
 )  # fmt: skip
+# The summary columns read on one transfer split: with fewer problems than the settings'
+# `min_split` (in any seed) they are inconclusive, as the run's own report and the claims say.
+SPLIT_COLUMNS = {
+    "solved": ("distinct_solved",),
+    "unsolved": ("distinct_unsolved", "base_distinct_unsolved", "distinct_unsolved_delta"),
+}
 Interval = tuple[float, float, float]
 _KEYS = ["seed", "problem_id"]
 
@@ -62,14 +68,11 @@ def cell_intervals(
     Estimates are means over every seed's problems (with equal problem counts per seed: the
     mean of the runs' values). Deltas are per-problem differences, resampled with their pair.
     Distinct outcomes are split by whether the SFT start solved the problem (pass@split_k of
-    `settings`, above chance for multiple choice).
+    `settings`, above chance for multiple choice); a split however small gets its numbers
+    here: whether it is large enough to be read is `split_sizes` against `min_split`.
     """
     s = settings or ClaimSettings()
-    wanted = [*_KEYS, "num_samples", "num_correct", "distinct_outcomes", "num_options",
-              "search_evolutionary"]  # fmt: skip
-    trained, base = (rows[[c for c in wanted if c in rows]] for rows in (trained, base))
-    pairs = trained.merge(base.drop(columns="search_evolutionary", errors="ignore"), on=_KEYS,
-                          suffixes=("", "_base")).sort_values(_KEYS)  # fmt: skip
+    pairs = _pairs(trained, base)
     if pairs.empty:
         return {}
     seeds = pairs["seed"].to_numpy()
@@ -84,11 +87,7 @@ def cell_intervals(
 
     n, c = pairs["num_samples"].to_numpy(), pairs["num_correct"].to_numpy()
     n0, c0 = pairs["num_samples_base"].to_numpy(), pairs["num_correct_base"].to_numpy()
-    options = pairs.get("num_options_base")
-    if options is not None and not (options.notna().all() and (options >= 2).all()):
-        options = None
-    solved = solved_by_base(n0, c0, s.split_k, s.split_threshold,
-                            None if options is None else options.to_numpy(np.float64))  # fmt: skip
+    solved = _solved(pairs, s)
     distinct, distinct0 = (pairs[f"distinct_outcomes{x}"].to_numpy(np.float64) for x in ("", "_base"))
     nan = np.full(len(pairs), np.nan)
     search = (pairs["search_evolutionary"].to_numpy(np.float64)
@@ -110,6 +109,46 @@ def cell_intervals(
     low, high = widened_for_few_seeds(estimate, low, high, shape[0], floor, ceiling)
     return {name: (float(e), float(lo), float(hi))
             for name, e, lo, hi in zip(BOOTSTRAPPED, estimate, low, high)}  # fmt: skip
+
+
+def split_sizes(
+    trained: pd.DataFrame, base: pd.DataFrame, settings: ClaimSettings | None = None
+) -> dict[str, int]:
+    """{"solved": n, "unsolved": n}: the fewest problems of each transfer split in any seed of
+    the cell (the problems `cell_intervals` pairs), as the claims count a split against
+    `min_split`; {} without a shared problem.
+
+    >>> rows = lambda model, correct: pd.DataFrame({"seed": 0, "problem_id": ["a", "b", "c"],
+    ...     "model": model, "num_samples": 4, "num_correct": correct, "distinct_outcomes": 1.0})
+    >>> split_sizes(rows("rl", [4, 4, 4]), rows("sft", [4, 0, 0]))
+    {'solved': 1, 'unsolved': 2}
+    """
+    pairs = _pairs(trained, base)
+    if pairs.empty:
+        return {}
+    solved = pd.Series(_solved(pairs, settings or ClaimSettings()), index=pairs.index)
+    per_seed = solved.groupby(pairs["seed"]).agg(["sum", "size"])
+    return {"solved": int(per_seed["sum"].min()),
+            "unsolved": int((per_seed["size"] - per_seed["sum"]).min())}  # fmt: skip
+
+
+def _pairs(trained: pd.DataFrame, base: pd.DataFrame) -> pd.DataFrame:
+    """Trained rows beside their SFT rows (`_base` columns), per seed and problem."""
+    wanted = [*_KEYS, "num_samples", "num_correct", "distinct_outcomes", "num_options",
+              "search_evolutionary"]  # fmt: skip
+    trained, base = (rows[[c for c in wanted if c in rows]] for rows in (trained, base))
+    return trained.merge(base.drop(columns="search_evolutionary", errors="ignore"), on=_KEYS,
+                         suffixes=("", "_base")).sort_values(_KEYS)  # fmt: skip
+
+
+def _solved(pairs: pd.DataFrame, s: ClaimSettings) -> np.ndarray:
+    """Per pair, whether the SFT start solved the problem (the transfer split's rule)."""
+    options = pairs.get("num_options_base")
+    if options is not None and not (options.notna().all() and (options >= 2).all()):
+        options = None
+    return solved_by_base(pairs["num_samples_base"].to_numpy(), pairs["num_correct_base"].to_numpy(),
+                          s.split_k, s.split_threshold,
+                          None if options is None else options.to_numpy(np.float64))  # fmt: skip
 
 
 def _pass(n: np.ndarray, c: np.ndarray, k: int) -> np.ndarray:

@@ -1,4 +1,5 @@
-"""The grid summary for people: a terminal table, a markdown table and two plots.
+"""The grid summary (a grid's cells, or any runs compared) for people: a terminal table, a
+markdown table and two plots.
 
 matplotlib is imported inside `plot_grid` (Agg backend, no display).
 """
@@ -22,7 +23,7 @@ from breadth.evaluation.grid import (
 if TYPE_CHECKING:
     from rich.table import Table
 
-__all__ = ["cell_name", "plot_grid", "render_table", "summary_markdown"]
+__all__ = ["cell_name", "plot_grid", "render_table", "summary_markdown", "summary_title"]
 
 
 def _groups(summary: pd.DataFrame) -> list[tuple[str, str, list[tuple[str, str]]]]:
@@ -44,7 +45,9 @@ def _groups(summary: pd.DataFrame) -> list[tuple[str, str, list[tuple[str, str]]
         ("search success (evolutionary, within the budget)", "search success",
          [("search_success", model)]),
     ]  # fmt: skip
-    present = lambda c: c in summary and summary[c].notna().any()
+    # An inconclusive split keeps its column: "inconclusive (n=...)" is what the reader needs.
+    present = lambda c: any(name in summary and summary[name].notna().any()
+                            for name in (c, f"{c}_inconclusive"))  # fmt: skip
     kept = [(title, short, [(c, h) for c, h in columns if present(c)])
             for title, short, columns in groups]  # fmt: skip
     return [group for group in kept if group[2]]
@@ -56,6 +59,9 @@ def _columns(summary: pd.DataFrame) -> list[tuple[str, str]]:
 
 
 def _cell(summary_row: Mapping[str, Any], column: str) -> str:
+    why = summary_row.get(f"{column}_inconclusive")
+    if isinstance(why, str) and why:
+        return why
     return estimate_text(summary_row.get(column), summary_row.get(f"{column}_ci_low"),
                          summary_row.get(f"{column}_ci_high"))  # fmt: skip
 
@@ -64,17 +70,42 @@ def _caption(summary: pd.DataFrame) -> str:
     model = summary.attrs.get("model", "rl")
     base = summary.attrs.get("base_model", "sft")
     methods = sorted(set(summary["ci"])) if "ci" in summary else []
-    return (
+    caption = (
         f"{model} vs {base}: mean across seeds [95% CI: {'; '.join(methods) or 'none'}]; "
         f"Δ = {model} − {base}, paired per problem; distinct = distinct outcomes per problem."
     )
+    if any(summary[c].notna().any() for c in summary if str(c).endswith("_inconclusive")):
+        caption += (" inconclusive (n=N < M): the split held N problems (fewest in any seed), "
+                    "fewer than evaluation.transfer_min_split = M.")
+    return caption
+
+
+def summary_title(summary: pd.DataFrame) -> str:
+    """"breadth grid summary: <id>" for one grid's cells; for runs that are not one grid's
+    (`breadth compare RUN_ID ...`), a title that does not call them a grid.
+
+    >>> s = pd.DataFrame({"format": ["mcq"]})
+    >>> s.attrs.update(runs=1, grid_id=None)
+    >>> summary_title(s)
+    'breadth comparison of 1 run'
+    >>> s.attrs.update(runs=6, grid_id="study-20261123")
+    >>> summary_title(s)
+    'breadth grid summary: study-20261123'
+    """
+    grid = summary.attrs.get("grid_id")
+    if grid:
+        return f"breadth grid summary: {grid}"
+    runs = summary.attrs.get("runs")
+    if runs is None:  # a summary made by hand: how many runs it holds is unknown
+        return "breadth comparison"
+    return f"breadth comparison of {runs} run{'' if runs == 1 else 's'}"
 
 
 def render_table(summary: pd.DataFrame) -> Table:
     """The grid summary as a rich Table (one row per cell) for the terminal."""
     from rich.table import Table
 
-    table = Table(title="breadth grid summary", caption=_caption(summary), show_lines=False)
+    table = Table(title=summary_title(summary), caption=_caption(summary), show_lines=False)
     columns = _columns(summary)
     # Runs of one cell with unlike configs are separate rows: the config column tells them apart.
     # One `key=value` a line, never cut: the values are what tells the rows apart.
@@ -121,7 +152,7 @@ def summary_markdown(summary: pd.DataFrame) -> str:
     <BLANKLINE>
     | cell | seeds | rl |
     """
-    lines = ["## breadth grid summary", "", _caption(summary), ""]
+    lines = [f"## {summary_title(summary)}", "", _caption(summary), ""]
     for index, (title, _, columns) in enumerate(_groups(summary)):
         seeds = ["seeds"] if index == 0 else []
         header = ["cell", *seeds, *(h for _, h in columns)]

@@ -207,3 +207,14 @@ def test_result_is_frozen():
 
 def test_docstring_examples():
     assert doctest.testmod(alarm, optionflags=doctest.NORMALIZE_WHITESPACE).failed == 0
+
+
+def test_an_inconclusive_split_is_named_as_such_not_as_unmeasured():
+    """A split below min_split has no number in the summary: the alarm said it was "not
+    measured", as if the grid had no transfer analysis."""
+    previous = _summary(rng_seed=0)
+    current = _summary(seeds=(2, 3), rng_seed=1).assign(
+        distinct_unsolved=math.nan, distinct_unsolved_inconclusive="inconclusive (n=12 < 20)")
+    result = collapse_alarm(previous, current)
+    assert ("mcq / darling: distinct_unsolved not compared: inconclusive (n=12 < 20) in the "
+            "current grid") in result.notes  # fmt: skip

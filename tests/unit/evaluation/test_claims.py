@@ -1,5 +1,7 @@
 """Claims: split rule, chance correction and verdicts on small frames computed by hand."""
 
+import json
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -50,7 +52,7 @@ def _cells(rl_correct, sft_correct=2, n=8, seeds=(0, 1), fmt="free_form", object
     return pd.DataFrame(rows)
 
 
-def test_sharpening_reproduced_and_missing_arms_inconclusive():
+def test_sharpening_reproduced_and_missing_arms_not_run():
     # SFT solves 2/8 of every problem; RL solves half the problems always, the other never.
     frame = _cells([8, 0] * 20)
     claims = {(c.claim, c.measure[:9]): c for c in evaluate_claims(frame, ClaimSettings())}
@@ -61,7 +63,7 @@ def test_sharpening_reproduced_and_missing_arms_inconclusive():
     # pass@8: SFT 1.0 everywhere; RL 1.0 on half, 0.0 on the other half.
     assert down.estimate == pytest.approx(-0.5) and down.verdict == "reproduced"
     historical = claims[("historical", "Δ pass@1,")]
-    assert historical.verdict == "inconclusive" and "correctness+ucb" in historical.detail
+    assert historical.verdict == "not run" and "correctness+ucb" in historical.detail
 
 
 def test_transfer_with_a_small_split_says_inconclusive_with_its_size():
@@ -219,8 +221,10 @@ def test_mcq_claims_are_inconclusive_when_the_sft_start_is_only_maybe_above_chan
     ci = hierarchical_bootstrap_ci(pass_metric(1)(start).reshape(2, 40))  # the settings' defaults
     assert ci.low <= 0 < ci.estimate  # slightly above chance, not surely so
     claims = [c for c in evaluate_claims(mcq) if c.format == "mcq"]
-    assert claims and all(c.verdict == "inconclusive" for c in claims)
-    assert all("the SFT start is not above chance" in c.detail for c in claims)
+    # Arms the grid lacks stay "not run": nothing was measured, so nothing to discount.
+    measured = [c for c in claims if c.verdict != "not run"]
+    assert measured and all(c.verdict == "inconclusive" for c in measured)
+    assert all("the SFT start is not above chance" in c.detail for c in measured)
 
 
 def test_format_claim_is_two_sided():
@@ -245,3 +249,35 @@ def test_crossover_inconclusive_when_the_interval_of_k_reaches_k_1():
                      if c.claim == "crossover")  # fmt: skip
     assert (crossover.estimate, crossover.low, crossover.high) == (2.0, 1.0, 2.0)
     assert crossover.verdict == "inconclusive"
+
+
+def test_claims_of_arms_the_grid_did_not_run_are_not_run(tmp_path):
+    """A grid without passk, vector or darling listed their claims as `n/a | inconclusive`,
+    which reads as "measured, no effect"; only the details said the arm was not in the grid."""
+    from breadth.evaluation.study_report import write_study_report
+
+    frame = pd.concat([_cells([8, 0] * 20), _cells([8, 8] * 20, objective="correctness+batch")])
+    claims = evaluate_claims(frame, ClaimSettings(num_resamples=50))
+    verdicts = {(c.claim, c.measure.split(",")[0]): c.verdict for c in claims}
+    for claim in ("historical", "pass@k objective", "darling"):
+        assert {v for (name, _), v in verdicts.items() if name == claim} == {"not run"}, claim
+    assert verdicts[("forking", "token entropy at forks")] == "not run"  # no entropies logged
+    assert verdicts[("search", "evolutionary search gain")] == "not run"  # no search stage
+    assert verdicts[("batch", "Δ pass@n")] in ("reproduced", "refuted", "inconclusive")
+    passk = next(c for c in claims if c.measure.startswith("Δ pass@n, passk"))
+    assert passk.estimate is None and "arm not in the grid: passk" in passk.detail
+    table, data = write_study_report(frame, claims, tmp_path)[:2]
+    assert "| **darling** | free_form | Δ distinct outcomes, darling − correctness | n/a | not run |" in (
+        table.read_text())
+    assert "*not run*: the grid lacks an arm" in table.read_text()
+    assert {c["verdict"] for c in json.loads(data.read_text())} >= {"not run", "reproduced"}
+
+
+def test_a_grid_without_correctness_has_its_crossover_and_format_claims_not_run():
+    free = _cells([8, 0] * 20, objective="darling")
+    mcq = _cells([4, 0] * 20, n=4, sft_correct=3, fmt="mcq", num_options=4)
+    claims = evaluate_claims(pd.concat([free, mcq]), ClaimSettings(num_resamples=50))
+    crossover = next(c for c in claims if c.claim == "crossover" and c.format == "free_form")
+    assert crossover.verdict == "not run" and crossover.detail == "arm not in the grid: correctness"
+    claim = next(c for c in claims if c.claim == "format")
+    assert claim.verdict == "not run" and "for free_form: correctness" in claim.detail

@@ -54,7 +54,9 @@ def _cell(frame, fmt, objective, settings):
 @pytest.mark.parametrize("num_seeds", [1, 2, 3])
 def test_intervals_stay_in_range_for_one_two_and_three_seeds(num_seeds):
     frame = _study(range(num_seeds), np.random.default_rng(num_seeds))
-    row = grid_summary(_runs(frame), frame, settings=ClaimSettings(num_resamples=400)).iloc[0]
+    # min_split 1: the 30 problems split in two, and each split's interval is checked here.
+    settings = ClaimSettings(num_resamples=400, min_split=1)
+    row = grid_summary(_runs(frame), frame, settings=settings).iloc[0]
     assert row["ci"] == "bootstrap over seeds × problems" and row["seeds"] == num_seeds
     for name in BOOTSTRAPPED:
         low, value, high = row[f"{name}_ci_low"], row[name], row[f"{name}_ci_high"]
@@ -146,3 +148,54 @@ def test_each_row_pairs_its_runs_with_their_own_sft_start():
     assert darling["base_pass_at_1"] == 1.0
     assert {row["base_pass_at_1"] for _, row in summary[summary["reward"] == "correctness"].iterrows()
             } == {0.0, 1.0}  # fmt: skip
+
+
+def _split_study(solved: int, unsolved: int, seeds=(0,)) -> pd.DataFrame:
+    """SFT solves `solved` problems (8/8) and none of the other `unsolved` (0/8)."""
+    rows = []
+    for seed in seeds:
+        for p in range(solved + unsolved):
+            sft_c = N if p < solved else 0
+            for model, c, distinct in (("sft", sft_c, 6.0), ("rl", N, 8.0 if p < solved else 2.0)):
+                rows.append({"format": "free_form", "objective": "correctness", "seed": seed,
+                             "model": model, "problem_id": f"s{seed}p{p}", "num_samples": N,
+                             "num_correct": c, "distinct_outcomes": distinct})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def test_a_split_below_min_split_shows_no_number_but_why():
+    """One run with 10 base-solved problems: the summary showed `distinct, solved` = 8.300
+    [6.777, 10.000] while the run's report called the split inconclusive (10 < 20)."""
+    frame = _split_study(solved=10, unsolved=30)
+    row = grid_summary(_runs(frame), frame, settings=ClaimSettings(num_resamples=50)).iloc[0]
+    for column in ("distinct_solved", "distinct_solved_ci_low", "distinct_solved_ci_high"):
+        assert np.isnan(row[column]), column
+    assert row["distinct_solved_inconclusive"] == "inconclusive (n=10 < 20)"
+    assert row["distinct_unsolved"] == pytest.approx(2.0)  # 30 problems: a number
+    assert row["distinct_unsolved_inconclusive"] is None
+    # min_split is the runs' own: at 10 the same split is read.
+    row = grid_summary(_runs(frame), frame,
+                       settings=ClaimSettings(num_resamples=50, min_split=10)).iloc[0]  # fmt: skip
+    assert row["distinct_solved"] == pytest.approx(8.0)
+    assert row["distinct_solved_inconclusive"] is None
+
+
+def test_a_split_is_as_small_as_its_smallest_seed():
+    frame = pd.concat([_split_study(25, 25, seeds=[0]), _split_study(5, 45, seeds=[1])])
+    row = grid_summary(_runs(frame), frame, settings=ClaimSettings(num_resamples=50)).iloc[0]
+    assert row["distinct_solved_inconclusive"] == "inconclusive (n=5 < 20)"
+    assert np.isnan(row["distinct_solved"]) and row["distinct_unsolved"] == pytest.approx(2.0)
+
+
+def test_without_tables_the_split_sizes_the_runs_logged_decide():
+    runs = pd.DataFrame({"format": ["mcq"] * 2, "reward": ["correctness"] * 2, "seed": [0, 1],
+                         "rl/eval/pass_at_1": [0.5, 0.6],
+                         "rl/transfer/unsolved/num_problems": [25.0, 12.0],
+                         "rl/transfer/unsolved/distinct_outcomes": [3.0, 2.0],
+                         "rl/transfer/solved/num_problems": [30.0, 30.0],
+                         "rl/transfer/solved/distinct_outcomes": [1.5, 2.5]})  # fmt: skip
+    row = grid_summary(runs).iloc[0]
+    assert row["distinct_solved"] == pytest.approx(2.0)
+    assert np.isnan(row["distinct_unsolved"]) and np.isnan(row["distinct_unsolved_delta"])
+    assert row["distinct_unsolved_inconclusive"] == "inconclusive (n=12 < 20)"
+    assert row["base_distinct_unsolved_inconclusive"] == "inconclusive (n=12 < 20)"

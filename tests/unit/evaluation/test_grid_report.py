@@ -65,3 +65,21 @@ def test_markdown_tables_fit_a_flow_run_page():
     assert rows and max(len(r) for r in rows) <= 100
     assert "search" not in md  # a measure no cell has is left out, not shown as dashes
     assert "bootstrap over seeds × problems" in md
+
+
+def test_an_inconclusive_split_reads_as_such_in_the_table_and_the_markdown():
+    from rich.console import Console
+
+    from breadth.evaluation.grid_report import render_table
+
+    summary = _summary(with_ci=False).assign(
+        distinct_solved=math.nan, distinct_solved_inconclusive="inconclusive (n=10 < 20)",
+        distinct_unsolved=2.5, distinct_unsolved_inconclusive=None)  # fmt: skip
+    md = summary_markdown(summary)
+    assert "distinct outcomes per problem, on problems the base solved" in md
+    assert "| mcq / correctness | inconclusive (n=10 < 20) |" in md
+    assert "fewer than evaluation.transfer_min_split" in md  # the caption says what n is
+    console = Console(width=400, record=True)
+    console.print(render_table(summary))
+    text = console.export_text()
+    assert "distinct, solved: rl" in text and "inconclusive (n=10 < 20)" in text

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import uuid
+from datetime import timedelta
 from types import SimpleNamespace
 
 import pytest
@@ -35,7 +36,9 @@ class ScriptedPool:
 
     def read_flow_runs(self, flow_run_filter):
         self.poll += 1
-        return [SimpleNamespace(id=run_id, state=self._state(run_id))
+        # Like Prefect's FlowRun: a start time once it runs, and its total run time.
+        return [SimpleNamespace(id=run_id, state=self._state(run_id), start_time=None,
+                                total_run_time=timedelta(0))
                 for run_id in map(str, flow_run_filter.id.any_)]  # fmt: skip
 
     def _state(self, run_id):
