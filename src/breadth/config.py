@@ -597,9 +597,13 @@ def _describe(error: ValidationError, options: Mapping[str, str] | None = None) 
         hint = did_you_mean(key, _known_keys()) if item["type"] == "extra_forbidden" else ""
         source = f" (from {options[key]})" if key in options else ""
         lines.append(f"config key {key}{source}: {item['msg']}{got_text}{hint}")
-        fixes.append(options.get(key, PRESET_OR_SET))
+        # A check across keys fails at their section (`rl`: passk's k against
+        # rl.num_generations): an option that sets a key in that section may be the cause too.
+        within = [option for k, option in options.items() if k.startswith(f"{key}.")]
+        fixes.append(options[key] if key in options else " or ".join([*within, PRESET_OR_SET]))
     # The key list helps with a preset or --set key, not with a value an option gave.
-    keys_hint = "; `breadth config --keys` lists every key" if PRESET_OR_SET in fixes else ""
+    keys_hint = ("; `breadth config --keys` lists every key"
+                 if any(PRESET_OR_SET in fix for fix in fixes) else "")  # fmt: skip
     return "invalid configuration:\n  " + "\n  ".join(lines) + (
         f"\nFix {' and '.join(dict.fromkeys(fixes))}{keys_hint}."
     )

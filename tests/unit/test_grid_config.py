@@ -109,3 +109,11 @@ def test_objective_overrides_take_only_reward_and_entropy_keys(override):
     fine = GridConfig(rewards=["correctness", "correctness+ucb"],
                       objective_overrides={"correctness+ucb": ["rl.reward.ucb_coef=0.5"]})  # fmt: skip
     assert fine.objective_overrides["correctness+ucb"] == ["rl.reward.ucb_coef=0.5"]
+
+
+def test_a_reward_parameter_that_fails_a_check_across_keys_names_reward_as_a_cause():
+    """passk's k is checked against rl.num_generations at the `rl` section: the error was
+    blamed on the preset or --set alone, though --reward set k=999."""
+    with pytest.raises(ConfigError) as caught:
+        GridConfig(rewards=["passk:k=999"], formats=["free_form"], seeds=[0]).cells()
+    assert "Fix --reward or the preset or the --set value" in str(caught.value)

@@ -273,7 +273,6 @@ _VERDICT_STYLES = {"reproduced": "green", "refuted": "red", "inconclusive": "yel
 
 def _print_claims(rows: list[dict]) -> None:
     """The claims (claims.json's rows) as a terminal table, and how many got each verdict."""
-    from rich.table import Column  # here, not at the top: compare's own import
     from rich.text import Text
 
     from breadth.evaluation.claims import VERDICTS, Claim, effect_text
@@ -309,7 +308,7 @@ def _default_out(grid_id: str | None, run_ids: list[str]) -> Path:
     if grid_id:
         name = grid_id
     else:
-        ids = list(dict.fromkeys(run_ids))
+        ids = sorted(set(run_ids))  # `compare A B` and `compare B A` are one comparison
         name = ids[0][:8]
         if len(ids) > 1:
             digest = hashlib.sha256(" ".join(sorted(ids)).encode()).hexdigest()[:8]

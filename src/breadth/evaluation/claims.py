@@ -221,8 +221,9 @@ class Study:
             sizes = (~np.isnan(matrix)).sum(axis=1)
             detail = f"seeds: {matrix.shape[0]}, split sizes per seed: {sizes.tolist()}"
             if sizes.min() < self.settings.min_split:
-                est = float(np.nanmean(matrix)) if np.isfinite(matrix).any() else None
-                return Claim(claim, self.fmt, measure, est, None, None, INCONCLUSIVE,
+                # No estimate: a mean of a handful of problems, shown bare in the claims table,
+                # reads as a finding (the grid summary and the run's report show none either).
+                return Claim(claim, self.fmt, measure, None, None, None, INCONCLUSIVE,
                              f"inconclusive (n = {int(sizes.min())} < {self.settings.min_split}); "
                              + detail)  # fmt: skip
         if not np.isfinite(matrix).any():

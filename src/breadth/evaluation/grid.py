@@ -154,8 +154,9 @@ def grid_summary(
         row["ci"] = BOOTSTRAP_CI if boot else RUN_CI if len(group) == 1 else NO_CI
         # A transfer split below min_split shows no number: the run's own report calls it
         # inconclusive, and a mean of 10 problems beside conclusive columns reads as a finding.
-        sizes = (split_sizes(*cell, settings) if cell is not None
-                 else _logged_split_sizes(group, model))  # fmt: skip
+        # Tables that share no problem with their base give no sizes: the logged ones then.
+        sizes = ((split_sizes(*cell, settings) if cell is not None else {})
+                 or _logged_split_sizes(group, model))  # fmt: skip
         row.update(_inconclusive_splits(sizes, settings.min_split))
         rows.append(row)
     out = pd.DataFrame(rows)

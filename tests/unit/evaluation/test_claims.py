@@ -10,6 +10,7 @@ from breadth.evaluation.bootstrap import hierarchical_bootstrap_ci
 from breadth.evaluation.claims import (
     ClaimSettings,
     claims_markdown,
+    effect_text,
     evaluate_claims,
     pass_metric,
     verdict,
@@ -76,6 +77,12 @@ def test_transfer_with_a_small_split_says_inconclusive_with_its_size():
     settings = ClaimSettings(split_k=1)
     transfer = next(c for c in evaluate_claims(frame, settings) if c.claim == "transfer")
     assert transfer.estimate == pytest.approx(-2.0) and transfer.verdict == "reproduced"
+    # The same 40 problems under a floor of 50: no number, which the table would show bare.
+    small = ClaimSettings(split_k=1, min_split=50)
+    transfer = next(c for c in evaluate_claims(frame, small) if c.claim == "transfer")
+    assert transfer.verdict == "inconclusive" and transfer.estimate is None
+    assert transfer.detail.startswith("inconclusive (n = 40 < 50)")
+    assert effect_text(transfer) == "n/a"
 
 
 def test_crossover_found_where_rl_falls_below_sft():
