@@ -429,9 +429,15 @@ class LocalStack:
         """The services `up` would start now: none of this stack's servers serves them and the
         environment names no other (as `_up_one` decides; the health probe only for a named
         server at this stack's own address). Lets a caller say what it waits for first."""
-        return [service for service in services(self.settings)
-                if self._serving_pid(service) is None and not (service.is_external() and (
-                    not service.url_is_local() or service.healthy(self.settings)))]  # fmt: skip
+        def starts(service: Service) -> bool:
+            if self._serving_pid(service) is not None:
+                return False
+            # Elsewhere than this stack's address, a named server's health changes nothing.
+            healthy = (service.is_external() and service.url_is_local()
+                       and service.healthy(self.settings))  # fmt: skip
+            return not self._uses_external(service, healthy)
+
+        return [service for service in services(self.settings) if starts(service)]
 
     def reconcile(self) -> list[str]:
         """Close the MLflow runs and Prefect flow runs that killed processes left open."""

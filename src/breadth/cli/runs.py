@@ -311,7 +311,7 @@ def _default_out(grid_id: str | None, run_ids: list[str]) -> Path:
         ids = sorted(set(run_ids))  # `compare A B` and `compare B A` are one comparison
         name = ids[0][:8]
         if len(ids) > 1:
-            digest = hashlib.sha256(" ".join(sorted(ids)).encode()).hexdigest()[:8]
+            digest = hashlib.sha256(" ".join(ids).encode()).hexdigest()[:8]
             name += f"-and-{len(ids) - 1}-more-{digest}"
     # A tag's value may hold a path separator: one folder under compare/, never elsewhere.
     return Path("compare") / (re.sub(r"[^A-Za-z0-9._-]", "_", name).lstrip(".") or "_")
