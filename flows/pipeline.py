@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from prefect import flow, runtime
 
-from breadth.config import PipelineConfig, available_presets, with_form_changes
+from breadth.config import PipelineConfig, PipelineConfigForm, available_presets, config_from_form
 from breadth.preflight import check_local_paths
 from breadth.rollout.vllm_pool import kept_vllm_servers
 from tasks.common import models_logged_in_background
@@ -31,20 +31,18 @@ PresetName = Literal[tuple(available_presets())]  # type: ignore[valid-type]
 @flow(name="breadth-pipeline", validate_parameters=True)
 def pipeline(
     preset: PresetName | None = None,  # type: ignore[valid-type]
-    config: PipelineConfig = PipelineConfig(),  # noqa: B008 - the UI form's defaults
+    config: PipelineConfigForm = PipelineConfigForm(),  # type: ignore[valid-type]  # noqa: B008 - the UI form's defaults
     tags: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """Run the whole pipeline for one config (the Prefect UI renders it as a form).
 
     Args:
-        preset: Start from this preset: every `config` field you changed from its default
-            overrides it. Empty = run `config` below as it is.
-        config: Every setting of every stage; the defaults are the `default` preset.
+        preset: Start from this preset (empty = `default`): every `config` field you fill in
+            overrides it, whatever its value; a field left empty (None) takes the preset's.
+        config: Every setting of every stage, each empty by default: the preset's value.
         tags: Extra MLflow tags for the parent run (the grid flow marks its cells with them).
     """
-    if preset is not None:
-        config = with_form_changes(preset, config)
-    return run_pipeline(config, tags)
+    return run_pipeline(config_from_form(preset, config), tags)
 
 
 def run_pipeline(config: PipelineConfig, extra_tags: dict[str, str] | None = None) -> dict[str, Any]:

@@ -61,7 +61,7 @@ def _schema_fields(schema: dict, definitions: dict, prefix: str = "") -> dict[st
 def test_parameter_schema_documents_every_config_field(deployed):
     schema = deployed["adhoc"]["parameter_openapi_schema"]
     definitions = schema.get("definitions") or schema.get("$defs") or {}
-    config_schema = definitions["PipelineConfig"]
+    config_schema = definitions["PipelineConfigForm"]
     fields = _schema_fields(config_schema, definitions)
     expected = {key for key, _ in describe_keys(PipelineConfig)}
     assert set(fields) == expected

@@ -1,57 +1,148 @@
-"""The Prefect run form's preset field chooses the preset; the form's changes override it."""
+"""The Prefect run form: its preset field chooses the preset, and every `config` field filled
+in overrides it, whatever its value; a field left empty takes the preset's."""
 
 from __future__ import annotations
 
 import pytest
+from prefect.utilities.callables import parameter_schema
+from prefect.utilities.schema_tools import ValidationError, validate
 
 import flows.pipeline
-from breadth.config import ConfigError, PipelineConfig, load_config, with_form_changes
+from breadth.config import (
+    ConfigError,
+    PipelineConfig,
+    PipelineConfigForm,
+    available_presets,
+    config_from_form,
+    describe_keys,
+    load_config,
+)
 
 
-def _form(**changes) -> PipelineConfig:
-    """What the form submits: every field, at its default unless the user changed it."""
-    values = PipelineConfig().model_dump(mode="json")
-    for dotted, value in changes.items():
+def _submitted(**filled) -> dict:
+    """What the form submits: every field, empty (None) unless the user filled it in."""
+    values = PipelineConfigForm().model_dump(mode="json")
+    for dotted, value in filled.items():
         *parents, leaf = dotted.split("__")
         node = values
         for part in parents:
             node = node[part]
         node[leaf] = value
-    return PipelineConfig.model_validate(values)
+    return values
+
+
+def _form(**filled) -> PipelineConfigForm:
+    return PipelineConfigForm.model_validate(_submitted(**filled))
+
+
+def _run(monkeypatch, parameters: dict) -> PipelineConfig:
+    """The config the flow runs for these parameters, validated as the flow validates them."""
+    ran = []
+    monkeypatch.setattr(flows.pipeline, "run_pipeline", lambda config, tags: ran.append(config))
+    flows.pipeline.pipeline.fn(**flows.pipeline.pipeline.validate_parameters(parameters))
+    (config,) = ran
+    return config
 
 
 def test_an_untouched_form_with_a_preset_runs_that_preset():
-    assert with_form_changes("ucb", _form()) == load_config("ucb")
+    assert config_from_form("ucb", _form()) == load_config("ucb")
 
 
-def test_fields_changed_in_the_form_override_the_preset():
-    config = with_form_changes("ucb", _form(rl__max_steps=7, seed=2))
+def test_an_untouched_form_without_a_preset_runs_the_default_preset():
+    assert config_from_form(None, _form()) == load_config("default") == PipelineConfig()
+
+
+def test_fields_filled_in_the_form_override_the_preset():
+    config = config_from_form("ucb", _form(rl__max_steps=7, seed=2))
     assert config == load_config("ucb", ["rl.max_steps=7", "seed=2"])
     assert config.rl.reward.spec == "correctness+ucb" and config.preset == "ucb"
 
 
+@pytest.mark.parametrize("submitted", ["the form", "the API"])
+def test_a_field_set_to_the_default_presets_value_overrides_the_preset(monkeypatch, submitted):
+    """It used to be taken for a field left alone: the preset's value ran instead."""
+    filled = {"rl__entropy_coef": 0.0, "rl__top_entropy_quantile": 1.0}  # entropy: 0.01, 0.2
+    config = _submitted(**filled) if submitted == "the form" else \
+        {"rl": {"entropy_coef": 0.0, "top_entropy_quantile": 1.0}}  # fmt: skip
+    ran = _run(monkeypatch, {"preset": "entropy", "config": config})
+    assert ran == load_config("entropy", ["rl.entropy_coef=0.0", "rl.top_entropy_quantile=1.0"])
+    assert ran.rl.epsilon_high == 0.28  # the preset's value where the form was left empty
+
+
 def test_the_preset_label_typed_in_the_form_is_replaced_by_the_chosen_preset():
-    assert with_form_changes("mcq", _form(preset="something-else")).preset == "mcq"
+    assert config_from_form("mcq", _form(preset="something-else")).preset == "mcq"
+
+
+def test_without_a_chosen_preset_the_forms_label_names_the_run():
+    assert config_from_form(None, _form(preset="study", seed=1)).preset == "study"
 
 
 def test_an_unknown_preset_is_refused_with_the_list():
     with pytest.raises(ConfigError, match="unknown preset 'nope'. Available presets: batch"):
-        with_form_changes("nope", _form())
+        config_from_form("nope", _form())
+
+
+def test_an_invalid_combination_is_refused_naming_the_key():
+    with pytest.raises(ConfigError, match="rl.prompts_per_step=8 is not divisible"):
+        config_from_form("default", _form(rl__num_processes=3))
 
 
 @pytest.mark.parametrize(("preset", "expected"), [(None, "default"), ("ucb", "ucb")])
 def test_the_flow_runs_the_chosen_preset(monkeypatch, preset, expected):
-    ran = []
-    monkeypatch.setattr(flows.pipeline, "run_pipeline", lambda config, tags: ran.append(config))
-    flows.pipeline.pipeline.fn(preset=preset, config=_form(rl__max_steps=5))
-    (config,) = ran
+    config = _run(monkeypatch, {"preset": preset, "config": _submitted(rl__max_steps=5)})
     assert config.preset == expected and config.rl.max_steps == 5
     assert config.rl.reward.spec == load_config(expected).rl.reward.spec
 
 
-def test_the_form_offers_the_presets_as_a_drop_down_above_the_config():
-    from prefect.utilities.callables import parameter_schema
+@pytest.mark.parametrize("preset", available_presets())
+@pytest.mark.parametrize("given", ["model", "JSON"])
+def test_a_whole_config_runs_as_it_is(monkeypatch, preset, given):
+    """`breadth run` and a grid's in-process cells pass a PipelineConfig, a grid's deployment
+    cells its JSON: every field is filled, so nothing of the default preset may leak in (a
+    field that is None in the config and set in `default` would)."""
+    whole = load_config(preset, ["seed=3"])
+    config = _run(monkeypatch, {"config": whole if given == "model" else
+                                whole.model_dump(mode="json")})  # fmt: skip
+    assert config == whole and config.content_hash() == whole.content_hash()
 
+
+def test_a_whole_configs_json_passes_the_servers_schema_check():
+    """Grid cells are submitted to the adhoc deployment as JSON; the server checks it first."""
+    schema = parameter_schema(flows.pipeline.pipeline).model_dump_for_openapi()
+    params = {"preset": None, "config": load_config("ucb").model_dump(mode="json")}
+    validate(params, schema, raise_on_error=True)
+    with pytest.raises(ValidationError, match="max_steps"):
+        params["config"]["rl"]["max_steps"] = 0  # the field's range travels with the form
+        validate(params, schema, raise_on_error=True)
+
+
+def _schema_fields(schema: dict, definitions: dict, prefix: str = "") -> dict[str, dict]:
+    fields = {}
+    for name, spec in schema["properties"].items():
+        if "$ref" in spec:
+            section = definitions[spec["$ref"].split("/")[-1]]
+            fields.update(_schema_fields(section, definitions, f"{prefix}{name}."))
+        else:
+            fields[f"{prefix}{name}"] = spec
+    return fields
+
+
+def test_every_config_field_is_an_empty_form_field_with_its_help_text_and_default():
+    schema = parameter_schema(flows.pipeline.pipeline.fn).model_dump_for_openapi()
+    definitions = schema["definitions"]
+    fields = _schema_fields({"properties": {"config": schema["properties"]["config"]}},
+                            definitions)  # fmt: skip
+    help_text = {f"config.{key}": text for key, text in describe_keys(PipelineConfig)}
+    assert set(fields) == set(help_text)
+    assert all(spec["default"] is None for spec in fields.values())
+    assert all(spec["description"].startswith(help_text[key]) for key, spec in fields.items())
+    max_steps = fields["config.rl.max_steps"]
+    assert max_steps["title"] == "Max Steps" and max_steps["description"].endswith("Default `100`.")
+    assert {"type": "integer", "minimum": 1} in max_steps["anyOf"]
+    assert fields["config.data.source"]["description"].endswith("Default `synthetic:arithmetic`.")
+
+
+def test_the_form_offers_the_presets_as_a_drop_down_above_the_config():
     schema = parameter_schema(flows.pipeline.pipeline.fn).model_dump()
     field = schema["properties"]["preset"]
     assert next(iter(schema["properties"])) == "preset"
@@ -62,8 +153,6 @@ def test_the_form_offers_the_presets_as_a_drop_down_above_the_config():
 def test_every_parameter_of_a_deployed_flow_has_help_text_in_the_form(flow):
     """The nightly's one parameter, `study`, had none: its docstring had no `Args:`."""
     import importlib
-
-    from prefect.utilities.callables import parameter_schema
 
     module, name = flow.split(":")
     schema = parameter_schema(getattr(importlib.import_module(module), name).fn).model_dump()

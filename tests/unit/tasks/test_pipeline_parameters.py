@@ -13,6 +13,7 @@ import yaml
 from prefect.utilities.callables import parameter_schema
 from prefect.utilities.schema_tools import ValidationError, validate
 
+from breadth.config import config_from_form, load_config
 from flows.pipeline import pipeline
 
 REPO = Path(__file__).resolve().parents[3]
@@ -36,11 +37,11 @@ def test_the_readme_names_the_adhoc_deployment_of_the_pipeline_flow():
 def test_the_readme_params_validate_as_a_partial_config():
     _, params = _readme_example()
     validate(params, parameter_schema(pipeline).model_dump_for_openapi(), raise_on_error=True)
-    config = pipeline.validate_parameters(params)["config"]
+    config = config_from_form(None, pipeline.validate_parameters(params)["config"])
     assert config.seed == params["config"]["seed"]
     assert config.rl.max_steps == params["config"]["rl"]["max_steps"]
     assert config.rl.reward.spec == params["config"]["rl"]["reward"]["spec"]
-    assert config.data == type(config)().data  # what it leaves out keeps its default
+    assert config.data == load_config("default").data  # what it leaves out keeps its default
 
 
 def test_a_misspelt_key_is_refused_by_the_server_schema():
