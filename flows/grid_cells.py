@@ -69,8 +69,10 @@ class Progress:
         outcome = CellOutcome(cell, state, elapsed, flow_run,
                               "" if state == "COMPLETED" else message, cell_seconds, cached)  # fmt: skip
         self.outcomes.append(outcome)
-        hits = sum(o.cached for o in self.outcomes)
-        self.report(progress_line(len(self.outcomes), self.total, elapsed, outcome, hits))
+        hits = [o for o in self.outcomes if o.cached]
+        hits_s = sum(o.cell_seconds or 0.0 for o in hits)
+        self.report(progress_line(len(self.outcomes), self.total, elapsed, outcome, len(hits),
+                                  hits_s))  # fmt: skip
 
 
 def computed_nothing(state: Any) -> bool:

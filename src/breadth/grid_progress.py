@@ -35,20 +35,28 @@ class CellOutcome:
         return self.state == "COMPLETED"
 
 
-def eta_seconds(done: int, total: int, elapsed_s: float, cached: int = 0) -> float | None:
-    """Time left at the observed throughput of the cells that computed: elapsed / (done -
-    cached) x cells left; None while every finished cell was a cache hit.
+def eta_seconds(
+    done: int, total: int, elapsed_s: float, cached: int = 0, cached_s: float = 0.0
+) -> float | None:
+    """Time left at the observed throughput of the cells that computed: (elapsed - cached_s) /
+    (done - cached) x cells left; None while every finished cell was a cache hit.
 
     Throughput rather than a mean cell time, so that the estimate holds however many cells run
     at once (one in process, or one per worker of a pool). Cache hits are not counted as
     throughput: one takes seconds, and extrapolating from it promised 3 s for a grid that
-    then computed for 1m44s.
+    then computed for 1m44s. `cached_s` is the wall time the hits took: where cells run one
+    after another (the only runner that knows its hits), no cell computed meanwhile, and
+    charging it to the computed cells made each look slower (3 s of hits over one 60 s cell
+    said 126 s for two more, not 120 s).
+
+    It assumes that every cell left computes, at that pace: which of them the cache holds is
+    not known until each runs, so a grid whose remaining cells are hits ends sooner than said.
 
     >>> eta_seconds(done=1, total=4, elapsed_s=60.0)
     180.0
-    >>> eta_seconds(done=2, total=4, elapsed_s=63.0, cached=1)  # 3 s hit, 60 s computed cell
-    126.0
-    >>> eta_seconds(done=1, total=4, elapsed_s=3.0, cached=1) is None
+    >>> eta_seconds(done=2, total=4, elapsed_s=63.0, cached=1, cached_s=3.0)  # a 3 s hit
+    120.0
+    >>> eta_seconds(done=1, total=4, elapsed_s=3.0, cached=1, cached_s=3.0) is None
     True
     >>> eta_seconds(done=4, total=4, elapsed_s=200.0)
     0.0
@@ -60,7 +68,10 @@ def eta_seconds(done: int, total: int, elapsed_s: float, cached: int = 0) -> flo
     computed = done - cached
     if computed <= 0:
         return None
-    return elapsed_s / computed * (total - done)
+    if cached_s > elapsed_s:
+        raise ValueError(f"cache hits took {cached_s:.1f}s of {elapsed_s:.1f}s elapsed: their "
+                         "time is subtracted only for cells run one after another")  # fmt: skip
+    return (elapsed_s - cached_s) / computed * (total - done)
 
 
 def duration(seconds: float) -> str:
@@ -78,22 +89,24 @@ def duration(seconds: float) -> str:
 
 
 def progress_line(
-    done: int, total: int, elapsed_s: float, outcome: CellOutcome, cached: int = 0
-) -> str:
+    done: int, total: int, elapsed_s: float, outcome: CellOutcome, cached: int = 0,
+    cached_s: float = 0.0,
+) -> str:  # fmt: skip
     """The line printed as a cell finishes (`cached`: how many of the `done` cells were cache
-    hits). "at" is the time since the grid started; the cell's own time is in brackets (both
-    were once one "after", which read as the cell's time).
+    hits, `cached_s` the time they took; see `eta_seconds`). "at" is the time since the grid
+    started; the cell's own time is in brackets (both were once one "after", which read as the
+    cell's time).
 
     >>> progress_line(2, 4, 100.0, CellOutcome("mcq/darling/seed0", "COMPLETED", 100.0,
     ...                                          cell_seconds=17.0))
     'cell 2/4 mcq/darling/seed0 COMPLETED at 1m40s (cell 17s); ETA 1m40s'
-    >>> progress_line(1, 4, 3.0, CellOutcome("mcq/passk/seed0", "COMPLETED", 3.0,
-    ...                                       cell_seconds=3.0, cached=True), cached=1)
+    >>> hit = CellOutcome("mcq/passk/seed0", "COMPLETED", 3.0, cell_seconds=3.0, cached=True)
+    >>> progress_line(1, 4, 3.0, hit, cached=1, cached_s=3.0)
     'cell 1/4 mcq/passk/seed0 COMPLETED at 3s (cell 3s, all stages cached); ETA unknown until a cell computes'
     >>> progress_line(4, 4, 90.0, CellOutcome("mcq/passk/seed1", "FAILED", 90.0))
     'cell 4/4 mcq/passk/seed1 FAILED at 1m30s; all cells done'
     """
-    left = eta_seconds(done, total, elapsed_s, cached)
+    left = eta_seconds(done, total, elapsed_s, cached, cached_s)
     if done == total:
         tail = "all cells done"
     else:

@@ -23,6 +23,64 @@ def pid_alive(pid: int) -> bool:
         return False
 
 
+def listening_pids(port: int) -> set[int]:
+    """The processes holding a TCP socket that listens on `port` (any address), as far as
+    /proc shows them: Linux only, and only processes whose descriptors this user may read
+    (its own); an empty set where /proc cannot tell."""
+    inodes = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            rows = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            # local address "HEX_IP:HEX_PORT", remote, state (0A: LISTEN), ..., inode (10th)
+            fields = row.split()
+            listening = len(fields) > 9 and fields[3] == "0A"
+            if listening and int(fields[1].rsplit(":", 1)[1], 16) == port:
+                inodes.add(f"socket:[{fields[9]}]")
+    pids = set()
+    for name in os.listdir("/proc") if inodes else ():
+        if not name.isdigit():
+            continue
+        try:
+            descriptors = os.listdir(f"/proc/{name}/fd")
+        except OSError:  # gone, or another user's
+            continue
+        if any(_link(f"/proc/{name}/fd/{fd}") in inodes for fd in descriptors):
+            pids.add(int(name))
+    return pids
+
+
+def _link(path: str) -> str:
+    try:
+        return os.readlink(path)
+    except OSError:  # the descriptor closed meanwhile
+        return ""
+
+
+def ancestry(pid: int) -> list[int]:
+    """`pid`, its parent, and so on up to the first process (as /proc shows them)."""
+    chain = []
+    while pid > 0 and pid not in chain:
+        chain.append(pid)
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            break
+        # "pid (command) state ppid ...": the command may hold spaces and parentheses.
+        pid = int(stat.rsplit(")", 1)[1].split()[1])
+    return chain
+
+
+def working_directory(pid: int) -> Path | None:
+    """Where `pid` runs (its cwd), or None when /proc does not say (gone, another user's)."""
+    try:
+        return Path(os.readlink(f"/proc/{pid}/cwd"))
+    except OSError:
+        return None
+
+
 def stop_process_group(pid: int, grace_s: float) -> None:
     """SIGTERM the group led by `pid` (started with start_new_session=True), SIGKILL it after
     `grace_s`, and kill whatever of the group outlives its leader (forked workers)."""

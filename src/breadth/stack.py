@@ -14,6 +14,7 @@ import logging
 import os
 import re
 import secrets
+import shlex
 import socket
 import subprocess
 import sys
@@ -26,7 +27,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from breadth.processes import pid_alive, stop_process_group
+from breadth.processes import (
+    ancestry,
+    listening_pids,
+    pid_alive,
+    stop_process_group,
+    working_directory,
+)
 
 # How a URL names this machine's own loopback interface, where the stack's servers listen.
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
@@ -321,6 +328,28 @@ def _port_in_use(port: int) -> bool:
         return sock.connect_ex(("127.0.0.1", port)) == 0
 
 
+def started_from(service: str, port: int) -> Path | None:
+    """The BREADTH_HOME of the stack whose `service` listens on `port`, or None when that cannot
+    be told (not Linux, another user's process, a server started by hand).
+
+    A stack starts each server in its home (the working directory) and writes its pid to
+    `run/<service>.pid` there, so the listener, or the process it descends from (MLflow's
+    uvicorn under `mlflow server`), whose working directory holds a pid file naming it is that
+    stack's. Nothing is guessed from command lines or paths.
+    """
+    homes = set()
+    for pid in listening_pids(port):
+        for process in ancestry(pid):
+            home = working_directory(process)
+            try:
+                if home and (home / "run" / f"{service}.pid").read_text().strip() == str(process):
+                    homes.add(home)
+                    break
+            except OSError:
+                continue
+    return homes.pop() if len(homes) == 1 else None
+
+
 class LocalStack:
     """Start, stop and inspect the local services. Safe to call `up` repeatedly."""
 
@@ -370,7 +399,8 @@ class LocalStack:
         """One row per service: name, url, state, pid, healthy and who manages it ("local":
         started by this stack; "external": its URL came from the environment; "other": a
         server answers at this stack's own address, but this BREADTH_HOME has no pid file for
-        it, e.g. the stack of another directory's `.breadth`, the default home being relative).
+        it, e.g. the stack of another directory's `.breadth`, the default home being relative;
+        its state names that home when `started_from` can tell it).
 
         A live server this stack started is "local" unless the environment points clients at
         another one (`_serving_pid`, the rule `up` follows); then the row is "external" and
@@ -398,8 +428,11 @@ class LocalStack:
                 # Called "stopped" before, beside a server clients were using. `up` cannot start
                 # one here (the port is taken) and `down` here cannot stop it.
                 managed = "other"
+                other = started_from(service.name, service.port)
+                origin = (f"started from BREADTH_HOME={other}" if other else
+                          "another BREADTH_HOME's stack, or started by hand")  # fmt: skip
                 state = (f"answering, but not started from BREADTH_HOME={self.settings.home} "
-                         "(another BREADTH_HOME's stack, or started by hand)")  # fmt: skip
+                         f"({origin})")  # fmt: skip
             else:
                 managed, state = "local", "stopped"
             rows.append({"service": service.name, "url": without_userinfo(service.url),
@@ -470,6 +503,9 @@ class LocalStack:
             return "external"
         for port in (service.port, *service.extra_ports):
             if _port_in_use(port):
+                # What holds the port may be this very service, run by another home's stack.
+                if port == service.port and service.healthy(self.settings):
+                    raise self._taken_by_another_stack(service)
                 raise StackError(
                     f"cannot start {service.name}: port {port} on 127.0.0.1 is already in use by "
                     "another process (not one this stack started). Stop that process, or move "
@@ -492,6 +528,36 @@ class LocalStack:
         self._pid_file(service).write_text(str(process.pid))
         self._wait_healthy(service, process.pid)
         return "started"
+
+    def _taken_by_another_stack(self, service: Service) -> StackError:
+        """The error for `service`'s port held by a server that passes its health probe, yet
+        not one this BREADTH_HOME started: most likely the stack of another home (the default
+        one, `.breadth`, is relative to the directory `breadth` runs in). Names that home when
+        its pid file shows it, and the three ways out."""
+        name, port, url = service.name, service.port, without_userinfo(service.url)
+        other = started_from(name, port)
+        if other is None:
+            # The probe takes any HTTP answer below 500 (S3's is a 403), so another web
+            # server passes it too (macOS's AirPlay answers on port 5000).
+            origin = ("most likely the stack of another BREADTH_HOME (the default, .breadth, is "
+                      "relative to the directory `breadth` runs in), else a server started by "
+                      "hand or another program answering HTTP there")
+            use = ("run `breadth stack up` / `breadth stack down` with that stack's "
+                   "BREADTH_HOME (or from its directory), or point this shell's clients at it "
+                   'with `eval "$(breadth env)"` run there')
+        else:
+            origin = f"it was started from BREADTH_HOME={other} (its pid file there names it)"
+            home = f"BREADTH_HOME={shlex.quote(str(other))}"
+            use = (f"run `{home} breadth stack up` / `{home} breadth stack down`, or point this "
+                   f'shell\'s clients at it with `eval "$({home} breadth env)"`')
+        return StackError(
+            f"cannot start {name}: port {port} on 127.0.0.1 is taken by a server that answers "
+            f"{name}'s health check at {url}, but BREADTH_HOME={self.settings.home} did not "
+            f"start it: {origin}. To use that stack, {use}. To run this one beside it, move it "
+            f"to free ports with BREADTH_{name.upper()}_PORT=<port> (a second stack needs its "
+            "own BREADTH_S3_PORT, BREADTH_MLFLOW_PORT, BREADTH_PREFECT_PORT and weed's "
+            "BREADTH_WEED_MASTER_PORT / _VOLUME_PORT / _FILER_PORT)."
+        )  # fmt: skip
 
     def _wait_healthy(self, service: Service, pid: int) -> None:
         deadline = time.monotonic() + self.start_timeout_s

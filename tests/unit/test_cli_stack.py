@@ -169,6 +169,28 @@ def test_a_server_answering_without_this_homes_pid_file_is_not_called_stopped(ho
     assert squeezed(state) in squeezed(text.output)
 
 
+def test_stack_up_says_which_port_another_homes_stack_holds_and_the_ways_out(home, monkeypatch):
+    """`stack up` from another directory said only "port ... is already in use by another
+    process" where `status` said the server answered but was not started from this home."""
+    server = http.server.HTTPServer(("127.0.0.1", 0), _Health)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    port = server.server_address[1]
+    monkeypatch.setenv("BREADTH_S3_PORT", str(port))  # S3 starts first: nothing is started
+    try:
+        result = runner.invoke(cli.app, ["stack", "up"])
+    finally:
+        server.shutdown()
+    text = " ".join(result.output.split())
+    assert result.exit_code == 2, result.output
+    assert (f"error: cannot start s3: port {port} on 127.0.0.1 is taken by a server that answers "
+            f"s3's health check at http://127.0.0.1:{port}, but BREADTH_HOME={home} did not "
+            "start it") in text  # fmt: skip
+    for way_out in ("`breadth stack up` / `breadth stack down` with that stack's BREADTH_HOME",
+                    'eval "$(breadth env)"', "BREADTH_S3_PORT=<port>"):  # fmt: skip
+        assert way_out in text
+    assert not (home / "run").exists()  # no pid file: nothing was started
+
+
 def _write_log(home, service, count):
     (home / "logs").mkdir(parents=True, exist_ok=True)
     path = home / "logs" / f"{service}.log"

@@ -51,12 +51,30 @@ def test_progress_line_tells_the_grid_time_from_the_cell_time():
 def test_eta_does_not_extrapolate_from_cache_hits():
     """After a cached cell (3 s) the ETA said 3s; the grid then computed for 1m44s."""
     hit = CellOutcome("mcq/correctness/seed0", "COMPLETED", 3.0, cell_seconds=3.0, cached=True)
-    line = progress_line(1, 2, 3.0, hit, cached=1)
+    line = progress_line(1, 2, 3.0, hit, cached=1, cached_s=3.0)
     assert line.endswith("(cell 3s, all stages cached); ETA unknown until a cell computes")
     assert eta_seconds(1, 2, 3.0, cached=1) is None
-    # Once cells compute, only they set the pace: 2 hits (6 s) and 1 computed cell (100 s).
-    assert eta_seconds(3, 5, 106.0, cached=2) == pytest.approx(212.0)
     assert eta_seconds(2, 2, 6.0, cached=2) == 0.0  # nothing left: no estimate needed
+
+
+@pytest.mark.parametrize(("done", "total", "elapsed", "cached", "cached_s", "expected"), [
+    (3, 5, 106.0, 2, 6.0, 200.0),   # 2 hits (6 s), 1 computed cell (100 s): 100 s per cell
+    (2, 4, 63.0, 1, 3.0, 120.0),    # a hit after the computed cell changes nothing either
+    (12, 14, 90.0, 10, 30.0, 60.0),  # a re-run: 10 hits of 3 s, 2 cells of 30 s
+    (3, 5, 106.0, 2, 0.0, 212.0),   # hits' time unknown (0): charged to the computed cells
+])  # fmt: skip
+def test_eta_paces_the_computed_cells_by_their_own_time_not_the_hits(
+    done, total, elapsed, cached, cached_s, expected
+):
+    """The hits' seconds were charged to the computed cells: 2 hits (6 s) and one 100 s cell
+    said 212 s for two more cells, and a re-run of 10 hits said 1m30s where 1m was left."""
+    assert eta_seconds(done, total, elapsed, cached, cached_s) == pytest.approx(expected)
+
+
+def test_eta_refuses_hits_that_took_longer_than_the_grid():
+    # Possible only if hits ran beside computing cells, where their time cannot be subtracted.
+    with pytest.raises(ValueError, match="one after another"):
+        eta_seconds(3, 5, 10.0, cached=2, cached_s=12.0)
 
 
 def test_failed_cells_section_keeps_the_table_whole():

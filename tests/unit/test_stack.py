@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import socket
 
 import pytest
@@ -23,6 +24,115 @@ def test_port_in_use_gives_a_clear_error(tmp_path, monkeypatch):
     message = str(caught.value)
     assert f"port {port}" in message and "already in use" in message
     assert "BREADTH_S3_PORT" in message
+    assert "health check" not in message  # it does not answer as S3 would: not another stack
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _without_external_services(monkeypatch) -> None:
+    for name in ("PREFECT_API_URL", "MLFLOW_TRACKING_URI", "BREADTH_S3_ENDPOINT"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def test_a_port_held_by_a_stack_of_another_home_is_diagnosed(tmp_path, monkeypatch):
+    """`stack up` run from another directory (the default BREADTH_HOME is relative) said only
+    that the port was "already in use by another process", where `status` said the server
+    answered but was not started from this home."""
+    import http.server
+    import threading
+
+    class Healthy(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            self.send_response(200)
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    _without_external_services(monkeypatch)
+    server = http.server.HTTPServer(("127.0.0.1", 0), Healthy)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    port = server.server_address[1]
+    monkeypatch.setenv("BREADTH_MLFLOW_PORT", str(port))
+    try:
+        with pytest.raises(StackError) as caught:
+            LocalStack(StackSettings(home=tmp_path)).up(only=["mlflow"])
+    finally:
+        server.shutdown()
+    message = " ".join(str(caught.value).split())
+    # This test's own server: no stack's pid file names it, so no home is guessed.
+    assert (f"cannot start mlflow: port {port} on 127.0.0.1 is taken by a server that answers "
+            f"mlflow's health check at http://127.0.0.1:{port}, but BREADTH_HOME={tmp_path} did "
+            "not start it: most likely the stack of another BREADTH_HOME") in message
+    assert "already in use by another process" not in message
+    assert 'eval "$(breadth env)"' in message and "BREADTH_MLFLOW_PORT=<port>" in message
+
+
+def _serve_from(home, port: int, through_parent: bool):
+    """An HTTP server on `port` started in `home` as a stack starts a service: its own session,
+    `home` as its working directory; with `through_parent`, a child of the started process
+    listens (as MLflow's uvicorn under `mlflow server`)."""
+    import subprocess
+    import sys
+    import time
+
+    serve = [sys.executable, "-m", "http.server", "--bind", "127.0.0.1", str(port)]
+    command = [sys.executable, "-c", f"import subprocess; subprocess.run({serve!r})"] \
+        if through_parent else serve  # fmt: skip
+    process = subprocess.Popen(command, cwd=home, start_new_session=True,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        with socket.socket() as probe:
+            if probe.connect_ex(("127.0.0.1", port)) == 0:
+                return process
+        time.sleep(0.05)
+    process.kill()
+    raise RuntimeError(f"the stand-in server did not listen on {port}")
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/net/tcp"), reason="reads /proc (Linux)")
+@pytest.mark.parametrize(("through_parent", "pid_file_names_it"),
+                         [(False, True), (True, True), (False, False)])  # fmt: skip
+def test_up_and_status_name_the_home_whose_pid_file_names_the_server(
+    tmp_path, monkeypatch, through_parent, pid_file_names_it
+):
+    """The other stack's home is named only when its `run/<service>.pid` names the process
+    (or the ancestor of the process) that listens, in whose working directory it lies."""
+    import signal
+
+    _without_external_services(monkeypatch)
+    other = tmp_path / "other home"
+    (other / "run").mkdir(parents=True)
+    port = _free_port()
+    monkeypatch.setenv("BREADTH_MLFLOW_PORT", str(port))
+    process = _serve_from(other, port, through_parent)
+    try:
+        (other / "run" / "mlflow.pid").write_text(
+            str(process.pid if pid_file_names_it else os.getpid()))
+        here = LocalStack(StackSettings(home=tmp_path / "here"))
+        with pytest.raises(StackError) as caught:
+            here.up(only=["mlflow"])
+        (row,) = [row for row in here.status() if row["service"] == "mlflow"]
+    finally:
+        os.killpg(process.pid, signal.SIGTERM)
+        process.wait(timeout=10)
+    message = " ".join(str(caught.value).split())
+    quoted = f"BREADTH_HOME='{other}'"
+    if pid_file_names_it:
+        assert f"it was started from BREADTH_HOME={other} (its pid file there names it)" in message
+        assert f"`{quoted} breadth stack up` / `{quoted} breadth stack down`" in message
+        assert f'eval "$({quoted} breadth env)"' in message
+        assert row["state"].endswith(f"(started from BREADTH_HOME={other})")
+    else:  # a pid file naming another process proves nothing: no home is named
+        assert "most likely the stack of another BREADTH_HOME" in message
+        assert str(other) not in message
+        assert row["state"].endswith("(another BREADTH_HOME's stack, or started by hand)")
+    assert row["managed"] == "other"
 
 
 def test_stale_pid_file_is_detected_and_removed(tmp_path):

@@ -114,3 +114,16 @@ def test_a_missing_deployment_says_how_to_register_it(monkeypatch):
                         lambda sync_client: contextlib.nullcontext(NoDeployments()))  # fmt: skip
     with pytest.raises(flows.grid_cells.CellDeploymentMissing, match="breadth deploy"):
         _run(STUDY, [])
+
+
+def test_progress_paces_the_eta_by_the_computed_cells_own_time(monkeypatch):
+    """In process, a hit's seconds are time no cell computed: they no longer slow the pace
+    the ETA extrapolates (2 hits of 3 s, then a 60 s cell: 60 s per cell left, not 66 s)."""
+    clock = iter([0.0, 3.0, 6.0, 66.0])
+    monkeypatch.setattr(flows.grid_cells, "time", SimpleNamespace(monotonic=lambda: next(clock)))
+    lines: list[str] = []
+    progress = flows.grid_cells.Progress(5, lines.append)
+    progress.finished("a", "COMPLETED", "r1", cell_seconds=3.0, cached=True)
+    progress.finished("b", "COMPLETED", "r2", cell_seconds=3.0, cached=True)
+    progress.finished("c", "COMPLETED", "r3", cell_seconds=60.0)
+    assert lines[-1] == "cell 3/5 c COMPLETED at 1m06s (cell 1m00s); ETA 2m00s"
