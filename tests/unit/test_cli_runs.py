@@ -499,3 +499,22 @@ def test_each_comparison_writes_its_own_folder_by_default(monkeypatch, tmp_path)
     text = " ".join(again.output.split())
     assert "wrote compare/grid-7/pass_at_k_by_format.png (replaced the earlier file)" in text
     assert "(replacing an earlier report)" in text
+
+
+def test_compare_grid_of_one_format_shows_its_format_claim_not_run(monkeypatch, tmp_path):
+    """A grid of one format had no format row in the terminal table nor in --json: the
+    comparison of formats was left out instead of reading "not run"."""
+    from tests.unit.evaluation.test_claims import _cells
+
+    runs, frame = _one_run_with_a_small_split()
+    _fake_compare(monkeypatch, runs.assign(grid_id="grid-7"), frame, study=_cells([8, 0] * 20))
+    result = runner.invoke(app, ["compare", "--grid", "grid-7", "--out", str(tmp_path), "--json"])
+    assert result.exit_code == 0, result.output
+    [claim] = [c for c in json.loads(result.output)["claims"] if c["claim"] == "format"]
+    assert (claim["verdict"], claim["estimate"], claim["low"], claim["high"]) == (
+        "not run", None, None, None)
+    result = runner.invoke(app, ["compare", "--grid", "grid-7", "--out", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    [row] = [" ".join(line.split()) for line in result.output.splitlines()
+             if line.startswith("│ format ")]  # fmt: skip
+    assert row.startswith("│ format │ both │") and row.endswith("│ n/a │ not run │")

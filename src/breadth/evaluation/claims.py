@@ -249,9 +249,10 @@ def evaluate_claims(frame: pd.DataFrame, settings: ClaimSettings | None = None) 
         study = Study(frame, fmt, settings)
         guessing[fmt] = _at_chance(study)
         claims += [_guessing(c, guessing[fmt]) for c in _format_claims(study)]
-    if {"mcq", "free_form"} <= set(formats):
-        claim = _format_claim(frame, settings)
-        claims.append(_guessing(claim, guessing["mcq"] or guessing["free_form"]))
+    # Always a row, as every claim: a grid of one format lacks an arm of this one, and a row
+    # left out would not say that the comparison was never made.
+    claim = _format_claim(frame, settings)
+    claims.append(_guessing(claim, guessing.get("mcq", "") or guessing.get("free_form", "")))
     return claims
 
 
@@ -389,6 +390,9 @@ def _format_claim(frame: pd.DataFrame, settings: ClaimSettings) -> Claim:
     Relative (RL / SFT - 1) because mcq caps distinct answers at the number of options.
     """
     measure = "relative Δ distinct outcomes (RL / SFT − 1), mcq − free_form"
+    if absent := [fmt for fmt in ("mcq", "free_form") if not (frame["format"] == fmt).any()]:
+        return Claim("format", "both", measure, None, None, None, NOT_RUN,
+                     f"format not in the grid: {', '.join(absent)}")  # fmt: skip
     narrowing = {}
     for fmt in ("mcq", "free_form"):
         study = Study(frame, fmt, settings)

@@ -116,6 +116,15 @@ class UnevenSamples:
         """The smallest sample count of any problem: the largest k every curve can reach."""
         return self.short[0][1]
 
+    def problems_by_count(self) -> dict[int, int]:
+        """{samples: problems} over every problem, fewest samples first.
+
+        >>> UnevenSamples(9, 16, (("p5", 4), ("p7", 4), ("p2", 8))).problems_by_count()
+        {4: 2, 8: 1, 16: 6}
+        """
+        counts = [n for _, n in self.short] + [self.most] * (self.num_problems - len(self.short))
+        return {n: counts.count(n) for n in sorted(set(counts))}
+
     def describe(self, shown: int = 5) -> str:
         """One sentence naming the first `shown` short problems, for warnings and reports."""
         named = ", ".join(f"{pid!r} (n={n})" for pid, n in self.short[:shown])
@@ -181,6 +190,21 @@ class EvaluationResult:
             out.update(_transfer_metrics(self.transfer))
         return {k: float(v) for k, v in out.items() if v is not None and math.isfinite(v)}
 
+    def sample_counts(self) -> dict[str, Any]:
+        """How many problems had how many samples: `fewest` (`num_samples`, where every curve
+        stops) and `most` samples of any problem, `problems_below_most` (problems short of
+        samples, usually broken rollouts) and `problems_by_count` ({samples: problems}).
+
+        In metrics.json, not only report.md's warning: a reader of the numbers alone could not
+        tell a curve cut short by a few broken rollouts from one run at that n by design.
+        """
+        u = self.uneven_samples
+        if u is None:
+            return {"fewest": self.num_samples, "most": self.num_samples, "problems_below_most": 0,
+                    "problems_by_count": {self.num_samples: self.num_problems}}  # fmt: skip
+        return {"fewest": u.fewest, "most": u.most, "problems_below_most": len(u.short),
+                "problems_by_count": u.problems_by_count()}  # fmt: skip
+
     def curves(self) -> dict[str, list[tuple[int, float]]]:
         """Curves to log as one metric each with step=k: {"eval/pass_at_k": [(k, value), ...]},
         their bounds as `eval_ci/low/pass_at_k` and `eval_ci/high/pass_at_k`."""
@@ -211,6 +235,7 @@ class EvaluationResult:
             "entropy_threshold": self.entropy_threshold,
             "settings": dict(self.settings),
             "metrics": self.metrics(),
+            "sample_counts": self.sample_counts(),
         }
         if include_per_problem and self.per_problem is not None:
             d["per_problem"] = self.per_problem.reset_index().to_dict(orient="records")

@@ -288,3 +288,22 @@ def test_a_grid_without_correctness_has_its_crossover_and_format_claims_not_run(
     assert crossover.verdict == "not run" and crossover.detail == "arm not in the grid: correctness"
     claim = next(c for c in claims if c.claim == "format")
     assert claim.verdict == "not run" and "for free_form: correctness" in claim.detail
+
+
+@pytest.mark.parametrize(("fmt", "absent"), [("free_form", "mcq"), ("mcq", "free_form")])
+def test_a_single_format_grid_has_its_format_claim_not_run(tmp_path, fmt, absent):
+    """A grid of one format left the format claim out of the table, where every other claim
+    whose arm the grid lacks reads "not run"."""
+    from breadth.evaluation.study_report import write_study_report
+
+    frame = _cells([8, 0] * 20, fmt=fmt, **({"num_options": 4} if fmt == "mcq" else {}))
+    claims = evaluate_claims(frame, ClaimSettings(num_resamples=50))
+    [claim] = [c for c in claims if c.claim == "format"]
+    assert (claim.format, claim.verdict) == ("both", "not run")
+    assert (claim.estimate, claim.low, claim.high) == (None, None, None)
+    assert claim.detail == f"format not in the grid: {absent}"
+    table, data = write_study_report(frame, claims, tmp_path)[:2]
+    assert ("| **format** | both | relative Δ distinct outcomes (RL / SFT − 1), mcq − free_form "
+            "| n/a | not run |") in table.read_text()
+    [row] = [c for c in json.loads(data.read_text()) if c["claim"] == "format"]
+    assert row["verdict"] == "not run" and row["estimate"] is None

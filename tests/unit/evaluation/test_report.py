@@ -170,6 +170,24 @@ def test_report_of_even_sample_counts_names_n_once():
     assert "fewer than" not in md
 
 
+def test_metrics_json_counts_the_problems_of_each_sample_count(tmp_path):
+    """Only report.md said that some problems were short of samples: metrics.json, the file a
+    script reads, gave n (the fewest) and no word of the problems above or below it."""
+    kept = {"p4": 5, "p5": 2}  # of their 8 samples; the other four problems keep all 8
+    rows = [r for r in _rows("rl", 1) if r["sample_index"] < kept.get(r["problem_id"], 8)]
+    with pytest.warns(UserWarning):
+        uneven = evaluate_models(pd.DataFrame(rows), num_bootstrap=50)
+    counts = json.loads(write_report(uneven, tmp_path / "uneven")[3].read_text())["rl"]
+    assert counts["sample_counts"] == {"fewest": 2, "most": 8, "problems_below_most": 2,
+                                       "problems_by_count": {"2": 1, "5": 1, "8": 4}}  # fmt: skip
+    assert counts["num_samples"] == 2  # the key that was there already: unchanged
+    even = json.loads(write_report(_results(base_samples=4, rl_samples=16),
+                                   tmp_path / "even")[3].read_text())  # fmt: skip
+    assert even["base"]["sample_counts"] == {"fewest": 4, "most": 4, "problems_below_most": 0,
+                                             "problems_by_count": {"4": 6}}  # fmt: skip
+    assert even["rl"]["sample_counts"]["problems_by_count"] == {"16": 6}
+
+
 def test_importing_evaluation_does_not_import_matplotlib_or_torch():
     import subprocess
 
