@@ -27,6 +27,8 @@ GENERIC_COLUMNS: dict[str, tuple[str, ...]] = {
     "choices": ("choices", "options"),
     "solution": ("solution", "rationale", "explanation", "reasoning"),
 }
+ID_COLUMNS = ("id", "unique_id", "problem_id", "question_id", "uid", "idx")
+"""A row's own id, by the usual names: error messages quote it, as a user may search for it."""
 _AQUA_OPTION = re.compile(r"\s*\(?([A-Z])\s*\)\s*(.*)", re.DOTALL)
 
 
@@ -55,6 +57,18 @@ def detect_schema(row: Mapping[str, Any]) -> str:
     if {"question", "answer"} <= keys and "####" in str(row.get("answer") or ""):
         return "gsm8k"
     return "generic"
+
+
+def row_id(row: Any) -> str | None:
+    """The row's own id (the first of ID_COLUMNS it has, as text), or None.
+
+    >>> row_id({"id": 17, "question": "q"}), row_id({"question": "q"})
+    ('17', None)
+    """
+    if not isinstance(row, Mapping):
+        return None
+    value = next((row[name] for name in ID_COLUMNS if row.get(name) is not None), None)
+    return None if value is None else str(value)[:60]
 
 
 def record_from_row(row: Any, *, schema: str, source: str, split: str,
