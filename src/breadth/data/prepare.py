@@ -155,7 +155,7 @@ def prepare_dataset(
                          "if missing)")
     source = parse_source_spec(spec)
     bad_rows: list[BadRow] = []
-    options = _LoadOptions(schema, on_bad_rows, columns, bad_rows)
+    options = _LoadOptions(spec, schema, on_bad_rows, columns, bad_rows)
     if source.kind == "synthetic":
         used_schema, duplicates = "synthetic", 0
         counts = {"train": 0 if eval_only else _or(num_train, SYNTHETIC_NUM_TRAIN),
@@ -187,7 +187,7 @@ def prepare_dataset(
         counts = {"train": None, "eval": None}
 
     rows, render_bad = _render_all({"train": splits.train, "eval": splits.eval}, fmt, reasoning,
-                                   num_options)
+                                   num_options, spec)
     bad_rows += render_bad
     if render_bad and on_bad_rows == "fail":
         raise BadRowsError(render_bad, f"{spec} (rendered as {fmt})")
@@ -228,6 +228,8 @@ def _or(value: int | None, default: int) -> int:
 class _LoadOptions:
     """How file and hub sources are read; every source's bad rows collect in `bad_rows`."""
 
+    spec: str
+    """The main source: the eval source's bad rows name their own."""
     schema: str
     on_bad_rows: str
     columns: Mapping[str, str] | None
@@ -239,8 +241,14 @@ class _LoadOptions:
                              "source; give a file or hub source, or leave the eval source empty")
         loaded = load_records(spec, schema=self.schema, on_bad_rows=self.on_bad_rows,
                               columns=self.columns)
-        self.bad_rows.extend(loaded.bad_rows)
+        self.bad_rows.extend(_in_source(row, spec, self.spec) for row in loaded.bad_rows)
         return loaded
+
+
+def _in_source(bad: BadRow, source: str, main: str) -> BadRow:
+    """A bad row as a report or manifest about `main` lists it: a row of another source (the
+    eval source) names that source, or its line would be looked for in the wrong file."""
+    return bad if source == main else dataclasses.replace(bad, unit=f"{source} {bad.unit}")
 
 
 def _drop_duplicates(records: list[Record]) -> tuple[list[Record], int, list[BadRow]]:
@@ -280,8 +288,8 @@ def _conflict(record: Record, same_question: list[tuple[RowOrigin, Record]]) -> 
     return f"answers {record.answer!r} to {record.question[:60]!r}, but {listed}"
 
 
-def _render_all(splits: dict[str, list[Record]], fmt: str, reasoning: bool, num_options: int
-                ) -> tuple[dict[str, list[dict[str, Any]]], list[BadRow]]:
+def _render_all(splits: dict[str, list[Record]], fmt: str, reasoning: bool, num_options: int,
+                spec: str) -> tuple[dict[str, list[dict[str, Any]]], list[BadRow]]:
     rows: dict[str, list[dict[str, Any]]] = {}
     bad: list[BadRow] = []
     for name, records in splits.items():
@@ -292,7 +300,8 @@ def _render_all(splits: dict[str, list[Record]], fmt: str, reasoning: bool, num_
             except RenderError as error:
                 # A generated record has no row in a file: its place in the split stands in.
                 origin = record.origin or RowOrigin(index, f"{name} record")
-                bad.append(BadRow.at(origin, "answer", error.reason))
+                bad.append(_in_source(BadRow.at(origin, "answer", error.reason), record.source,
+                                      spec))  # fmt: skip
     return rows, bad
 
 

@@ -279,3 +279,23 @@ def test_conflicting_rows_of_a_table_are_named_by_their_0_based_row(offline_hub,
     assert "rows are numbered from 0, as pandas and datasets number them, not counting a CSV " \
            "header line" in text
     assert "train row" not in text  # a single file has no train split of its own
+
+
+def test_a_bad_row_of_the_eval_source_names_that_source(tmp_path) -> None:
+    """A row of the eval source that mcq cannot render was reported as "eval record 1" under
+    the main source's name: the user looked in the wrong file. Skipped rows of the eval source
+    were listed in the manifest by line alone, beside the main source's."""
+    main = write_jsonl(tmp_path / "main.jsonl", GSM8K)
+    tests = write_jsonl(tmp_path / "test.jsonl", [
+        {"question": "7+2?", "answer": "9"}, {"question": "Capital of France?", "answer": "Paris"}])
+    with pytest.raises(BadRowsError, match=(rf"\n  jsonl:{tests} line 2, field 'answer': the "
+                                            "answer 'Paris' is not a number")):
+        prepare_dataset(f"jsonl:{main}", fmt="mcq", out_dir=tmp_path / "fail",
+                        eval_source=f"jsonl:{tests}")
+    main = write_jsonl(tmp_path / "main.jsonl", [*GSM8K, {"question": "no answer"}])
+    tests = write_jsonl(tmp_path / "test.jsonl", [{"question": "7+2?", "answer": "9"},
+                                                  {"question": "no answer"}])
+    manifest = prepare_dataset(f"jsonl:{main}", fmt="mcq", out_dir=tmp_path / "o",
+                               eval_source=f"jsonl:{tests}", on_bad_rows="skip")
+    assert [(row["unit"], row["line"]) for row in manifest.bad_rows] == [
+        ("line", len(GSM8K) + 1), (f"jsonl:{tests} line", 2)]
