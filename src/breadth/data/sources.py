@@ -9,7 +9,6 @@ the load with a `BadRowsError`; with on_bad_rows="skip" they are dropped and ret
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -265,10 +264,9 @@ def _to_records(rows: Iterator[RawRow], spec: str, schema: str,
         if used == "auto" and isinstance(row, Mapping):
             used = "generic" if columns else detect_schema(row)
         try:
-            record = record_from_row(row, schema=used if used != "auto" else "generic",
-                                     source=spec, split=our_split, columns=columns)
+            records.append(record_from_row(row, schema=used if used != "auto" else "generic",
+                                           source=spec, split=our_split, columns=columns,
+                                           origin=origin))
         except RowError as error:
             bad_rows.append(BadRow.at(origin, error.field, error.reason))
-        else:
-            records.append(dataclasses.replace(record, origin=origin))
     return records, bad_rows, used, fields
