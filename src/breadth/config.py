@@ -10,10 +10,11 @@ from __future__ import annotations
 import datetime
 import hashlib
 import json
+import re
 from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
-from typing import Annotated, Any, Literal, get_args
+from typing import Annotated, Any, Literal, get_args, get_origin
 
 import yaml
 from pydantic import (
@@ -465,7 +466,7 @@ def _preset_values(name: str, _chain: tuple[str, ...] = ()) -> dict[str, Any]:
             )
         text = (resources.files("breadth") / "presets" / f"{name}.yaml").read_text()
     try:
-        values = yaml.safe_load(text) or {}
+        values = _read_preset_yaml(text, name) or {}
     except yaml.YAMLError as error:
         where = getattr(error, "problem_mark", None)
         at = f" at line {where.line + 1}, column {where.column + 1}" if where else ""
@@ -490,6 +491,59 @@ def _preset_values(name: str, _chain: tuple[str, ...] = ()) -> dict[str, Any]:
                               f"{' -> '.join([*chain, parent])}; remove one `extends`")  # fmt: skip
         return _merge(_preset_values(parent, chain), values)
     return values
+
+
+def _read_preset_yaml(text: str, name: str) -> Any:
+    """A preset's YAML, each value read as a `--set` value is (see `_as_written`)."""
+    return _read_yaml(text, lambda loader, node: _values_as_written(loader, node, "", name))
+
+
+def _read_yaml(text: str, retag: Any) -> Any:
+    """YAML text with `retag(loader, node)` run on its node tree before the values are made."""
+    loader = yaml.SafeLoader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        retag(loader, node)
+        return loader.construct_document(node)
+    finally:
+        loader.dispose()
+
+
+def _values_as_written(loader: yaml.SafeLoader, node: yaml.Node, prefix: str, name: str) -> None:
+    """Walk a preset's sections and read the value of each known key as written."""
+    if not isinstance(node, yaml.MappingNode):
+        return
+    known = _known_keys()
+    for key_node, value_node in node.value:
+        key = f"{prefix}{key_node.value}"
+        if isinstance(value_node, yaml.MappingNode):
+            _values_as_written(loader, value_node, f"{key}.", name)
+        elif key in known:  # a misspelt key is left to validation, which suggests the right one
+            _value_as_written(loader, value_node, key, name)
+
+
+def _value_as_written(loader: yaml.SafeLoader, node: yaml.Node, key: str,
+                      preset: str | None = None) -> None:
+    """Retag the plain scalars of a known key's value (or of its list's items) as `_as_written`
+    reads them; a refusal names the preset file and line (`preset` None: a --set value)."""
+    for item in node.value if isinstance(node, yaml.SequenceNode) else [node]:
+        # Quoted and block scalars are text already; only plain ones are YAML-typed.
+        if not isinstance(item, yaml.ScalarNode) or item.style is not None:
+            continue
+        # What YAML reads it as, by the tag it resolved (the cache-free scalar constructors).
+        construct = loader.yaml_constructors.get(item.tag)
+        try:
+            value = _as_written(key, item.value, construct(loader, item) if construct
+                                else item.value)  # fmt: skip
+        except ConfigError as error:
+            if preset is None:
+                raise
+            raise ConfigError(f"preset file {preset}, line {item.start_mark.line + 1}: "
+                              f"{error}") from None  # fmt: skip
+        if isinstance(value, str):
+            item.tag = "tag:yaml.org,2002:str"
 
 
 def _merge(base: dict[str, Any], update: dict[str, Any]) -> dict[str, Any]:
@@ -544,7 +598,8 @@ def describe_keys(model: type[BaseModel] = PipelineConfig, prefix: str = "") -> 
 
 
 def parse_override(text: str) -> tuple[str, Any]:
-    """`key=value` -> (key, YAML-typed value): `rl.max_steps=4` gives ("rl.max_steps", 4)."""
+    """`key=value` -> (key, the value as YAML reads it, by the rules a preset's values follow:
+    see `_as_written`): `rl.max_steps=4` gives ("rl.max_steps", 4)."""
     if "=" not in text:
         raise ConfigError(f"--set {text!r} is not key=value (e.g. --set rl.max_steps=4)")
     key, raw = text.split("=", 1)
@@ -560,24 +615,72 @@ def parse_override(text: str) -> tuple[str, Any]:
             "`breadth config --keys` for the list."
         )
     try:
-        value = yaml.safe_load(raw) if raw.strip() else None
+        return key, _read_yaml(raw, lambda loader, node: _value_as_written(loader, node, key))
     except yaml.YAMLError:
-        value = raw
-    # YAML reads 2024, 3.10, no and 2024-01-31 as a number, a flag or a date; a text key (an
-    # experiment name, a data source) means the characters typed: 3.10 must not become "3.1".
+        return key, raw
+    except ConfigError as error:
+        raise ConfigError(f"--set {text!r}: {error}") from None
+
+
+# Numbers only YAML 1.1 (PyYAML) reads so: 010 is octal 8 (YAML 1.2 and most readers: 10) and
+# 1:30 is base 60, 90.
+_YAML_1_1_OCTAL = re.compile(r"[-+]?0[0-7_]+")
+_YAML_1_1_BASE_60 = re.compile(r"[-+]?[0-9][0-9_]*(:[0-5]?[0-9])+(\.[0-9_]*)?")
+
+
+def _as_written(key: str, written: str, value: Any) -> Any:
+    """The value of a known key written as the plain YAML scalar `written`, which YAML read as
+    `value`: the rule for a preset's values and a `--set` value alike.
+
+    YAML reads 2024, 3.10, no and 2024-01-31 as a number, a flag or a date; a text key (an
+    experiment name, a data source) means the characters typed: 3.10 must not become "3.1".
+    A number key refuses what YAML or pydantic would silently change: a yes/no word (pydantic
+    makes `on` 1) and a number in a form only YAML 1.1 reads (010 is 8, 1:30 is 90).
+
+    >>> _as_written("tracking.experiment", "3.10", 3.1)
+    '3.10'
+    >>> _as_written("seed", "010", 8)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    breadth.config.ConfigError: config key seed: 010 is an octal number in YAML, read as 8; ...
+    """
+    kinds = _kinds(key)
     if isinstance(value, (bool, int, float, datetime.date)) and _takes_text(key):
-        value = raw.strip()
-    return key, value
+        return written
+    if isinstance(value, bool) and bool not in kinds:
+        raise ConfigError(f"config key {key}: {written} is a yes/no word in YAML, read as "
+                          f"{str(value).lower()}; write {_wanted(kinds)}")
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        if _YAML_1_1_OCTAL.fullmatch(written):
+            raise ConfigError(f"config key {key}: {written} is an octal number in YAML, read "
+                              f"as {value}; write {value}, or {int(written.replace('_', ''))} "
+                              "without the zero")  # fmt: skip
+        if _YAML_1_1_BASE_60.fullmatch(written):
+            raise ConfigError(f"config key {key}: {written} is a base-60 number in YAML, read "
+                              f"as {value}; write the number meant (e.g. {value})")
+    return value
 
 
-def _takes_text(key: str) -> bool:
-    """Whether a known dotted config key holds text (maybe also None or a list), not a number."""
+def _wanted(kinds: set[Any]) -> str:
+    names = {int: "a whole number", float: "a number", str: "text"}
+    return " or ".join(name for kind, name in names.items() if kind in kinds) or "a value"
+
+
+def _kinds(key: str) -> set[Any]:
+    """The types a known dotted config key takes: a Literal's values count as their types."""
     model: Any = PipelineConfig
     *sections, leaf = key.split(".")
     for section in sections:
         model = model.model_fields[section].annotation
     annotation = model.model_fields[leaf].annotation
-    kinds = set(get_args(annotation)) or {annotation}
+    if get_origin(annotation) is Literal:
+        return {type(choice) for choice in get_args(annotation)}
+    return set(get_args(annotation)) or {annotation}
+
+
+def _takes_text(key: str) -> bool:
+    """Whether a known dotted config key holds text (maybe also None or a list), not a number."""
+    kinds = _kinds(key)
     return str in kinds and not kinds & {bool, int, float}
 
 

@@ -76,6 +76,80 @@ def test_a_text_key_keeps_the_text_yaml_would_read_as_a_number_or_boolean(overri
     assert getattr(getattr(load_config("default", [override]), section), name) == expected
 
 
+def _through(route: str, key: str, written: str, tmp_path):
+    """`key: written` in a preset file, or `--set key=written`: the two read values alike."""
+    if route == "--set":
+        return load_config("default", [f"{key}={written}"])
+    *sections, leaf = key.split(".")
+    path = tmp_path / "mine.yaml"
+    path.write_text("".join(f"{'  ' * depth}{section}:\n" for depth, section in enumerate(sections))
+                    + f"{'  ' * len(sections)}{leaf}: {written}\n")  # fmt: skip
+    return load_config(str(path))
+
+
+def _value(config, key: str):
+    for part in key.split("."):
+        config = getattr(config, part)
+    return config
+
+
+@pytest.mark.parametrize("route", ["preset", "--set"])
+@pytest.mark.parametrize(("key", "written", "expected"), [
+    ("tracking.experiment", "no", "no"),
+    ("tracking.experiment", "3.10", "3.10"),
+    ("tracking.experiment", "2024-01-31", "2024-01-31"),
+    ("tracking.experiment", "1:30", "1:30"),
+    ("tracking.experiment", "'2024'", "2024"),
+    ("tracking.experiment", "null", None),
+    ("rollout.vllm_url", "[http://a:8000, 2024]", ["http://a:8000", "2024"]),
+    ("rl.scale_rewards", "none", "none"),
+])  # fmt: skip
+def test_a_preset_text_value_keeps_its_text_as_set_does(route, key, written, expected, tmp_path):
+    """A preset's `experiment: no` failed with "Input should be a valid string (got False)",
+    and `3.10` with "(got 3.1)", while `--set` kept the characters typed: now both do."""
+    assert _value(_through(route, key, written, tmp_path), key) == expected
+
+
+@pytest.mark.parametrize("route", ["preset", "--set"])
+@pytest.mark.parametrize(("key", "written", "must_mention"), [
+    ("seed", "010", "an octal number in YAML, read as 8; write 8, or 10 without the zero"),
+    ("rl.max_steps", "1:30", "a base-60 number in YAML, read as 90; write the number meant"),
+    ("rl.vllm_server_timeout_s", "1:30", "read as 90"),
+    ("rl.max_steps", "on", "a yes/no word in YAML, read as true; write a whole number"),
+    ("sft.epochs", "yes", "write a number"),
+    ("data.num_train", "false", "read as false"),
+])  # fmt: skip
+def test_a_number_yaml_would_change_is_refused(route, key, written, must_mention, tmp_path):
+    """`seed: 010` became 8 (YAML 1.1 octal), `max_steps: 1:30` 90 (base 60) and
+    `max_steps: on` 1 (a YAML flag pydantic takes as a number), without a word."""
+    with pytest.raises(ConfigError) as caught:
+        _through(route, key, written, tmp_path)
+    message = str(caught.value)
+    assert f"config key {key}: {written} is " in message and must_mention in message
+    where = "preset file " + str(tmp_path / "mine.yaml") if route == "preset" else "--set '"
+    assert message.startswith(where)
+    if route == "preset":
+        assert f", line {key.count('.') + 1}: " in message
+
+
+@pytest.mark.parametrize("route", ["preset", "--set"])
+@pytest.mark.parametrize(("key", "written", "expected"), [
+    ("sft.learning_rate", "1e-4", 1e-4),  # PyYAML reads text; pydantic reads the number
+    ("rl.learning_rate", "5.0e-7", 5e-7),
+    ("seed", "'010'", 10),  # quoted: text, read as the decimal it shows
+    ("seed", "0x10", 16),
+    ("seed", "0", 0),
+    ("rl.max_steps", "1_000", 1000),
+    ("sft.enabled", "no", False),
+    ("rl.adaptive_entropy", "on", True),
+    ("data.difficulty", "2", 2),
+    ("data.num_train", "null", None),
+])  # fmt: skip
+def test_numbers_and_flags_yaml_reads_as_written_are_kept(route, key, written, expected,
+                                                         tmp_path):
+    assert _value(_through(route, key, written, tmp_path), key) == expected
+
+
 def test_unknown_keys_in_a_preset_file_fail(tmp_path):
     path = tmp_path / "mine.yaml"
     path.write_text("rl:\n  max_stepz: 3\n")

@@ -78,10 +78,11 @@ def prepare(
 def _what_was_left_out(manifest: Manifest) -> list[str]:
     """Every row the data set does not hold, said where the user looks (the manifest lists
     them too): skipped bad rows, repeats, limits, and limits the source could not fill."""
+    from breadth.data.records import BadRow
+
     lines = []
     if manifest.bad_rows_count:
-        first = "; ".join(f"{row['unit']} {row['line']}, field {row['field']!r}: {row['reason']}"
-                          for row in manifest.bad_rows[:3])  # fmt: skip
+        first = "; ".join(str(BadRow.from_dict(row)) for row in manifest.bad_rows[:3])
         lines.append(f"skipped {manifest.bad_rows_count} bad row(s) (--on-bad-rows skip), "
                      f"listed in manifest.json; first: {first}")  # fmt: skip
     if manifest.duplicates_dropped:

@@ -48,7 +48,16 @@ _OPTION_REFERENCE = re.compile(
 
 
 class RenderError(ValueError):
-    """A record that cannot be shown in the asked format (the message names it and why)."""
+    """A record that cannot be shown in the asked format: the message names where its row is
+    (its line or row in the user's file; the record id for generated records) and why."""
+
+    def __init__(self, record: Record, reason: str) -> None:
+        super().__init__(record, reason)  # the arguments, so that a pickled error unpickles
+        self.record = record
+        self.reason = reason
+
+    def __str__(self) -> str:
+        return f"{self.record.origin or f'record {self.record.id}'}: {self.reason}"
 
 
 def render(
@@ -174,16 +183,15 @@ def _options(record: Record, num_options: int, rng: random.Random) -> tuple[str,
     except RenderError:
         raise
     except (ValueError, KeyError, ExpressionError) as error:
-        raise RenderError(f"record {record.id}: cannot build {num_options} options: {error}"
-                          ) from None
+        raise RenderError(record, f"cannot build {num_options} options: {error}") from None
 
 
 def _options_or_raise(record: Record, num_options: int, rng: random.Random
                       ) -> tuple[str, list[str]]:
     if record.choices:
         if record.answer not in record.choices:
-            raise RenderError(f"record {record.id}: answer {record.answer!r} is not one of its "
-                              f"choices {list(record.choices)!r}")
+            raise RenderError(record, f"answer {record.answer!r} is not one of its choices "
+                                      f"{list(record.choices)!r}")
         return record.answer, list(record.choices)
     if record.task == "countdown":
         solution = _countdown_solution(record)
@@ -194,7 +202,7 @@ def _options_or_raise(record: Record, num_options: int, rng: random.Random
     gold = canonical_number(record.answer)
     if gold is None:
         raise RenderError(
-            f"record {record.id}: the answer {record.answer[:40]!r} is not a number and the "
+            record, f"the answer {record.answer[:40]!r} is not a number and the "
             "source gives no choices, so mcq distractors cannot be generated; use "
             "--format free_form or a source with choices"
         )
@@ -219,7 +227,7 @@ def _arithmetic_solution(record: Record) -> str:
 
 def _countdown_solution(record: Record) -> str:
     if not record.solution:
-        raise RenderError(f"record {record.id}: countdown needs a solution expression")
+        raise RenderError(record, "countdown needs a solution expression")
     return record.solution
 
 

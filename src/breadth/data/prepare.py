@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from breadth.data.formats import DEFAULT_NUM_OPTIONS, FORMATS, RenderError, render
-from breadth.data.records import BadRow, BadRowsError, Record, check_on_bad_rows
+from breadth.data.records import BadRow, BadRowsError, Record, RowOrigin, check_on_bad_rows
 from breadth.data.sources import LoadResult, load_records, parse_source_spec
 from breadth.data.splits import (
     SplitError,
@@ -155,7 +155,7 @@ def prepare_dataset(
                          "if missing)")
     source = parse_source_spec(spec)
     bad_rows: list[BadRow] = []
-    options = _LoadOptions(schema, on_bad_rows, columns, bad_rows)
+    options = _LoadOptions(spec, schema, on_bad_rows, columns, bad_rows)
     if source.kind == "synthetic":
         used_schema, duplicates = "synthetic", 0
         counts = {"train": 0 if eval_only else _or(num_train, SYNTHETIC_NUM_TRAIN),
@@ -174,7 +174,7 @@ def prepare_dataset(
         unique, duplicates, conflicts = _drop_duplicates(loaded.records)
         bad_rows += conflicts
         if conflicts and on_bad_rows == "fail":
-            raise BadRowsError(conflicts, spec)
+            raise BadRowsError(conflicts, spec, CONFLICT_FIX)
         if eval_source:
             evaluation = options.load(eval_source)
             splits = split_with_eval_source(unique, loaded.named_splits, evaluation.records,
@@ -187,7 +187,7 @@ def prepare_dataset(
         counts = {"train": None, "eval": None}
 
     rows, render_bad = _render_all({"train": splits.train, "eval": splits.eval}, fmt, reasoning,
-                                   num_options)
+                                   num_options, spec)
     bad_rows += render_bad
     if render_bad and on_bad_rows == "fail":
         raise BadRowsError(render_bad, f"{spec} (rendered as {fmt})")
@@ -228,6 +228,8 @@ def _or(value: int | None, default: int) -> int:
 class _LoadOptions:
     """How file and hub sources are read; every source's bad rows collect in `bad_rows`."""
 
+    spec: str
+    """The main source: the eval source's bad rows name their own."""
     schema: str
     on_bad_rows: str
     columns: Mapping[str, str] | None
@@ -239,8 +241,14 @@ class _LoadOptions:
                              "source; give a file or hub source, or leave the eval source empty")
         loaded = load_records(spec, schema=self.schema, on_bad_rows=self.on_bad_rows,
                               columns=self.columns)
-        self.bad_rows.extend(loaded.bad_rows)
+        self.bad_rows.extend(_in_source(row, spec, self.spec) for row in loaded.bad_rows)
         return loaded
+
+
+def _in_source(bad: BadRow, source: str, main: str) -> BadRow:
+    """A bad row as a report or manifest about `main` lists it: a row of another source (the
+    eval source) names that source, or its line would be looked for in the wrong file."""
+    return bad if source == main else dataclasses.replace(bad, unit=f"{source} {bad.unit}")
 
 
 def _drop_duplicates(records: list[Record]) -> tuple[list[Record], int, list[BadRow]]:
@@ -248,19 +256,17 @@ def _drop_duplicates(records: list[Record]) -> tuple[list[Record], int, list[Bad
     counted. A problem (same question and choices) given with different answers is a bad row
     in every one of its records: which label is right cannot be known, and keeping them would
     train and score the model against contradicting targets."""
-    answers: dict[tuple[str, tuple[str, ...]], set[str]] = {}
-    for record in records:
-        answers.setdefault((record.question, record.choices), set()).add(record.answer)
+    located = [(record.origin or RowOrigin(position, "record"), record)
+               for position, record in enumerate(records, start=1)]  # fmt: skip
+    problems: dict[tuple[str, tuple[str, ...]], list[tuple[RowOrigin, Record]]] = {}
+    for origin, record in located:
+        problems.setdefault((record.question, record.choices), []).append((origin, record))
     seen: set[str] = set()
     unique, conflicts, repeats = [], [], 0
-    for position, record in enumerate(records, start=1):
-        labels = answers[(record.question, record.choices)]
-        if len(labels) > 1:
-            conflicts.append(BadRow(position, "answer", (
-                f"the question {record.question[:60]!r} appears with {len(labels)} different "
-                f"answers ({', '.join(repr(a) for a in sorted(labels)[:4])}): conflicting "
-                "labels, fix the source"),
-                unit="record"))  # fmt: skip
+    for origin, record in located:
+        same_question = problems[(record.question, record.choices)]
+        if len({other.answer for _, other in same_question}) > 1:
+            conflicts.append(BadRow.at(origin, "answer", _conflict(record, same_question)))
         elif record.id in seen:
             repeats += 1
         else:
@@ -269,8 +275,21 @@ def _drop_duplicates(records: list[Record]) -> tuple[list[Record], int, list[Bad
     return unique, repeats, conflicts
 
 
-def _render_all(splits: dict[str, list[Record]], fmt: str, reasoning: bool, num_options: int
-                ) -> tuple[dict[str, list[dict[str, Any]]], list[BadRow]]:
+CONFLICT_FIX = ("a question is given different answers in these rows: correct the wrong answer "
+                "in the source, or delete its row (an exact repeat is dropped, not an error); "
+                "or pass --on-bad-rows skip to drop every row of such a question")
+
+
+def _conflict(record: Record, same_question: list[tuple[RowOrigin, Record]]) -> str:
+    """Why a row is a conflict: its answer, and where the other answers to its question are."""
+    others = [f"{origin} answers {other.answer!r}" for origin, other in same_question
+              if other.answer != record.answer]  # fmt: skip
+    listed = "; ".join(others[:3]) + (f"; and {len(others) - 3} more" if len(others) > 3 else "")
+    return f"answers {record.answer!r} to {record.question[:60]!r}, but {listed}"
+
+
+def _render_all(splits: dict[str, list[Record]], fmt: str, reasoning: bool, num_options: int,
+                spec: str) -> tuple[dict[str, list[dict[str, Any]]], list[BadRow]]:
     rows: dict[str, list[dict[str, Any]]] = {}
     bad: list[BadRow] = []
     for name, records in splits.items():
@@ -279,7 +298,10 @@ def _render_all(splits: dict[str, list[Record]], fmt: str, reasoning: bool, num_
             try:
                 rows[name].append(render(record, fmt, reasoning=reasoning, num_options=num_options))
             except RenderError as error:
-                bad.append(BadRow(index, "answer", str(error), unit=f"{name} record"))
+                # A generated record has no row in a file: its place in the split stands in.
+                origin = record.origin or RowOrigin(index, f"{name} record")
+                bad.append(_in_source(BadRow.at(origin, "answer", error.reason), record.source,
+                                      spec))  # fmt: skip
     return rows, bad
 
 

@@ -17,6 +17,9 @@ ON_BAD_ROWS = ("fail", "skip")
 
 # How many bad rows an error message lists before it says "and N more".
 MAX_BAD_ROWS_IN_MESSAGE = 20
+ROW_NUMBERING = ("rows are numbered from 0, as pandas and datasets number them, not counting "
+                 "a CSV header line")
+"""Said under a report that lists rows (not jsonl lines): "row 3" could be read either way."""
 
 
 def make_record_id(source: str, question: str, answer: str) -> str:
@@ -64,6 +67,9 @@ class Record:
     """Which verifier applies: "arithmetic" | "countdown" | "generic"."""
     meta: dict[str, Any] = field(default_factory=dict, hash=False)
     """Task details; countdown: {"numbers": [...], "target": int}."""
+    origin: RowOrigin | None = field(default=None, compare=False, repr=False)
+    """Where the row is in the user's file, for error messages (None: generated). Not part of
+    the id, the rendered row or equality: the same problem on another line is the same."""
 
     @classmethod
     def create(
@@ -78,6 +84,7 @@ class Record:
         difficulty: int | None = None,
         task: str = "generic",
         meta: dict[str, Any] | None = None,
+        origin: RowOrigin | None = None,
     ) -> Record:
         """Build a record, deriving its id from source, question and answer."""
         return cls(
@@ -91,7 +98,27 @@ class Record:
             difficulty=difficulty,
             task=task,
             meta=dict(meta or {}),
+            origin=origin,
         )
+
+
+@dataclass(frozen=True)
+class RowOrigin:
+    """Where a source row is, in the terms a user finds it by in their file.
+
+    >>> str(RowOrigin(4, "line", "q-17"))
+    "line 4 (id 'q-17')"
+    """
+
+    line: int
+    """As `BadRow.line`: 1-based line for jsonl files, 0-based row index otherwise."""
+    unit: str = "line"
+    """As `BadRow.unit`."""
+    row_id: str | None = None
+    """The row's own id column (see schemas.ID_COLUMNS), if it has one."""
+
+    def __str__(self) -> str:
+        return f"{self.unit} {self.line}" + (f" (id {self.row_id!r})" if self.row_id else "")
 
 
 @dataclass(frozen=True)
@@ -109,28 +136,48 @@ class BadRow:
     reason: str
     """What is wrong with it."""
     unit: str = "line"
-    """What `line` counts: "line" (jsonl), "row" (parquet), "<split> row" (hub), "record"."""
+    """What `line` counts: "line" (jsonl, from 1), "row" (parquet or a single data file, from
+    0), "<split> row" (hub or folder split, from 0), "<split> record" (generated records)."""
+    row_id: str | None = None
+    """The row's own id column, if it has one: what a user may search their file for."""
+
+    @classmethod
+    def at(cls, origin: RowOrigin, field: str, reason: str) -> BadRow:
+        """The bad row at a record's origin."""
+        return cls(origin.line, field, reason, origin.unit, origin.row_id)
+
+    @classmethod
+    def from_dict(cls, row: dict[str, Any]) -> BadRow:
+        """Inverse of `to_dict` (a manifest written before row_id has none)."""
+        return cls(row["line"], row["field"], row["reason"], row["unit"], row.get("row_id"))
 
     def __str__(self) -> str:
-        return f"{self.unit} {self.line}, field {self.field!r}: {self.reason}"
+        where = RowOrigin(self.line, self.unit, self.row_id)
+        return f"{where}, field {self.field!r}: {self.reason}"
 
     def to_dict(self) -> dict[str, Any]:
-        return {"unit": self.unit, "line": self.line, "field": self.field, "reason": self.reason}
+        return {"unit": self.unit, "line": self.line, "field": self.field, "reason": self.reason,
+                "row_id": self.row_id}
+
+
+SKIP_HINT = "pass --on-bad-rows skip to drop them (they are then recorded in the manifest)"
 
 
 class BadRowsError(ValueError):
     """Raised (with on_bad_rows="fail") when a source has rows that cannot become records."""
 
     def __init__(self, bad_rows: list[BadRow], source: str, cause: str = "") -> None:
-        """`cause`: one sentence for a single cause of every bad row, said instead of the
-        hint to skip them (which would leave nothing)."""
+        """`cause`: what is wrong with every bad row and how to fix it, said instead of the
+        bare hint to skip them (which may leave nothing, or hide the cause)."""
         self.bad_rows = list(bad_rows)
         self.source = source
         listed = "\n".join(f"  {row}" for row in self.bad_rows[:MAX_BAD_ROWS_IN_MESSAGE])
         more = len(self.bad_rows) - MAX_BAD_ROWS_IN_MESSAGE
         if more > 0:
             listed += f"\n  ... and {more} more"
-        fix = cause or "pass --on-bad-rows skip to drop them (they are then recorded in the manifest)"
+        if any(row.unit.endswith("row") for row in self.bad_rows):
+            listed += f"\n  ({ROW_NUMBERING})"
+        fix = cause or SKIP_HINT
         super().__init__(f"{len(self.bad_rows)} bad row(s) in {source}:\n{listed}\n{fix}")
 
 

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from breadth.data.extraction import LETTERS, canonical_number
-from breadth.data.records import Record
+from breadth.data.records import Record, RowOrigin
 
 SCHEMAS = ("auto", "gsm8k", "aqua", "generic")
 AQUA_NUM_OPTIONS = 5
@@ -27,6 +27,8 @@ GENERIC_COLUMNS: dict[str, tuple[str, ...]] = {
     "choices": ("choices", "options"),
     "solution": ("solution", "rationale", "explanation", "reasoning"),
 }
+ID_COLUMNS = ("id", "unique_id", "problem_id", "question_id", "uid", "idx")
+"""A row's own id, by the usual names: error messages quote it, as a user may search for it."""
 _AQUA_OPTION = re.compile(r"\s*\(?([A-Z])\s*\)\s*(.*)", re.DOTALL)
 
 
@@ -57,8 +59,21 @@ def detect_schema(row: Mapping[str, Any]) -> str:
     return "generic"
 
 
+def row_id(row: Any) -> str | None:
+    """The row's own id (the first of ID_COLUMNS it has, as text), or None.
+
+    >>> row_id({"id": 17, "question": "q"}), row_id({"question": "q"})
+    ('17', None)
+    """
+    if not isinstance(row, Mapping):
+        return None
+    value = next((row[name] for name in ID_COLUMNS if row.get(name) is not None), None)
+    return None if value is None else str(value)[:60]
+
+
 def record_from_row(row: Any, *, schema: str, source: str, split: str,
-                    columns: Mapping[str, str] | None = None) -> Record:
+                    columns: Mapping[str, str] | None = None,
+                    origin: RowOrigin | None = None) -> Record:
     """One row under `schema` ("gsm8k" | "aqua" | "generic") as a Record; RowError if bad.
 
     >>> r = record_from_row({"question": "2+2?", "answer": "2+2=4\\n#### 4"}, schema="gsm8k",
@@ -69,11 +84,11 @@ def record_from_row(row: Any, *, schema: str, source: str, split: str,
     if not isinstance(row, Mapping):
         raise RowError("<row>", f"expected a JSON object, got {type(row).__name__}")
     if schema == "gsm8k":
-        return _from_gsm8k(row, source, split)
+        return _from_gsm8k(row, source, split, origin)
     if schema == "aqua":
-        return _from_aqua(row, source, split)
+        return _from_aqua(row, source, split, origin)
     if schema == "generic":
-        return _from_generic(row, source, split, columns or {})
+        return _from_generic(row, source, split, columns or {}, origin)
     raise ValueError(f"schema must be one of {SCHEMAS[1:]} here, got {schema!r}")
 
 
@@ -89,7 +104,8 @@ def _text(row: Mapping[str, Any], field: str) -> str:
     return text
 
 
-def _from_gsm8k(row: Mapping[str, Any], source: str, split: str) -> Record:
+def _from_gsm8k(row: Mapping[str, Any], source: str, split: str,
+                origin: RowOrigin | None) -> Record:
     question = _text(row, "question")
     answer_text = _text(row, "answer")
     if "####" not in answer_text:
@@ -99,10 +115,11 @@ def _from_gsm8k(row: Mapping[str, Any], source: str, split: str) -> Record:
     if gold is None:
         raise RowError("answer", f"final answer {final.strip()[:40]!r} after '####' is not a number")
     return Record.create(source=source, split=split, question=question, answer=gold,
-                         solution=reasoning.strip() or None)
+                         solution=reasoning.strip() or None, origin=origin)
 
 
-def _from_aqua(row: Mapping[str, Any], source: str, split: str) -> Record:
+def _from_aqua(row: Mapping[str, Any], source: str, split: str,
+               origin: RowOrigin | None) -> Record:
     question = _text(row, "question")
     options = row.get("options")
     if options is None:
@@ -131,7 +148,7 @@ def _from_aqua(row: Mapping[str, Any], source: str, split: str) -> Record:
     meta = {"answer_index": LETTERS.index(correct)} if texts.count(gold) > 1 else {}
     return Record.create(source=source, split=split, question=question, answer=gold,
                          choices=tuple(texts), meta=meta,
-                         solution=str(rationale).strip() if rationale else None)
+                         solution=str(rationale).strip() if rationale else None, origin=origin)
 
 
 def _strip_label(text: str, letter: str) -> str:
@@ -160,7 +177,7 @@ def _column(row: Mapping[str, Any], role: str, columns: Mapping[str, str]) -> st
 
 
 def _from_generic(row: Mapping[str, Any], source: str, split: str,
-                  columns: Mapping[str, str]) -> Record:
+                  columns: Mapping[str, str], origin: RowOrigin | None) -> Record:
     unknown = set(columns) - set(GENERIC_COLUMNS)
     if unknown:
         raise ValueError(f"columns keys must be among {sorted(GENERIC_COLUMNS)}, got "
@@ -190,4 +207,5 @@ def _from_generic(row: Mapping[str, Any], source: str, split: str,
     solution_column = _column(row, "solution", columns)
     solution = row.get(solution_column) if solution_column else None
     return Record.create(source=source, split=split, question=question, answer=answer,
-                         choices=choices, solution=str(solution).strip() if solution else None)
+                         choices=choices, solution=str(solution).strip() if solution else None,
+                         origin=origin)

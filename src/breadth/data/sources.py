@@ -2,7 +2,8 @@
 
 `hf:` goes through `datasets.load_dataset`, which takes a hub name or a local path alike (a
 local data file is loaded with the builder its extension names). Rows that cannot become
-records are reported with their line (jsonl) or row index (parquet, hub) and, by default, stop
+records are reported with their line (jsonl, from 1) or row index (parquet, hub, from 0, a CSV
+header not counted) and their own id column if they have one, and, by default, stop
 the load with a `BadRowsError`; with on_bad_rows="skip" they are dropped and returned.
 """
 
@@ -14,8 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from breadth.data.records import BadRow, BadRowsError, Record, check_on_bad_rows
-from breadth.data.schemas import SCHEMAS, RowError, detect_schema, record_from_row
+from breadth.data.records import BadRow, BadRowsError, Record, RowOrigin, check_on_bad_rows
+from breadth.data.schemas import SCHEMAS, RowError, detect_schema, record_from_row, row_id
 from breadth.data.synthetic import generate_arithmetic, generate_countdown
 
 SOURCE_KINDS = ("synthetic", "jsonl", "parquet", "hf")
@@ -194,8 +195,10 @@ def _read_hub(source: SourceSpec, split: str | None, named: list[str]) -> Iterat
     if not path.is_file():  # a single data file has no split names of its own
         named.extend(ours for _, ours in chosen)
     for hub_split, ours in chosen:
+        # A single file's "train" split is the builder's name, not the user's: it is rows.
+        unit = "row" if path.is_file() else f"{hub_split} row"
         for index, row in enumerate(loaded[hub_split]):
-            yield ours, index, f"{hub_split} row", row
+            yield ours, index, unit, row
 
 
 def _load_hub(name: str, config: str | None, **kwargs: Any) -> Any:
@@ -252,8 +255,9 @@ def _to_records(rows: Iterator[RawRow], spec: str, schema: str,
     used = schema
     fields: set[str] = set()
     for our_split, position, unit, row in rows:
+        origin = RowOrigin(position, unit, row_id(row))
         if isinstance(row, RowError):
-            bad_rows.append(BadRow(position, row.field, row.reason, unit))
+            bad_rows.append(BadRow.at(origin, row.field, row.reason))
             continue
         if not fields and isinstance(row, Mapping):
             fields = set(row)
@@ -261,7 +265,8 @@ def _to_records(rows: Iterator[RawRow], spec: str, schema: str,
             used = "generic" if columns else detect_schema(row)
         try:
             records.append(record_from_row(row, schema=used if used != "auto" else "generic",
-                                           source=spec, split=our_split, columns=columns))
+                                           source=spec, split=our_split, columns=columns,
+                                           origin=origin))
         except RowError as error:
-            bad_rows.append(BadRow(position, error.field, error.reason, unit))
+            bad_rows.append(BadRow.at(origin, error.field, error.reason))
     return records, bad_rows, used, fields

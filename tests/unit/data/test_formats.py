@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import collections
+import dataclasses
 import json
 import os
+import pickle
 import subprocess
 import sys
 
@@ -12,7 +14,7 @@ import pytest
 
 from breadth.data.expressions import evaluate, parse_expression
 from breadth.data.formats import RenderError, render, render_free_form, render_mcq
-from breadth.data.records import Record
+from breadth.data.records import Record, RowOrigin
 from breadth.data.synthetic import generate_arithmetic, generate_countdown
 from breadth.data.verifiers import verify
 
@@ -162,6 +164,21 @@ def test_mcq_needs_choices_or_a_numeric_answer() -> None:
     with pytest.raises(RenderError, match="not a number"):
         render_mcq(record)
     assert render_free_form(record)["target"] == "Paris"
+
+
+def test_a_render_error_names_the_rows_line_not_only_the_hash_id() -> None:
+    """The error said "record 50e4a3b7b93a8abb", a hash of the row no user can search for."""
+    record = Record.create(source="jsonl:x.jsonl", split="train", question="Capital?",
+                           answer="Paris", origin=RowOrigin(12, "line", "geo-3"))
+    with pytest.raises(RenderError) as caught:
+        render_mcq(record)
+    assert str(caught.value).startswith("line 12 (id 'geo-3'): the answer 'Paris' is not a number")
+    assert caught.value.reason.startswith("the answer 'Paris'")
+    # A task's failure is pickled between processes; the error must come back whole.
+    assert str(pickle.loads(pickle.dumps(caught.value))) == str(caught.value)
+    generated = dataclasses.replace(record, origin=None)
+    with pytest.raises(RenderError, match=f"^record {record.id}: the answer"):
+        render_mcq(generated)
 
 
 def test_unknown_format_is_named() -> None:

@@ -169,7 +169,9 @@ def test_rows_mcq_cannot_render_are_bad_rows(tmp_path) -> None:
         {"question": "Capital of France?", "answer": "Paris"},
         *({"question": f"{n}+2?", "answer": str(n + 2)} for n in range(6)),
     ])
-    with pytest.raises(BadRowsError, match="not a number"):
+    # Named by its line in the file: "train record 3" counted records after the split.
+    with pytest.raises(BadRowsError, match=r"\n  line 1, field 'answer': the answer 'Paris' is "
+                                           "not a number"):
         prepare_dataset(f"jsonl:{source}", fmt="mcq", out_dir=tmp_path / "a", eval_fraction=0.5)
     manifest = prepare_dataset(f"jsonl:{source}", fmt="mcq", out_dir=tmp_path / "b",
                                on_bad_rows="skip", eval_fraction=0.5)
@@ -216,7 +218,7 @@ def test_a_question_with_conflicting_answers_is_a_bad_row_not_two_problems(tmp_p
     an exact repeat is still only a duplicate."""
     conflicting = {"question": GSM8K[3]["question"], "answer": "#### 999"}
     source = write_jsonl(tmp_path / "g.jsonl", [*GSM8K, conflicting, GSM8K[7]])
-    with pytest.raises(BadRowsError, match=r"(?s)2 bad row.*2 different answers.*'83'.*'999'"):
+    with pytest.raises(BadRowsError, match=r"(?s)2 bad row.*'83'.*'999'"):
         prepare_dataset(f"jsonl:{source}", fmt="free_form", out_dir=tmp_path / "fail")
     manifest = prepare_dataset(f"jsonl:{source}", fmt="free_form", out_dir=tmp_path / "o",
                                on_bad_rows="skip")  # fmt: skip
@@ -224,3 +226,76 @@ def test_a_question_with_conflicting_answers_is_a_bad_row_not_two_problems(tmp_p
     assert {row["field"] for row in manifest.bad_rows} == {"answer"}
     kept = {row["question"] for split in ("train", "eval") for row in read(tmp_path / "o", split)}
     assert GSM8K[3]["question"] not in kept and len(kept) == len(GSM8K) - 1
+
+
+def test_conflicting_rows_are_named_by_their_line_and_id_with_both_answers(tmp_path) -> None:
+    """The report said "record 3" and "record 5": positions among the rows that loaded, after
+    blank lines and bad rows were left out, which no user can find in their file. Now each
+    conflicting row is named by its line and its own id, with the answer the other row gives."""
+    rows = [{"id": f"q{n}", "question": f"{n}+1?", "answer": str(n + 1)} for n in range(8)]
+    rows[5] = {"id": "q5-copy", "question": "2+1?", "answer": "4"}
+    source = write_jsonl(tmp_path / "g.jsonl", ["", *rows])  # a blank first line
+    with pytest.raises(BadRowsError) as caught:
+        prepare_dataset(f"jsonl:{source}", fmt="free_form", out_dir=tmp_path / "o")
+    text = str(caught.value)
+    assert f"2 bad row(s) in jsonl:{source}:" in text
+    assert ("line 4 (id 'q2'), field 'answer': answers '3' to '2+1?', but line 7 (id 'q5-copy') "
+            "answers '4'") in text
+    assert ("line 7 (id 'q5-copy'), field 'answer': answers '4' to '2+1?', but line 4 (id 'q2') "
+            "answers '3'") in text
+    assert "record" not in text.replace("recorded", "")
+    assert "correct the wrong answer in the source, or delete its row" in text
+    assert "--on-bad-rows skip" in text
+    # Skipped, they are listed in the manifest by the same line, after the load's own bad row.
+    source = write_jsonl(tmp_path / "h.jsonl", [{"question": "no answer"}, *rows])
+    manifest = prepare_dataset(f"jsonl:{source}", fmt="free_form", out_dir=tmp_path / "s",
+                               on_bad_rows="skip")  # fmt: skip
+    assert [(row["unit"], row["line"], row["row_id"]) for row in manifest.bad_rows] == [
+        ("line", 1, None), ("line", 4, "q2"), ("line", 7, "q5-copy")]
+
+
+@pytest.mark.parametrize("kind", ["csv", "parquet"])
+def test_conflicting_rows_of_a_table_are_named_by_their_0_based_row(offline_hub, kind) -> None:
+    """A CSV or parquet file has rows, not lines: the report names the row, says that rows
+    count from 0 without the header, as pandas and datasets count them."""
+    import pyarrow as pa
+    import pyarrow.csv
+
+    rows = [{"question": f"{n}+1?", "answer": str(n + 1)} for n in range(6)]
+    rows[4] = {"question": "0+1?", "answer": "7"}
+    table = pa.Table.from_pylist(rows)
+    path = offline_hub / f"t.{kind}"
+    if kind == "csv":
+        pyarrow.csv.write_csv(table, path)
+        assert path.read_text().splitlines()[5] == '"0+1?","7"'  # row 4 is line 6
+    else:
+        pq.write_table(table, path)
+    spec = f"hf:{path}" if kind == "csv" else f"parquet:{path}"
+    with pytest.raises(BadRowsError) as caught:
+        prepare_dataset(spec, fmt="free_form", out_dir=offline_hub / "o")
+    text = str(caught.value)
+    assert "row 0, field 'answer': answers '1' to '0+1?', but row 4 answers '7'" in text
+    assert "row 4, field 'answer': answers '7' to '0+1?', but row 0 answers '1'" in text
+    assert "rows are numbered from 0, as pandas and datasets number them, not counting a CSV " \
+           "header line" in text
+    assert "train row" not in text  # a single file has no train split of its own
+
+
+def test_a_bad_row_of_the_eval_source_names_that_source(tmp_path) -> None:
+    """A row of the eval source that mcq cannot render was reported as "eval record 1" under
+    the main source's name: the user looked in the wrong file. Skipped rows of the eval source
+    were listed in the manifest by line alone, beside the main source's."""
+    main = write_jsonl(tmp_path / "main.jsonl", GSM8K)
+    tests = write_jsonl(tmp_path / "test.jsonl", [
+        {"question": "7+2?", "answer": "9"}, {"question": "Capital of France?", "answer": "Paris"}])
+    with pytest.raises(BadRowsError, match=(rf"\n  jsonl:{tests} line 2, field 'answer': the "
+                                            "answer 'Paris' is not a number")):
+        prepare_dataset(f"jsonl:{main}", fmt="mcq", out_dir=tmp_path / "fail",
+                        eval_source=f"jsonl:{tests}")
+    main = write_jsonl(tmp_path / "main.jsonl", [*GSM8K, {"question": "no answer"}])
+    tests = write_jsonl(tmp_path / "test.jsonl", [{"question": "7+2?", "answer": "9"},
+                                                  {"question": "no answer"}])
+    manifest = prepare_dataset(f"jsonl:{main}", fmt="mcq", out_dir=tmp_path / "o",
+                               eval_source=f"jsonl:{tests}", on_bad_rows="skip")
+    assert [(row["unit"], row["line"]) for row in manifest.bad_rows] == [
+        ("line", len(GSM8K) + 1), (f"jsonl:{tests} line", 2)]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from breadth.data.records import BadRow, BadRowsError, Record, make_record_id
+from breadth.data.records import BadRow, BadRowsError, Record, RowOrigin, make_record_id
 
 
 def test_id_is_stable_and_content_derived() -> None:
@@ -46,3 +46,27 @@ def test_bad_rows_error_names_rows_fields_and_the_fix() -> None:
     assert text.endswith("pass --on-bad-rows skip to drop them (they are then recorded in the "
                          "manifest)")
     assert isinstance(error, ValueError) and len(error.bad_rows) == 2
+    assert "numbered from 0" in text  # "row 7" could be read from 0 or from 1
+
+
+def test_a_report_of_lines_only_says_nothing_of_row_numbering() -> None:
+    assert "numbered from 0" not in str(BadRowsError([BadRow(3, "answer", "empty")], "jsonl:x"))
+
+
+def test_a_bad_row_names_the_rows_own_id_and_survives_the_manifest() -> None:
+    """The manifest keeps the id, and `breadth prepare` lists skipped rows from it."""
+    bad = BadRow.at(RowOrigin(4, "test row", "q-17"), "answer", "empty")
+    assert str(bad) == "test row 4 (id 'q-17'), field 'answer': empty"
+    assert BadRow.from_dict(bad.to_dict()) == bad
+    written_before_ids = {"unit": "line", "line": 2, "field": "answer", "reason": "missing"}
+    assert str(BadRow.from_dict(written_before_ids)) == "line 2, field 'answer': missing"
+
+
+def test_the_origin_is_not_part_of_the_record() -> None:
+    """The same problem on another line is the same record: same id, equal, same hash."""
+    at_line_2 = Record.create(source="s", split="train", question="q", answer="1",
+                              origin=RowOrigin(2))
+    at_line_9 = Record.create(source="s", split="train", question="q", answer="1",
+                              origin=RowOrigin(9))
+    assert at_line_2 == at_line_9 and hash(at_line_2) == hash(at_line_9)
+    assert at_line_2.id == at_line_9.id and at_line_2.origin != at_line_9.origin

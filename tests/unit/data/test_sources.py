@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from breadth.data.records import BadRow, BadRowsError
+from breadth.data.records import BadRow, BadRowsError, RowOrigin
 from breadth.data.sources import SourceError, SourceSpec, load_records, parse_source_spec
 
 GSM8K_ROWS = [
@@ -122,6 +122,7 @@ def test_hf_loader_takes_a_local_directory_with_splits(offline_hub) -> None:
     assert [(r.split, r.answer) for r in result.records] == [
         ("train", "72"), ("train", "10"), ("eval", "1500")]
     assert result.bad_rows == [BadRow(1, "answer", "no '#### N' final answer", "test row")]
+    assert result.records[2].origin == RowOrigin(0, "test row")
     only_eval = load_records(f"hf:{folder}", split="eval", on_bad_rows="skip")
     assert [r.split for r in only_eval.records] == ["eval"]
 
@@ -245,3 +246,21 @@ def test_a_hub_network_failure_may_be_retried_and_a_missing_data_set_not(
     with pytest.raises(SourceError, match="could not be loaded") as caught:
         load_records("hf:someone/data")
     assert is_permanent(caught.value) is permanent
+
+
+def test_rows_are_located_by_line_or_row_and_their_own_id(offline_hub) -> None:
+    """Records and bad rows carry where the row is in the user's file: the line of a jsonl
+    file (from 1, blank lines counted), the row of a table (from 0, header not counted), and
+    the row's own id column when it has one."""
+    rows = [{"id": "a1", "question": "1+1?", "answer": "2"},
+            {"question": "2+2?", "answer": "4"},
+            {"id": 7, "question": "3+3?"}]
+    path = write_jsonl(offline_hub / "g.jsonl", rows, blank_after=1)
+    result = load_records(f"jsonl:{path}", on_bad_rows="skip")
+    assert [r.origin for r in result.records] == [RowOrigin(1, "line", "a1"), RowOrigin(3)]
+    assert result.bad_rows == [BadRow(4, "answer", "missing", "line", "7")]
+    csv = offline_hub / "g.csv"
+    csv.write_text('id,question,answer\na1,"two\nlines",2\nb2,2+2?,\n', encoding="utf-8")
+    result = load_records(f"hf:{csv}", on_bad_rows="skip")
+    assert [r.origin for r in result.records] == [RowOrigin(0, "row", "a1")]
+    assert result.bad_rows == [BadRow(1, "answer", "missing", "row", "b2")]
