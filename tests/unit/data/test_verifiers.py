@@ -18,7 +18,11 @@ from breadth.data.verifiers import (
     verify_mcq,
 )
 
-TIME_LIMIT_S = 0.050
+# A guard against blow-ups, not a speed goal (those are in benchmarks/): an unbounded verifier
+# spends seconds to forever on these inputs (2**99999999, a 10^22 factorial, 10k nested
+# parentheses), while a bounded one answers in about a millisecond. 50 ms failed once on a busy
+# 2-core machine; a second still tells the two apart by orders of magnitude.
+TIME_LIMIT_S = 1.0
 MEGABYTE = 1_000_000
 NESTED_10K = "(" * 10_000 + "3*5+7" + ")" * 10_000
 INJECTION = "__import__('os').system('x')"
