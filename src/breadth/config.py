@@ -8,6 +8,7 @@ name the config key, what was wrong and the allowed values.
 from __future__ import annotations
 
 import datetime
+import functools
 import hashlib
 import json
 import re
@@ -796,23 +797,51 @@ def config_from_form(preset: str | None, form: BaseModel) -> PipelineConfig:
     """The preset's values (empty = `default`), then every field filled in `form` (not None),
     whatever its value: how the Prefect run form chooses a preset and overrides it.
 
-    A whole config (every field filled, as `breadth run` and a grid's cells give it) comes
-    back as it is. A field whose empty value means something (`data.num_eval`: the synthetic
-    default) cannot be emptied over a preset that sets it: left empty, it takes the preset's.
+    A whole config (`_is_whole`: as `breadth run` and a grid's cells give it) runs as it is,
+    its empty fields included. With a preset it is refused: it would override every one of
+    the preset's values. A field whose empty value means something (`data.num_eval`: the
+    synthetic default) cannot be emptied over a preset that sets it: left empty, it takes the
+    preset's.
 
     >>> form = PipelineConfigForm.model_validate({"seed": 3, "rl": {"entropy_coef": 0.0}})
     >>> config = config_from_form("entropy", form)  # entropy sets rl.entropy_coef=0.01
     >>> config.preset, config.seed, config.rl.entropy_coef, config.rl.epsilon_high
     ('entropy', 3, 0.0, 0.28)
     """
-    values = _preset_values(preset or "default")
     given = _flatten(form.model_dump(mode="json", exclude_none=True))
+    if _is_whole(given):
+        if preset:
+            raise ConfigError(
+                f"preset={preset!r} with a whole config: `config` fills every field, so it "
+                f"would replace all of the preset's values and run {given['preset']!r}'s "
+                f"under the name {preset!r}. A run form registered before its fields became "
+                "empty sends every field (run `breadth deploy` again to refresh it), and so do "
+                "parameters copied from an older flow run. Fix: leave `preset` empty to run "
+                "`config` as it is, or send only the `config` fields you change."
+            )
+        # Straight from the form, empty fields included: none may take the default preset's.
+        return validated(form.model_dump(mode="json"))
+    values = _preset_values(preset or "default")
     for key, value in given.items():
         _set_dotted(values, key, value)
     # The chosen preset names the run, as `breadth run --preset` does; the form's label only
     # when none is chosen (a grid cell's `study`).
     values["preset"] = Path(preset).stem if preset else given.get("preset", "default")
     return validated(values)
+
+
+def _is_whole(filled: dict[str, Any]) -> bool:
+    """Whether a form's filled fields ({dotted key: value}) make a whole config: every key
+    whose default is not None is filled. The run form sends only what the user filled in;
+    `breadth run`, a grid's cells, and a form registered before its fields became empty
+    (pre-filled with every default) send every field."""
+    return _keys_with_a_default() <= filled.keys()
+
+
+@functools.cache
+def _keys_with_a_default() -> frozenset[str]:
+    defaults = _flatten(PipelineConfig().model_dump(mode="json"))
+    return frozenset(key for key, value in defaults.items() if value is not None)
 
 
 def validated(

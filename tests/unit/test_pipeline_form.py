@@ -106,6 +106,38 @@ def test_a_whole_config_runs_as_it_is(monkeypatch, preset, given):
     assert config == whole and config.content_hash() == whole.content_hash()
 
 
+def test_a_whole_configs_empty_fields_stay_empty_whatever_the_default_preset_sets(monkeypatch):
+    """They were dropped and filled from the `default` preset: harmless only while it sets
+    none of the keys whose empty value means something."""
+    import breadth.config
+
+    whole = load_config("ucb")
+    assert whole.data.num_train is None
+    real = breadth.config._preset_values
+    monkeypatch.setattr(breadth.config, "_preset_values", lambda *args: {
+        **real(*args), "data": {**real(*args).get("data", {}), "num_train": 50}})  # fmt: skip
+    assert config_from_form(None, _form()).data.num_train == 50  # the patch holds
+    assert _run(monkeypatch, {"config": whole.model_dump(mode="json")}) == whole
+
+
+@pytest.mark.parametrize("sender", ["a form registered before fields were empty", "breadth run"])
+def test_a_whole_config_with_a_preset_is_refused(monkeypatch, sender):
+    """Every field filled overrides every preset value: `ucb` would run the default config
+    under the name `ucb`. Old forms and copied flow-run parameters send such a payload."""
+    whole = PipelineConfig().model_copy(update={"seed": 2})
+    config = whole.model_dump(mode="json") if sender != "breadth run" else whole
+    with pytest.raises(ConfigError, match=r"preset='ucb' with a whole config.*breadth deploy"):
+        _run(monkeypatch, {"preset": "ucb", "config": config})
+
+
+def test_a_form_filled_except_one_defaulted_field_is_not_whole():
+    """One field left empty: the preset's value fills it, as for any partly filled form."""
+    filled = PipelineConfig(seed=2).model_dump(mode="json")
+    filled["rl"]["max_steps"] = None
+    config = config_from_form("ucb", PipelineConfigForm.model_validate(filled))
+    assert config.rl.max_steps == load_config("ucb").rl.max_steps and config.seed == 2
+
+
 def test_a_whole_configs_json_passes_the_servers_schema_check():
     """Grid cells are submitted to the adhoc deployment as JSON; the server checks it first."""
     schema = parameter_schema(flows.pipeline.pipeline).model_dump_for_openapi()
