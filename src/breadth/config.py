@@ -287,9 +287,9 @@ class RLConfig(_Section):
             for key, needed in entry.term.grpo_overrides.items():
                 if getattr(self, key) == needed:
                     continue
-                # A value other than the default was chosen (a full config from the UI form
-                # or JSON holds the default in every field: that is not a choice).
-                if getattr(self, key) != type(self).model_fields[key].default:
+                # A value given (a preset, --set, a filled form field, a whole config's JSON)
+                # is a choice, the default's included: refused, not silently replaced.
+                if key in self.model_fields_set:
                     raise ValueError(
                         f"rl.{key}={getattr(self, key)!r} conflicts with the reward "
                         f"{term.name!r}, whose formula needs {needed!r}: leave rl.{key} unset "

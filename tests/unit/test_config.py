@@ -12,6 +12,7 @@ from breadth.config import (
     available_presets,
     describe_keys,
     load_config,
+    validated,
 )
 
 
@@ -310,8 +311,20 @@ def test_a_reward_that_needs_scale_rewards_none_says_so_in_the_config():
         assert config.rl.scale_rewards == "none" and config.flat()["rl.scale_rewards"] == "none"
     with pytest.raises(ConfigError, match="rl.scale_rewards='batch' conflicts with the reward 'passk'"):
         load_config("passk", ["rl.scale_rewards=batch"])
-    # A full config (the UI form, JSON) holds the default everywhere: that is not a choice.
-    form = PipelineConfig().model_dump(mode="json")
-    form["rl"]["reward"]["spec"] = "darling"
-    assert PipelineConfig.model_validate(form).rl.scale_rewards == "none"
+    # A whole config's JSON (a grid cell, a GRPO worker's job) holds what the reward set.
+    whole = load_config("darling").model_dump(mode="json")
+    assert PipelineConfig.model_validate(whole).rl.scale_rewards == "none"
     assert load_config("default", ["rl.scale_rewards=batch"]).rl.scale_rewards == "batch"
+
+
+@pytest.mark.parametrize("given", ["--set", "JSON"])
+def test_the_default_scale_rewards_given_beside_darling_is_refused_not_replaced(given):
+    """An explicit 'group' was taken for "unset" (it is the default: the run form used to send
+    every default) and silently became 'none'."""
+    with pytest.raises(ConfigError, match="rl.scale_rewards='group' conflicts with the reward"):
+        if given == "--set":
+            load_config("darling", ["rl.scale_rewards=group"])
+        else:
+            whole = PipelineConfig().model_dump(mode="json")
+            whole["rl"]["reward"]["spec"] = "darling"
+            validated(whole)
