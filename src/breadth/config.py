@@ -635,10 +635,13 @@ def _as_written(key: str, written: str, value: Any) -> Any:
     YAML reads 2024, 3.10, no and 2024-01-31 as a number, a flag or a date; a text key (an
     experiment name, a data source) means the characters typed: 3.10 must not become "3.1".
     A number key refuses what YAML or pydantic would silently change: a yes/no word (pydantic
-    makes `on` 1) and a number in a form only YAML 1.1 reads (010 is 8, 1:30 is 90).
+    makes `on` 1) and a number in a form only YAML 1.1 reads (010 is 8, 1:30 is 90). A
+    zero-padded number that reads the same either way (07, 00) is taken.
 
     >>> _as_written("tracking.experiment", "3.10", 3.1)
     '3.10'
+    >>> _as_written("seed", "07", 7)
+    7
     >>> _as_written("seed", "010", 8)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
@@ -651,7 +654,8 @@ def _as_written(key: str, written: str, value: Any) -> Any:
         raise ConfigError(f"config key {key}: {written} is a yes/no word in YAML, read as "
                           f"{str(value).lower()}; write {_wanted(kinds)}")
     if isinstance(value, int | float) and not isinstance(value, bool):
-        if _YAML_1_1_OCTAL.fullmatch(written):
+        # Octal only where the digits say otherwise in decimal: 010 is 8 or 10, 07 is 7.
+        if _YAML_1_1_OCTAL.fullmatch(written) and value != int(written.replace("_", "")):
             raise ConfigError(f"config key {key}: {written} is an octal number in YAML, read "
                               f"as {value}; write {value}, or {int(written.replace('_', ''))} "
                               "without the zero")  # fmt: skip

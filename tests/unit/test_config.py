@@ -113,6 +113,7 @@ def test_a_preset_text_value_keeps_its_text_as_set_does(route, key, written, exp
 @pytest.mark.parametrize("route", ["preset", "--set"])
 @pytest.mark.parametrize(("key", "written", "must_mention"), [
     ("seed", "010", "an octal number in YAML, read as 8; write 8, or 10 without the zero"),
+    ("seed", "0777", "an octal number in YAML, read as 511; write 511, or 777 without the zero"),
     ("rl.max_steps", "1:30", "a base-60 number in YAML, read as 90; write the number meant"),
     ("rl.vllm_server_timeout_s", "1:30", "read as 90"),
     ("rl.max_steps", "on", "a yes/no word in YAML, read as true; write a whole number"),
@@ -139,6 +140,10 @@ def test_a_number_yaml_would_change_is_refused(route, key, written, must_mention
     ("seed", "'010'", 10),  # quoted: text, read as the decimal it shows
     ("seed", "0x10", 16),
     ("seed", "0", 0),
+    ("seed", "00", 0),  # zero-padded, the same number in octal and decimal: taken
+    ("seed", "07", 7),
+    ("seed", "01", 1),
+    ("seed", "-07", -7),
     ("rl.max_steps", "1_000", 1000),
     ("sft.enabled", "no", False),
     ("rl.adaptive_entropy", "on", True),
