@@ -7,7 +7,6 @@ name the config key, what was wrong and the allowed values.
 
 from __future__ import annotations
 
-import datetime
 import functools
 import hashlib
 import json
@@ -507,44 +506,94 @@ def _read_yaml(text: str, retag: Any) -> Any:
         if node is None:
             return None
         retag(loader, node)
-        return loader.construct_document(node)
+        try:
+            return loader.construct_document(node)
+        except _CONSTRUCT_ERRORS as error:
+            # A value `retag` does not reach (a tagged mapping key, a whole document): a
+            # YAML error, not a traceback.
+            raise yaml.constructor.ConstructorError(
+                None, None, f"a value YAML cannot read ({error}); quote it to keep it as text"
+            ) from None
     finally:
         loader.dispose()
 
 
+# What PyYAML's scalar constructors raise on a value its tag cannot make: `2024-13-45` (a
+# date by its look) or `!!int x`, `!!bool x`, `!!timestamp x`, `!!int ""`.
+_CONSTRUCT_ERRORS = (ValueError, TypeError, LookupError, AttributeError)
+_STR_TAG = "tag:yaml.org,2002:str"
+# The tags YAML gives a plain scalar that a text key reads as the characters written.
+_NOT_TEXT_TAGS = {f"tag:yaml.org,2002:{name}" for name in ("bool", "int", "float", "timestamp")}
+
+
 def _values_as_written(loader: yaml.SafeLoader, node: yaml.Node, prefix: str, name: str) -> None:
-    """Walk a preset's sections and read the value of each known key as written."""
+    """Walk a preset's sections and read the value of each key as written."""
     if not isinstance(node, yaml.MappingNode):
         return
-    known = _known_keys()
     for key_node, value_node in node.value:
         key = f"{prefix}{key_node.value}"
         if isinstance(value_node, yaml.MappingNode):
             _values_as_written(loader, value_node, f"{key}.", name)
-        elif key in known:  # a misspelt key is left to validation, which suggests the right one
+        else:  # a misspelt key is only checked to be readable; validation suggests the right one
             _value_as_written(loader, value_node, key, name)
 
 
 def _value_as_written(loader: yaml.SafeLoader, node: yaml.Node, key: str,
                       preset: str | None = None) -> None:
-    """Retag the plain scalars of a known key's value (or of its list's items) as `_as_written`
-    reads them; a refusal names the preset file and line (`preset` None: a --set value)."""
+    """Retag the scalars of a key's value (or of its list's items) as `_as_written` reads them,
+    a text key's without making them; a refusal names the preset file and line (`preset`
+    None: a --set value)."""
+    known = key in _known_keys()
+    takes_text = known and _takes_text(key)
     for item in node.value if isinstance(node, yaml.SequenceNode) else [node]:
-        # Quoted and block scalars are text already; only plain ones are YAML-typed.
-        if not isinstance(item, yaml.ScalarNode) or item.style is not None:
+        # Quoted and block scalars are text already, unless tagged (`!!int "7"`).
+        if not isinstance(item, yaml.ScalarNode) or item.tag == _STR_TAG:
             continue
-        # What YAML reads it as, by the tag it resolved (the cache-free scalar constructors).
-        construct = loader.yaml_constructors.get(item.tag)
+        if takes_text:
+            # The characters written, never made into a value: 3.10 stays "3.10", and
+            # 2024-13-45 is no date to fail on.
+            if item.tag in _NOT_TEXT_TAGS:
+                item.tag = _STR_TAG
+            continue
         try:
-            value = _as_written(key, item.value, construct(loader, item) if construct
-                                else item.value)  # fmt: skip
+            value = _constructed(loader, item, key, known)
+            if known and item.style is None:
+                value = _as_written(key, item.value, value)
         except ConfigError as error:
             if preset is None:
                 raise
             raise ConfigError(f"preset file {preset}, line {item.start_mark.line + 1}: "
                               f"{error}") from None  # fmt: skip
         if isinstance(value, str):
-            item.tag = "tag:yaml.org,2002:str"
+            item.tag = _STR_TAG
+
+
+def _constructed(loader: yaml.SafeLoader, item: yaml.ScalarNode, key: str, known: bool) -> Any:
+    """What YAML reads the scalar `item` as, by the tag it resolved or was given (the
+    cache-free scalar constructors); a value the tag cannot make is a ConfigError saying
+    what to write, not a traceback."""
+    construct = loader.yaml_constructors.get(item.tag)
+    if construct is None:
+        return item.value
+    try:
+        return construct(loader, item)
+    except _CONSTRUCT_ERRORS as error:
+        why = f" ({error})" if isinstance(error, ValueError) else ""
+        tag = item.tag.replace("tag:yaml.org,2002:", "!!")
+        kind = _TAG_KINDS.get(tag, f"a {tag} value")
+        if loader.resolve(yaml.ScalarNode, item.value, (True, False)) == item.tag:
+            problem = f"{item.value} looks like {kind} to YAML but is not one{why}"
+        else:  # tagged by hand: `!!int x`
+            problem = f"{tag} {item.value} is not {kind}{why}"
+        if not known:
+            raise ConfigError(f"key {key}: {problem}; quote it to keep it as text") from None
+        kinds = _kinds(key)
+        text = ", or quote it to keep it as text" if str in kinds else ""
+        raise ConfigError(f"config key {key}: {problem}; write {_wanted(kinds)}{text}") from None
+
+
+_TAG_KINDS = {"!!timestamp": "a date", "!!int": "a whole number", "!!float": "a number",
+              "!!bool": "a yes/no word"}  # fmt: skip
 
 
 def _merge(base: dict[str, Any], update: dict[str, Any]) -> dict[str, Any]:
@@ -600,7 +649,12 @@ def describe_keys(model: type[BaseModel] = PipelineConfig, prefix: str = "") -> 
 
 def parse_override(text: str) -> tuple[str, Any]:
     """`key=value` -> (key, the value as YAML reads it, by the rules a preset's values follow:
-    see `_as_written`): `rl.max_steps=4` gives ("rl.max_steps", 4)."""
+    see `_value_as_written`): `rl.max_steps=4` gives ("rl.max_steps", 4); a text key keeps the
+    characters written.
+
+    >>> parse_override("tracking.experiment=3.10")
+    ('tracking.experiment', '3.10')
+    """
     if "=" not in text:
         raise ConfigError(f"--set {text!r} is not key=value (e.g. --set rl.max_steps=4)")
     key, raw = text.split("=", 1)
@@ -630,29 +684,28 @@ _YAML_1_1_BASE_60 = re.compile(r"[-+]?[0-9][0-9_]*(:[0-5]?[0-9])+(\.[0-9_]*)?")
 
 
 def _as_written(key: str, written: str, value: Any) -> Any:
-    """The value of a known key written as the plain YAML scalar `written`, which YAML read as
+    """The value of a known key that is not text (a text key keeps the characters written:
+    see `_value_as_written`) written as the plain YAML scalar `written`, which YAML read as
     `value`: the rule for a preset's values and a `--set` value alike.
 
-    YAML reads 2024, 3.10, no and 2024-01-31 as a number, a flag or a date; a text key (an
-    experiment name, a data source) means the characters typed: 3.10 must not become "3.1".
-    A number key refuses what YAML or pydantic would silently change: a yes/no word (pydantic
-    makes `on` 1) and a number in a form only YAML 1.1 reads (010 is 8, 1:30 is 90).
+    Such a key refuses what YAML or pydantic would silently change: a yes/no word (pydantic
+    makes `on` 1) and a number in a form only YAML 1.1 reads (010 is 8, 1:30 is 90). A
+    zero-padded number that reads the same either way (07, 00) is taken.
 
-    >>> _as_written("tracking.experiment", "3.10", 3.1)
-    '3.10'
+    >>> _as_written("seed", "07", 7)
+    7
     >>> _as_written("seed", "010", 8)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
     breadth.config.ConfigError: config key seed: 010 is an octal number in YAML, read as 8; ...
     """
     kinds = _kinds(key)
-    if isinstance(value, (bool, int, float, datetime.date)) and _takes_text(key):
-        return written
     if isinstance(value, bool) and bool not in kinds:
         raise ConfigError(f"config key {key}: {written} is a yes/no word in YAML, read as "
                           f"{str(value).lower()}; write {_wanted(kinds)}")
     if isinstance(value, int | float) and not isinstance(value, bool):
-        if _YAML_1_1_OCTAL.fullmatch(written):
+        # Octal only where the digits say otherwise in decimal: 010 is 8 or 10, 07 is 7.
+        if _YAML_1_1_OCTAL.fullmatch(written) and value != int(written.replace("_", "")):
             raise ConfigError(f"config key {key}: {written} is an octal number in YAML, read "
                               f"as {value}; write {value}, or {int(written.replace('_', ''))} "
                               "without the zero")  # fmt: skip
@@ -663,7 +716,7 @@ def _as_written(key: str, written: str, value: Any) -> Any:
 
 
 def _wanted(kinds: set[Any]) -> str:
-    names = {int: "a whole number", float: "a number", str: "text"}
+    names = {bool: "true or false", int: "a whole number", float: "a number", str: "text"}
     return " or ".join(name for kind, name in names.items() if kind in kinds) or "a value"
 
 

@@ -100,6 +100,8 @@ def _value(config, key: str):
     ("tracking.experiment", "3.10", "3.10"),
     ("tracking.experiment", "2024-01-31", "2024-01-31"),
     ("tracking.experiment", "1:30", "1:30"),
+    ("tracking.experiment", "2024-13-45", "2024-13-45"),  # no date: made, it failed
+    ("tracking.experiment", "!!int x", "x"),
     ("tracking.experiment", "'2024'", "2024"),
     ("tracking.experiment", "null", None),
     ("rollout.vllm_url", "[http://a:8000, 2024]", ["http://a:8000", "2024"]),
@@ -114,6 +116,7 @@ def test_a_preset_text_value_keeps_its_text_as_set_does(route, key, written, exp
 @pytest.mark.parametrize("route", ["preset", "--set"])
 @pytest.mark.parametrize(("key", "written", "must_mention"), [
     ("seed", "010", "an octal number in YAML, read as 8; write 8, or 10 without the zero"),
+    ("seed", "0777", "an octal number in YAML, read as 511; write 511, or 777 without the zero"),
     ("rl.max_steps", "1:30", "a base-60 number in YAML, read as 90; write the number meant"),
     ("rl.vllm_server_timeout_s", "1:30", "read as 90"),
     ("rl.max_steps", "on", "a yes/no word in YAML, read as true; write a whole number"),
@@ -140,6 +143,10 @@ def test_a_number_yaml_would_change_is_refused(route, key, written, must_mention
     ("seed", "'010'", 10),  # quoted: text, read as the decimal it shows
     ("seed", "0x10", 16),
     ("seed", "0", 0),
+    ("seed", "00", 0),  # zero-padded, the same number in octal and decimal: taken
+    ("seed", "07", 7),
+    ("seed", "01", 1),
+    ("seed", "-07", -7),
     ("rl.max_steps", "1_000", 1000),
     ("sft.enabled", "no", False),
     ("rl.adaptive_entropy", "on", True),
@@ -149,6 +156,38 @@ def test_a_number_yaml_would_change_is_refused(route, key, written, must_mention
 def test_numbers_and_flags_yaml_reads_as_written_are_kept(route, key, written, expected,
                                                          tmp_path):
     assert _value(_through(route, key, written, tmp_path), key) == expected
+
+
+@pytest.mark.parametrize("route", ["preset", "--set"])
+@pytest.mark.parametrize(("key", "written", "must_mention"), [
+    ("seed", "2024-13-45", ("2024-13-45 looks like a date to YAML but is not one "
+                            "(month must be in 1..12); write a whole number")),
+    ("rl.max_steps", "!!int x", "!!int x is not a whole number"),
+    ("rl.learning_rate", "!!float x", "!!float x is not a number"),
+    ("sft.enabled", "!!bool x", "!!bool x is not a yes/no word"),
+    ("seed", "!!timestamp x", "!!timestamp x is not a date"),
+])  # fmt: skip
+def test_a_value_yaml_cannot_make_is_refused_naming_the_key(route, key, written, must_mention,
+                                                           tmp_path):
+    """`seed: 2024-13-45` (a date by its look) and `!!int x` ended in a traceback
+    (ValueError: month must be in 1..12) from YAML's constructor."""
+    with pytest.raises(ConfigError) as caught:
+        _through(route, key, written, tmp_path)
+    message = str(caught.value)
+    assert f"config key {key}: {must_mention}" in message
+    where = "preset file " + str(tmp_path / "mine.yaml") if route == "preset" else "--set '"
+    assert message.startswith(where)
+    if route == "preset":
+        assert f", line {key.count('.') + 1}: " in message
+
+
+@pytest.mark.parametrize("text", ["rl:\n  max_stepz: 2024-13-45\n", "2024-13-45: 1\n",
+                                  "!!int x\n", "seed: !!int '7x'\n"])  # fmt: skip
+def test_a_preset_value_yaml_cannot_make_anywhere_is_a_config_error(text, tmp_path):
+    path = tmp_path / "mine.yaml"
+    path.write_text(text)
+    with pytest.raises(ConfigError, match="quote it|write a whole number"):
+        load_config(str(path))
 
 
 def test_unknown_keys_in_a_preset_file_fail(tmp_path):
