@@ -74,7 +74,8 @@ class Manifest:
     on_bad_rows: str
     bad_rows_count: int
     bad_rows: list[dict[str, Any]]
-    """The skipped rows (the first MAX_BAD_ROWS_IN_MANIFEST), each unit, line, field, reason."""
+    """The skipped rows (the first MAX_BAD_ROWS_IN_MANIFEST), each as `BadRow.to_dict`: unit,
+    line, field, reason, row_id, and source (the eval source's spec for its rows, else None)."""
     duplicates_dropped: int
     """Records dropped because an earlier one had the same id (same source, question, answer)."""
     files: dict[str, dict[str, Any]]
@@ -250,7 +251,7 @@ class _LoadOptions:
 def _in_source(bad: BadRow, source: str, main: str) -> BadRow:
     """A bad row as a report or manifest about `main` lists it: a row of another source (the
     eval source) names that source, or its line would be looked for in the wrong file."""
-    return bad if source == main else dataclasses.replace(bad, unit=f"{source} {bad.unit}")
+    return bad if source == main else dataclasses.replace(bad, source=source)
 
 
 def _drop_duplicates(records: list[Record]) -> tuple[list[Record], int, list[BadRow]]:

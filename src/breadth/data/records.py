@@ -140,6 +140,9 @@ class BadRow:
     0), "<split> row" (hub or folder split, from 0), "<split> record" (generated records)."""
     row_id: str | None = None
     """The row's own id column, if it has one: what a user may search their file for."""
+    source: str | None = None
+    """The source spec the row is in when it is not the one the report or manifest is about
+    (a row of the eval source); None: that source."""
 
     @classmethod
     def at(cls, origin: RowOrigin, field: str, reason: str) -> BadRow:
@@ -148,16 +151,19 @@ class BadRow:
 
     @classmethod
     def from_dict(cls, row: dict[str, Any]) -> BadRow:
-        """Inverse of `to_dict` (a manifest written before row_id has none)."""
-        return cls(row["line"], row["field"], row["reason"], row["unit"], row.get("row_id"))
+        """Inverse of `to_dict`. A manifest written before row_id or source has neither (its
+        eval source rows carry the source in `unit`, which reads the same)."""
+        return cls(row["line"], row["field"], row["reason"], row["unit"], row.get("row_id"),
+                   row.get("source"))
 
     def __str__(self) -> str:
         where = RowOrigin(self.line, self.unit, self.row_id)
-        return f"{where}, field {self.field!r}: {self.reason}"
+        within = f"{self.source} " if self.source else ""
+        return f"{within}{where}, field {self.field!r}: {self.reason}"
 
     def to_dict(self) -> dict[str, Any]:
         return {"unit": self.unit, "line": self.line, "field": self.field, "reason": self.reason,
-                "row_id": self.row_id}
+                "row_id": self.row_id, "source": self.source}
 
 
 SKIP_HINT = "pass --on-bad-rows skip to drop them (they are then recorded in the manifest)"

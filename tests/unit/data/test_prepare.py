@@ -350,5 +350,6 @@ def test_a_bad_row_of_the_eval_source_names_that_source(tmp_path) -> None:
                                                   {"question": "no answer"}])
     manifest = prepare_dataset(f"jsonl:{main}", fmt="mcq", out_dir=tmp_path / "o",
                                eval_source=f"jsonl:{tests}", on_bad_rows="skip")
-    assert [(row["unit"], row["line"]) for row in manifest.bad_rows] == [
-        ("line", len(GSM8K) + 1), (f"jsonl:{tests} line", 2)]
+    # The unit is the unit alone; the source is its own key (None: the main source).
+    assert [(row["source"], row["unit"], row["line"]) for row in manifest.bad_rows] == [
+        (None, "line", len(GSM8K) + 1), (f"jsonl:{tests}", "line", 2)]

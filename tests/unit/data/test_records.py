@@ -62,6 +62,21 @@ def test_a_bad_row_names_the_rows_own_id_and_survives_the_manifest() -> None:
     assert str(BadRow.from_dict(written_before_ids)) == "line 2, field 'answer': missing"
 
 
+def test_a_bad_row_of_another_source_keeps_the_source_out_of_its_unit() -> None:
+    """A row of the eval source had its source put into `unit` ("jsonl:/t.jsonl line"): two
+    facts in one manifest field. The source is its own key; a manifest written before it (the
+    source inside the unit) still reads, and reads the same."""
+    bad = BadRow(2, "answer", "empty", "line", "q-2", source="jsonl:/t.jsonl")
+    assert str(bad) == "jsonl:/t.jsonl line 2 (id 'q-2'), field 'answer': empty"
+    assert bad.to_dict() == {"unit": "line", "line": 2, "field": "answer", "reason": "empty",
+                             "row_id": "q-2", "source": "jsonl:/t.jsonl"}
+    assert BadRow.from_dict(bad.to_dict()) == bad
+    assert BadRow(2, "answer", "empty").to_dict()["source"] is None
+    written_before = {"unit": "jsonl:/t.jsonl line", "line": 2, "field": "answer",
+                      "reason": "empty", "row_id": "q-2"}
+    assert str(BadRow.from_dict(written_before)) == str(bad)
+
+
 def test_the_origin_is_not_part_of_the_record() -> None:
     """The same problem on another line is the same record: same id, equal, same hash."""
     at_line_2 = Record.create(source="s", split="train", question="q", answer="1",
