@@ -177,6 +177,7 @@ class BadRowsError(ValueError):
         bare hint to skip them (which may leave nothing, or hide the cause)."""
         self.bad_rows = list(bad_rows)
         self.source = source
+        self.cause = cause
         listed = "\n".join(f"  {row}" for row in self.bad_rows[:MAX_BAD_ROWS_IN_MESSAGE])
         more = len(self.bad_rows) - MAX_BAD_ROWS_IN_MESSAGE
         if more > 0:
@@ -185,6 +186,11 @@ class BadRowsError(ValueError):
             listed += f"\n  ({ROW_NUMBERING})"
         fix = cause or SKIP_HINT
         super().__init__(f"{len(self.bad_rows)} bad row(s) in {source}:\n{listed}\n{fix}")
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # The default rebuilds an exception from its message alone (self.args), which this
+        # __init__ does not take: it must survive pickling (Prefect persists a task's error).
+        return type(self), (self.bad_rows, self.source, self.cause), self.__dict__
 
 
 def check_on_bad_rows(on_bad_rows: str) -> None:

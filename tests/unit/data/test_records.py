@@ -85,3 +85,19 @@ def test_the_origin_is_not_part_of_the_record() -> None:
                               origin=RowOrigin(9))
     assert at_line_2 == at_line_9 and hash(at_line_2) == hash(at_line_9)
     assert at_line_2.id == at_line_9.id and at_line_2.origin != at_line_9.origin
+
+
+@pytest.mark.parametrize("pickler", ["pickle", "cloudpickle"])
+def test_a_bad_rows_error_survives_pickling(pickler) -> None:
+    """Prefect persists a failed task's exception: BadRowsError was rebuilt from its message
+    alone and failed with "missing 1 required positional argument: 'source'"."""
+    module = pytest.importorskip(pickler)
+    error = BadRowsError([BadRow(1, "answer", "empty", "row", "q-1"),
+                          BadRow(3, "answer", "missing", source="jsonl:/t.jsonl")],
+                         "hf:x.csv", "the cause, and how to fix it")
+    error.add_note("a note")
+    copy = module.loads(module.dumps(error))
+    assert type(copy) is BadRowsError and str(copy) == str(error)
+    assert (copy.bad_rows, copy.source, copy.cause) == (error.bad_rows, "hf:x.csv",
+                                                        "the cause, and how to fix it")
+    assert copy.__notes__ == ["a note"]
