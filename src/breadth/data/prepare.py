@@ -193,7 +193,7 @@ def prepare_dataset(
                                    num_options, spec)
     bad_rows += render_bad
     if render_bad and on_bad_rows == "fail":
-        raise BadRowsError(render_bad, f"{spec} (rendered as {fmt})")
+        raise BadRowsError(render_bad, spec, rendered_as=fmt)
     available = {name: len(rows[name]) for name in ("train", "eval")}
     check_not_empty(available, spec, eval_source, eval_only, len(bad_rows))
     # Generated splits have their size already; rows read from a file or hub are limited here.
