@@ -244,5 +244,12 @@ def test_prepare_says_what_the_data_set_left_out(inputs) -> None:
     text = " ".join(result.output.split())
     assert result.exit_code == 0, text
     assert "skipped 1 bad row(s)" in text and "line 2, field 'answer'" in text
+    # A manifest written before bad rows had a source key is summarised the same way.
+    from breadth.cli.data import _what_was_left_out
+    from breadth.data.prepare import Manifest
+
+    manifest = json.loads((inputs / "p" / "manifest.json").read_text())
+    assert [row.pop("source") for row in manifest["bad_rows"]] == [None]
+    assert "line 2, field 'answer'" in _what_was_left_out(Manifest(**manifest))[0]
     train = json.loads((inputs / "p" / "manifest.json").read_text())["counts"]["train"]
     assert f"asked for 1000 train rows, the source has only {train}" in text

@@ -17,8 +17,10 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
@@ -72,7 +74,8 @@ class Manifest:
     on_bad_rows: str
     bad_rows_count: int
     bad_rows: list[dict[str, Any]]
-    """The skipped rows (the first MAX_BAD_ROWS_IN_MANIFEST), each unit, line, field, reason."""
+    """The skipped rows (the first MAX_BAD_ROWS_IN_MANIFEST), each as `BadRow.to_dict`: unit,
+    line, field, reason, row_id, and source (the eval source's spec for its rows, else None)."""
     duplicates_dropped: int
     """Records dropped because an earlier one had the same id (same source, question, answer)."""
     files: dict[str, dict[str, Any]]
@@ -190,7 +193,7 @@ def prepare_dataset(
                                    num_options, spec)
     bad_rows += render_bad
     if render_bad and on_bad_rows == "fail":
-        raise BadRowsError(render_bad, f"{spec} (rendered as {fmt})")
+        raise BadRowsError(render_bad, spec, rendered_as=fmt)
     available = {name: len(rows[name]) for name in ("train", "eval")}
     check_not_empty(available, spec, eval_source, eval_only, len(bad_rows))
     # Generated splits have their size already; rows read from a file or hub are limited here.
@@ -248,25 +251,35 @@ class _LoadOptions:
 def _in_source(bad: BadRow, source: str, main: str) -> BadRow:
     """A bad row as a report or manifest about `main` lists it: a row of another source (the
     eval source) names that source, or its line would be looked for in the wrong file."""
-    return bad if source == main else dataclasses.replace(bad, unit=f"{source} {bad.unit}")
+    return bad if source == main else dataclasses.replace(bad, source=source)
 
 
 def _drop_duplicates(records: list[Record]) -> tuple[list[Record], int, list[BadRow]]:
     """(unique records, exact repeats dropped, conflicts). A repeat (same id) is dropped and
     counted. A problem (same question and choices) given with different answers is a bad row
     in every one of its records: which label is right cannot be known, and keeping them would
-    train and score the model against contradicting targets."""
+    train and score the model against contradicting targets.
+
+    Linear in the records: each problem's answers are counted once, and each conflict message
+    is built once per (problem, answer) and names at most `_OTHERS_NAMED` other rows."""
     located = [(record.origin or RowOrigin(position, "record"), record)
                for position, record in enumerate(records, start=1)]  # fmt: skip
     problems: dict[tuple[str, tuple[str, ...]], list[tuple[RowOrigin, Record]]] = {}
     for origin, record in located:
         problems.setdefault((record.question, record.choices), []).append((origin, record))
+    answers = {key: Counter(record.answer for _, record in group)
+               for key, group in problems.items()}  # fmt: skip
+    reasons: dict[tuple[tuple[str, tuple[str, ...]], str], str] = {}
     seen: set[str] = set()
     unique, conflicts, repeats = [], [], 0
     for origin, record in located:
-        same_question = problems[(record.question, record.choices)]
-        if len({other.answer for _, other in same_question}) > 1:
-            conflicts.append(BadRow.at(origin, "answer", _conflict(record, same_question)))
+        key = (record.question, record.choices)
+        if len(answers[key]) > 1:
+            reason = reasons.get((key, record.answer))
+            if reason is None:
+                reason = _conflict(record, problems[key], answers[key])
+                reasons[(key, record.answer)] = reason
+            conflicts.append(BadRow.at(origin, "answer", reason))
         elif record.id in seen:
             repeats += 1
         else:
@@ -278,13 +291,19 @@ def _drop_duplicates(records: list[Record]) -> tuple[list[Record], int, list[Bad
 CONFLICT_FIX = ("a question is given different answers in these rows: correct the wrong answer "
                 "in the source, or delete its row (an exact repeat is dropped, not an error); "
                 "or pass --on-bad-rows skip to drop every row of such a question")
+_OTHERS_NAMED = 3
+"""How many rows with another answer a conflict names before it says "and N more"."""
 
 
-def _conflict(record: Record, same_question: list[tuple[RowOrigin, Record]]) -> str:
-    """Why a row is a conflict: its answer, and where the other answers to its question are."""
-    others = [f"{origin} answers {other.answer!r}" for origin, other in same_question
-              if other.answer != record.answer]  # fmt: skip
-    listed = "; ".join(others[:3]) + (f"; and {len(others) - 3} more" if len(others) > 3 else "")
+def _conflict(record: Record, same_question: list[tuple[RowOrigin, Record]],
+              answers: Counter[str]) -> str:
+    """Why a row is a conflict: its answer, and where the other answers to its question are
+    (the first `_OTHERS_NAMED` such rows, then how many more)."""
+    others = list(islice(((origin, other) for origin, other in same_question
+                          if other.answer != record.answer), _OTHERS_NAMED))  # fmt: skip
+    listed = "; ".join(f"{origin} answers {other.answer!r}" for origin, other in others)
+    more = len(same_question) - answers[record.answer] - len(others)
+    listed += f"; and {more} more" if more > 0 else ""
     return f"answers {record.answer!r} to {record.question[:60]!r}, but {listed}"
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
+from pathlib import PurePath
 from typing import Any, Literal
 
 TASKS = ("arithmetic", "countdown", "generic")
@@ -17,9 +18,30 @@ ON_BAD_ROWS = ("fail", "skip")
 
 # How many bad rows an error message lists before it says "and N more".
 MAX_BAD_ROWS_IN_MESSAGE = 20
-ROW_NUMBERING = ("rows are numbered from 0, as pandas and datasets number them, not counting "
-                 "a CSV header line")
-"""Said under a report that lists rows (not jsonl lines): "row 3" could be read either way."""
+_ROWS_FROM_0 = "rows are numbered from 0, as pandas and datasets number them"
+_ROW_NUMBERING = {
+    "parquet": _ROWS_FROM_0,
+    "csv": f"{_ROWS_FROM_0}, not counting the CSV header line or blank lines",
+    "json": ("rows are numbered from 0, as datasets numbers them, not by file line: blank "
+             "lines are not counted; read a JSON Lines file as jsonl:PATH to have its rows "
+             "named by line, from 1"),
+    "hub": (f"{_ROWS_FROM_0} within their split, not counting a CSV header line or blank "
+            "lines"),
+}
+
+
+def row_numbering(spec: str) -> str:
+    """What "row N" counts in a source (not a jsonl: source, whose lines are named): said
+    under a report that lists rows, as "row 3" could be read from 0 or 1, as a line or not.
+
+    >>> row_numbering("parquet:/data/x.parquet")
+    'rows are numbered from 0, as pandas and datasets number them'
+    >>> row_numbering("hf:/data/x.csv").endswith("not counting the CSV header line or blank lines")
+    True
+    """
+    kind, _, name = spec.partition(":")
+    suffix = PurePath(name).suffix.lower().lstrip(".") if kind == "hf" else kind
+    return _ROW_NUMBERING.get({"jsonl": "json"}.get(suffix, suffix), _ROW_NUMBERING["hub"])
 
 
 def make_record_id(source: str, question: str, answer: str) -> str:
@@ -140,6 +162,9 @@ class BadRow:
     0), "<split> row" (hub or folder split, from 0), "<split> record" (generated records)."""
     row_id: str | None = None
     """The row's own id column, if it has one: what a user may search their file for."""
+    source: str | None = None
+    """The source spec the row is in when it is not the one the report or manifest is about
+    (a row of the eval source); None: that source."""
 
     @classmethod
     def at(cls, origin: RowOrigin, field: str, reason: str) -> BadRow:
@@ -148,16 +173,19 @@ class BadRow:
 
     @classmethod
     def from_dict(cls, row: dict[str, Any]) -> BadRow:
-        """Inverse of `to_dict` (a manifest written before row_id has none)."""
-        return cls(row["line"], row["field"], row["reason"], row["unit"], row.get("row_id"))
+        """Inverse of `to_dict`. A manifest written before row_id or source has neither (its
+        eval source rows carry the source in `unit`, which reads the same)."""
+        return cls(row["line"], row["field"], row["reason"], row["unit"], row.get("row_id"),
+                   row.get("source"))
 
     def __str__(self) -> str:
         where = RowOrigin(self.line, self.unit, self.row_id)
-        return f"{where}, field {self.field!r}: {self.reason}"
+        within = f"{self.source} " if self.source else ""
+        return f"{within}{where}, field {self.field!r}: {self.reason}"
 
     def to_dict(self) -> dict[str, Any]:
         return {"unit": self.unit, "line": self.line, "field": self.field, "reason": self.reason,
-                "row_id": self.row_id}
+                "row_id": self.row_id, "source": self.source}
 
 
 SKIP_HINT = "pass --on-bad-rows skip to drop them (they are then recorded in the manifest)"
@@ -166,19 +194,34 @@ SKIP_HINT = "pass --on-bad-rows skip to drop them (they are then recorded in the
 class BadRowsError(ValueError):
     """Raised (with on_bad_rows="fail") when a source has rows that cannot become records."""
 
-    def __init__(self, bad_rows: list[BadRow], source: str, cause: str = "") -> None:
+    def __init__(self, bad_rows: list[BadRow], source: str, cause: str = "",
+                 rendered_as: str | None = None) -> None:
         """`cause`: what is wrong with every bad row and how to fix it, said instead of the
-        bare hint to skip them (which may leave nothing, or hide the cause)."""
+        bare hint to skip them (which may leave nothing, or hide the cause). `rendered_as`:
+        the format the rows could not be rendered in, if that is what is wrong."""
         self.bad_rows = list(bad_rows)
         self.source = source
+        self.cause = cause
+        self.rendered_as = rendered_as
         listed = "\n".join(f"  {row}" for row in self.bad_rows[:MAX_BAD_ROWS_IN_MESSAGE])
         more = len(self.bad_rows) - MAX_BAD_ROWS_IN_MESSAGE
         if more > 0:
             listed += f"\n  ... and {more} more"
-        if any(row.unit.endswith("row") for row in self.bad_rows):
-            listed += f"\n  ({ROW_NUMBERING})"
+        # Each source whose rows are listed by row says what its rows count.
+        numbered = dict.fromkeys(row.source or source for row in self.bad_rows
+                                 if row.unit.endswith("row"))  # fmt: skip
+        for spec in numbered:
+            within = f"{spec}: " if len(numbered) > 1 else ""
+            listed += f"\n  ({within}{row_numbering(spec)})"
         fix = cause or SKIP_HINT
-        super().__init__(f"{len(self.bad_rows)} bad row(s) in {source}:\n{listed}\n{fix}")
+        where = f"{source} (rendered as {rendered_as})" if rendered_as else source
+        super().__init__(f"{len(self.bad_rows)} bad row(s) in {where}:\n{listed}\n{fix}")
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # The default rebuilds an exception from its message alone (self.args), which this
+        # __init__ does not take: it must survive pickling (Prefect persists a task's error).
+        return (type(self), (self.bad_rows, self.source, self.cause, self.rendered_as),
+                self.__dict__)
 
 
 def check_on_bad_rows(on_bad_rows: str) -> None:

@@ -2,9 +2,11 @@
 
 `hf:` goes through `datasets.load_dataset`, which takes a hub name or a local path alike (a
 local data file is loaded with the builder its extension names). Rows that cannot become
-records are reported with their line (jsonl, from 1) or row index (parquet, hub, from 0, a CSV
-header not counted) and their own id column if they have one, and, by default, stop
-the load with a `BadRowsError`; with on_bad_rows="skip" they are dropped and returned.
+records are reported with their line (jsonl:, from 1) or row index (parquet: and hf:, from 0, as
+pandas and datasets number them: a CSV header and blank lines not counted, so a JSON Lines file
+read through hf: has rows, not lines; see `records.row_numbering`) and their own id column if
+they have one, and, by default, stop the load with a `BadRowsError`; with on_bad_rows="skip"
+they are dropped and returned.
 """
 
 from __future__ import annotations

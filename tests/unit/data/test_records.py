@@ -53,6 +53,21 @@ def test_a_report_of_lines_only_says_nothing_of_row_numbering() -> None:
     assert "numbered from 0" not in str(BadRowsError([BadRow(3, "answer", "empty")], "jsonl:x"))
 
 
+def test_a_report_says_what_rows_count_for_each_source_that_has_rows() -> None:
+    """A row of the main source and one of the eval source, read from files of other formats:
+    each source's note says what its rows count (a CSV header is no JSON file's)."""
+    text = str(BadRowsError([BadRow(0, "answer", "empty", "row"),
+                             BadRow(2, "answer", "empty", "row", source="hf:/t.jsonl"),
+                             BadRow(5, "answer", "empty", source="jsonl:/u.jsonl")],
+                            "hf:/m.csv", rendered_as="mcq"))
+    assert text.startswith("3 bad row(s) in hf:/m.csv (rendered as mcq):\n")
+    assert ("\n  (hf:/m.csv: rows are numbered from 0, as pandas and datasets number them, not "
+            "counting the CSV header line or blank lines)") in text
+    assert ("\n  (hf:/t.jsonl: rows are numbered from 0, as datasets numbers them, not by file "
+            "line: blank lines are not counted;") in text
+    assert "jsonl:/u.jsonl:" not in text  # lines need no note
+
+
 def test_a_bad_row_names_the_rows_own_id_and_survives_the_manifest() -> None:
     """The manifest keeps the id, and `breadth prepare` lists skipped rows from it."""
     bad = BadRow.at(RowOrigin(4, "test row", "q-17"), "answer", "empty")
@@ -60,6 +75,21 @@ def test_a_bad_row_names_the_rows_own_id_and_survives_the_manifest() -> None:
     assert BadRow.from_dict(bad.to_dict()) == bad
     written_before_ids = {"unit": "line", "line": 2, "field": "answer", "reason": "missing"}
     assert str(BadRow.from_dict(written_before_ids)) == "line 2, field 'answer': missing"
+
+
+def test_a_bad_row_of_another_source_keeps_the_source_out_of_its_unit() -> None:
+    """A row of the eval source had its source put into `unit` ("jsonl:/t.jsonl line"): two
+    facts in one manifest field. The source is its own key; a manifest written before it (the
+    source inside the unit) still reads, and reads the same."""
+    bad = BadRow(2, "answer", "empty", "line", "q-2", source="jsonl:/t.jsonl")
+    assert str(bad) == "jsonl:/t.jsonl line 2 (id 'q-2'), field 'answer': empty"
+    assert bad.to_dict() == {"unit": "line", "line": 2, "field": "answer", "reason": "empty",
+                             "row_id": "q-2", "source": "jsonl:/t.jsonl"}
+    assert BadRow.from_dict(bad.to_dict()) == bad
+    assert BadRow(2, "answer", "empty").to_dict()["source"] is None
+    written_before = {"unit": "jsonl:/t.jsonl line", "line": 2, "field": "answer",
+                      "reason": "empty", "row_id": "q-2"}
+    assert str(BadRow.from_dict(written_before)) == str(bad)
 
 
 def test_the_origin_is_not_part_of_the_record() -> None:
@@ -70,3 +100,19 @@ def test_the_origin_is_not_part_of_the_record() -> None:
                               origin=RowOrigin(9))
     assert at_line_2 == at_line_9 and hash(at_line_2) == hash(at_line_9)
     assert at_line_2.id == at_line_9.id and at_line_2.origin != at_line_9.origin
+
+
+@pytest.mark.parametrize("pickler", ["pickle", "cloudpickle"])
+def test_a_bad_rows_error_survives_pickling(pickler) -> None:
+    """Prefect persists a failed task's exception: BadRowsError was rebuilt from its message
+    alone and failed with "missing 1 required positional argument: 'source'"."""
+    module = pytest.importorskip(pickler)
+    error = BadRowsError([BadRow(1, "answer", "empty", "row", "q-1"),
+                          BadRow(3, "answer", "missing", source="jsonl:/t.jsonl")],
+                         "hf:x.csv", "the cause, and how to fix it", "mcq")
+    error.add_note("a note")
+    copy = module.loads(module.dumps(error))
+    assert type(copy) is BadRowsError and str(copy) == str(error)
+    assert (copy.bad_rows, copy.source, copy.cause, copy.rendered_as) == (
+        error.bad_rows, "hf:x.csv", "the cause, and how to fix it", "mcq")
+    assert copy.__notes__ == ["a note"]

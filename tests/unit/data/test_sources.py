@@ -264,3 +264,35 @@ def test_rows_are_located_by_line_or_row_and_their_own_id(offline_hub) -> None:
     result = load_records(f"hf:{csv}", on_bad_rows="skip")
     assert [r.origin for r in result.records] == [RowOrigin(0, "row", "a1")]
     assert result.bad_rows == [BadRow(1, "answer", "missing", "row", "b2")]
+
+
+def test_a_jsonl_file_read_through_hf_says_its_rows_are_not_file_lines(offline_hub) -> None:
+    """datasets numbers a JSON Lines file's rows from 0 and skips blank lines: the empty answer
+    on file line 3 is its row 1. The note under the report spoke of "a CSV header line", which
+    a JSON file has not, and did not say a row is not a line; jsonl: names the line."""
+    rows = [{"question": "1+1?", "answer": "2"}, {"question": "2+1?", "answer": ""},
+            {"question": "3+1?", "answer": "4"}]
+    path = write_jsonl(offline_hub / "d.jsonl", rows, blank_after=1)
+    assert path.read_text().splitlines()[2] == json.dumps(rows[1])  # file line 3
+    with pytest.raises(BadRowsError) as through_hub:
+        load_records(f"hf:{path}")
+    text = str(through_hub.value)
+    assert "\n  row 1, field 'answer': empty\n" in text
+    assert ("(rows are numbered from 0, as datasets numbers them, not by file line: blank lines "
+            "are not counted; read a JSON Lines file as jsonl:PATH to have its rows named by "
+            "line, from 1)") in text
+    assert "CSV" not in text
+    with pytest.raises(BadRowsError) as as_jsonl:
+        load_records(f"jsonl:{path}")
+    assert "\n  line 3, field 'answer': empty\n" in str(as_jsonl.value)
+    assert "numbered" not in str(as_jsonl.value)
+
+
+def test_a_csv_file_says_its_header_and_blank_lines_are_not_rows(offline_hub) -> None:
+    path = offline_hub / "d.csv"
+    path.write_text("question,answer\n1+1?,2\n\n2+1?,\n3+1?,4\n", encoding="utf-8")
+    with pytest.raises(BadRowsError) as caught:
+        load_records(f"hf:{path}")
+    assert "\n  row 1, field 'answer': missing\n" in str(caught.value)  # file line 4
+    assert ("(rows are numbered from 0, as pandas and datasets number them, not counting the "
+            "CSV header line or blank lines)") in str(caught.value)
