@@ -12,9 +12,10 @@ from typing import Any, Literal
 
 from prefect import flow, runtime
 
-from breadth.config import PipelineConfig, PipelineConfigForm, available_presets, config_from_form
+from breadth.config import PipelineConfig, available_presets
 from breadth.preflight import check_local_paths
 from breadth.rollout.vllm_pool import kept_vllm_servers
+from breadth.run_form import PipelineConfigForm, config_from_form
 from tasks.common import models_logged_in_background
 from tasks.evaluate import evaluate, publish_report
 from tasks.prepare import prepare

@@ -7,14 +7,13 @@ name the config key, what was wrong and the allowed values.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import re
 from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
-from typing import Annotated, Any, Literal, get_args, get_origin
+from typing import Any, Literal, get_args, get_origin
 
 import yaml
 from pydantic import (
@@ -381,7 +380,7 @@ class TrackingConfig(_Section):
 
 class PipelineConfig(_Section):
     """The whole pipeline. The Prefect flow's `config` parameter is its form twin,
-    `PipelineConfigForm`: the UI renders it as a form."""
+    `breadth.run_form.PipelineConfigForm`: the UI renders it as a form."""
 
     preset: str = Field(
         "default", description="Label: the preset these values started from (names the MLflow "
@@ -806,95 +805,6 @@ def load_config(
         key, value = parse_override(text)
         _set_dotted(values, key, value)
     return validated(values, options)
-
-
-def _form_of(model: type[BaseModel], validators: dict[str, Any] | None = None) -> type[BaseModel]:
-    """`model` as the Prefect run form shows it: every value field optional and empty (None)
-    by default, with its help text, type and range; every section a nested form.
-
-    Why empty rather than the default: the form submits every field, so a field holding the
-    default preset's value could not be told from one left alone, and setting a field back to
-    that value over another preset did nothing.
-    """
-    fields: dict[str, Any] = {}
-    for name, field in model.model_fields.items():
-        annotation = field.annotation
-        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-            section = _form_of(annotation)
-            fields[name] = (section, Field(default_factory=section, title=field.title))
-            continue
-        # The metadata is the range (ge, le, ...): the server checks it before the run starts.
-        typed = Annotated[(annotation, *field.metadata)] if field.metadata else annotation
-        default = field.get_default(call_default_factory=True)
-        # The form no longer shows the default as the field's value: the help text says it.
-        text = default if isinstance(default, str) else json.dumps(default)
-        shown = "" if default is None else f" Default `{text}`."
-        fields[name] = (typed | None, Field(None, title=field.title,
-                                            description=f"{field.description}{shown}"))  # fmt: skip
-    return create_model(f"{model.__name__}Form", __base__=_Section, __module__=__name__,
-                        __doc__=model.__doc__, __validators__=validators, **fields)  # fmt: skip
-
-
-def _whole_config(cls: type[BaseModel], data: Any) -> Any:
-    # `breadth run` and a grid's in-process cells pass a whole PipelineConfig to the flow.
-    return data.model_dump(mode="json") if isinstance(data, PipelineConfig) else data
-
-
-# The pipeline flow's `config` parameter, rendered by the Prefect UI as the run form.
-PipelineConfigForm = _form_of(
-    PipelineConfig, {"whole_config": model_validator(mode="before")(classmethod(_whole_config))}
-)
-
-
-def config_from_form(preset: str | None, form: BaseModel) -> PipelineConfig:
-    """The preset's values (empty = `default`), then every field filled in `form` (not None),
-    whatever its value: how the Prefect run form chooses a preset and overrides it.
-
-    A whole config (`_is_whole`: as `breadth run` and a grid's cells give it) runs as it is,
-    its empty fields included. With a preset it is refused: it would override every one of
-    the preset's values. A field whose empty value means something (`data.num_eval`: the
-    synthetic default) cannot be emptied over a preset that sets it: left empty, it takes the
-    preset's.
-
-    >>> form = PipelineConfigForm.model_validate({"seed": 3, "rl": {"entropy_coef": 0.0}})
-    >>> config = config_from_form("entropy", form)  # entropy sets rl.entropy_coef=0.01
-    >>> config.preset, config.seed, config.rl.entropy_coef, config.rl.epsilon_high
-    ('entropy', 3, 0.0, 0.28)
-    """
-    given = _flatten(form.model_dump(mode="json", exclude_none=True))
-    if _is_whole(given):
-        if preset:
-            raise ConfigError(
-                f"preset={preset!r} with a whole config: `config` fills every field, so it "
-                f"would replace all of the preset's values and run {given['preset']!r}'s "
-                f"under the name {preset!r}. A run form registered before its fields became "
-                "empty sends every field (run `breadth deploy` again to refresh it), and so do "
-                "parameters copied from an older flow run. Fix: leave `preset` empty to run "
-                "`config` as it is, or send only the `config` fields you change."
-            )
-        # Straight from the form, empty fields included: none may take the default preset's.
-        return validated(form.model_dump(mode="json"))
-    values = _preset_values(preset or "default")
-    for key, value in given.items():
-        _set_dotted(values, key, value)
-    # The chosen preset names the run, as `breadth run --preset` does; the form's label only
-    # when none is chosen (a grid cell's `study`).
-    values["preset"] = Path(preset).stem if preset else given.get("preset", "default")
-    return validated(values)
-
-
-def _is_whole(filled: dict[str, Any]) -> bool:
-    """Whether a form's filled fields ({dotted key: value}) make a whole config: every key
-    whose default is not None is filled. The run form sends only what the user filled in;
-    `breadth run`, a grid's cells, and a form registered before its fields became empty
-    (pre-filled with every default) send every field."""
-    return _keys_with_a_default() <= filled.keys()
-
-
-@functools.cache
-def _keys_with_a_default() -> frozenset[str]:
-    defaults = _flatten(PipelineConfig().model_dump(mode="json"))
-    return frozenset(key for key, value in defaults.items() if value is not None)
 
 
 def validated(

@@ -13,7 +13,8 @@ import yaml
 from prefect.utilities.callables import parameter_schema
 from prefect.utilities.schema_tools import ValidationError, validate
 
-from breadth.config import config_from_form, load_config
+from breadth.config import load_config
+from breadth.run_form import config_from_form
 from flows.pipeline import pipeline
 
 REPO = Path(__file__).resolve().parents[3]

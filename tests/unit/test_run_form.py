@@ -11,12 +11,11 @@ import flows.pipeline
 from breadth.config import (
     ConfigError,
     PipelineConfig,
-    PipelineConfigForm,
     available_presets,
-    config_from_form,
     describe_keys,
     load_config,
 )
+from breadth.run_form import PipelineConfigForm, config_from_form
 
 
 def _submitted(**filled) -> dict:
@@ -109,12 +108,12 @@ def test_a_whole_config_runs_as_it_is(monkeypatch, preset, given):
 def test_a_whole_configs_empty_fields_stay_empty_whatever_the_default_preset_sets(monkeypatch):
     """They were dropped and filled from the `default` preset: harmless only while it sets
     none of the keys whose empty value means something."""
-    import breadth.config
+    import breadth.run_form
 
     whole = load_config("ucb")
     assert whole.data.num_train is None
-    real = breadth.config._preset_values
-    monkeypatch.setattr(breadth.config, "_preset_values", lambda *args: {
+    real = breadth.run_form._preset_values
+    monkeypatch.setattr(breadth.run_form, "_preset_values", lambda *args: {
         **real(*args), "data": {**real(*args).get("data", {}), "num_train": 50}})  # fmt: skip
     assert config_from_form(None, _form()).data.num_train == 50  # the patch holds
     assert _run(monkeypatch, {"config": whole.model_dump(mode="json")}) == whole
