@@ -740,10 +740,11 @@ def _takes_text(key: str) -> bool:
 PRESET_OR_SET = "the preset or the --set value"
 
 
-def _describe(error: ValidationError, options: Mapping[str, str] | None = None) -> str:
-    """One line per invalid key, then what to fix. `options` (config key -> the option that
-    set it, e.g. a grid's rl.reward.spec -> --reward) names the option rather than the preset
-    or --set: a typo in `breadth grid --reward` was blamed on them."""
+def _describe(error: ValidationError, options: Mapping[str, str] | None = None,
+              fallback: str = PRESET_OR_SET) -> str:
+    """One line per invalid key, then what to fix. `options` (config key -> what set it, e.g.
+    a grid's rl.reward.spec -> --reward, or an override's text) names that rather than
+    `fallback` (the preset): a typo in `breadth grid --reward` was blamed on the preset."""
     options = options or {}
     lines, fixes = [], []
     for item in error.errors():
@@ -757,10 +758,10 @@ def _describe(error: ValidationError, options: Mapping[str, str] | None = None) 
         # A check across keys fails at their section (`rl`: passk's k against
         # rl.num_generations): an option that sets a key in that section may be the cause too.
         within = [option for k, option in options.items() if k.startswith(f"{key}.")]
-        fixes.append(options[key] if key in options else " or ".join([*within, PRESET_OR_SET]))
-    # The key list helps with a preset or --set key, not with a value an option gave.
+        fixes.append(options[key] if key in options else " or ".join([*within, fallback]))
+    # The key list helps with a misspelt or misplaced key, not with a value an option gave.
     keys_hint = ("; `breadth config --keys` lists every key"
-                 if any(PRESET_OR_SET in fix for fix in fixes) else "")  # fmt: skip
+                 if any(fallback in fix or "the override" in fix for fix in fixes) else "")  # fmt: skip
     return "invalid configuration:\n  " + "\n  ".join(lines) + (
         f"\nFix {' and '.join(dict.fromkeys(fixes))}{keys_hint}."
     )
@@ -801,20 +802,25 @@ def load_config(
     """
     values = _preset_values(preset)
     values.setdefault("preset", Path(preset).stem)
+    # An invalid key is blamed on what set it: an option, else its override, else the preset.
+    blame: dict[str, str] = {}
     for text in overrides or []:
         key, value = parse_override(text)
         _set_dotted(values, key, value)
-    return validated(values, options)
+        blame[key] = f"the override {text}"
+    return validated(values, {**blame, **(options or {})}, fallback=f"the preset {preset}")
 
 
 def validated(
-    values: dict[str, Any], options: Mapping[str, str] | None = None
-) -> PipelineConfig:
-    """A nested dict of config values -> a PipelineConfig, or a ConfigError naming each key."""
+    values: dict[str, Any], options: Mapping[str, str] | None = None,
+    fallback: str = PRESET_OR_SET,
+) -> PipelineConfig:  # fmt: skip
+    """A nested dict of config values -> a PipelineConfig, or a ConfigError naming each key
+    and what to fix (`_describe`)."""
     try:
         return PipelineConfig.model_validate(values)
     except ValidationError as error:
-        raise ConfigError(_describe(error, options)) from None
+        raise ConfigError(_describe(error, options, fallback)) from None
 
 
 DEFAULT_GRID_REWARDS = [

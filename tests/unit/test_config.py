@@ -367,3 +367,14 @@ def test_the_default_scale_rewards_given_beside_darling_is_refused_not_replaced(
             whole = PipelineConfig().model_dump(mode="json")
             whole["rl"]["reward"]["spec"] = "darling"
             validated(whole)
+
+
+def test_an_invalid_value_names_the_preset_file_or_the_override_that_gave_it(tmp_path):
+    """Both were "Fix the preset or the --set value", whichever of them held the value."""
+    preset = tmp_path / "mine.yaml"
+    preset.write_text("extends: default\ndata:\n  format: xml\n")
+    with pytest.raises(ConfigError, match=f"config key data.format: .*\nFix the preset {preset};"):
+        load_config(str(preset))
+    with pytest.raises(ConfigError, match=r"rl.max_steps \(from the override rl.max_steps=0\).*"
+                                          r"\nFix the override rl.max_steps=0;"):  # fmt: skip
+        load_config(str(preset), ["data.format=mcq", "rl.max_steps=0"])

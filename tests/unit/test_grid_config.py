@@ -28,15 +28,16 @@ def test_cells_refuse_an_unknown_variant():
         GridConfig(rewards=["correctness@hot"], seeds=[0]).cells()
 
 
-def test_a_cell_key_error_names_its_grid_option_and_others_the_preset_or_set():
+def test_a_cell_key_error_names_its_grid_option_and_an_override_by_its_text():
     with pytest.raises(ConfigError) as caught:
         GridConfig(preset="default", rewards=["correctnes"], seeds=[0],
                    overrides=["rl.max_steps=abc"]).cells()  # fmt: skip
     text = str(caught.value)
     assert "config key rl.reward.spec (from --reward):" in text
-    assert "config key rl.max_steps:" in text  # a shared override: not the grid's option
+    # A shared override: not the grid's option, and named as written.
+    assert "config key rl.max_steps (from the override rl.max_steps=abc):" in text
     fix = text.splitlines()[-1]
-    assert fix.startswith("Fix ") and "--reward" in fix and "the preset or the --set value" in fix
+    assert fix.startswith("Fix ") and "--reward" in fix and "the override rl.max_steps=abc" in fix
 
 
 def test_content_hash_ignores_seeds_and_grid_id_but_not_the_study():
@@ -116,4 +117,4 @@ def test_a_reward_parameter_that_fails_a_check_across_keys_names_reward_as_a_cau
     blamed on the preset or --set alone, though --reward set k=999."""
     with pytest.raises(ConfigError) as caught:
         GridConfig(rewards=["passk:k=999"], formats=["free_form"], seeds=[0]).cells()
-    assert "Fix --reward or the preset or the --set value" in str(caught.value)
+    assert "Fix --reward or the preset study;" in str(caught.value)
