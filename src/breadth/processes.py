@@ -16,11 +16,19 @@ def pid_alive(pid: int) -> bool:
         return False
     except PermissionError:
         return True
-    stat = Path(f"/proc/{pid}/stat")
+    fields = proc_stat(pid)
+    return fields is not None and fields[0] != "Z"
+
+
+def proc_stat(pid: int) -> list[str] | None:
+    """The fields of /proc/<pid>/stat after the command (state, ppid, ..., start time at index
+    19), or None where /proc does not show the process. The command may hold spaces and
+    parentheses, so the fields start after its last ')'."""
     try:
-        return ") Z " not in stat.read_text()
+        text = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
-        return False
+        return None
+    return text.rsplit(")", 1)[1].split()
 
 
 def listening_pids(port: int) -> set[int]:
@@ -64,12 +72,10 @@ def ancestry(pid: int) -> list[int]:
     chain = []
     while pid > 0 and pid not in chain:
         chain.append(pid)
-        try:
-            stat = Path(f"/proc/{pid}/stat").read_text()
-        except OSError:
+        fields = proc_stat(pid)
+        if fields is None:
             break
-        # "pid (command) state ppid ...": the command may hold spaces and parentheses.
-        pid = int(stat.rsplit(")", 1)[1].split()[1])
+        pid = int(fields[1])  # the parent
     return chain
 
 

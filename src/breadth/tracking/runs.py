@@ -20,6 +20,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 
+from breadth.processes import proc_stat
 from breadth.tracking.rest import RunRecord
 
 # Values MLflow refuses as params beyond this length; longer ones are truncated, marked so.
@@ -199,11 +200,8 @@ PROCESS_TAG = "breadth.process"
 
 def process_start_ticks(pid: int) -> str:
     """The process's start time in clock ticks (/proc), which tells a reused pid apart."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return ""
-    return stat.rsplit(")", 1)[1].split()[19]
+    fields = proc_stat(pid)
+    return fields[19] if fields else ""
 
 
 def this_process() -> str:
