@@ -1,0 +1,425 @@
+"""The typed configs of every stage: one pydantic model per section, `PipelineConfig` over them.
+
+Every field carries a description: the Prefect UI shows it as help text in the run form, and
+`breadth run --help-config` prints it. Validation happens here, before any compute, and errors
+name the config key, what was wrong and the allowed values. Reading presets and `--set`
+overrides into these models is `breadth.config.reader`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator, model_validator
+
+from breadth.data.prepare import DEFAULT_EVAL_FRACTION, SYNTHETIC_NUM_EVAL, SYNTHETIC_NUM_TRAIN
+from breadth.data.sources import parse_source_spec
+from breadth.rewards.registry import REWARDS, resolve_params, reward_names
+from breadth.rewards.spec import parse_reward_spec
+
+
+class _Section(BaseModel):
+    # extra="forbid": a misspelt key in a preset or `--set` must fail loudly, not be ignored.
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class DataConfig(_Section):
+    source: str = Field(
+        "synthetic:arithmetic",
+        description="Problem source: `synthetic:arithmetic` | `synthetic:countdown` | "
+        "`jsonl:PATH` | `parquet:PATH` | `hf:NAME[:CONFIG]` (NAME may be a local folder of split "
+        "files).",
+    )
+    eval_source: str | None = Field(
+        None,
+        description="Separate source of evaluation problems (`jsonl:PATH` | `parquet:PATH` | "
+        "`hf:NAME[:CONFIG]`): all its rows (its test split, if it has one) evaluate, and "
+        "`source` gives training problems only. Empty = split `source` itself.",
+    )
+    eval_only: bool = Field(
+        False,
+        description="Every problem of `source` (its test split, if it has one) is an "
+        "evaluation problem and none trains: to evaluate a model on a test set. Needs "
+        "sft.enabled=false and rl.enabled=false.",
+    )
+    eval_fraction: float = Field(
+        DEFAULT_EVAL_FRACTION, gt=0, lt=1,
+        description="Share of a file or hub source without its own train/test splits held "
+        "out for evaluation (chosen by a hash of each problem, so stable under reordering).",
+    )
+    format: Literal["free_form", "mcq"] = Field(
+        "free_form", description="How problems are shown to the model: free_form or mcq."
+    )
+    schema_name: Literal["auto", "gsm8k", "aqua", "generic"] = Field(
+        "auto", description="Column layout of file and hub sources (auto-detected by default)."
+    )
+    num_train: int | None = Field(
+        None, ge=1,
+        description=f"Training problems. Synthetic sources generate this many (empty = "
+        f"{SYNTHETIC_NUM_TRAIN}); file and hub sources keep every row unless it is set, then a "
+        "seeded sample of this many.",
+    )
+    num_eval: int | None = Field(
+        None, ge=1,
+        description=f"Evaluation problems. Synthetic sources generate this many (empty = "
+        f"{SYNTHETIC_NUM_EVAL}); file and hub sources keep every row unless it is set, then a "
+        "seeded sample of this many.",
+    )
+    difficulty: Literal[1, 2, 3, "mixed"] = Field(
+        2, description="Synthetic difficulty, 1 (easy) to 3, or `mixed` (equal shares of 1-3)."
+    )
+    num_options: int = Field(
+        4, ge=2, le=10, description="mcq: options per question, the gold one and generated "
+        "distractors (chance pass@1 = 1/num_options); a source's own choices are kept as given.",
+    )
+    reasoning: bool = Field(
+        False, description="Include a reasoning trace in SFT targets (longer sequences)."
+    )
+    on_bad_rows: Literal["fail", "skip"] = Field(
+        "fail", description="fail: stop with a report of bad rows; skip: drop and record them."
+    )
+
+    @field_validator("source", "eval_source")
+    @classmethod
+    def _source_spec_is_known(cls, spec: str | None) -> str | None:
+        if spec is not None:
+            parse_source_spec(spec)  # raises ValueError listing the accepted forms
+        return spec
+
+    @model_validator(mode="after")
+    def _one_way_to_choose_eval_problems(self) -> DataConfig:
+        if self.eval_only and self.eval_source:
+            raise ValueError(
+                "data.eval_only and data.eval_source exclude each other: eval_only makes "
+                "data.source the evaluation set; set only one"
+            )
+        if self.eval_source and self.eval_source.startswith("synthetic:"):
+            raise ValueError(
+                "data.eval_source cannot be synthetic; a synthetic data.source already "
+                "generates its own evaluation problems"
+            )
+        return self
+
+
+class ModelConfig(_Section):
+    name_or_path: str | None = Field(
+        None,
+        description="Hub name or local path of a causal LM; empty = create the tiny "
+        "character-level Qwen3-style model from scratch.",
+    )
+    hidden_size: int = Field(128, ge=32, description="Tiny model: hidden size.")
+    num_layers: int = Field(2, ge=1, description="Tiny model: transformer layers.")
+    num_heads: int = Field(
+        4, ge=1, description="Tiny model: attention heads (head dim = hidden/heads, >= 32)."
+    )
+    intermediate_size: int = Field(256, ge=8, description="Tiny model: MLP width.")
+    max_length: int = Field(96, ge=16, description="Tiny model: maximum sequence length.")
+
+    @model_validator(mode="after")
+    def _head_dim_at_least_32(self) -> ModelConfig:
+        # vLLM's attention backends refuse head dimensions below 32 (docs/design/versions.md).
+        if self.name_or_path is None:
+            if self.hidden_size % self.num_heads:
+                raise ValueError(
+                    f"model.hidden_size={self.hidden_size} must be divisible by "
+                    f"model.num_heads={self.num_heads}"
+                )
+            if self.hidden_size // self.num_heads < 32:
+                raise ValueError(
+                    f"head dim model.hidden_size/model.num_heads = "
+                    f"{self.hidden_size // self.num_heads} is below 32, which vLLM refuses; "
+                    "raise hidden_size or lower num_heads"
+                )
+        return self
+
+
+class SFTConfig(_Section):
+    enabled: bool = Field(True, description="Warm-start the policy by SFT on the rendered targets.")
+    epochs: float = Field(8.0, gt=0, description="SFT passes over the training set.")
+    learning_rate: float = Field(3e-3, gt=0, description="SFT learning rate.")
+    batch_size: int = Field(64, ge=1, description="SFT batch size per device.")
+
+
+class _RewardSpecSection(_Section):
+    spec: str = Field(
+        "correctness",
+        description="Reward terms joined by `+`, each `NAME[:key=val][*weight]`: "
+        f"{', '.join(f'`{name}`' for name in reward_names())}. E.g. `correctness+ucb*0.5`; "
+        "`breadth config --rewards` describes each term and its parameters.",
+    )
+
+    @field_validator("spec")
+    @classmethod
+    def _spec_parses(cls, spec: str) -> str:
+        parse_reward_spec(spec)  # its ValueError names the term at fault and the fix
+        return spec
+
+
+def _reward_param_fields() -> dict[str, Any]:
+    # One field `<reward>_<param>` per registered parameter: its type, default, range and help
+    # are the registry's, so a new reward's parameters appear here (and in the UI form) as is.
+    fields: dict[str, Any] = {}
+    for entry in REWARDS.values():
+        for param in entry.params:
+            annotation = Literal[param.choices] if param.choices else param.kind  # type: ignore[valid-type]
+            description = f"{entry.name}: {param.help}."
+            fields[entry.config_key(param)] = (annotation, Field(
+                param.default, description=description, ge=param.ge, gt=param.gt, le=param.le
+            ))  # fmt: skip
+    return fields
+
+
+RewardConfig = create_model(
+    "RewardConfig",
+    __base__=_RewardSpecSection,
+    __module__=__name__,
+    __doc__="The reward spec and every registered reward parameter "
+    "(`breadth.rewards.registry`); inline spec parameters override these fields.",
+    **_reward_param_fields(),
+)
+
+
+class RLConfig(_Section):
+    enabled: bool = Field(True, description="Run GRPO after SFT.")
+    max_steps: int = Field(100, ge=1, description="GRPO optimisation steps.")
+    learning_rate: float = Field(1e-4, gt=0, description="GRPO learning rate.")
+    num_generations: int = Field(8, ge=2, description="Completions per prompt (the group size G).")
+    prompts_per_step: int = Field(
+        8, ge=1, description="Distinct prompts per optimisation step, over all processes "
+        "(each of the rl.num_processes processes generates for an equal share of whole groups).",
+    )
+    num_processes: int = Field(
+        1, ge=1, description="Data-parallel training processes. Above 1 the stage launches them "
+        "itself (torch.distributed on CPU with gloo, or `accelerate launch` with "
+        "rl.accelerate_config); must divide rl.prompts_per_step.",
+    )
+    accelerate_config: str | None = Field(
+        None, description="An accelerate config file (e.g. infra/accelerate/deepspeed-zero2.yaml"
+        ") to launch the training processes with, even one (DeepSpeed on one GPU); empty = "
+        "torch.distributed when rl.num_processes > 1. Its num_processes is replaced by "
+        "rl.num_processes.",
+    )
+    num_problems: int = Field(
+        0, ge=0, description="Train GRPO on the first N training problems only (0 = all). "
+        "Historical exploration (ucb) needs problems that recur across steps.",
+    )
+    max_completion_length: int = Field(8, ge=1, description="Max new tokens per completion.")
+    temperature: float = Field(1.0, gt=0, description="Sampling temperature during training.")
+    beta: float = Field(0.0, ge=0, description="KL coefficient against the reference policy.")
+    loss_type: Literal["grpo", "dapo", "dr_grpo", "bnpo", "cispo", "sapo"] = Field(
+        "dapo", description="TRL loss aggregation."
+    )
+    scale_rewards: Literal["group", "batch", "none"] = Field(
+        "group", description="Advantage scaling; rewards whose formula needs 'none' (darling, "
+        "passk) set it, and refuse another value given here."
+    )
+    epsilon: float = Field(0.2, gt=0, description="Lower PPO clip range.")
+    epsilon_high: float | None = Field(
+        None, description="Upper clip range (clip-higher; DAPO suggests 0.28). Empty = epsilon."
+    )
+    top_entropy_quantile: float = Field(
+        1.0, gt=0, le=1, description="Update only the top rho highest-entropy tokens (0.2 = 80/20)."
+    )
+    entropy_coef: float = Field(
+        0.0, ge=0, description="Entropy bonus coefficient added to the loss (0 = off)."
+    )
+    adaptive_entropy: bool = Field(
+        False, description="Adapt entropy_coef towards entropy_target (Skywork-OR1 style)."
+    )
+    entropy_target: float = Field(
+        0.2, ge=0, description="Target mean token entropy (nats) for adaptive entropy control."
+    )
+    save_steps: int = Field(25, ge=1, description="Checkpoint every N steps (to S3 under the run).")
+    vllm_server_url: str | None = Field(
+        None, description="TRL's vLLM server mode: base URL of a `trl vllm-serve` server that "
+        "generates GRPO's completions (needs CUDA; untested on CPU). Empty = the trainer "
+        "generates with transformers.",
+    )
+    vllm_server_timeout_s: float = Field(
+        240.0, gt=0, description="Seconds the trainer waits for the `trl vllm-serve` server "
+        "to answer at start-up (rl.vllm_server_url).",
+    )
+    reward: RewardConfig = Field(default_factory=RewardConfig)
+
+    @model_validator(mode="after")
+    def _whole_groups_per_process(self) -> RLConfig:
+        # Each process scores whole groups: its share of the prompts must be a whole number.
+        if self.prompts_per_step % self.num_processes:
+            raise ValueError(
+                f"rl.prompts_per_step={self.prompts_per_step} is not divisible by "
+                f"rl.num_processes={self.num_processes}: each process must generate the same "
+                "number of whole prompt groups. Set rl.prompts_per_step to a multiple of "
+                f"{self.num_processes} or change rl.num_processes"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _reward_terms_fit_training(self) -> RLConfig:
+        # Checked here, not at the first GRPO step: prepare and SFT must not run for a spec
+        # that training would refuse.
+        for term in parse_reward_spec(self.reward.spec).terms:
+            entry = REWARDS[term.name]
+            if entry.not_in_training:
+                usable = ", ".join(e.name for e in REWARDS.values() if not e.not_in_training)
+                raise ValueError(
+                    f"rl.reward.spec={self.reward.spec!r}: the reward {term.name!r} cannot be "
+                    f"trained here: {entry.not_in_training} Use one of: {usable}"
+                )
+            params = resolve_params(term.name, term.params, self.reward)
+            entry.term.check_group_sizes(params, {"rl.num_generations": self.num_generations})
+            for key, needed in entry.term.grpo_overrides.items():
+                if getattr(self, key) == needed:
+                    continue
+                # A value given (a preset, --set, a filled form field, a whole config's JSON)
+                # is a choice, the default's included: refused, not silently replaced.
+                if key in self.model_fields_set:
+                    raise ValueError(
+                        f"rl.{key}={getattr(self, key)!r} conflicts with the reward "
+                        f"{term.name!r}, whose formula needs {needed!r}: leave rl.{key} unset "
+                        "(the reward sets it), or train another reward"
+                    )
+                # The config says what training uses, so the run's logged params are true
+                # (they said 'group' while TRL ran with 'none'). Set without re-validating.
+                self.__dict__[key] = needed
+        return self
+
+
+class RolloutConfig(_Section):
+    backend: Literal["transformers", "vllm", "auto"] = Field(
+        "transformers",
+        description="Generation backend (vllm = OpenAI-compatible server; auto = vllm on a CUDA "
+        "device for models of >= 100M parameters when vLLM is installed, else transformers).",
+    )
+    vllm_url: str | list[str] | None = Field(
+        None,
+        description="Existing vLLM server URL, or several (a list, or one string of "
+        "comma-separated URLs) serving the same model: requests are spread across them and a "
+        "failed server's requests go to the others. Empty = start one server per model.",
+    )
+    vllm_tensor_parallel: int = Field(
+        1, ge=1, description="GPUs per vLLM server that breadth starts itself "
+        "(--tensor-parallel-size); ignored for servers given by vllm_url.",
+    )
+    vllm_gpu_memory_utilization: float | None = Field(
+        None, gt=0, le=1, description="Share of GPU memory a vLLM server that breadth starts may "
+        "use (--gpu-memory-utilization). Empty = 0.5 on a GPU, 0.3 of host RAM on the CPU build.",
+    )
+    num_samples: int = Field(16, ge=1, description="Samples per evaluation problem (n).")
+    temperature: float = Field(1.0, gt=0, description="Sampling temperature.")
+    top_p: float = Field(1.0, gt=0, le=1, description="Nucleus sampling top-p.")
+    max_new_tokens: int = Field(8, ge=1, description="Max new tokens per sample.")
+    batch_size: int = Field(256, ge=1, description="Sequences per generate() call.")
+
+
+class EvaluationConfig(_Section):
+    bootstrap_samples: int = Field(500, ge=10, description="Bootstrap resamples for CIs.")
+    maj_resamples: int = Field(
+        32, ge=1, description="maj@k is exact (the expected vote over every k-subset) unless "
+        "that costs too much (large n and k): there it is the mean of this many seeded k-subsets "
+        "per problem, and the report says at which k.",
+    )
+    search_budget: int = Field(
+        16, ge=0, description="Samples per problem for evolutionary search (0 = skip search)."
+    )
+    transfer_split_k: int = Field(
+        4, ge=1, description="Transfer split: a problem is base-solved when the base model's "
+        "pass@k at this k reaches `transfer_split_threshold` (a fixed budget, not n).",
+    )
+    transfer_split_threshold: float = Field(
+        0.5, gt=0, le=1, description="Transfer split: base pass@`transfer_split_k` at or above "
+        "this is base-solved.",
+    )
+    transfer_min_split: int = Field(
+        20, ge=1, description="A transfer split with fewer problems is reported as inconclusive.",
+    )
+    search_initial_share: float = Field(
+        0.5, gt=0, le=1, description="Share of the search budget drawn from the plain prompt "
+        "(generation 0); at least one sample.",
+    )
+    search_children_share: float = Field(
+        0.25, gt=0, le=1, description="Share of the search budget drawn from each child prompt "
+        "per generation; at least one sample.",
+    )
+    search_max_attempt_chars: int = Field(
+        32, ge=1, description="Each earlier attempt shown in a child prompt is cut to this many "
+        "characters (prompts stay short for small models).",
+    )
+    search_chunk: int = Field(
+        64, ge=1, description="Prompts per generation call during search (bounds memory).",
+    )
+
+
+class TrackingConfig(_Section):
+    experiment: str | None = Field(
+        None, description="MLflow experiment; empty = the preset name."
+    )
+    log_models: bool = Field(
+        True, description="Log SFT and RL policies as MLflow models (mlflow.transformers)."
+    )
+    upload_retry_s: float = Field(
+        600.0, ge=0, le=86400,
+        description="How long an S3 upload (checkpoints, models) or a background MLflow write "
+        "retries, with backoff, before the stage fails. Training goes on meanwhile.",
+    )
+
+
+class PipelineConfig(_Section):
+    """The whole pipeline. The Prefect flow's `config` parameter is its form twin,
+    `breadth.run_form.PipelineConfigForm`: the UI renders it as a form."""
+
+    preset: str = Field(
+        "default", description="Label: the preset these values started from (names the MLflow "
+        "experiment and run). It does not load the preset: in the run form, choose one in the "
+        "flow's `preset` field, above `config`.",
+    )
+    seed: int = Field(0, description="Seed for data, model init, training and sampling.")
+    data: DataConfig = Field(default_factory=DataConfig)
+    model: ModelConfig = Field(default_factory=ModelConfig)
+    sft: SFTConfig = Field(default_factory=SFTConfig)
+    rl: RLConfig = Field(default_factory=RLConfig)
+    rollout: RolloutConfig = Field(default_factory=RolloutConfig)
+    evaluation: EvaluationConfig = Field(default_factory=EvaluationConfig)
+    tracking: TrackingConfig = Field(default_factory=TrackingConfig)
+
+    @model_validator(mode="after")
+    def _split_budget_within_samples(self) -> PipelineConfig:
+        if self.evaluation.transfer_split_k > self.rollout.num_samples:
+            raise ValueError(
+                f"evaluation.transfer_split_k={self.evaluation.transfer_split_k} exceeds "
+                f"rollout.num_samples={self.rollout.num_samples}: the transfer split needs the "
+                "base model's pass@k at that k; lower it or raise rollout.num_samples"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _eval_only_trains_nothing(self) -> PipelineConfig:
+        if self.data.eval_only and (self.sft.enabled or self.rl.enabled):
+            raise ValueError(
+                "data.eval_only=true leaves no training problems, but training is on: also "
+                "set sft.enabled=false and rl.enabled=false (and model.name_or_path to the "
+                "model to evaluate)"
+            )
+        return self
+
+    def content_hash(self, *sections: str) -> str:
+        """sha256 of the config (or of the named sections): a cache key and an MLflow tag."""
+        dumped = self.model_dump(mode="json")
+        payload = {name: dumped[name] for name in sections} if sections else dumped
+        return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
+
+    def flat(self) -> dict[str, Any]:
+        """Dotted key -> value, for MLflow params."""
+        return _flatten(self.model_dump(mode="json"))
+
+
+def _flatten(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    flat: dict[str, Any] = {}
+    for key, value in tree.items():
+        if isinstance(value, dict):
+            flat.update(_flatten(value, f"{prefix}{key}."))
+        else:
+            flat[f"{prefix}{key}"] = value
+    return flat
+

@@ -1,0 +1,203 @@
+"""The grid definition: formats x objectives x seeds, each cell a pipeline config, and the
+fairness rule that cells differ only in their objective (`check_fair`)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any, Literal
+
+from pydantic import Field, field_validator
+
+from breadth.config.models import PipelineConfig, _Section
+from breadth.config.reader import ConfigError, load_config
+
+
+DEFAULT_GRID_REWARDS = [
+    "correctness", "correctness+ucb", "correctness+batch", "darling", "passk", "vector",
+    "correctness@entropy",
+]  # fmt: skip
+ENTROPY_KNOBS = ["rl.epsilon_high=0.28", "rl.top_entropy_quantile=0.2", "rl.entropy_coef=0.01"]
+# What an objective may change: the reward and the entropy knobs. Everything else (problems,
+# pool, steps, SFT start, eval set, sampling) must be equal across a grid's cells.
+OBJECTIVE_KEYS = ("rl.reward.", "rl.epsilon_high", "rl.top_entropy_quantile", "rl.entropy_coef",
+                  "rl.adaptive_entropy", "rl.entropy_target",
+                  "rl.scale_rewards")  # set by rewards whose formula needs it  # fmt: skip
+# Grid keys that say how cells run, not what they compute.
+RUNNER_KEYS = ("cell_runner", "cell_deployment")
+# Keys that differ between cells by design: the grid's own axes and the preset label.
+GRID_AXIS_KEYS = ("data.format", "seed", "preset")
+# The config key each cell sets from a grid axis (after the shared overrides, so an override
+# of one of these keys would be silently replaced in every cell).
+PER_CELL_KEYS = {"data.format": ("formats", "--format"), "rl.reward.spec": ("rewards", "--reward"),
+                 "seed": ("seeds", "--seed")}  # fmt: skip
+
+
+class GridConfig(_Section):
+    """The nightly study: formats x objectives x seeds, each cell a full pipeline run.
+
+    Cells differ only in the objective (reward spec and entropy knobs), their format and their
+    seed; `cells()` refuses anything else before any compute.
+    """
+
+    preset: str = Field("study", description="Preset every cell starts from.")
+    formats: list[Literal["mcq", "free_form"]] = Field(
+        default_factory=lambda: ["mcq", "free_form"], description="Data formats to compare."
+    )
+    rewards: list[str] = Field(
+        default_factory=lambda: list(DEFAULT_GRID_REWARDS),
+        description="Objectives to compare: reward specs; `SPEC@entropy` adds the entropy "
+        "knobs (clip-higher, top-entropy tokens, entropy bonus).",
+    )
+    seeds: list[int] = Field(default_factory=lambda: [0, 1, 2], description="Seeds per cell.")
+    overrides: list[str] = Field(
+        default_factory=list, description="`key=value` overrides applied to every cell."
+    )
+    objective_overrides: dict[str, list[str]] = Field(
+        default_factory=dict,
+        description="Extra `key=value` overrides of one objective's cells, e.g. "
+        "`{\"correctness+ucb\": [\"rl.reward.ucb_coef=0.5\"]}`; only reward and entropy keys.",
+    )
+    grid_id: str | None = Field(
+        None, description="MLflow tag grouping the cells; empty = derived from the flow run."
+    )
+    cell_runner: Literal["in_process", "deployment"] = Field(
+        "in_process",
+        description="How cells run: in_process = one after another inside the grid's own "
+        "process; deployment = each cell a run of `cell_deployment`, picked up by any worker "
+        "of its work pool (the grid waits for all of them).",
+    )
+    cell_deployment: str = Field(
+        "breadth-pipeline/adhoc",
+        description="cell_runner=deployment: the pipeline deployment (`flow/deployment`, "
+        "registered by `breadth deploy`) whose runs are the cells.",
+    )
+
+    @field_validator("formats", "rewards", "seeds")
+    @classmethod
+    def _each_once(cls, values: list[Any]) -> list[Any]:
+        # A repeated seed runs the same cell again, and the study would count it as one more
+        # sample: its n and its statistics would be inflated.
+        repeated = [value for i, value in enumerate(values) if value in values[:i]]
+        if repeated:
+            named = ", ".join(repr(value) for value in dict.fromkeys(repeated))
+            raise ValueError(f"{named} given more than once: list each value once (a repeat "
+                             "would run the same cells again and count them as more samples)")
+        return values
+
+    @field_validator("overrides")
+    @classmethod
+    def _no_per_cell_keys(cls, overrides: list[str]) -> list[str]:
+        for text in overrides:
+            key = text.split("=", 1)[0].strip()
+            if key in PER_CELL_KEYS:
+                axis, option = PER_CELL_KEYS[key]
+                raise ValueError(
+                    f"{text.strip()!r} sets {key!r}, which the grid sets in each cell from its "
+                    f"`{axis}` (the override would be lost): list them there instead "
+                    f"(`breadth grid {option}`, repeated)"
+                )
+        return overrides
+
+    @field_validator("overrides")
+    @classmethod
+    def _no_entropy_knob_the_variant_sets_again(cls, overrides: list[str], info: Any) -> list[str]:
+        # `SPEC@entropy` cells apply ENTROPY_KNOBS after the shared overrides: a shared value
+        # of one of those keys would be silently replaced in them.
+        variants = [r for r in info.data.get("rewards", []) if r.endswith("@entropy")]
+        knobs = {knob.split("=", 1)[0]: knob for knob in ENTROPY_KNOBS}
+        for text in overrides if variants else []:
+            key = text.split("=", 1)[0].strip()
+            if key in knobs:
+                raise ValueError(
+                    f"{text.strip()!r} sets {key!r}, which the {', '.join(variants)} cells set "
+                    f"again ({knobs[key]}): the override would be lost there. Set it for those "
+                    f"cells in objective_overrides (e.g. {{{variants[0]!r}: [{text.strip()!r}]}}), "
+                    "or leave the @entropy objective out of this grid"
+                )
+        return overrides
+
+    @field_validator("objective_overrides")
+    @classmethod
+    def _only_objective_keys(cls, overrides: dict[str, list[str]]) -> dict[str, list[str]]:
+        # They apply after the cell's own format, spec and seed, and check_fair lets seeds and
+        # formats differ between cells: `seed=3` here made all of an objective's "seeds" one
+        # run, counted as several samples. Anything else is not the objective, so not fair.
+        for objective, texts in overrides.items():
+            for text in texts:
+                key = text.split("=", 1)[0].strip()
+                if key in PER_CELL_KEYS or not key.startswith(OBJECTIVE_KEYS):
+                    why = (f"the grid sets {key!r} in each cell from its `{PER_CELL_KEYS[key][0]}`"
+                           if key in PER_CELL_KEYS else
+                           "an objective may change only its reward (rl.reward.*) and entropy "
+                           "knobs; the cells must share everything else")  # fmt: skip
+                    raise ValueError(
+                        f"objective_overrides[{objective!r}] sets {key!r} ({text.strip()!r}): "
+                        f"{why}. Put shared keys in `overrides` or the preset; keys allowed "
+                        f"here: {', '.join(k + '*' if k.endswith('.') else k for k in OBJECTIVE_KEYS)}"
+                    )
+        return overrides
+
+    def cells(self) -> list[tuple[str, str, int, PipelineConfig]]:
+        """(format, objective, seed, validated config) per cell, all checked before compute."""
+        unknown = sorted(set(self.objective_overrides) - set(self.rewards))
+        if unknown:
+            raise ConfigError(f"grid objective_overrides name objectives {unknown} that are not "
+                              f"in the grid's rewards {self.rewards}")  # fmt: skip
+        cells = []
+        for fmt in self.formats:
+            for reward in self.rewards:
+                spec, _, variant = reward.partition("@")
+                extra = ENTROPY_KNOBS if variant == "entropy" else []
+                if variant not in ("", "entropy"):
+                    raise ConfigError(
+                        f"grid reward {reward!r}: unknown variant {variant!r}; use SPEC or "
+                        "SPEC@entropy"
+                    )
+                for seed in self.seeds:
+                    overrides = [*self.overrides, f"data.format={fmt}", f"rl.reward.spec={spec}",
+                                 f"seed={seed}", *extra,
+                                 *self.objective_overrides.get(reward, [])]  # fmt: skip
+                    cells.append((fmt, reward, seed, load_config(self.preset, overrides, {
+                        key: option for key, (_, option) in PER_CELL_KEYS.items()})))
+        check_fair(cells)
+        return cells
+
+    def content_hash(self) -> str:
+        """Identifies 'the same study' across nights: seeds, the grid id and how cells run are
+        excluded, so a night with other seeds is still compared with the previous one."""
+        # How cells are run is not what the study is: a night on a pool compares with one
+        # that ran in process.
+        payload = self.model_dump(mode="json", exclude={"grid_id", "seeds", *RUNNER_KEYS})
+        return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
+
+
+def check_fair(cells: list[tuple[str, str, int, PipelineConfig]]) -> None:
+    """Refuse cells that differ in anything but the objective (and their format and seed).
+
+    >>> a, b = load_config("default"), load_config("default", ["rl.num_problems=64"])
+    >>> try:
+    ...     check_fair([("free_form", "x", 0, a), ("free_form", "y", 0, b)])
+    ... except ConfigError as error:
+    ...     print(str(error)[:62])
+    grid cells differ beyond the objective in rl.num_problems (rl.
+    """
+    if not cells:
+        return
+    *_, reference = cells[0]
+    ref = reference.flat()
+    unfair: dict[str, list[str]] = {}
+    for fmt, objective, seed, config in cells[1:]:
+        for key, value in config.flat().items():
+            if value != ref.get(key) and not key.startswith(OBJECTIVE_KEYS + GRID_AXIS_KEYS):
+                unfair.setdefault(key, []).append(f"{fmt}/{objective}/seed{seed}={value!r}")
+    if unfair:
+        keys = ", ".join(sorted(unfair))
+        first = cells[0]
+        examples = "; ".join(f"{key}: {first[0]}/{first[1]}/seed{first[2]}={ref.get(key)!r} vs "
+                             f"{cells_[0]}" for key, cells_ in sorted(unfair.items()))  # fmt: skip
+        raise ConfigError(
+            f"grid cells differ beyond the objective in {keys} ({examples}). A fair grid "
+            "changes only the reward and entropy keys between cells: move these keys into the "
+            "preset or `overrides`, so every cell shares them."
+        )
