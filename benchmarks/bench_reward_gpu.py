@@ -65,17 +65,15 @@ def bare_trl(config, dataset_dir: Path, policy_dir: Path, out_dir: Path, steps: 
     from trl import GRPOTrainer
 
     from breadth.models.tiny import load_policy
-    from breadth.rewards.trl_adapter import build_trl_rewards
     from breadth.stages import read_rows
     from breadth.training.grpo import build_grpo_config
 
     rl = config.rl.model_copy(update={"max_steps": steps, "save_steps": steps + 1})
     rows = read_rows(dataset_dir / "train.parquet")
     model, tokenizer = load_policy(policy_dir)
-    # The same GRPOConfig as arm B, less the reward weights of B's several reward terms.
-    rewards = build_trl_rewards(rl.reward, seed=config.seed, num_generations=rl.num_generations)
-    overrides = rewards.grpo_overrides
-    args = build_grpo_config(rl, output_dir=out_dir, seed=config.seed, overrides=overrides)
+    # The same GRPOConfig as arm B (the settings B's reward needs are on `rl`), less the
+    # reward weights of B's several reward terms.
+    args = build_grpo_config(rl, output_dir=out_dir, seed=config.seed, overrides={})
 
     def answer_suffix_match(completions, answer, **_):
         return [float(str(c).strip().endswith(str(a))) for c, a in zip(completions, answer)]

@@ -12,17 +12,10 @@ import json
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import BaseModel, Field, create_model, model_validator
+from pydantic import BaseModel, ConfigDict, Field, create_model, model_validator
 
-from breadth.config import (
-    ConfigError,
-    PipelineConfig,
-    _flatten,
-    _preset_values,
-    _Section,
-    _set_dotted,
-    validated,
-)
+from breadth.config.models import PipelineConfig, _flatten, _Section
+from breadth.config.reader import ConfigError, _preset_values, _set_dotted, validated
 
 
 def _form_of(model: type[BaseModel], validators: dict[str, Any] | None = None) -> type[BaseModel]:
@@ -48,8 +41,15 @@ def _form_of(model: type[BaseModel], validators: dict[str, Any] | None = None) -
         shown = "" if default is None else f" Default `{text}`."
         fields[name] = (typed | None, Field(None, title=field.title,
                                             description=f"{field.description}{shown}"))  # fmt: skip
-    return create_model(f"{model.__name__}Form", __base__=_Section, __module__=__name__,
+    # A section that takes keys beyond its fields (rl.reward: the parameters of rewards
+    # registered after the config was made) passes them on to the config, which checks them.
+    base = _OpenSection if model.model_config.get("extra") == "allow" else _Section
+    return create_model(f"{model.__name__}Form", __base__=base, __module__=__name__,
                         __doc__=model.__doc__, __validators__=validators, **fields)  # fmt: skip
+
+
+class _OpenSection(_Section):
+    model_config = ConfigDict(extra="allow")
 
 
 def _whole_config(cls: type[BaseModel], data: Any) -> Any:

@@ -11,21 +11,9 @@ from pathlib import Path
 from typing import Any
 
 from breadth.config import PipelineConfig
+from breadth.data.prepare import read_rows
 
 MetricSink = Callable[[str, float, int], None]
-
-
-def read_rows(path: Path) -> list[dict[str, Any]]:
-    import pandas as pd
-
-    frame = pd.read_parquet(path)
-    rows = frame.to_dict(orient="records")
-    for row in rows:
-        # parquet gives numpy arrays for list columns; the verifiers expect plain lists.
-        for key, value in row.items():
-            if hasattr(value, "tolist") and not isinstance(value, str):
-                row[key] = value.tolist()
-    return rows
 
 
 def prepare_stage(config: PipelineConfig, out_dir: Path) -> Any:
@@ -82,7 +70,7 @@ def rl_stage(
     rl.accelerate_config it launches the training processes itself (`breadth.training.launch`)
     and forwards their metrics and checkpoints to `log_metric` and `on_checkpoint` here."""
     from breadth.models.tiny import load_policy
-    from breadth.training.grpo import newest_checkpoint, train_grpo
+    from breadth.training.grpo import grpo_rows, newest_checkpoint, train_grpo
 
     # out_dir is keyed by content: checkpoints found there come from an earlier, interrupted
     # run of this same config and data, so training continues from the newest one.
@@ -95,16 +83,10 @@ def rl_stage(
                            resume_from=resume_from)  # fmt: skip
         return Path(out_dir) / "final"
     model, tokenizer = load_policy(policy_dir)
-    train_grpo(model, tokenizer, grpo_rows(config, Path(dataset_dir)), config.rl,
+    train_grpo(model, tokenizer, grpo_rows(config.rl, Path(dataset_dir)), config.rl,
                output_dir=Path(out_dir), seed=config.seed, log_metric=log_metric,
                on_checkpoint=on_checkpoint, resume_from=resume_from)  # fmt: skip
     return Path(out_dir) / "final"
-
-
-def grpo_rows(config: PipelineConfig, dataset_dir: Path) -> list[dict[str, Any]]:
-    """The training rows GRPO draws its prompts from (the first rl.num_problems, if set)."""
-    rows = read_rows(Path(dataset_dir) / "train.parquet")
-    return rows[: config.rl.num_problems] if config.rl.num_problems else rows
 
 
 def rollout_stage(

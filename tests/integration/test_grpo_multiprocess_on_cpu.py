@@ -153,7 +153,7 @@ def test_two_processes_score_and_count_as_one(
     assert sorted(ranks[0]) == sorted(ranks[1]) == [
         (step, term) for step in range(1, RESUMED_STEPS + 1) for term in sorted(terms)
     ]
-    rescoring = build_trl_rewards(_config(1).rl.reward, seed=0, num_generations=GENERATIONS)
+    rescoring = build_trl_rewards(_config(1).rl.reward_plan, seed=0, num_generations=GENERATIONS)
     for step in range(1, RESUMED_STEPS + 1):
         first = [r[(step, "vector")] for r in ranks]
         # Global prompts per step, whole groups per process, the 1-process data order.
@@ -206,7 +206,7 @@ def test_two_processes_score_and_count_as_one(
 
     # darling and passk: each process's slice scores as the gathered batch does.
     for spec in ("darling", "passk:k=2"):
-        reward = _config(1).rl.reward.model_copy(update={"spec": spec})
+        reward = _config(1, f"rl.reward.spec={spec}").rl.reward_plan
         whole = build_trl_rewards(reward, num_generations=GENERATIONS)
         for step in range(1, RESUMED_STEPS + 1):
             first = [r[(step, "vector")] for r in ranks]

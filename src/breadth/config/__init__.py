@@ -18,8 +18,6 @@ from breadth.config.models import (
     RolloutConfig,
     SFTConfig,
     TrackingConfig,
-    _flatten,
-    _Section,
 )
 from breadth.config.reader import (
     MAX_PRESET_CHAIN,
@@ -31,8 +29,6 @@ from breadth.config.reader import (
     load_config,
     parse_override,
     validated,
-    _preset_values,
-    _set_dotted,
 )
 
 __all__ = [

@@ -10,14 +10,26 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    create_model,
+    field_validator,
+    model_validator,
+)
+from pydantic_core import InitErrorDetails
 
 from breadth.data.prepare import DEFAULT_EVAL_FRACTION, SYNTHETIC_NUM_EVAL, SYNTHETIC_NUM_TRAIN
 from breadth.data.sources import parse_source_spec
-from breadth.rewards.registry import REWARDS, resolve_params, reward_names
-from breadth.rewards.spec import parse_reward_spec
+from breadth.rewards.plan import RewardPlan, resolve_plan
+from breadth.rewards.registry import REWARDS, RewardEntry, RewardParam, reward_names
+from breadth.rewards.spec import RewardSpec, parse_reward_spec
 
 
 class _Section(BaseModel):
@@ -143,18 +155,82 @@ class SFTConfig(_Section):
 
 
 class _RewardSpecSection(_Section):
+    # extra="allow" only for the parameters of rewards registered after this module was
+    # imported, which have no field: `_registered_since` checks them against the registry when
+    # a config is validated, and refuses any other key as extra="forbid" would.
+    model_config = ConfigDict(extra="allow", validate_assignment=True)
+
     spec: str = Field(
         "correctness",
         description="Reward terms joined by `+`, each `NAME[:key=val][*weight]`: "
         f"{', '.join(f'`{name}`' for name in reward_names())}. E.g. `correctness+ucb*0.5`; "
         "`breadth config --rewards` describes each term and its parameters.",
     )
+    _parsed: tuple[str, RewardSpec] | None = PrivateAttr(None)
+    """(spec, its parse), made when the config is validated."""
 
-    @field_validator("spec")
+    @model_validator(mode="wrap")
     @classmethod
-    def _spec_parses(cls, spec: str) -> str:
-        parse_reward_spec(spec)  # its ValueError names the term at fault and the fix
-        return spec
+    def _no_unknown_keys(cls, values: Any, handler: Any) -> Any:
+        if isinstance(values, Mapping):
+            unknown = {key: value for key, value in values.items()
+                       if key not in cls.model_fields and _late_param(cls, key) is None}  # fmt: skip
+            if unknown:
+                _NoKeys.model_validate(unknown)  # extra_forbidden at each key, as for any section
+        return handler(values)
+
+    @model_validator(mode="after")
+    def _registered_since(self) -> _RewardSpecSection:
+        extra = self.__pydantic_extra__ if self.__pydantic_extra__ is not None else {}
+        for key, _, param in _late_params(type(self)):
+            try:
+                extra[key] = param.check(extra.get(key, param.default), f"rl.reward.{key}")
+            except ValueError as error:
+                raise _error_at(self, key, extra.get(key), error) from None
+        # The one parse of the spec: the plan (`RLConfig.reward_plan`) resolves from it.
+        try:
+            self._parsed = (self.spec, parse_reward_spec(self.spec))
+        except ValueError as error:  # it names the term at fault and the fix
+            raise _error_at(self, "spec", self.spec, error) from None
+        return self
+
+    @property
+    def parsed_spec(self) -> RewardSpec:
+        """`spec`, parsed when the config was validated."""
+        if self._parsed is None or self._parsed[0] != self.spec:
+            # model_construct, or model_copy(update=...): neither validates.
+            raise ValueError(f"rl.reward.spec={self.spec!r} was set without validation; "
+                             "validate the config (model_validate) to use it")  # fmt: skip
+        return self._parsed[1]
+
+
+class _NoKeys(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+def _error_at(model: BaseModel, key: str, value: Any, error: ValueError) -> ValidationError:
+    """`error` as a validation error of `key` (shown as `rl.reward.<key>`), not of the whole
+    section: a model validator's own errors name only its section."""
+    return ValidationError.from_exception_data(type(model).__name__, [InitErrorDetails(
+        type="value_error", loc=(key,), input=value, ctx={"error": error})])  # fmt: skip
+
+
+def _late_params(model: type[BaseModel]) -> list[tuple[str, RewardEntry, RewardParam]]:
+    """(config key, reward, parameter) of each reward parameter registered after `model` was
+    made, so with no field of its own."""
+    return [(key, entry, param) for entry in REWARDS.values() for param in entry.params
+            if (key := entry.config_key(param)) not in model.model_fields]  # fmt: skip
+
+
+def _late_param(model: type[BaseModel], key: str) -> RewardParam | None:
+    return next((param for k, _, param in _late_params(model) if k == key), None)
+
+
+def reward_keys_registered_since() -> list[tuple[str, RewardParam, str]]:
+    """(key under rl.reward, parameter, help) of each reward parameter registered after this
+    module was imported: `breadth config --keys` lists them, `--set` and presets take them."""
+    return [(key, param, f"{entry.name}: {param.help}.")
+            for key, entry, param in _late_params(RewardConfig)]  # fmt: skip
 
 
 def _reward_param_fields() -> dict[str, Any]:
@@ -259,7 +335,7 @@ class RLConfig(_Section):
     def _reward_terms_fit_training(self) -> RLConfig:
         # Checked here, not at the first GRPO step: prepare and SFT must not run for a spec
         # that training would refuse.
-        for term in parse_reward_spec(self.reward.spec).terms:
+        for term in self.reward.parsed_spec.terms:
             entry = REWARDS[term.name]
             if entry.not_in_training:
                 usable = ", ".join(e.name for e in REWARDS.values() if not e.not_in_training)
@@ -267,23 +343,31 @@ class RLConfig(_Section):
                     f"rl.reward.spec={self.reward.spec!r}: the reward {term.name!r} cannot be "
                     f"trained here: {entry.not_in_training} Use one of: {usable}"
                 )
-            params = resolve_params(term.name, term.params, self.reward)
-            entry.term.check_group_sizes(params, {"rl.num_generations": self.num_generations})
-            for key, needed in entry.term.grpo_overrides.items():
-                if getattr(self, key) == needed:
-                    continue
-                # A value given (a preset, --set, a filled form field, a whole config's JSON)
-                # is a choice, the default's included: refused, not silently replaced.
-                if key in self.model_fields_set:
-                    raise ValueError(
-                        f"rl.{key}={getattr(self, key)!r} conflicts with the reward "
-                        f"{term.name!r}, whose formula needs {needed!r}: leave rl.{key} unset "
-                        "(the reward sets it), or train another reward"
-                    )
-                # The config says what training uses, so the run's logged params are true
-                # (they said 'group' while TRL ran with 'none'). Set without re-validating.
-                self.__dict__[key] = needed
+        plan = self.reward_plan
+        for key, needed in plan.grpo_settings.items():
+            if getattr(self, key) == needed:
+                continue
+            # A value given (a preset, --set, a filled form field, a whole config's JSON)
+            # is a choice, the default's included: refused, not silently replaced.
+            if key in self.model_fields_set:
+                term = next(t.name for t in plan.terms if key in t.term.grpo_overrides)
+                raise ValueError(
+                    f"rl.{key}={getattr(self, key)!r} conflicts with the reward "
+                    f"{term!r}, whose formula needs {needed!r}: leave rl.{key} unset "
+                    "(the reward sets it), or train another reward"
+                )
+            # The config says what training uses, so the run's logged params are true
+            # (they said 'group' while TRL ran with 'none'). Set without re-validating.
+            self.__dict__[key] = needed
         return self
+
+    @property
+    def reward_plan(self) -> RewardPlan:
+        """The reward spec resolved: terms, their parameters and weights, and the GRPO settings
+        they need; from the spec parsed at validation (the adapter, the trainer and the extra
+        training processes build from this, and never parse the spec again)."""
+        return resolve_plan(self.reward.spec, self.reward.parsed_spec, self.reward,
+                            {"rl.num_generations": self.num_generations})  # fmt: skip
 
 
 class RolloutConfig(_Section):

@@ -15,7 +15,7 @@ from typing import Any, Literal, get_args, get_origin
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from breadth.config.models import PipelineConfig
+from breadth.config.models import PipelineConfig, RewardConfig, reward_keys_registered_since
 from breadth.suggestions import did_you_mean
 
 
@@ -226,6 +226,8 @@ def describe_keys(model: type[BaseModel] = PipelineConfig, prefix: str = "") -> 
             rows.extend(describe_keys(annotation, f"{prefix}{name}."))
         else:
             rows.append((f"{prefix}{name}", field.description or ""))
+    if model is RewardConfig:  # and the parameters of rewards registered since it was made
+        rows.extend((f"{prefix}{key}", text) for key, _, text in reward_keys_registered_since())
     return rows
 
 
@@ -308,6 +310,9 @@ def _kinds(key: str) -> set[Any]:
     *sections, leaf = key.split(".")
     for section in sections:
         model = model.model_fields[section].annotation
+    if leaf not in model.model_fields:  # a reward parameter registered since the config was made
+        param = next(p for k, p, _ in reward_keys_registered_since() if k == leaf)
+        return {str} if param.choices else {param.kind}
     annotation = model.model_fields[leaf].annotation
     if get_origin(annotation) is Literal:
         return {type(choice) for choice in get_args(annotation)}

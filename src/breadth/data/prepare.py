@@ -362,3 +362,17 @@ def write_rows(rows: list[dict[str, Any]], path: Path) -> dict[str, Any]:
     pq.write_table(table, path)
     data = path.read_bytes()
     return {"sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data), "rows": len(rows)}
+
+
+def read_rows(path: Path) -> list[dict[str, Any]]:
+    """A rows file (`train.parquet`, `eval.parquet`, a rollouts file) as plain dicts."""
+    import pandas as pd
+
+    frame = pd.read_parquet(path)
+    rows = frame.to_dict(orient="records")
+    for row in rows:
+        # parquet gives numpy arrays for list columns; the verifiers expect plain lists.
+        for key, value in row.items():
+            if hasattr(value, "tolist") and not isinstance(value, str):
+                row[key] = value.tolist()
+    return rows

@@ -13,6 +13,7 @@ from breadth.rewards.darling import (
 )
 from breadth.rewards.groups import IncompleteGroupError, RowGroup, group_rows
 from breadth.rewards.passk import group_passk, passk_advantages
+from breadth.rewards.plan import PlannedTerm, RewardPlan, resolve_plan
 from breadth.rewards.registry import (
     REWARDS,
     RewardEntry,
@@ -33,8 +34,10 @@ __all__ = [
     "IncompleteGroupError",
     "NgramOverlapJudge",
     "OutcomeUCB",
+    "PlannedTerm",
     "RewardEntry",
     "RewardParam",
+    "RewardPlan",
     "RewardSpec",
     "RewardTerm",
     "RowGroup",
@@ -51,6 +54,7 @@ __all__ = [
     "parse_reward_spec",
     "passk_advantages",
     "register",
+    "resolve_plan",
     "reward_names",
     "reward_state_digest",
     "save_reward_state",

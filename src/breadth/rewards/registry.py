@@ -2,10 +2,12 @@
 
 Everything that knows reward names reads this one table: the spec parser
 (`breadth.rewards.spec`), `RewardConfig` (one field `<name>_<param>` per parameter, so
-`rl.reward.passk_k`), the TRL adapter, `breadth config --keys` and `breadth config --rewards`
-(the README's reward table). Adding a reward means one term class (`breadth.rewards.terms`)
-plus one `RewardEntry` below; `register` adds one from outside (before `breadth.config` is
-imported, so that its parameters also become config fields).
+`rl.reward.passk_k`), the reward plan (`breadth.rewards.plan`), `breadth config --keys` and
+`breadth config --rewards` (the README's reward table). Adding a reward means one term class
+(`breadth.rewards.terms`) plus one `RewardEntry` below; `register` adds one from outside, before
+or after `breadth.config` is imported: the config checks `rl.reward.<name>_<param>` against this
+table when it validates (a reward registered later has no field in the Prefect run form's
+schema, and is still taken from presets, `--set` and the form's submitted values).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Turn a RewardConfig into TRL 1.16 reward functions, weights and the GRPOConfig they need.
+"""Turn a resolved reward plan (`breadth.rewards.plan`) into TRL 1.16 reward functions and weights.
 
 TRL 1.16 calls every reward function once per generation batch of a process, as
 `func(prompts=..., completions=..., completion_ids=..., **reward_kwargs)` (see
@@ -11,8 +11,8 @@ one float (or None: not applicable) per completion; TRL names its metrics after 
 (`rewards/<name>/mean`), multiplies by `reward_weights`, sums, and computes advantages per
 group of `num_generations` consecutive rows.
 
-Each term (in `breadth.rewards.terms`) is a small picklable class, looked up by name in
-`breadth.rewards.registry`. Terms of one setup share a `BatchScorer`, so a batch is verified
+Each term (in `breadth.rewards.terms`) is a small picklable class, named with its parameters by
+the plan, which the config resolved from the spec once. Terms of one setup share a `BatchScorer`, so a batch is verified
 once however many terms read it. Per-step diagnostics go to TRL's official `log_metric` hook
 (averaged per logging step, prefixed `eval_` in evaluation) and are kept in each term's
 `last_stats`.
@@ -29,22 +29,20 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from breadth.rewards.registry import REWARDS, resolve_params
+from breadth.rewards.plan import RewardPlan
 from breadth.rewards.scoring import BatchScorer, VerifyFn
-from breadth.rewards.spec import parse_reward_spec
 from breadth.rewards.terms import GatherObjects, RewardTermFunc, single_process_gather
 
 
 @dataclass(frozen=True)
 class TrlRewardSetup:
-    """Everything GRPOTrainer needs from the reward spec."""
+    """Everything GRPOTrainer needs from the reward plan (its GRPO settings are on the config:
+    `RewardPlan.grpo_settings`)."""
 
     reward_funcs: list[RewardTermFunc]
     """Pass as GRPOTrainer(reward_funcs=...)."""
     reward_weights: list[float]
     """Set GRPOConfig.reward_weights to this."""
-    grpo_overrides: dict[str, Any]
-    """GRPOConfig fields the formulas require; apply them over the user's RL config."""
     stateful: list[Any] = field(default_factory=list)
     """Objects with state_dict/load_state_dict: give them to RewardStateCallback."""
     advantage_terms: list[tuple[RewardTermFunc, float]] = field(default_factory=list)
@@ -53,7 +51,7 @@ class TrlRewardSetup:
 
 
 def build_trl_rewards(
-    reward_config: Any,
+    plan: RewardPlan,
     *,
     seed: int = 0,
     num_generations: int | None = None,
@@ -61,10 +59,9 @@ def build_trl_rewards(
     verify_fn: VerifyFn | None = None,
     gather_objects: GatherObjects = single_process_gather,
 ) -> TrlRewardSetup:
-    """Build the TRL reward callables for `reward_config.spec` (a breadth RewardConfig).
+    """Build the TRL reward callables of `plan` (`RLConfig.reward_plan`, or
+    `breadth.rewards.plan.resolve_plan`), which holds each term's class and parameters.
 
-    Each term's class and parameters come from `breadth.rewards.registry`: a parameter is
-    taken inline from the spec, else from the config field `<name>_<param>`, else its default.
     `seed` is the run's seed (randomised terms draw from it). Pass `num_generations` (and
     `num_generations_eval` if it differs) so that every call checks its groups are whole;
     without them, groups are only checked for equal sizes. `verify_fn` defaults to
@@ -72,35 +69,30 @@ def build_trl_rewards(
     their all-gather: terms with state (ucb) then keep global counts, identical on every process.
 
     >>> from types import SimpleNamespace as NS
+    >>> from breadth.rewards.plan import resolve_plan
+    >>> from breadth.rewards.spec import parse_reward_spec
     >>> fake_verify = lambda text, row: NS(correct=text == row["answer"], score=1.0, outcome=text)
-    >>> config = NS(spec="correctness+batch*0.5", batch_coef=0.5)
-    >>> setup = build_trl_rewards(config, num_generations=2, verify_fn=fake_verify)
+    >>> spec = "correctness+batch*0.5"
+    >>> plan = resolve_plan(spec, parse_reward_spec(spec), NS(batch_coef=0.5))
+    >>> setup = build_trl_rewards(plan, num_generations=2, verify_fn=fake_verify)
     >>> [f.__name__ for f in setup.reward_funcs], setup.reward_weights
     (['correctness', 'batch'], [1.0, 0.5])
     """
-    spec = parse_reward_spec(reward_config.spec)
     if verify_fn is None:
         from breadth.data.verifiers import verify as verify_fn
     scorer = BatchScorer(verify_fn, num_generations, num_generations_eval)
     funcs: list[RewardTermFunc] = []
-    overrides: dict[str, Any] = {
-        # "correctness + bonus" is a sum of reward functions before group normalisation.
-        "multi_objective_aggregation": "sum_then_normalize",
-    }
     sizes = {"num_generations": num_generations, "num_generations_eval": num_generations_eval}
-    for index, term in enumerate(spec.terms):
-        entry = REWARDS[term.name]
-        params = resolve_params(term.name, term.params, reward_config)
-        entry.term.check_group_sizes(params, sizes)
-        func = entry.term(term.name, scorer, log_batch_diagnostics=index == 0, seed=seed, **params)
+    for index, term in enumerate(plan.terms):
+        term.term.check_group_sizes(term.params, sizes)
+        func = term.term(term.name, scorer, log_batch_diagnostics=index == 0, seed=seed,
+                         **term.params)  # fmt: skip
         func.gather_objects = gather_objects
         funcs.append(func)
-        overrides.update(entry.term.grpo_overrides)
-    weights = [term.weight for term in spec.terms]
+    weights = [term.weight for term in plan.terms]
     return TrlRewardSetup(
         reward_funcs=funcs,
         reward_weights=weights,
-        grpo_overrides=overrides,
         stateful=[func for func in funcs if hasattr(func, "state_dict")],
         advantage_terms=[(f, w) for f, w in zip(funcs, weights) if f.placement == "advantage"],
     )

@@ -12,7 +12,6 @@ from pydantic import Field, field_validator
 from breadth.config.models import PipelineConfig, _Section
 from breadth.config.reader import ConfigError, load_config
 
-
 DEFAULT_GRID_REWARDS = [
     "correctness", "correctness+ucb", "correctness+batch", "darling", "passk", "vector",
     "correctness@entropy",

@@ -21,6 +21,14 @@ from breadth.training.trl_vllm import trl_vllm_server_arguments
 REWARD_COLUMNS = ("problem_id", "answer", "format", "task", "options", "letter", "meta", "split")
 
 
+def grpo_rows(config: RLConfig, dataset_dir: Path) -> list[dict[str, Any]]:
+    """The training rows GRPO draws its prompts from (the first rl.num_problems, if set)."""
+    from breadth.data.prepare import read_rows
+
+    rows = read_rows(Path(dataset_dir) / "train.parquet")
+    return rows[: config.num_problems] if config.num_problems else rows
+
+
 def newest_checkpoint(output_dir: Path) -> Path | None:
     """The highest-step `checkpoint-N` folder whose files all match its completion marker.
 
@@ -95,7 +103,10 @@ def build_grpo_config(config: RLConfig, *, output_dir: Path, seed: int, override
     """The one place a `trl.GRPOConfig` is built from breadth's config.
 
     TRL's defaults (beta, loss_type, scale_rewards, learning rate, ...) are all set explicitly:
-    an experiment must mean what its config says, not what a TRL release defaults to.
+    an experiment must mean what its config says, not what a TRL release defaults to. The
+    settings a reward's formula needs (`RewardPlan.grpo_settings`, e.g. scale_rewards='none')
+    are on `config` already: its validation set them. `overrides` go over everything (the
+    reward weights).
     """
     import torch
     from trl import GRPOConfig
@@ -129,10 +140,11 @@ def build_grpo_config(config: RLConfig, *, output_dir: Path, seed: int, override
         data_seed=seed,
         shuffle_dataset=True,
         log_completions=False,
+        # "correctness + bonus" is a sum of reward functions before group normalisation.
+        multi_objective_aggregation="sum_then_normalize",
         **device_arguments(),
     )
     values.update(trl_vllm_server_arguments(config, cuda_available=torch.cuda.is_available()))
-    # Reward terms whose formulas need it (darling, passk) override e.g. scale_rewards.
     values.update(overrides)
     return GRPOConfig(**values)
 
@@ -163,15 +175,15 @@ def train_grpo(
     from breadth.training.distributed import gather_objects, wait_for_all_processes
 
     check_process_count(config)
-    rewards = build_trl_rewards(config.reward, seed=seed, num_generations=config.num_generations,
+    rewards = build_trl_rewards(config.reward_plan, seed=seed,
+                                num_generations=config.num_generations,
                                 gather_objects=gather_objects)  # fmt: skip
     if any(row.get("format") == "free_form" for row in rows):
         from breadth.data.verifiers import warm_up_symbolic
 
         warm_up_symbolic()  # the verifier's one-time imports, before the first timed step
     args = build_grpo_config(config, output_dir=output_dir, seed=seed,
-                             overrides={**rewards.grpo_overrides,
-                                        "reward_weights": rewards.reward_weights})  # fmt: skip
+                             overrides={"reward_weights": rewards.reward_weights})
     dataset = Dataset.from_list(
         [{"prompt": row["prompt"], **{c: row[c] for c in REWARD_COLUMNS}} for row in rows]
     )

@@ -2,8 +2,8 @@
 
     python -m torch.distributed.run --nproc-per-node=2 -m breadth.training.grpo_worker JOB.json
 
-Reads the job file written by `breadth.training.launch.write_job`, loads the policy and rows,
-and trains with `breadth.training.grpo.train_grpo`. Process 0 reports metrics and finished
+Reads the job file written by `breadth.training.launch.write_job` (and the pickled config it
+names), loads the policy and rows, and trains with `breadth.training.grpo.train_grpo`. Process 0 reports metrics and finished
 checkpoints to the events file; the launching process forwards them.
 """
 
@@ -15,22 +15,21 @@ from pathlib import Path
 
 
 def main(argv: list[str] | None = None) -> None:
-    from breadth.config import PipelineConfig
     from breadth.models.tiny import load_policy
-    from breadth.stages import grpo_rows
     from breadth.training.distributed import process_rank
-    from breadth.training.grpo import train_grpo
-    from breadth.training.launch import EventWriter
+    from breadth.training.grpo import grpo_rows, train_grpo
+    from breadth.training.launch import EventWriter, read_job_config
 
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 1:
         raise SystemExit(f"usage: python -m {__spec__.name if __spec__ else __name__} JOB.json")
     job = json.loads(Path(args[0]).read_text())
-    config = PipelineConfig.model_validate(job["config"])
+    # The launching process's validated config, reward plan included: not validated again.
+    config = read_job_config(job)
     events = EventWriter(Path(job["events"])) if process_rank() == 0 else None
     model, tokenizer = load_policy(job["policy_dir"])
     train_grpo(
-        model, tokenizer, grpo_rows(config, Path(job["dataset_dir"])), config.rl,
+        model, tokenizer, grpo_rows(config.rl, Path(job["dataset_dir"])), config.rl,
         output_dir=Path(job["out_dir"]), seed=config.seed,
         log_metric=events.metric if events else None,
         on_checkpoint=events.checkpoint if events else None,

@@ -16,6 +16,7 @@ from __future__ import annotations
 import codecs
 import json
 import os
+import pickle
 import socket
 import subprocess
 import sys
@@ -29,6 +30,7 @@ from breadth.config import PipelineConfig, RLConfig
 
 WORKER_MODULE = "breadth.training.grpo_worker"
 JOB_FILENAME = "grpo_job.json"
+CONFIG_FILENAME = "grpo_config.pickle"
 EVENTS_FILENAME = "grpo_events.jsonl"
 LOG_FILENAME = "grpo_processes.log"
 STOP_GRACE_S = 10.0
@@ -120,10 +122,14 @@ def write_job(
     config: PipelineConfig, dataset_dir: Path, policy_dir: Path, out_dir: Path,
     resume_from: Path | None,
 ) -> Path:  # fmt: skip
-    """The job file the workers read: the whole config and the folders, as JSON."""
+    """The job file the workers read: the folders as JSON, and the validated config pickled
+    beside it (`read_job_config`), its reward plan included: a worker neither validates the
+    config again nor parses the reward spec."""
     out_dir.mkdir(parents=True, exist_ok=True)
+    config_file = out_dir / CONFIG_FILENAME
+    config_file.write_bytes(pickle.dumps(config))
     job = {
-        "config": config.model_dump(mode="json"),
+        "config_file": str(config_file),
         "dataset_dir": str(dataset_dir), "policy_dir": str(policy_dir), "out_dir": str(out_dir),
         "resume_from": str(resume_from) if resume_from else None,
         "events": str(out_dir / EVENTS_FILENAME),
@@ -131,6 +137,11 @@ def write_job(
     path = out_dir / JOB_FILENAME
     path.write_text(json.dumps(job, indent=1))
     return path
+
+
+def read_job_config(job: dict[str, Any]) -> PipelineConfig:
+    """The config `write_job` pickled for the workers (written by the launching process)."""
+    return pickle.loads(Path(job["config_file"]).read_bytes())
 
 
 def run_grpo_processes(

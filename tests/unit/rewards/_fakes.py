@@ -36,11 +36,14 @@ class CountingVerify:
         return fake_verify(completion, row)
 
 
-def reward_config(spec: str, **overrides: Any) -> Any:
-    """The real breadth RewardConfig (pydantic) with the given spec and field overrides."""
+def reward_plan(spec: str, **overrides: Any) -> Any:
+    """The plan of the real breadth RewardConfig (pydantic) with the given spec and field
+    overrides, resolved as the config resolves it (group sizes are the adapter's to check)."""
     from breadth.config import RewardConfig
+    from breadth.rewards.plan import resolve_plan
 
-    return RewardConfig(spec=spec, **overrides)
+    config = RewardConfig(spec=spec, **overrides)
+    return resolve_plan(config.spec, config.parsed_spec, config)
 
 
 def make_batch(groups: list[tuple[str, str, list[str]]], split: str = "train", **extra: Any):

@@ -1,12 +1,16 @@
 """Registers a toy reward term in one place, then reports where it shows up (as JSON).
 
-Run in a fresh interpreter by test_registry.py: the registration must happen before
-`breadth.config` is imported, exactly as a user's own reward module would be loaded.
+Run in a fresh interpreter by test_registry.py, as a user's own reward module would be loaded:
+`before` registers it before `breadth.config` is imported, `after` once breadth.config and the
+CLI are (the config checks reward parameters against the registry when it validates, so the
+order does not matter).
 """
 
 from __future__ import annotations
 
 import json
+import pickle
+import sys
 from typing import Any
 
 from breadth.rewards.registry import RewardEntry, RewardParam, register
@@ -24,7 +28,8 @@ class ToyReward(RewardTermFunc):
         return self.gain * batch.answered.astype(float), {}
 
 
-register(RewardEntry("toy", ToyReward, "A toy bonus.", (RewardParam("gain", 2.0, "toy gain", ge=0),)))
+def register_toy() -> None:
+    register(RewardEntry("toy", ToyReward, "A toy bonus.", (RewardParam("gain", 2.0, "toy gain", ge=0),)))
 
 
 def _error(func: Any) -> str:
@@ -35,7 +40,10 @@ def _error(func: Any) -> str:
     return ""
 
 
-def main() -> None:
+def main(order: str) -> None:
+    if order == "before":
+        register_toy()
+        assert "breadth.config" not in sys.modules
     from typer.testing import CliRunner
 
     from breadth.cli import app
@@ -44,10 +52,13 @@ def main() -> None:
     from breadth.rewards.trl_adapter import build_trl_rewards
     from tests.unit.rewards._fakes import call, fake_verify, make_batch
 
+    if order == "after":
+        assert "breadth.config" in sys.modules
+        register_toy()
     config = load_config("default", ["rl.reward.spec=correctness+toy", "rl.reward.toy_gain=3"])
-    setup = build_trl_rewards(config.rl.reward, num_generations=2, verify_fn=fake_verify)
+    setup = build_trl_rewards(config.rl.reward_plan, num_generations=2, verify_fn=fake_verify)
     inline = build_trl_rewards(
-        load_config("default", ["rl.reward.spec=correctness+toy:gain=5"]).rl.reward,
+        load_config("default", ["rl.reward.spec=correctness+toy:gain=5"]).rl.reward_plan,
         num_generations=2, verify_fn=fake_verify,
     )  # fmt: skip
     batch = make_batch([("p", "4", ["4", "?"])])
@@ -65,9 +76,11 @@ def main() -> None:
         "bad_inline": _error(lambda: load_config("default", ["rl.reward.spec=toy:gain=-1"])),
         "misspelt": _error(lambda: load_config("default", ["rl.reward.spec=correctness+tyo"])),
         "collision": _error(lambda: register(RewardEntry("toy", ToyReward, "again"))),
+        "misspelt_key": _error(lambda: load_config("default", ["rl.reward.toy_gian=3"])),
+        "pickled_gain": pickle.loads(pickle.dumps(config)).rl.reward_plan.terms[1].params,
     }
     print(json.dumps(report))
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1])

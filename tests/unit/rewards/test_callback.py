@@ -5,12 +5,12 @@ from breadth.rewards.callback import RewardStateCallback
 from breadth.rewards.state import load_reward_state
 from breadth.rewards.trl_adapter import build_trl_rewards
 
-from ._fakes import call, fake_verify, make_batch, reward_config
+from ._fakes import call, fake_verify, make_batch, reward_plan
 
 
 def _setup():
     return build_trl_rewards(
-        reward_config("correctness+ucb"), num_generations=4, verify_fn=fake_verify
+        reward_plan("correctness+ucb"), num_generations=4, verify_fn=fake_verify
     )
 
 

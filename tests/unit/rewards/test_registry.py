@@ -11,9 +11,12 @@ from breadth.rewards.registry import REWARDS, RewardParam, reward_table_markdown
 ROOT = Path(__file__).resolve().parents[3]
 
 
-def test_a_toy_term_registered_in_one_place_reaches_parser_config_cli_and_adapter():
+# `after`: registered once breadth.config was imported; RewardConfig was made without the
+# toy's field, and still takes, checks, lists and plans its parameter.
+@pytest.mark.parametrize("order", ["before", "after"])
+def test_a_toy_term_registered_in_one_place_reaches_parser_config_cli_and_adapter(order):
     out = subprocess.run(
-        [sys.executable, "-m", "tests.unit.rewards._toy_reward"],
+        [sys.executable, "-m", "tests.unit.rewards._toy_reward", order],
         capture_output=True, text=True, check=True, cwd=ROOT,
     )  # fmt: skip
     report = json.loads(out.stdout)
@@ -28,6 +31,9 @@ def test_a_toy_term_registered_in_one_place_reaches_parser_config_cli_and_adapte
     assert "toy:gain='-1' is out of range" in report["bad_inline"]
     assert "Did you mean 'toy'?" in report["misspelt"]
     assert "already registered" in report["collision"]
+    assert "rl.reward.toy_gian" in report["misspelt_key"]
+    assert "Did you mean 'rl.reward.toy_gain'?" in report["misspelt_key"]
+    assert report["pickled_gain"] == {"gain": 3.0}
 
 
 @pytest.mark.parametrize("name", sorted(REWARDS))

@@ -11,12 +11,12 @@ from breadth.rewards.state import (
 from breadth.rewards.trl_adapter import build_trl_rewards
 from breadth.rewards.ucb import OutcomeUCB
 
-from ._fakes import call, fake_verify, make_batch, reward_config
+from ._fakes import call, fake_verify, make_batch, reward_plan
 
 
 def _trained_ucb_setup():
     setup = build_trl_rewards(
-        reward_config("correctness+ucb"), num_generations=2, verify_fn=fake_verify
+        reward_plan("correctness+ucb"), num_generations=2, verify_fn=fake_verify
     )
     call(setup.reward_funcs[1], make_batch([("p", "4", ["4", "4"]), ("q", "1", [" ? ", "2"])]))
     return setup
@@ -29,7 +29,7 @@ def test_save_and_load_round_trip(tmp_path):
     payload = json.loads(path.read_text())
     assert payload["states"]["ucb"]["counts"] == {"p": [["4", 2]], "q": [[None, 1], ["2", 1]]}
     fresh = build_trl_rewards(
-        reward_config("correctness+ucb"), num_generations=2, verify_fn=fake_verify
+        reward_plan("correctness+ucb"), num_generations=2, verify_fn=fake_verify
     )
     assert load_reward_state(fresh.stateful, tmp_path / "checkpoint-2") is True
     assert fresh.stateful[0].state_dict() == setup.stateful[0].state_dict()

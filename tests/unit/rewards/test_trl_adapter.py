@@ -9,10 +9,10 @@ from breadth.rewards.passk import passk_advantages
 from breadth.rewards.scoring import completion_text
 from breadth.rewards.trl_adapter import build_trl_rewards
 
-from ._fakes import CountingVerify, call, combined, fake_verify, make_batch, reward_config
+from ._fakes import CountingVerify, call, combined, fake_verify, make_batch, reward_plan
 
 BUILD_TABLE = [
-    # spec, names, weights, overrides beyond multi_objective_aggregation, stateful names
+    # spec, names, weights, GRPO settings the plan requires, stateful names
     ("correctness", ["correctness"], [1.0], {}, []),
     ("correctness+ucb", ["correctness", "ucb"], [1.0, 1.0], {}, ["ucb"]),
     ("correctness+batch", ["correctness", "batch"], [1.0, 1.0], {}, []),
@@ -29,16 +29,17 @@ BUILD_TABLE = [
     ("spec", "names", "weights", "extra", "stateful"), BUILD_TABLE, ids=[b[0] for b in BUILD_TABLE]
 )
 def test_build_table(spec, names, weights, extra, stateful):
-    setup = build_trl_rewards(reward_config(spec), num_generations=4, verify_fn=fake_verify)
+    plan = reward_plan(spec)
+    setup = build_trl_rewards(plan, num_generations=4, verify_fn=fake_verify)
     assert [f.__name__ for f in setup.reward_funcs] == names
     assert setup.reward_weights == weights
-    assert setup.grpo_overrides == {"multi_objective_aggregation": "sum_then_normalize", **extra}
+    assert plan.grpo_settings == extra
     assert [s.__name__ for s in setup.stateful] == stateful
 
 
 def test_callables_have_trl_signature_and_pickle():
     setup = build_trl_rewards(
-        reward_config("correctness+ucb+batch"), num_generations=2, verify_fn=fake_verify
+        reward_plan("correctness+ucb+batch"), num_generations=2, verify_fn=fake_verify
     )
     batch = make_batch([("p", "4", ["4", "5"]), ("q", "1", ["1", "1"])])
     for func in setup.reward_funcs:
@@ -54,7 +55,7 @@ def test_callables_have_trl_signature_and_pickle():
 
 def test_correctness_plus_ucb_is_correctness_plus_bonus_and_counts_update_after():
     setup = build_trl_rewards(
-        reward_config("correctness+ucb", ucb_coef=0.5, ucb_variant="ucb"),
+        reward_plan("correctness+ucb", ucb_coef=0.5, ucb_variant="ucb"),
         num_generations=4, verify_fn=fake_verify,
     )
     batch = make_batch([("p", "4", ["4", "4", "4", "7"])])
@@ -69,7 +70,7 @@ def test_correctness_plus_ucb_is_correctness_plus_bonus_and_counts_update_after(
 
 def test_ucb_variants_and_apply_to_from_config_and_inline_params():
     setup = build_trl_rewards(
-        reward_config("correctness+ucb:coef=1.0,apply_to=correct", ucb_variant="ucb_mean"),
+        reward_plan("correctness+ucb:coef=1.0,apply_to=correct", ucb_variant="ucb_mean"),
         num_generations=4,
         verify_fn=fake_verify,
     )
@@ -87,7 +88,7 @@ def test_ucb_variants_and_apply_to_from_config_and_inline_params():
 
 def test_eval_batches_do_not_touch_ucb_counts():
     setup = build_trl_rewards(
-        reward_config("correctness+ucb"), num_generations=4, verify_fn=fake_verify
+        reward_plan("correctness+ucb"), num_generations=4, verify_fn=fake_verify
     )
     ucb_term = setup.reward_funcs[1]
     eval_batch = make_batch([("e1", "4", ["4", "4", "5", "?"])], split="eval")
@@ -100,7 +101,7 @@ def test_eval_batches_do_not_touch_ucb_counts():
 
 def test_ucb_without_split_column_fails_clearly():
     setup = build_trl_rewards(
-        reward_config("correctness+ucb"), num_generations=2, verify_fn=fake_verify
+        reward_plan("correctness+ucb"), num_generations=2, verify_fn=fake_verify
     )
     prompts, completions, kwargs = make_batch([("p", "4", ["4", "5"])])
     del kwargs["split"]
@@ -110,7 +111,7 @@ def test_ucb_without_split_column_fails_clearly():
 
 def test_split_group_fails_with_problem_id_sizes_and_fix():
     setup = build_trl_rewards(
-        reward_config("correctness+batch"), num_generations=4, verify_fn=fake_verify
+        reward_plan("correctness+batch"), num_generations=4, verify_fn=fake_verify
     )
     batch = make_batch([("p", "4", ["4", "4", "4", "4"]), ("q", "4", ["4", "5"])])
     with pytest.raises(IncompleteGroupError) as info:
@@ -131,7 +132,7 @@ def test_split_group_fails_with_problem_id_sizes_and_fix():
 
 def test_eval_groups_use_num_generations_eval():
     setup = build_trl_rewards(
-        reward_config("correctness+batch"),
+        reward_plan("correctness+batch"),
         num_generations=4,
         num_generations_eval=2,
         verify_fn=fake_verify,
@@ -144,7 +145,7 @@ def test_eval_groups_use_num_generations_eval():
 
 def test_batch_penalty_values():
     setup = build_trl_rewards(
-        reward_config("correctness+batch", batch_coef=1.0), num_generations=4, verify_fn=fake_verify
+        reward_plan("correctness+batch", batch_coef=1.0), num_generations=4, verify_fn=fake_verify
     )
     batch = make_batch([("p", "4", ["4", "4", "4", "?"]), ("q", "2", ["1", "2", "3", "?"])])
     np.testing.assert_allclose(
@@ -154,7 +155,7 @@ def test_batch_penalty_values():
 
 
 def test_darling_is_correctness_times_diversity():
-    setup = build_trl_rewards(reward_config("darling"), num_generations=4, verify_fn=fake_verify)
+    setup = build_trl_rewards(reward_plan("darling"), num_generations=4, verify_fn=fake_verify)
     batch = make_batch([("p", "4", ["4", "4", "5", "6"]), ("q", "1", ["1", "2", "3", "?"])])
     np.testing.assert_allclose(call(setup.reward_funcs[0], batch), [2 / 3, 2 / 3, 0, 0, 1, 0, 0, 0])
     assert setup.reward_funcs[0].last_stats["breadth/darling/classes_per_group"] == 3.5
@@ -162,7 +163,7 @@ def test_darling_is_correctness_times_diversity():
 
 def test_darling_text_judge():
     setup = build_trl_rewards(
-        reward_config("darling:judge=text"), num_generations=3, verify_fn=fake_verify
+        reward_plan("darling:judge=text"), num_generations=3, verify_fn=fake_verify
     )
     # The fake verifier marks only exact "4" correct; the text judge groups "4" with " 4 ".
     batch = make_batch([("p", "4", ["4", " 4 ", "5"])])
@@ -170,27 +171,28 @@ def test_darling_text_judge():
 
 
 def test_passk_returns_the_advantages():
-    setup = build_trl_rewards(reward_config("passk"), num_generations=8, verify_fn=fake_verify)
+    plan = reward_plan("passk")
+    setup = build_trl_rewards(plan, num_generations=8, verify_fn=fake_verify)
     texts = ["4", "4", "4", "1", "2", "3", "5", "?"]
     got = call(setup.reward_funcs[0], make_batch([("p", "4", texts)]))
     np.testing.assert_allclose(got, [0.27735] * 3 + [-0.16641] * 5, atol=1e-5)
     np.testing.assert_allclose(got, passk_advantages([1, 1, 1, 0, 0, 0, 0, 0], 4))
-    assert setup.grpo_overrides["scale_rewards"] == "none"
+    assert plan.grpo_settings["scale_rewards"] == "none"
 
 
 def test_passk_inline_k_overrides_config_and_is_checked_against_group_size():
     setup = build_trl_rewards(
-        reward_config("passk:k=2", passk_k=4), num_generations=4, verify_fn=fake_verify
+        reward_plan("passk:k=2", passk_k=4), num_generations=4, verify_fn=fake_verify
     )
     assert setup.reward_funcs[0].k == 2
     with pytest.raises(ValueError, match="k=8 must be between 1 and num_generations=4"):
-        build_trl_rewards(reward_config("passk:k=8"), num_generations=4, verify_fn=fake_verify)
+        build_trl_rewards(reward_plan("passk:k=8"), num_generations=4, verify_fn=fake_verify)
     # k = G: every advantage would be zero (see test_passk_with_k_equal_to_group_size_...).
     with pytest.raises(ValueError, match="k=4 equals num_generations=4"):
-        build_trl_rewards(reward_config("passk:k=4"), num_generations=4, verify_fn=fake_verify)
+        build_trl_rewards(reward_plan("passk:k=4"), num_generations=4, verify_fn=fake_verify)
     with pytest.raises(ValueError, match="num_generations_eval=2"):
         build_trl_rewards(
-            reward_config("passk"), num_generations=8, num_generations_eval=2, verify_fn=fake_verify
+            reward_plan("passk"), num_generations=8, num_generations_eval=2, verify_fn=fake_verify
         )
 
 
@@ -203,7 +205,7 @@ def test_passk_with_k_equal_to_group_size_would_give_zero_advantage_everywhere()
 
 def test_vector_is_mean_centred_seeded_and_prefers_rare_correct():
     setup = build_trl_rewards(
-        reward_config("vector"), seed=3, num_generations=4, verify_fn=fake_verify
+        reward_plan("vector"), seed=3, num_generations=4, verify_fn=fake_verify
     )
     func = setup.reward_funcs[0]
     batch = make_batch(
@@ -221,7 +223,7 @@ def test_vector_draws_follow_the_run_seed():
     # Common-but-correct against rare-but-wrong: the value depends on the Dirichlet draws.
     batch = make_batch([("r", "4", ["4", "4", "4", "7"])], global_step=1)
     values = {
-        seed: call(build_trl_rewards(reward_config("vector:draws=4"), seed=seed,
+        seed: call(build_trl_rewards(reward_plan("vector:draws=4"), seed=seed,
                                      num_generations=4, verify_fn=fake_verify).reward_funcs[0],
                    batch)
         for seed in (0, 1)
@@ -231,7 +233,7 @@ def test_vector_draws_follow_the_run_seed():
 
 def test_unlikeliness_needs_logprobs_and_uses_them():
     setup = build_trl_rewards(
-        reward_config("unlikeliness"), num_generations=4, verify_fn=fake_verify
+        reward_plan("unlikeliness"), num_generations=4, verify_fn=fake_verify
     )
     func = setup.reward_funcs[0]
     batch = make_batch([("p", "4", ["4", "4", "5", "4"])])
@@ -250,14 +252,14 @@ def test_unlikeliness_needs_logprobs_and_uses_them():
 
 def test_format_bonus():
     setup = build_trl_rewards(
-        reward_config("correctness+format:bonus=0.2"), num_generations=2, verify_fn=fake_verify
+        reward_plan("correctness+format:bonus=0.2"), num_generations=2, verify_fn=fake_verify
     )
     assert call(setup.reward_funcs[1], make_batch([("p", "4", ["5", "?"])])) == [0.2, 0.0]
 
 
 def test_conversational_completions():
     setup = build_trl_rewards(
-        reward_config("correctness"), num_generations=2, verify_fn=fake_verify
+        reward_plan("correctness"), num_generations=2, verify_fn=fake_verify
     )
     prompts, completions, kwargs = make_batch([("p", "4", ["4", "5"])])
     chat = [[{"role": "assistant", "content": text}] for text in completions]
@@ -268,7 +270,7 @@ def test_conversational_completions():
 
 def test_missing_columns_are_named():
     setup = build_trl_rewards(
-        reward_config("correctness"), num_generations=2, verify_fn=fake_verify
+        reward_plan("correctness"), num_generations=2, verify_fn=fake_verify
     )
     prompts, completions, kwargs = make_batch([("p", "4", ["4", "5"])])
     del kwargs["answer"]
@@ -280,7 +282,7 @@ def test_missing_columns_are_named():
 
 def test_diagnostics_go_to_last_stats_and_trl_log_metric():
     setup = build_trl_rewards(
-        reward_config("correctness+ucb+batch"), num_generations=4, verify_fn=fake_verify
+        reward_plan("correctness+ucb+batch"), num_generations=4, verify_fn=fake_verify
     )
     logged: dict[str, float] = {}
     batch = make_batch(
@@ -309,7 +311,7 @@ def test_diagnostics_go_to_last_stats_and_trl_log_metric():
 def test_batch_is_verified_once_for_all_terms():
     verify = CountingVerify()
     setup = build_trl_rewards(
-        reward_config("correctness+ucb+batch"), num_generations=2, verify_fn=verify
+        reward_plan("correctness+ucb+batch"), num_generations=2, verify_fn=verify
     )
     batch = make_batch([("p", "4", ["4", "5"]), ("q", "1", ["1", "1"])])
     for func in setup.reward_funcs:
@@ -333,7 +335,7 @@ def test_real_verifier_on_rendered_rows():
             for key, value in row.items():
                 if key not in ("prompt", "completion"):
                     columns.setdefault(key, []).append(value)
-    setup = build_trl_rewards(reward_config("correctness+batch"), num_generations=2)
+    setup = build_trl_rewards(reward_plan("correctness+batch"), num_generations=2)
     assert setup.reward_funcs[0].scorer.verify_fn is verifiers.verify
     got = setup.reward_funcs[0](prompts, completions, **columns)
     assert got == [1.0, 0.0, 1.0, 0.0]
@@ -368,7 +370,7 @@ def test_real_verifier_outcomes_drive_the_group_terms():
             }
             for key, value in {**full, **row}.items():
                 columns.setdefault(key, []).append(value)
-    setup = build_trl_rewards(reward_config("correctness+batch", batch_coef=1.0), num_generations=4)
+    setup = build_trl_rewards(reward_plan("correctness+batch", batch_coef=1.0), num_generations=4)
     correctness, batch = setup.reward_funcs
     assert correctness(prompts, completions, **columns) == [1, 1, 0, 0, 1, 1, 0, 0]
     np.testing.assert_allclose(call(batch, (prompts, completions, columns)),
@@ -382,7 +384,7 @@ def test_advantage_placed_terms_give_trl_zeros_and_the_trainer_their_values():
     from breadth.training.grpo import add_advantage_terms
 
     setup = build_trl_rewards(
-        reward_config("correctness+batch*2", batch_coef=1.0), num_generations=4,
+        reward_plan("correctness+batch*2", batch_coef=1.0), num_generations=4,
         verify_fn=fake_verify,
     )
     penalty = setup.reward_funcs[1]
@@ -399,7 +401,7 @@ def test_advantage_placed_terms_give_trl_zeros_and_the_trainer_their_values():
 
 def test_reward_placement_keeps_the_values_in_trls_sum():
     setup = build_trl_rewards(
-        reward_config("correctness+batch", batch_coef=1.0, batch_placement="reward"),
+        reward_plan("correctness+batch", batch_coef=1.0, batch_placement="reward"),
         num_generations=4, verify_fn=fake_verify,
     )
     assert setup.advantage_terms == []
@@ -429,12 +431,12 @@ def test_ucb_counts_are_global_when_two_processes_each_score_half_of_the_groups(
     halves = [[("p", "4", ["4", "4", "5", "?"])], [("q", "1", ["1", "2", "2", "2"])]]
     later_groups = [("p", "4", ["4", "5", "6", "6"]), ("q", "1", ["2", "1", "1", "7"])]
     later = make_batch(later_groups)
-    whole = build_trl_rewards(reward_config("correctness+ucb"), num_generations=4,
+    whole = build_trl_rewards(reward_plan("correctness+ucb"), num_generations=4,
                               verify_fn=fake_verify)  # fmt: skip
     call(whole.reward_funcs[1], make_batch(halves[0] + halves[1]))
     expected_later = call(whole.reward_funcs[1], later)
 
-    setups = [build_trl_rewards(reward_config("correctness+ucb"), num_generations=4,
+    setups = [build_trl_rewards(reward_plan("correctness+ucb"), num_generations=4,
                                 verify_fn=fake_verify, gather_objects=gather_for(rank))
               for rank in (0, 1)]  # fmt: skip
     results: dict[int, list[float]] = {}
