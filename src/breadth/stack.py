@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import re
 import secrets
 import shlex
 import socket
@@ -34,37 +33,12 @@ from breadth.processes import (
     stop_process_group,
     working_directory,
 )
+from breadth.tracking.objects import ObjectStore
+from breadth.tracking.reconcile import reconcile_stale_runs
+from breadth.urls import scheme_hint, without_userinfo  # also imported from here
 
 # How a URL names this machine's own loopback interface, where the stack's servers listen.
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
-
-
-def without_userinfo(url: str) -> str:
-    """A URL safe to print: "user:password@" removed (MLFLOW_TRACKING_URI may carry them).
-
-    >>> without_userinfo("https://me:s3cret@mlflow.example.com:5000/x")
-    'https://mlflow.example.com:5000/x'
-    >>> without_userinfo("http://127.0.0.1:5000")
-    'http://127.0.0.1:5000'
-    """
-    parts = urllib.parse.urlsplit(url)
-    if "@" not in parts.netloc:
-        return url
-    return urllib.parse.urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]))
-
-
-def scheme_hint(url: str) -> str:
-    """A sentence for an error when `url` looks like host:port without a scheme (clients would
-    read it as a local path), else "".
-
-    >>> scheme_hint("127.0.0.1:5000")
-    ' It has no scheme: write http://127.0.0.1:5000.'
-    >>> scheme_hint("http://127.0.0.1:5000") + scheme_hint("sqlite:///x.db")
-    ''
-    """
-    if re.fullmatch(r"[\w.-]+:\d+(/\S*)?", url):
-        return f" It has no scheme: write http://{url}."
-    return ""
 
 
 class StackError(RuntimeError):
@@ -474,7 +448,6 @@ class LocalStack:
 
     def reconcile(self) -> list[str]:
         """Close the MLflow runs and Prefect flow runs that killed processes left open."""
-        from breadth.tracking.reconcile import reconcile_stale_runs
 
         env = self.settings.client_env()
         try:
@@ -576,7 +549,6 @@ class LocalStack:
         )
 
     def _ensure_bucket(self) -> None:
-        from breadth.tracking.objects import ObjectStore
 
         ObjectStore.from_env(env=self.settings.client_env()).ensure_bucket()
 

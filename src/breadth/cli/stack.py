@@ -17,6 +17,7 @@ import typer
 from rich.table import Column, Table
 
 from breadth.cli.output import console, fail, print_json
+from breadth.urls import without_userinfo
 
 stack_app = typer.Typer(no_args_is_help=True, help="The local stack: S3, MLflow and Prefect.")
 app = typer.Typer()
@@ -84,8 +85,6 @@ def _print_status(rows: list[dict], as_json: bool) -> None:
 @stack_app.command("up")
 def stack_up(json_: Annotated[bool, typer.Option("--json", help=JSON_HELP)] = False) -> None:
     """Start S3, MLflow and Prefect on 127.0.0.1 (reuses what already runs)."""
-    from breadth.stack import without_userinfo
-
     env, actions = start_stack()
     rows = _stack().status(started=[name for name, did in actions.items() if did == "started"])
     if json_:
@@ -242,8 +241,6 @@ def worker(
     run_once: Annotated[bool, typer.Option(help="Run the scheduled flow runs, then stop.")] = False,
 ) -> None:
     """Start a Prefect worker for the pool, with the stack's whole client environment."""
-    from breadth.stack import without_userinfo
-
     client_env, _ = start_stack()
     argv, environment = worker_invocation(pool, client_env, limit, run_once)
     where = ", ".join(f"{key}={without_userinfo(client_env[key])}" for key in PRINTED_ADDRESSES[:3])

@@ -49,7 +49,7 @@ _MOVED_TO_STUDY = frozenset({
 def __getattr__(name: str) -> Any:
     if name in _MOVED_TO_STUDY:
         # Imported on first use, not at the top: breadth.study.grid imports this package.
-        from breadth.study import grid
+        import breadth.study.grid
 
-        return getattr(grid, name)
+        return getattr(breadth.study.grid, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
+from breadth.models.tiny import MODEL_LOADING
 from breadth.tracking.runs import RunHandle
 
 
@@ -29,8 +30,6 @@ def log_transformers_model(run: RunHandle, model_dir: Path, name: str = "model")
     import transformers
     from mlflow.entities import LoggedModelOutput
     from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    from breadth.models.tiny import MODEL_LOADING
 
     with MODEL_LOADING:  # it runs in the uploads thread, beside a stage loading a model
         model = AutoModelForCausalLM.from_pretrained(str(model_dir))

@@ -13,7 +13,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from breadth.suggestions import did_you_mean
+from breadth.tracking.clients import tracking_client
 from breadth.tracking.rest import RunRecord, quoted
+from breadth.tracking.runs import RunHandle
 
 # The trained models in pipeline order: the last one present is the run's result.
 MODEL_ROLES = ("base", "sft", "rl")
@@ -55,8 +57,6 @@ def _iso(millis: int | None) -> str:
 
 
 def _summary(run: RunRecord, experiment: str, tracking_uri: str) -> dict[str, Any]:
-    from breadth.tracking.runs import RunHandle
-
     tags = run.tags
     model, figures = headline(run.metrics)
     # An MLflow UI link only exists for a server; a local store (sqlite, files) has none.
@@ -88,8 +88,6 @@ def recent_runs(
     """The `limit` newest pipeline runs (all experiments, or one), newest first, as JSON-safe
     dicts: identity, status, start time, headline figures and links. A server is read over
     REST (no `import mlflow`, which took most of `breadth runs`' time)."""
-    from breadth.tracking.clients import tracking_client
-
     client = tracking_client(tracking_uri)
     experiments = client.experiment_names()
     if experiment is not None:

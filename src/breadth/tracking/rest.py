@@ -28,9 +28,11 @@ import urllib.parse
 import urllib.request
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
+
+from breadth.tracking.records import ArtifactFile, MetricPoint, RunRecord  # also imported from here
+from breadth.tracking.sdk import SdkTracking  # imports mlflow only when one is made
 
 API = "/api/2.0/mlflow"
 ARTIFACTS_API = "/api/2.0/mlflow-artifacts/artifacts"
@@ -65,50 +67,6 @@ class MlflowRequestError(RuntimeError):
         self.status = status
         self.error_code = answer.get("error_code", "") if isinstance(answer, dict) else ""
         self.permanent = 400 <= status < 500 and status not in TRANSIENT_STATUS
-
-
-@dataclass(frozen=True)
-class RunRecord:
-    """What the pipeline reads back about a run (MLflow's `Run`, flattened)."""
-
-    run_id: str
-    experiment_id: str
-    run_name: str
-    status: str
-    artifact_uri: str
-    tags: dict[str, str] = field(default_factory=dict)
-    # Each metric's latest value, and the run's start and end in ms since the epoch (None
-    # while it has not ended).
-    metrics: dict[str, float] = field(default_factory=dict)
-    start_time: int | None = None
-    end_time: int | None = None
-    # The run's params (a pipeline parent's: its whole config, flattened).
-    params: dict[str, str] = field(default_factory=dict)
-
-    @classmethod
-    def from_json(cls, run: dict[str, Any]) -> RunRecord:
-        info, data = run["info"], run.get("data", {})
-        return cls(info["run_id"], info["experiment_id"], info.get("run_name", ""),
-                   info.get("status", ""), info.get("artifact_uri", ""),
-                   {t["key"]: t.get("value", "") for t in data.get("tags", [])},
-                   {m["key"]: float(m["value"]) for m in data.get("metrics", [])},
-                   info.get("start_time"), info.get("end_time"),
-                   {p["key"]: p.get("value", "") for p in data.get("params", [])})  # fmt: skip
-
-
-class MetricPoint(NamedTuple):
-    """One logged value of a metric (MLflow's `Metric`, without its key)."""
-
-    step: int
-    value: float
-    timestamp: int
-
-
-class ArtifactFile(NamedTuple):
-    """One entry of a run's artifact listing; `path` is relative to the run's artifact root."""
-
-    path: str
-    is_dir: bool
 
 
 def quoted(value: str, what: str) -> str:
@@ -278,8 +236,6 @@ class MlflowRest:
         """Upload a file or a folder's files to the run's artifacts: over REST when the server
         proxies them (`mlflow-artifacts:`), else with the `mlflow` package (s3://, file:)."""
         if not self.upload(self.get_run(run_id).artifact_uri, Path(local), artifact_path):
-            from breadth.tracking.clients import SdkTracking  # imports mlflow
-
             SdkTracking(self.uri).log_artifact(run_id, Path(local), artifact_path)
 
     def list_artifacts(self, run_id: str, path: str = "") -> list[ArtifactFile]:
@@ -295,8 +251,6 @@ class MlflowRest:
         the server proxies the run's artifacts, else with the `mlflow` package."""
         folder = self.artifact_folder(self.get_run(run_id).artifact_uri)
         if folder is None:
-            from breadth.tracking.clients import SdkTracking  # imports mlflow
-
             return SdkTracking(self.uri).download_artifacts(run_id, path, destination)
         base, endpoint = folder
         path = path.strip("/")

@@ -21,7 +21,9 @@ from types import TracebackType
 from typing import Any, Self
 
 from breadth.processes import proc_stat
-from breadth.tracking.rest import RunRecord
+from breadth.tracking.clients import tracking_client
+from breadth.tracking.rest import UNREACHABLE_FIX, MlflowRest, RunRecord
+from breadth.urls import scheme_hint, without_userinfo
 
 # Values MLflow refuses as params beyond this length; longer ones are truncated, marked so.
 MAX_PARAM_LENGTH = 500
@@ -50,8 +52,6 @@ class RunHandle:
     def tracking(self) -> Any:
         """The client every write goes through: REST for an http(s) server (no `import mlflow`
         on a cached run), `MlflowClient` for local stores (`breadth.tracking.clients`)."""
-        from breadth.tracking.clients import tracking_client
-
         return tracking_client(self.tracking_uri)
 
     @property
@@ -63,8 +63,7 @@ class RunHandle:
         return MlflowClient(self.tracking_uri)
 
     def url(self) -> str:
-        from breadth.stack import without_userinfo  # printed and logged: no credentials
-
+        # Printed and logged: no credentials.
         return (f"{without_userinfo(self.tracking_uri)}/#/experiments/{self.experiment_id}"
                 f"/runs/{self.run_id}")
 
@@ -225,8 +224,6 @@ def check_tracking_server(uri: str) -> None:
     retries a refused connection for minutes), or when `uri` names a store MLflow refuses with
     a traceback: host:port without a scheme (read as a folder) or a folder (MLflow 3 refuses
     its file store unless MLFLOW_ALLOW_FILE_STORE=true)."""
-    from breadth.stack import scheme_hint, without_userinfo
-    from breadth.tracking.rest import UNREACHABLE_FIX, MlflowRest
 
     if hint := scheme_hint(uri):
         raise TrackingError(f"MLFLOW_TRACKING_URI={uri} is not an MLflow server URL.{hint}")
@@ -269,8 +266,6 @@ def start_run(
     experiment: str, run_name: str, *, tags: Mapping[str, Any] | None = None
 ) -> RunHandle:
     """Open a top-level run in `experiment` (created if missing)."""
-    from breadth.tracking.clients import tracking_client
-
     uri = tracking_uri()
     check_tracking_server(uri)
     client = tracking_client(uri)

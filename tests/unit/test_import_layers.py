@@ -1,0 +1,164 @@
+"""The import structure: no cycles, no import up the layers of docs/design/architecture.md.
+
+Every `import` and `from ... import` of every module under src/breadth, tasks/ and flows/ is
+read from its source (module level, inside functions and under TYPE_CHECKING alike), so a
+function-level import cannot hide a cycle.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGES = {"breadth": ROOT / "src" / "breadth", "tasks": ROOT / "tasks", "flows": ROOT / "flows"}
+
+# Lowest first, as docs/design/architecture.md lists them ("Layers"). A module may import its
+# own layer and the ones below; a name matches a module and the modules under it.
+LAYERS = [
+    ["breadth", "breadth.suggestions", "breadth.processes", "breadth.urls",
+     "breadth.grid_progress"],
+    ["breadth.data"],
+    ["breadth.rewards", "breadth.evaluation"],
+    ["breadth.config", "breadth.run_form", "breadth.preflight"],
+    ["breadth.models", "breadth.tracking"],
+    ["breadth.stack", "breadth.rollout", "breadth.training"],
+    ["breadth.stages", "breadth.study"],
+    ["tasks"],
+    ["flows"],
+    ["breadth.cli"],
+]  # fmt: skip
+# Everything below tasks/ is the library: it never imports Prefect nor the orchestration.
+LIBRARY_TOP = LAYERS.index(["breadth.stages", "breadth.study"])
+NOT_IN_LIBRARY = ("prefect", "tasks", "flows")
+# Imports allowed up the layers, each with why.
+ALLOWED_UP = {
+    ("breadth.config", "breadth.study.grid"):
+        "the grid names stay importable from breadth.config (a lazy re-export) while code "
+        "written against their old place moves to breadth.study",
+}  # fmt: skip
+
+
+def _modules() -> dict[str, Path]:
+    modules = {}
+    for package, folder in PACKAGES.items():
+        for path in folder.rglob("*.py"):
+            parts = [package, *path.relative_to(folder).with_suffix("").parts]
+            modules[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return modules
+
+
+MODULES = _modules()
+
+
+def _imports(name: str, path: Path) -> set[str]:
+    """Every module `name` imports, by absolute name. Importing a module also runs its
+    packages' `__init__`; that is not counted as an import of them."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parent = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*parent, base] if base else parent)
+            # `from pkg import mod` imports the module mod; `from mod import name`, mod.
+            for alias in node.names:
+                found.add(f"{base}.{alias.name}" if f"{base}.{alias.name}" in MODULES else base)
+    return found
+
+
+def _own(imported: str) -> str | None:
+    """The project module an import names (a name in a module: that module), else None."""
+    while imported and imported not in MODULES:
+        imported = imported.rpartition(".")[0]
+    return imported or None
+
+
+IMPORTS = {name: _imports(name, path) for name, path in MODULES.items()}
+GRAPH = {name: {own for i in imported if (own := _own(i)) and own != name}
+         for name, imported in IMPORTS.items()}  # fmt: skip
+
+
+def _layer(module: str) -> int:
+    matches = [(len(prefix), index) for index, names in enumerate(LAYERS) for prefix in names
+               if module == prefix or module.startswith(f"{prefix}.")]  # fmt: skip
+    if not matches:
+        raise AssertionError(f"{module} is in no layer: add it to LAYERS here and to the layer "
+                             "list of docs/design/architecture.md")  # fmt: skip
+    return max(matches)[1]
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan), each a cycle."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    cycles = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for other in sorted(graph.get(node, ())):
+            if other not in index:
+                visit(other)
+                low[node] = min(low[node], low[other])
+            elif other in stack:
+                low[node] = min(low[node], index[other])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return cycles
+
+
+def test_the_modules_are_found():
+    assert {"breadth.config.models", "breadth.stages", "tasks.train", "flows.pipeline"} <= set(
+        MODULES
+    )
+    assert "breadth.config" in GRAPH["breadth.stages"]
+
+
+def test_no_import_cycles():
+    cycles = _cycles(GRAPH)
+    assert not cycles, "import cycles (each a set of modules that import each other): " + "; ".join(
+        " <-> ".join(cycle) for cycle in cycles
+    )
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_no_import_up_the_layers(module):
+    up = [f"{module} (layer {_layer(module)}) imports {other} (layer {_layer(other)})"
+          for other in sorted(GRAPH[module])
+          if _layer(other) > _layer(module) and (module, other) not in ALLOWED_UP]  # fmt: skip
+    assert not up, "; ".join(up) + ". Move the code imported down, or the importer up."
+
+
+@pytest.mark.parametrize("module", [m for m in sorted(MODULES) if _layer(m) <= LIBRARY_TOP])
+def test_the_library_never_imports_prefect_or_the_orchestration(module):
+    bad = sorted(i for i in IMPORTS[module] if i.split(".")[0] in NOT_IN_LIBRARY)
+    assert not bad, f"{module} imports {bad}: the library stays usable without Prefect"
+
+
+def test_a_function_level_import_and_a_cycle_are_seen(tmp_path):
+    # The checks themselves, on what the old grpo_worker did: import breadth.stages (a layer
+    # above) inside its main().
+    worker = tmp_path / "worker.py"
+    worker.write_text("def main():\n    from breadth.stages import grpo_rows\n")
+    imported = {_own(i) for i in _imports("breadth.training.worker", worker)}
+    assert imported == {"breadth.stages"}
+    assert _layer("breadth.stages") > _layer("breadth.training.worker")
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
