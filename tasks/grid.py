@@ -11,7 +11,7 @@ from prefect import runtime, task
 from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 
-from breadth.config import GridConfig
+from breadth.config import GridConfig, load_config
 from breadth.evaluation.alarm import collapse_alarm
 from breadth.evaluation.claims import ClaimSettings
 from breadth.evaluation.grid import grid_summary
@@ -68,8 +68,6 @@ def summary_of(runs: Any, study: GridConfig) -> Any:
 
 
 def load_experiment_name(study: GridConfig) -> str:
-    from breadth.config import load_config
-
     config = load_config(study.preset, list(study.overrides))
     return config.tracking.experiment or config.preset
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from breadth.config import ConfigError, PipelineConfig
+from breadth.data.sources import parse_source_spec
 
 
 def looks_like_a_path(name: str) -> bool:
@@ -26,8 +27,6 @@ def looks_like_a_path(name: str) -> bool:
 
 def missing_local_paths(config: PipelineConfig) -> list[str]:
     """One sentence per config key that names a local file or folder that is not there."""
-    from breadth.data.sources import parse_source_spec
-
     problems = []
     for key in ("source", "eval_source"):
         spec = getattr(config.data, key)

@@ -18,6 +18,7 @@ MetricSink = Callable[[str, float, int], None]
 
 def prepare_stage(config: PipelineConfig, out_dir: Path) -> Any:
     """Problems from the configured source, rendered in the configured format -> parquet."""
+    # Imported on use: a stage loads only what it runs (torch, pandas, ...).
     from breadth.data.prepare import prepare_dataset
 
     data = config.data
@@ -33,6 +34,7 @@ def prepare_stage(config: PipelineConfig, out_dir: Path) -> Any:
 
 def init_model_stage(config: PipelineConfig, out_dir: Path) -> Path:
     """The base policy: the configured hub/local model, or the tiny model built from scratch."""
+    # Imported on use: a stage loads only what it runs (torch, pandas, ...).
     from breadth.models.tiny import build_char_tokenizer, build_tiny_model, load_policy
 
     out_dir = Path(out_dir)
@@ -50,6 +52,7 @@ def sft_stage(
     config: PipelineConfig, dataset_dir: Path, base_dir: Path, out_dir: Path,
     log_metric: MetricSink | None = None,
 ) -> Path:  # fmt: skip
+    # Imported on use: a stage loads only what it runs (torch, pandas, ...).
     from breadth.models.tiny import load_policy
     from breadth.training.sft import train_sft
 
@@ -69,6 +72,7 @@ def rl_stage(
     """GRPO from `policy_dir` -> `out_dir/final`. With rl.num_processes > 1 or an
     rl.accelerate_config it launches the training processes itself (`breadth.training.launch`)
     and forwards their metrics and checkpoints to `log_metric` and `on_checkpoint` here."""
+    # Imported on use: a stage loads only what it runs (torch, pandas, ...).
     from breadth.models.tiny import load_policy
     from breadth.training.grpo import grpo_rows, newest_checkpoint, train_grpo
 
@@ -76,6 +80,7 @@ def rl_stage(
     # run of this same config and data, so training continues from the newest one.
     resume_from = resume_from or newest_checkpoint(Path(out_dir))
     if config.rl.num_processes > 1 or config.rl.accelerate_config:
+        # Imported on use: a stage loads only what it runs (torch, pandas, ...).
         from breadth.training.launch import run_grpo_processes
 
         run_grpo_processes(config, Path(dataset_dir), Path(policy_dir), Path(out_dir),
@@ -96,6 +101,7 @@ def rollout_stage(
     """n samples per evaluation problem -> rollouts parquet (schema in docs/design)."""
     import pandas as pd
 
+    # Imported on use: a stage loads only what it runs (torch, pandas, ...).
     from breadth.rollout.backend_choice import resolve_backend
     from breadth.rollout.backends import rollout_backend
 
@@ -114,6 +120,7 @@ def rollout_stage(
 def search_stage(config: PipelineConfig, dataset_dir: Path, policy_dir: Path) -> Any:
     """Evolutionary search vs independent sampling at `evaluation.search_budget` samples per
     evaluation problem, through the configured rollout backend -> a SearchComparison."""
+    # Imported on use: a stage loads only what it runs (torch, pandas, ...).
     from breadth.data.verifiers import verify
     from breadth.evaluation.search import EvolutionConfig, compare_search
     from breadth.rollout.backend_choice import resolve_backend
@@ -147,6 +154,7 @@ def evaluate_stage(
     """
     import pandas as pd
 
+    # Imported on use: a stage loads only what it runs (torch, pandas, ...).
     from breadth.evaluation.report import write_report, write_search_report
     from breadth.evaluation.summary import evaluate_models
 

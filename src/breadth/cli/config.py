@@ -15,6 +15,7 @@ app = typer.Typer()
 
 def complete_preset(incomplete: str) -> list[str]:
     """Shell completion of --preset: the preset names (a path falls back to file completion)."""
+    # Imported on use: `breadth --help` and the other commands do not load it.
     from breadth.config import available_presets
 
     return [name for name in available_presets() if name.startswith(incomplete)]
@@ -33,6 +34,7 @@ def presets() -> None:
     """The presets, each with the first sentence of its description."""
     from importlib import resources
 
+    # Imported on use: `breadth --help` and the other commands do not load it.
     from breadth.config import available_presets
 
     for name in available_presets():
@@ -71,11 +73,13 @@ def config(
 ) -> None:
     """Print the resolved config (validated), every key with its description, or the rewards."""
     if rewards:
+        # Imported on use: `breadth --help` and the other commands do not load it.
         from breadth.rewards.registry import reward_table_markdown
 
         console.print(reward_table_markdown(), highlight=False, markup=False)
         return
     if keys:
+        # Imported on use: `breadth --help` and the other commands do not load it.
         from breadth.config import describe_keys
 
         values = load_or_fail(preset, set_).flat()

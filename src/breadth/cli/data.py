@@ -21,6 +21,7 @@ app = typer.Typer()
 def _data_help(key: str) -> str:
     """A prepare option's help: the config field's own description, so the CLI and the config
     document (and default) the same thing once."""
+    # Imported on use: `breadth --help` and the other commands do not load it.
     from breadth.config import DataConfig
 
     return f"{DataConfig.model_fields[key].description} [config: data.{key}]"
@@ -47,6 +48,7 @@ def prepare(
     """Write train.parquet, eval.parquet and manifest.json for one source and format.
 
     Every option left out takes the config's default (`breadth config --keys`)."""
+    # Imported on use: `breadth --help` and the other commands do not load it.
     from breadth.config import validated
 
     given = {"source": source, "format": format, "eval_source": eval_source,
@@ -62,6 +64,7 @@ def prepare(
         config = validated({"seed": seed, "data": data, "sft": training, "rl": training})
     except ConfigError as error:
         fail(f"{error} (prepare's --NAME options set the config keys data.NAME)")
+    # Imported on use: `breadth --help` and the other commands do not load it.
     from breadth.stages import prepare_stage
 
     try:
@@ -78,6 +81,7 @@ def prepare(
 def _what_was_left_out(manifest: Manifest) -> list[str]:
     """Every row the data set does not hold, said where the user looks (the manifest lists
     them too): skipped bad rows, repeats, limits, and limits the source could not fill."""
+    # Imported on use: `breadth --help` and the other commands do not load it.
     from breadth.data.records import BadRow
 
     lines = []
@@ -117,6 +121,7 @@ def evaluate(
     evaluation.* keys (bootstrap, transfer split) come from --preset and --set, as in run."""
     import warnings
 
+    # Imported on use: `breadth --help` and the other commands do not load it.
     from breadth.evaluation.samples import UnevenSamplesWarning
     from breadth.evaluation.summary import SplitBudgetError
     from breadth.stages import evaluate_stage
@@ -152,6 +157,7 @@ def evaluate(
         fail(f"cannot evaluate {rollouts}{against}: {message}")
     for path in written:
         console.print(f"wrote {path}", highlight=False)
+    # Imported on use: `breadth --help` and the other commands do not load it.
     from breadth.evaluation.report import comparability_notes, stale_report_files
 
     # A reused --out folder kept an earlier run's per_problem_base.parquet beside this run's

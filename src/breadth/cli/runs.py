@@ -36,6 +36,7 @@ def run(
     config = load_or_fail(preset, set_)  # validated before any service starts or compute happens
     _fail_on_missing_paths(config)
     env = stack.bring_up_stack(reconcile=False)
+    # Imported on use: flows/ and tasks/ load Prefect, which other commands do not need.
     from flows.in_process import in_process_run
     from flows.pipeline import pipeline  # after the environment points Prefect at the stack
 
@@ -103,6 +104,7 @@ def grid(
     """Run a format x reward x seed grid, then its summary, claims and collapse alarm."""
     from pydantic import ValidationError
 
+    # Imported on use: `breadth --help` and the other commands do not load it.
     from breadth.config import GridConfig, describe_options
 
     values: dict = {"preset": preset, "overrides": set_ or [], "grid_id": grid_id,
@@ -125,6 +127,7 @@ def grid(
         _print_cells(cells)
         return
     stack.bring_up_stack(reconcile=False)
+    # Imported on use: flows/ and tasks/ load Prefect, which other commands do not need.
     from flows.grid import grid as grid_flow
     from flows.in_process import in_process_run
 
@@ -140,6 +143,7 @@ def grid(
 
 def _fail_on_missing_paths(config: PipelineConfig) -> None:
     """A data file or model folder missing on this machine, named before anything starts."""
+    # Imported on use: `breadth --help` and the other commands do not load it.
     from breadth.preflight import check_local_paths
 
     try:
@@ -151,6 +155,7 @@ def _fail_on_missing_paths(config: PipelineConfig) -> None:
 def _print_cells(cells: list) -> None:
     """The grid's cells, each with the stages whose results this machine's Prefect result
     storage already holds (those a run serves from the cache)."""
+    # Imported on use: flows/ and tasks/ load Prefect, which other commands do not need.
     from breadth.stack import StackSettings
     from tasks.stage_keys import stage_keys
 
@@ -183,6 +188,7 @@ def compare(
         "written)."))] = False,
 ) -> None:
     """Side-by-side table (terminal) and plots (PNG) of pipeline runs or a grid, from MLflow."""
+    # Imported on use: `breadth --help` and the other commands do not load it.
     from breadth.evaluation.grid import claim_settings_of_runs, grid_summary
     from breadth.evaluation.grid_report import plot_grid, render_table
     from breadth.stack import StackSettings
@@ -275,6 +281,7 @@ def _print_claims(rows: list[dict]) -> None:
     """The claims (claims.json's rows) as a terminal table, and how many got each verdict."""
     from rich.text import Text
 
+    # Imported on use: `breadth --help` and the other commands do not load it.
     from breadth.evaluation.claims import VERDICTS, Claim, effect_text
 
     claims = [Claim(**row) for row in rows]
@@ -320,6 +327,7 @@ def _default_out(grid_id: str | None, run_ids: list[str]) -> Path:
 def _per_problem_tables(uri: str, runs):
     """The runs' per-problem tables, which the summary's intervals resample; None for runs
     logged without them (the summary's `ci` column then says there are no intervals)."""
+    # Imported on use: `breadth --help` and the other commands do not load it.
     from breadth.tracking.study import study_frame_of_runs
 
     try:
@@ -338,6 +346,7 @@ def _write_claims(
 ) -> tuple[Path | None, str]:
     """The grid's claims report (each literature claim with its effect, CI and verdict) in
     `folder`; or None and why there is none."""
+    # Imported on use: `breadth --help` and the other commands do not load it.
     from breadth.evaluation.claims import evaluate_claims
     from breadth.evaluation.study_report import write_study_report
     from breadth.tracking.study import grid_provenance, load_study_frame, provenance_header
@@ -363,6 +372,7 @@ def list_runs(
     json_: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
 ) -> None:
     """The newest pipeline runs: name, status, headline metrics and links to MLflow and Prefect."""
+    # Imported on use: `breadth --help` and the other commands do not load it.
     from breadth.stack import StackSettings
     from breadth.tracking.recent import RunListError, recent_runs
     from breadth.tracking.rest import MlflowRequestError

@@ -17,6 +17,7 @@ import typer
 from rich.table import Column, Table
 
 from breadth.cli.output import console, fail, print_json
+from breadth.suggestions import did_you_mean
 from breadth.urls import without_userinfo
 
 stack_app = typer.Typer(no_args_is_help=True, help="The local stack: S3, MLflow and Prefect.")
@@ -29,6 +30,7 @@ PRINTED_ADDRESSES = ("PREFECT_API_URL", "MLFLOW_TRACKING_URI", "BREADTH_S3_ENDPO
 
 
 def _stack():
+    # Imported on use: `breadth --help` and the other commands do not load it.
     from breadth.stack import LocalStack, StackSettings
 
     return LocalStack(StackSettings())
@@ -37,6 +39,7 @@ def _stack():
 def start_stack(reconcile: bool = True) -> tuple[dict[str, str], dict[str, str]]:
     """Start what is not running (external services are only checked): the client environment,
     and what `up` did per service ("started", "running" or "external")."""
+    # Imported on use: `breadth --help` and the other commands do not load it.
     from breadth.stack import StackError
 
     stack = _stack()
@@ -100,6 +103,7 @@ def stack_up(json_: Annotated[bool, typer.Option("--json", help=JSON_HELP)] = Fa
 
 def secret_source() -> str:
     """Where the S3 secret key comes from: the caller's environment or the stack's own file."""
+    # Imported on use: `breadth --help` and the other commands do not load it.
     from breadth.stack import StackSettings
 
     if os.environ.get("AWS_ACCESS_KEY_ID") and os.environ.get("AWS_SECRET_ACCESS_KEY"):
@@ -121,6 +125,7 @@ def stack_status(json_: Annotated[bool, typer.Option("--json", help=JSON_HELP)] 
 
 
 def _service_names() -> list[str]:
+    # Imported on use: `breadth --help` and the other commands do not load it.
     from breadth.stack import StackSettings, services
 
     return [service.name for service in services(StackSettings())]
@@ -134,8 +139,6 @@ def stack_logs(
     follow: Annotated[bool, typer.Option("--follow", "-f", help="Keep printing new lines.")] = False,
 ) -> None:
     """The last lines of a service's log (the services this stack started write them)."""
-    from breadth.suggestions import did_you_mean
-
     stack = _stack()
     names = _service_names()
     if service is not None and service not in names:
@@ -201,6 +204,7 @@ def env(json_: Annotated[bool, typer.Option("--json", help="Print a JSON object.
 
     As `export` lines for `eval "$(breadth env)"`, or a JSON object. It includes the S3 secret
     key: do not paste the output into logs or issues."""
+    # Imported on use: `breadth --help` and the other commands do not load it.
     from breadth.stack import StackError, StackSettings
 
     try:

@@ -29,6 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from breadth.data.verifiers import verify
 from breadth.rewards.plan import RewardPlan
 from breadth.rewards.scoring import BatchScorer, VerifyFn
 from breadth.rewards.terms import GatherObjects, RewardTermFunc, single_process_gather
@@ -78,9 +79,7 @@ def build_trl_rewards(
     >>> [f.__name__ for f in setup.reward_funcs], setup.reward_weights
     (['correctness', 'batch'], [1.0, 0.5])
     """
-    if verify_fn is None:
-        from breadth.data.verifiers import verify as verify_fn
-    scorer = BatchScorer(verify_fn, num_generations, num_generations_eval)
+    scorer = BatchScorer(verify_fn or verify, num_generations, num_generations_eval)
     funcs: list[RewardTermFunc] = []
     sizes = {"num_generations": num_generations, "num_generations_eval": num_generations_eval}
     for index, term in enumerate(plan.terms):

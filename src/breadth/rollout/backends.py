@@ -38,6 +38,7 @@ class RolloutBackend(Protocol):
 
 def rollout_backend(config: RolloutConfig) -> RolloutBackend:
     """The backend `config.backend` names."""
+    # Imported on use: a run loads only the backend it uses.
     from breadth.rollout.transformers_backend import TransformersBackend
     from breadth.rollout.vllm_backend import VLLMBackend
 

@@ -7,6 +7,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from breadth.data.verifiers import verify
+
 # The rendered-row columns a rollout keeps so it can be re-verified offline.
 PROBLEM_COLUMNS = ("problem_id", "format", "prompt", "answer", "task", "options", "letter", "meta")
 
@@ -44,8 +46,6 @@ def rollout_rows(
     seed: int,
 ) -> list[dict[str, Any]]:
     """Verify each sample against the problem's gold and lay it out as rollout rows."""
-    from breadth.data.verifiers import verify
-
     rows = []
     for index, sample in enumerate(samples):
         verdict = verify(sample.text, problem)

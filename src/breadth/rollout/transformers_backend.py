@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from breadth.config import RolloutConfig
+from breadth.models.tiny import load_policy
 from breadth.rollout.rows import Sample, request_seed, rollout_rows
 
 
@@ -122,8 +123,6 @@ class TransformersBackend:
         self, policy_dir: Path, problems: Sequence[Mapping[str, Any]], config: RolloutConfig,
         *, model_name: str, seed: int, progress: bool = True,
     ) -> list[dict[str, Any]]:  # fmt: skip
-        from breadth.models.tiny import load_policy
-
         model, tokenizer = load_policy(policy_dir)
         return rollout_transformers(model, tokenizer, problems, config, model_name=model_name,
                                     seed=seed, progress=progress)  # fmt: skip
@@ -132,7 +131,5 @@ class TransformersBackend:
     def sampler(
         self, policy_dir: Path, config: RolloutConfig, *, seed: int, chunk: int
     ) -> Iterator[Any]:
-        from breadth.models.tiny import load_policy
-
         model, tokenizer = load_policy(policy_dir)
         yield transformers_sampler(model, tokenizer, config, chunk=chunk)

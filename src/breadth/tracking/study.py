@@ -15,6 +15,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from breadth.tracking.clients import tracking_client
+from breadth.tracking.fetch import fetch_runs
+
 __all__ = ["grid_provenance", "load_study_frame", "provenance_header",
            "study_frame_from_reports", "study_frame_of_runs"]
 
@@ -66,16 +69,12 @@ def _search_outcomes(path: Path) -> dict[str, dict[str, dict[str, int]]]:
 
 def load_study_frame(tracking_uri: str, grid_id: str) -> pd.DataFrame:
     """Download every finished cell's `report/` artifacts of grid `grid_id` -> study frame."""
-    from breadth.tracking.fetch import fetch_runs
-
     return study_frame_of_runs(tracking_uri, fetch_runs(tracking_uri, grid_id=grid_id))
 
 
 def study_frame_of_runs(tracking_uri: str, runs: pd.DataFrame) -> pd.DataFrame:
     """The study frame of the parent runs `fetch_runs` returned (their `report/` artifacts),
     each row with its `run_id`: runs of one cell and seed may differ in config."""
-    from breadth.tracking.clients import tracking_client
-
     client = tracking_client(tracking_uri)
     with tempfile.TemporaryDirectory() as scratch:
         frames = []
@@ -95,9 +94,6 @@ def study_frame_of_runs(tracking_uri: str, runs: pd.DataFrame) -> pd.DataFrame:
 
 def grid_provenance(tracking_uri: str, grid_id: str) -> dict:
     """Cells, seeds, machines and wall time (first cell start to last cell end) of a grid."""
-    from breadth.tracking.clients import tracking_client
-    from breadth.tracking.fetch import fetch_runs
-
     runs = fetch_runs(tracking_uri, grid_id=grid_id)
     client = tracking_client(tracking_uri)
     infos = [client.get_run(run_id) for run_id in runs["run_id"]]

@@ -9,10 +9,20 @@ from pathlib import Path
 from typing import Any
 
 from breadth.config import RLConfig
+from breadth.data.prepare import read_rows
+from breadth.data.verifiers import warm_up_symbolic
+from breadth.rewards.callback import RewardStateCallback, load_reward_state
+from breadth.rewards.trl_adapter import build_trl_rewards
 from breadth.training.checkpointing import (
     CHECKPOINT_COMPLETE,
     newest_whole_checkpoint,
     write_marker,
+)
+from breadth.training.distributed import (
+    gather_objects,
+    launched_world_size,
+    process_rank,
+    wait_for_all_processes,
 )
 from breadth.training.trainer_setup import MetricsCallback, device_arguments, show_progress
 from breadth.training.trl_vllm import trl_vllm_server_arguments
@@ -23,8 +33,6 @@ REWARD_COLUMNS = ("problem_id", "answer", "format", "task", "options", "letter",
 
 def grpo_rows(config: RLConfig, dataset_dir: Path) -> list[dict[str, Any]]:
     """The training rows GRPO draws its prompts from (the first rl.num_problems, if set)."""
-    from breadth.data.prepare import read_rows
-
     rows = read_rows(Path(dataset_dir) / "train.parquet")
     return rows[: config.num_problems] if config.num_problems else rows
 
@@ -170,17 +178,11 @@ def train_grpo(
     from datasets import Dataset
     from transformers import TrainerCallback
 
-    from breadth.rewards.callback import RewardStateCallback, load_reward_state
-    from breadth.rewards.trl_adapter import build_trl_rewards
-    from breadth.training.distributed import gather_objects, wait_for_all_processes
-
     check_process_count(config)
     rewards = build_trl_rewards(config.reward_plan, seed=seed,
                                 num_generations=config.num_generations,
                                 gather_objects=gather_objects)  # fmt: skip
     if any(row.get("format") == "free_form" for row in rows):
-        from breadth.data.verifiers import warm_up_symbolic
-
         warm_up_symbolic()  # the verifier's one-time imports, before the first timed step
     args = build_grpo_config(config, output_dir=output_dir, seed=seed,
                              overrides={"reward_weights": rewards.reward_weights})
@@ -228,8 +230,6 @@ def check_process_count(config: RLConfig) -> None:
     that started a different number, every step would train on a different number of prompts
     than the config names.
     """
-    from breadth.training.distributed import launched_world_size
-
     launched = launched_world_size()
     if launched != config.num_processes:
         raise ValueError(
@@ -250,8 +250,6 @@ def seed_sampling_per_process(seed: int) -> None:
     """
     import numpy as np
     import torch
-
-    from breadth.training.distributed import launched_world_size, process_rank
 
     if launched_world_size() > 1:
         torch.manual_seed(int(np.random.SeedSequence([seed, process_rank()]).generate_state(1)[0]))

@@ -13,13 +13,13 @@ import json
 import sys
 from pathlib import Path
 
+from breadth.models.tiny import load_policy
+from breadth.training.distributed import process_rank
+from breadth.training.grpo import grpo_rows, train_grpo
+from breadth.training.launch import EventWriter, read_job_config
+
 
 def main(argv: list[str] | None = None) -> None:
-    from breadth.models.tiny import load_policy
-    from breadth.training.distributed import process_rank
-    from breadth.training.grpo import grpo_rows, train_grpo
-    from breadth.training.launch import EventWriter, read_job_config
-
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 1:
         raise SystemExit(f"usage: python -m {__spec__.name if __spec__ else __name__} JOB.json")

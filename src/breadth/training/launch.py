@@ -27,6 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from breadth.config import PipelineConfig, RLConfig
+from breadth.processes import stop_process_group
+from breadth.training.distributed import launched_world_size
 
 WORKER_MODULE = "breadth.training.grpo_worker"
 JOB_FILENAME = "grpo_job.json"
@@ -164,9 +166,6 @@ def run_grpo_processes(
     `timeout_s`. The process group is stopped however this returns, and (on Linux) gets
     SIGTERM if this process dies first, so no worker outlives the stage.
     """
-    from breadth.processes import stop_process_group
-    from breadth.training.distributed import launched_world_size
-
     if launched_world_size() > 1:
         raise RuntimeError(
             "the rl stage is itself running under a launcher (WORLD_SIZE > 1) and would start "

@@ -22,8 +22,8 @@ def _provenance(monkeypatch, tags: list[dict[str, str]]) -> dict:
         def get_run(self, run_id):
             return records[run_id]
 
-    monkeypatch.setattr("breadth.tracking.fetch.fetch_runs", lambda uri, grid_id: runs)
-    monkeypatch.setattr("breadth.tracking.clients.tracking_client", lambda uri: Client())
+    monkeypatch.setattr("breadth.tracking.study.fetch_runs", lambda uri, grid_id: runs)
+    monkeypatch.setattr("breadth.tracking.study.tracking_client", lambda uri: Client())
     return grid_provenance("http://mlflow", "g1")
 
 

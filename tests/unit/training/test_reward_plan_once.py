@@ -64,7 +64,7 @@ def test_a_run_parses_its_reward_spec_once(processes, tmp_path, monkeypatch):
 
     parsed = _count_parses(monkeypatch)
     monkeypatch.setattr(grpo, "_trainer_class", lambda advantage_terms: _Trainer)
-    monkeypatch.setattr("breadth.models.tiny.load_policy", lambda path: (None, None))
+    monkeypatch.setattr(grpo_worker, "load_policy", lambda path: (None, None))
     _Trainer.built.clear()
     config = load_config("default", [f"rl.reward.spec={SPEC}", "rl.reward.batch_coef=0.25",
                                      f"rl.num_processes={processes}"])  # fmt: skip
