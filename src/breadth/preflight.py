@@ -25,11 +25,13 @@ from breadth.sequence_fit import (
     EOS,
     Shortfall,
     SplitLengths,
+    TokenCounter,
     TokenLimits,
     fit_message,
     fitting_values,
     shortfalls,
     split_lengths,
+    tokenizer_counter,
 )
 
 
@@ -178,21 +180,22 @@ def fit_report(config: PipelineConfig, *, offline: bool = False) -> FitReport:
     from breadth.stages import prepare_stage
 
     try:
-        tokenizer, context = _tokenizer_and_context(config, offline)
+        tokens = _model_tokens(config, offline)
     except OSError as error:
         return FitReport(skipped=f"the tokenizer of model.name_or_path={config.model.name_or_path}"
                                  f" could not be read here ({str(error).splitlines()[0][:200]})")
     with tempfile.TemporaryDirectory(prefix="breadth-fit-") as folder:
-        with _quiet_datasets():
+        with _quiet_datasets(config):
             prepare_stage(config, Path(folder))
         rows = {split: pq.read_table(Path(folder) / f"{split}.parquet", columns=_COLUMNS)
                 .to_pylist() for split in ("train", "eval")}  # fmt: skip
-    lengths = {split: split_lengths(split, split_rows, tokenizer) for split, split_rows in rows.items()}
-    limits = _limits(config, tokenizer, context)
+    lengths = {split: split_lengths(split, split_rows, tokens.count)
+               for split, split_rows in rows.items()}  # fmt: skip
+    limits = _limits(config, tokens)
     found = shortfalls(lengths["train"], lengths["eval"], limits)
     longest = {f"{split}_{part}": max(getattr(lengths[split], part), default=0)
                for split in ("train", "eval") for part in ("prompt", "target")}  # fmt: skip
-    characters = _characters(rows, tokenizer)
+    characters = _characters(rows, tokens)
     message = ""
     if found:
         fitting = fitting_values(lengths["train"], lengths["eval"], limits)
@@ -205,15 +208,39 @@ _COLUMNS = ["id", "source", "split", "question", "prompt", "target"]
 """The rendered columns the check reads."""
 
 
-def _tokenizer_and_context(config: PipelineConfig, offline: bool) -> tuple[Any, int]:
-    """The model's tokenizer and its context in tokens: the tiny model's from the config; a
-    hub or local model's from its own config (`max_position_embeddings`), or its tokenizer's
+@dataclass(frozen=True)
+class _ModelTokens:
+    """What the check asks of the model's tokenizer."""
+
+    count: TokenCounter
+    spelling: Callable[[str], str]
+    """How the tokenizer spells a character before it looks it up (its normalizer)."""
+    unknown: Callable[[str], bool]
+    """Whether a character becomes the unknown token."""
+    context: int
+    """The model's context in tokens."""
+    tiny: bool
+
+
+def _model_tokens(config: PipelineConfig, offline: bool) -> _ModelTokens:
+    """The tiny model's character tokenizer, or the tokenizer of a hub or local model with
+    its context: its own config's `max_position_embeddings`, or its tokenizer's
     `model_max_length` if that is smaller."""
-    from breadth.models.tiny import build_char_tokenizer, model_context
+    from breadth.models.tiny import build_char_backend, model_context
 
     name = config.model.name_or_path
     if not name:
-        return _counting(build_char_tokenizer()), config.model.max_length
+        # Its tokens, counted without importing transformers (seconds on a busy machine):
+        # its BPE has no merges, so a text is one token per character of its normalized form
+        # (the same counts as encoding, tests/unit/test_preflight.py), 3x faster on long rows.
+        backend = build_char_backend()
+        normalize = backend.normalizer.normalize_str
+        return _ModelTokens(
+            count=lambda texts, special: [len(normalize(text)) for text in texts],
+            spelling=normalize,
+            unknown=lambda char: any(backend.token_to_id(c) is None for c in normalize(char)),
+            context=config.model.max_length, tiny=True,
+        )  # fmt: skip
     from transformers import AutoConfig, AutoTokenizer
 
     only_cached = offline and not looks_like_a_path(name)
@@ -221,33 +248,36 @@ def _tokenizer_and_context(config: PipelineConfig, offline: bool) -> tuple[Any, 
     context = model_context(AutoConfig.from_pretrained(name, local_files_only=only_cached))
     told = tokenizer.model_max_length  # transformers says 1e30 when the tokenizer knows none
     candidates = [n for n in (context, told if told < 10**7 else None) if n]
-    return _counting(tokenizer), min(candidates, default=10**7)
-
-
-def _counting(tokenizer: Any) -> Any:
-    """The tokenizer, without transformers' warning about a text longer than its
-    model_max_length: counting such texts is the point of the check."""
+    # No warning about texts longer than model_max_length: counting them is the point.
     tokenizer.model_max_length = 10**30
-    return tokenizer
+    normalizer = getattr(getattr(tokenizer, "backend_tokenizer", None), "normalizer", None)
+    unk = tokenizer.unk_token_id
+    return _ModelTokens(
+        count=tokenizer_counter(tokenizer),
+        spelling=normalizer.normalize_str if normalizer is not None else (lambda char: char),
+        unknown=lambda char: unk is not None and unk in tokenizer(
+            char, add_special_tokens=False)["input_ids"],
+        context=min(candidates, default=10**7), tiny=False,
+    )  # fmt: skip
 
 
-def _limits(config: PipelineConfig, tokenizer: Any, context: int) -> TokenLimits:
+def _limits(config: PipelineConfig, tokens: _ModelTokens) -> TokenLimits:
     evaluation = config.evaluation
     budget = evaluation.search_budget
     extra = None
     # Child prompts exist once the first generation leaves budget over (stages.search_stage).
     if budget > max(1, int(budget * evaluation.search_initial_share)):
-        extra = _search_prompt_extra(config, tokenizer)
+        extra = _search_prompt_extra(config, tokens)
     return TokenLimits(
-        max_length=context,
-        max_length_key=None if config.model.name_or_path else "model.max_length",
+        max_length=tokens.context,
+        max_length_key="model.max_length" if tokens.tiny else None,
         max_new_tokens=config.rollout.max_new_tokens, sft=config.sft.enabled,
         max_completion_length=config.rl.max_completion_length if config.rl.enabled else None,
         rl_rows=config.rl.num_problems, search_prompt_extra=extra,
     )  # fmt: skip
 
 
-def _search_prompt_extra(config: PipelineConfig, tokenizer: Any) -> Callable[[int], int]:
+def _search_prompt_extra(config: PipelineConfig, tokens: _ModelTokens) -> Callable[[int], int]:
     """Tokens a search child prompt adds to the problem's prompt at most, given
     rollout.max_new_tokens: the header and the parents shown, each cut to
     evaluation.search_max_attempt_chars (for the tiny model a completion has no more
@@ -255,35 +285,30 @@ def _search_prompt_extra(config: PipelineConfig, tokenizer: Any) -> Callable[[in
     from breadth.evaluation.search import Attempt, EvolutionConfig, build_child_prompt
 
     most = config.evaluation.search_max_attempt_chars
-    tiny = not config.model.name_or_path
 
     def extra(max_new_tokens: int) -> int:
-        chars = min(most, max_new_tokens) if tiny else most
+        chars = min(most, max_new_tokens) if tokens.tiny else most
         parents = [Attempt("9" * chars, 1.0, False)] * EvolutionConfig().num_parents
         child = build_child_prompt("", parents, max_attempt_chars=chars)
-        return len(tokenizer(child, add_special_tokens=False)["input_ids"])
+        return tokens.count([child], False)[0]
 
     return extra
 
 
-def _characters(rows: dict[str, list[dict[str, Any]]], tokenizer: Any) -> CharacterReport:
+def _characters(rows: dict[str, list[dict[str, Any]]], tokens: _ModelTokens) -> CharacterReport:
     """Each character of the prompts and targets that the tokenizer reads as another spelling
     (its normalizer) or as its unknown token, with how often it occurs."""
     texts = [str(row[part]) for split_rows in rows.values() for row in split_rows
              for part in ("prompt", "target")]  # fmt: skip
     joined = "\n".join(texts)
-    normalizer = getattr(getattr(tokenizer, "backend_tokenizer", None), "normalizer", None)
-    unk = tokenizer.unk_token_id
     mapped: dict[str, tuple[str, int]] = {}
     unknown: dict[str, int] = {}
     for char in sorted(set(joined) - {"\n"}):
         if char.isascii() and char.isprintable():
             continue
-        spelling = normalizer.normalize_str(char) if normalizer is not None else char
-        ids = tokenizer(char, add_special_tokens=False)["input_ids"]
-        if unk is not None and unk in ids:
+        if tokens.unknown(char):
             unknown[char] = joined.count(char)
-        elif spelling != char:
+        elif (spelling := tokens.spelling(char)) != char:
             mapped[char] = (spelling, joined.count(char))
     in_rows = {name: sum(any(char in text for char in chars) for text in texts)
                for name, chars in (("mapped", mapped), ("unknown", unknown)) if chars}  # fmt: skip
@@ -315,7 +340,7 @@ class _RowNames:
         if parse_source_spec(spec).kind == "synthetic":
             return f"{spec} problem {row['question']!r} ({row['split']})"
         if spec not in self.origins:
-            with _quiet_datasets():
+            with _quiet_datasets(self.config):
                 loaded = load_records(spec, schema=self.config.data.schema_name,
                                       on_bad_rows="skip")  # fmt: skip
             self.origins[spec] = {record.id: record.origin for record in loaded.records}
@@ -332,13 +357,17 @@ def _excerpt(text: Any, limit: int = 60) -> str:
 
 
 @contextlib.contextmanager
-def _quiet_datasets() -> Iterator[None]:
-    """No `datasets` progress bars in the check's output (it reads files a second time)."""
-    try:
-        from datasets.utils import logging as datasets_logging
-    except ImportError:  # pragma: no cover - datasets is a dependency
+def _quiet_datasets(config: PipelineConfig) -> Iterator[None]:
+    """No `datasets` progress bars in the check's output (it reads a hub source a second
+    time); `datasets` is imported only for a source that needs it."""
+    from breadth.data.sources import parse_source_spec
+
+    specs = [config.data.source, config.data.eval_source]
+    if not any(spec and parse_source_spec(spec).kind == "hf" for spec in specs):
         yield
         return
+    from datasets.utils import logging as datasets_logging
+
     enabled = datasets_logging.is_progress_bar_enabled()
     datasets_logging.disable_progress_bar()
     try:

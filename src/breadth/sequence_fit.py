@@ -82,20 +82,17 @@ class Shortfall:
     """Rows of the split checked."""
 
 
-def split_lengths(split: str, rows: Sequence[Mapping[str, Any]], tokenizer: Any) -> SplitLengths:
-    """Token counts of rendered rows as the trainers take them: TRL tokenizes a prompt, and
-    prompt + completion + eos, with the tokenizer's special tokens; a target is what the model
-    must write, then its eos. `tokenizer`: any transformers tokenizer (called on lists)."""
-    if not rows:
-        return SplitLengths(split, [], [], [])
-    prompts = [str(row["prompt"]) for row in rows]
-    targets = [str(row["target"]) for row in rows]
-    return SplitLengths(
-        split, prompt=count_tokens(prompts, tokenizer),
-        target=[n + EOS for n in count_tokens(targets, tokenizer, special=False)],
-        sequence=[n + EOS for n in count_tokens([p + t for p, t in zip(prompts, targets)],
-                                                tokenizer)],
-    )  # fmt: skip
+TokenCounter = Callable[[Sequence[str], bool], list[int]]
+"""(texts, with the tokenizer's special tokens?) -> tokens of each text."""
+
+
+def tokenizer_counter(tokenizer: Any) -> TokenCounter:
+    """Count with a transformers tokenizer (called on a list of texts)."""
+
+    def count(texts: Sequence[str], special: bool) -> list[int]:
+        return count_tokens(texts, tokenizer, special=special)
+
+    return count
 
 
 def count_tokens(texts: Sequence[str], tokenizer: Any, *, special: bool = True) -> list[int]:
@@ -103,6 +100,22 @@ def count_tokens(texts: Sequence[str], tokenizer: Any, *, special: bool = True) 
     if not texts:
         return []
     return [len(ids) for ids in tokenizer(list(texts), add_special_tokens=special)["input_ids"]]
+
+
+def split_lengths(split: str, rows: Sequence[Mapping[str, Any]], count: TokenCounter
+                  ) -> SplitLengths:
+    """Token counts of rendered rows as the trainers take them: TRL tokenizes a prompt, and
+    prompt + completion + eos, with the tokenizer's special tokens; a target is what the model
+    must write, then its eos."""
+    if not rows:
+        return SplitLengths(split, [], [], [])
+    prompts = [str(row["prompt"]) for row in rows]
+    targets = [str(row["target"]) for row in rows]
+    return SplitLengths(
+        split, prompt=count(prompts, True),
+        target=[n + EOS for n in count(targets, False)],
+        sequence=[n + EOS for n in count([p + t for p, t in zip(prompts, targets)], True)],
+    )  # fmt: skip
 
 
 def _shortfall(keys: tuple[str, ...], needs: str, split: str, totals: Sequence[int],

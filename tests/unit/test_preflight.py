@@ -3,6 +3,7 @@ checked before anything starts (breadth.preflight)."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -162,3 +163,18 @@ def test_breadth_prepare_alone_keeps_every_row_as_written(tmp_path):
     assert len(rows) == 5
     assert sum("\u2019" in row["prompt"] for row in rows) == 2  # not mapped: no model here
     assert max(len(row["prompt"]) for row in rows) > 280
+
+
+def test_the_tiny_models_counts_are_its_tokenizers():
+    """The check counts the tiny model's tokens from its normalized characters (no transformers
+    import): the same numbers as encoding with the model's tokenizer."""
+    from breadth.models.tiny import build_char_tokenizer
+    from breadth.preflight import _model_tokens
+
+    texts = [json.loads(line)["question"] for line in GSM8K_STYLE.read_text().splitlines()]
+    texts += ["12+7*3=? A)31 B)33\nAnswer:", "tab\there\r\nCRLF \u2014 \u00bd", ""]
+    tokenizer = build_char_tokenizer()
+    expected = [len(ids) for ids in tokenizer(texts)["input_ids"]]
+    tokens = _model_tokens(_config(), offline=True)
+    assert tokens.count(texts, True) == expected
+    assert [tokens.unknown(c) for c in "\u00b0\u2019a\u00bd"] == [True, False, False, True]

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from tokenizers import Tokenizer
     from transformers import PreTrainedModel, PreTrainedTokenizerFast
 
     from breadth.config import ModelConfig
@@ -43,6 +44,25 @@ ASCII_SPELLINGS = {
 }  # fmt: skip
 
 
+def build_char_backend() -> Tokenizer:
+    """The `tokenizers` model under `build_char_tokenizer` (a BPE with no merges: one token
+    per character, as `ASCII_SPELLINGS` spells it), without importing transformers.
+
+    >>> build_char_backend().normalizer.normalize_str("3\u20134\u2026")
+    '3-4...'
+    """
+    from tokenizers import Tokenizer, decoders, models, normalizers
+
+    vocab = {token: index for index, token in enumerate(SPECIAL_TOKENS + CHARACTERS)}
+    backend = Tokenizer(models.BPE(vocab=vocab, merges=[], unk_token="<unk>"))
+    backend.normalizer = normalizers.Sequence(
+        [normalizers.Replace(char, spelling) for char, spelling in ASCII_SPELLINGS.items()]
+    )
+    # Fuse joins character tokens back without inserting spaces.
+    backend.decoder = decoders.Fuse()
+    return backend
+
+
 def build_char_tokenizer(max_length: int | None = None) -> PreTrainedTokenizerFast:
     """One token per character; characters with an ASCII spelling read as it
     (`ASCII_SPELLINGS`); other unknown characters map to <unk> instead of failing.
@@ -52,20 +72,12 @@ def build_char_tokenizer(max_length: int | None = None) -> PreTrainedTokenizerFa
     >>> tok.decode(tok("12+7=")["input_ids"]), tok.decode(tok("it\u2019s 3\u20134\u2026")["input_ids"])
     ('12+7=', "it's 3-4...")
     """
-    from tokenizers import Tokenizer, decoders, models, normalizers
     from transformers import PreTrainedTokenizerFast
 
     from breadth.config import ModelConfig
 
-    vocab = {token: index for index, token in enumerate(SPECIAL_TOKENS + CHARACTERS)}
-    backend = Tokenizer(models.BPE(vocab=vocab, merges=[], unk_token="<unk>"))
-    backend.normalizer = normalizers.Sequence(
-        [normalizers.Replace(char, spelling) for char, spelling in ASCII_SPELLINGS.items()]
-    )
-    # Fuse joins character tokens back without inserting spaces.
-    backend.decoder = decoders.Fuse()
     tokenizer = PreTrainedTokenizerFast(
-        tokenizer_object=backend,
+        tokenizer_object=build_char_backend(),
         pad_token="<pad>",
         eos_token="<eos>",
         unk_token="<unk>",

@@ -31,10 +31,10 @@ def train_sft(
     from trl import SFTTrainer
 
     from breadth.models.tiny import model_context
-    from breadth.sequence_fit import check_rows_fit, split_lengths
+    from breadth.sequence_fit import check_rows_fit, split_lengths, tokenizer_counter
 
     max_length = model_context(model.config) or tokenizer.model_max_length
-    check_rows_fit(split_lengths("train", rows, tokenizer).sequence, max_length,
+    check_rows_fit(split_lengths("train", rows, tokenizer_counter(tokenizer)).sequence, max_length,
                    what="SFT's prompt + target + <eos>", rows=rows,
                    fix="raise model.max_length (the tiny model) or give shorter problems; "
                        "`breadth run` names every limit and the values that fit")  # fmt: skip
