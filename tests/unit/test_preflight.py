@@ -178,3 +178,32 @@ def test_the_tiny_models_counts_are_its_tokenizers():
     tokens = _model_tokens(_config(), offline=True)
     assert tokens.count(texts, True) == expected
     assert [tokens.unknown(c) for c in "\u00b0\u2019a\u00bd"] == [True, False, False, True]
+
+
+def test_a_local_models_own_context_and_tokenizer_are_used(tmp_path):
+    """A hub or local model: its tokenizer counts, its config's positions are the limit (no key
+    sets them, so the message says so instead of naming model.max_length)."""
+    from breadth.config import ModelConfig
+    from breadth.models.tiny import build_char_tokenizer, build_tiny_model
+
+    tokenizer = build_char_tokenizer(64)
+    build_tiny_model(ModelConfig(max_length=64), tokenizer, seed=0).save_pretrained(tmp_path)
+    tokenizer.save_pretrained(tmp_path)
+    local = (f"model.name_or_path={tmp_path}", "sft.enabled=false", "rl.enabled=false",
+             "data.num_train=20", "data.num_eval=20", "evaluation.search_budget=0")  # fmt: skip
+    assert check_fit(_config(*local, "rollout.max_new_tokens=50")).found == []
+    with pytest.raises(ConfigError) as refused:
+        check_fit(_config(*local, "rollout.max_new_tokens=60"))  # 6-token prompts + 60 > 64
+    message = str(refused.value)
+    assert "(the model's context length, rollout.max_new_tokens=60)" in message
+    assert "The model's context is 64 tokens and these rows need 66" in message
+    assert "--set model.max_length" not in message
+
+
+def test_a_hub_model_missing_from_the_cache_is_said_not_checked_offline():
+    """`breadth run` reads a hub tokenizer from the cache only (no download before the stack
+    starts): one that is not there is reported unchecked, for the flow to check."""
+    report = check_fit(_config("model.name_or_path=no-such-org/no-such-model",
+                               "sft.enabled=false", "rl.enabled=false"), offline=True)  # fmt: skip
+    assert report.found == [] and "could not be read here" in report.skipped
+    assert report.tags() == {"data.fit": f"not checked: {report.skipped}"}
