@@ -163,6 +163,8 @@ def test_breadth_prepare_alone_keeps_every_row_as_written(tmp_path):
     assert len(rows) == 5
     assert sum("\u2019" in row["prompt"] for row in rows) == 2  # not mapped: no model here
     assert max(len(row["prompt"]) for row in rows) > 280
+    assert "characters outside printable ASCII, kept as written" in result.output
+    assert "'\u2019' x4" in result.output
 
 
 def test_the_tiny_models_counts_are_its_tokenizers():
@@ -207,3 +209,13 @@ def test_a_hub_model_missing_from_the_cache_is_said_not_checked_offline():
                                "sft.enabled=false", "rl.enabled=false"), offline=True)  # fmt: skip
     assert report.found == [] and "could not be read here" in report.skipped
     assert report.tags() == {"data.fit": f"not checked: {report.skipped}"}
+
+
+def test_the_manifest_counts_the_characters_outside_ascii(tmp_path):
+    from breadth.data.prepare import Manifest, prepare_dataset
+
+    manifest = prepare_dataset(f"jsonl:{GSM8K_STYLE}", fmt="free_form", out_dir=tmp_path,
+                               eval_only=True)  # fmt: skip
+    assert manifest.characters == {"\u2019": 4, "\u2026": 1, "\u00d7": 1, "\u00b0": 1,
+                                   "\u221a": 1, "\u2013": 1}  # fmt: skip
+    assert Manifest.read(tmp_path).characters == manifest.characters
