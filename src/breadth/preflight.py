@@ -201,6 +201,8 @@ def fit_report(config: PipelineConfig, *, offline: bool = False) -> FitReport:
         fitting = fitting_values(lengths["train"], lengths["eval"], limits)
         describe = _RowNames(config, rows, lengths)
         message = fit_message(found, fitting, limits, describe, config.flat())
+        if unknown := characters.summary().get("data.chars_unknown"):
+            message += f"\nAlso, characters the model's tokenizer does not know: {unknown}"
     return FitReport(limits, found, message, longest, characters)
 
 

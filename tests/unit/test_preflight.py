@@ -100,6 +100,7 @@ def test_a_gsm8k_style_eval_file_is_refused_naming_its_longest_row():
     assert "rollouts: prompt + rollout.max_new_tokens needs" in message
     assert "(model.max_length=96, rollout.max_new_tokens=8), in 2 of 5 eval rows" in message
     assert f"jsonl:{GSM8K_STYLE} line 2 (id 'long-2'): prompt 'Janet" in message
+    assert "does not know: '\u00b0' (DEGREE SIGN) x1; '\u221a' (SQUARE ROOT) x1" in message
     needed = int(re.search(r"--set model\.max_length=(\d+)", message).group(1))
     assert check_fit(_config(f"data.eval_source=jsonl:{GSM8K_STYLE}", "data.num_train=50",
                              f"model.max_length={needed}")).found == []  # fmt: skip
