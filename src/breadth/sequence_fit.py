@@ -233,7 +233,7 @@ def fit_message(found: Sequence[Shortfall], fitting: dict[str, int], limits: Tok
 def check_rows_fit(totals: Sequence[int], limit: int, *, what: str, rows: Sequence[Any],
                    fix: str) -> None:
     """Raise ValueError if any row's `totals` (tokens) exceeds `limit`, naming how many, the
-    longest row (its problem_id and prompt) and `fix`: where sequences are built (SFT, GRPO,
+    longest row (its problem_id and prompt; `rows` may be bare prompts) and `fix`: where sequences are built (SFT, GRPO,
     rollouts), so that one the preflight did not see (a run started by hand, a model with
     another context) is refused, never cut.
 
@@ -248,9 +248,9 @@ def check_rows_fit(totals: Sequence[int], limit: int, *, what: str, rows: Sequen
         return
     longest = max(over, key=lambda index: totals[index])
     row = rows[longest]
-    name = row.get("problem_id", longest) if isinstance(row, Mapping) else longest
+    named = isinstance(row, Mapping) and row.get("problem_id") is not None
     prompt = str(row["prompt"] if isinstance(row, Mapping) else row)
     prompt = prompt if len(prompt) <= 60 else prompt[:60] + "..."
+    where = (f"problem {row['problem_id']}, " if named else "") + f"prompt {prompt!r}"
     raise ValueError(f"{len(over)} of {len(totals)} rows do not fit: {what} needs up to "
-                     f"{totals[longest]} tokens, over the limit of {limit} (problem {name}, "
-                     f"prompt {prompt!r}); {fix}")
+                     f"{totals[longest]} tokens, over the limit of {limit} ({where}); {fix}")

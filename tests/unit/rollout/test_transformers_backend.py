@@ -17,5 +17,6 @@ def test_a_prompt_past_the_models_context_is_refused_not_generated_on():
     kwargs = {"num_samples": 2, "temperature": 1.0, "top_p": 1.0, "max_new_tokens": 8, "seed": 0}
     assert len(generate_samples(model, tokenizer, ["1+2=", "x" * 24], **kwargs)) == 2  # 24 + 8
     with pytest.raises(ValueError, match=r"1 of 2 rows do not fit: a prompt \+ "
-                                         r"rollout.max_new_tokens=8 needs up to 33 tokens"):
+                                         r"rollout.max_new_tokens=8 needs up to 33 tokens, "
+                                         r"over the limit of 32 \(prompt 'xxxx"):
         generate_samples(model, tokenizer, ["1+2=", "x" * 25], **kwargs)
