@@ -74,3 +74,17 @@ def test_characters_without_one_stay_unknown():
     tokenizer = build_char_tokenizer()
     ids = tokenizer("350\u00b0 \u221a49 \u00bd", add_special_tokens=False)["input_ids"]
     assert ids.count(tokenizer.unk_token_id) == 3
+
+
+def test_the_context_changes_no_weight_and_no_logit():
+    """The mcq, countdown and study presets declare model.max_length=128 (their search prompts
+    need it): with rotary positions the model is the one of 96."""
+    import torch
+
+    tokenizer = build_char_tokenizer()
+    ids = tokenizer(["12+7=? A)1 B)2 C)3 D)4 Answer:" * 2], return_tensors="pt")["input_ids"]
+    models = [build_tiny_model(ModelConfig(max_length=n), tokenizer, seed=0) for n in (96, 128)]
+    for first, second in zip(*(model.parameters() for model in models), strict=True):
+        assert torch.equal(first, second)
+    with torch.no_grad():
+        assert torch.equal(models[0](ids).logits, models[1](ids).logits)
