@@ -10,10 +10,12 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from prefect import flow, runtime
+from prefect import flow, get_run_logger, runtime
+from prefect.exceptions import MissingContextError
+from prefect.logging import get_logger
 
 from breadth.config import PipelineConfig, available_presets
-from breadth.preflight import check_local_paths
+from breadth.preflight import check_fit, check_local_paths
 from breadth.rollout.vllm_pool import kept_vllm_servers
 from breadth.run_form import PipelineConfigForm, config_from_form
 from tasks.common import models_logged_in_background
@@ -46,13 +48,28 @@ def pipeline(
     return run_pipeline(config_from_form(preset, config), tags)
 
 
+def _warn(message: str) -> None:
+    """To the flow run's log (the Prefect UI), or this module's outside a flow run."""
+    try:
+        logger = get_run_logger()
+    except MissingContextError:
+        logger = get_logger(__name__)
+    logger.warning(message)
+
+
 def run_pipeline(config: PipelineConfig, extra_tags: dict[str, str] | None = None) -> dict[str, Any]:
     check_local_paths(config)  # a deployment run's files, before an MLflow run opens
+    # Rows that do not fit the model or the completion budgets, refused before anything runs
+    # (the CLI checked already; a deployment run has not); what it found tags the run.
+    fit = check_fit(config)
+    for key, line in (fit.characters.summary() if fit.characters else {}).items():
+        _warn(f"{key}: {line}")
     parent = open_parent_run(config, extra_tags)
     # FINISHED, or FAILED / KILLED with the error, on every path (after the queued MLflow
     # models are logged); a vLLM server started for a model serves its rollouts and its
     # search, and stops with the run.
     with parent, kept_vllm_servers(), models_logged_in_background(config):
+        parent.set_tags(fit.tags())
         keys = stage_keys(config)
         dataset = prepare(config, keys["prepare"], parent)
         parent.set_tags({"dataset.hash": dataset.info["content_hash"]})

@@ -41,7 +41,7 @@ def init_model_stage(config: PipelineConfig, out_dir: Path) -> Path:
     if config.model.name_or_path:
         model, tokenizer = load_policy(config.model.name_or_path)
     else:
-        tokenizer = build_char_tokenizer()
+        tokenizer = build_char_tokenizer(config.model.max_length)
         model = build_tiny_model(config.model, tokenizer, seed=config.seed)
     model.save_pretrained(out_dir)
     tokenizer.save_pretrained(out_dir)

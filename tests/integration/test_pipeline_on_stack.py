@@ -49,8 +49,9 @@ def test_parent_run_has_a_child_per_stage_and_the_tags(two_runs, live_stack):
     parent = client.get_run(_run_id(two_runs[0][1]))
     for tag in ("prefect.flow_run_id", "prefect.flow_run_url", "git.sha", "code.version",
                 "git.dirty", "host.gpus", "config.hash", "dataset.hash", "format", "reward",
-                "model"):  # fmt: skip
+                "model", "data.fit", "data.eval_prompt_tokens"):  # fmt: skip
         assert parent.data.tags.get(tag), f"parent run lacks tag {tag}"
+    assert parent.data.tags["data.fit"] == "ok"  # the flow's own check of the rows' lengths
     children = client.search_runs(
         [parent.info.experiment_id], f"tags.mlflow.parentRunId = '{parent.info.run_id}'"
     )

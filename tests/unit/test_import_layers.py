@@ -22,16 +22,16 @@ LAYERS = [
      "breadth.grid_progress"],
     ["breadth.data"],
     ["breadth.rewards", "breadth.evaluation"],
-    ["breadth.config", "breadth.run_form", "breadth.preflight"],
+    ["breadth.config", "breadth.run_form"],
     ["breadth.models", "breadth.tracking"],
     ["breadth.stack", "breadth.rollout", "breadth.training"],
-    ["breadth.stages", "breadth.study"],
+    ["breadth.stages", "breadth.study", "breadth.preflight"],
     ["tasks"],
     ["flows"],
     ["breadth.cli"],
 ]  # fmt: skip
 # Everything below tasks/ is the library: it never imports Prefect nor the orchestration.
-LIBRARY_TOP = LAYERS.index(["breadth.stages", "breadth.study"])
+LIBRARY_TOP = LAYERS.index(["breadth.stages", "breadth.study", "breadth.preflight"])
 NOT_IN_LIBRARY = ("prefect", "tasks", "flows")
 # Imports allowed up the layers, each with why.
 ALLOWED_UP = {

@@ -76,6 +76,11 @@ def prepare(
                   highlight=False)  # fmt: skip
     for line in _what_was_left_out(manifest):
         console.print(f"  {line}", highlight=False)
+    if manifest.characters:
+        listed = ", ".join(f"{char!r} x{count}" for char, count in manifest.characters.items())
+        console.print(f"  characters outside printable ASCII, kept as written (a run says which "
+                      f"its model does not read; docs/guide/data-fit.md): {listed}",
+                      highlight=False)  # fmt: skip
 
 
 def _what_was_left_out(manifest: Manifest) -> list[str]:

@@ -35,6 +35,7 @@ def run(
     """Run the whole pipeline locally (brings the stack up first when it is not running)."""
     config = load_or_fail(preset, set_)  # validated before any service starts or compute happens
     _fail_on_missing_paths(config)
+    _fail_on_unfit_data(config)
     env = stack.bring_up_stack(reconcile=False)
     # Imported on use: flows/ and tasks/ load Prefect, which other commands do not need.
     from flows.in_process import in_process_run
@@ -122,6 +123,12 @@ def grid(
         fail(str(error))
     if study.cell_runner == "in_process":  # deployment cells run on their workers' files
         _fail_on_missing_paths(cells[0][3])  # the cells share their data and model
+        from breadth.preflight import unique_fit_configs
+
+        # Cells differ in format and seed (other rows) and rewards may change the limits:
+        # each distinct combination is checked once.
+        for config in unique_fit_configs([cell[3] for cell in cells]):
+            _fail_on_unfit_data(config)
     console.print(f"grid of {len(cells)} cells", highlight=False)
     if dry_run:
         _print_cells(cells)
@@ -150,6 +157,30 @@ def _fail_on_missing_paths(config: PipelineConfig) -> None:
         check_local_paths(config)
     except ConfigError as error:
         fail(str(error))
+
+
+def _fail_on_unfit_data(config: PipelineConfig) -> None:
+    """Rows that do not fit the model's context or the completion budgets, refused with the
+    keys, the longest row and the values that fit, before anything starts; the characters
+    the model's tokenizer maps or does not know, said (docs/guide/data-fit.md)."""
+    from breadth.preflight import check_fit
+
+    try:
+        report = check_fit(config, offline=True)
+    except ConfigError as error:
+        fail(str(error))
+    except (ValueError, OSError) as error:  # the data itself: bad rows, an empty split
+        fail(f"preparing the data failed (checked before anything starts): {error}")
+    if report.skipped:
+        console.print(f"[yellow]note:[/] the data's token lengths were not checked here: "
+                      f"{report.skipped}; the run checks them once it has the model.",
+                      highlight=False)  # fmt: skip
+    for key, line in (report.characters.summary() if report.characters else {}).items():
+        said = ("characters the model's tokenizer reads as their ASCII spelling"
+                if key == "data.chars_mapped" else
+                "characters the model's tokenizer does not know (each becomes its unknown "
+                "token; the run's MLflow tag data.chars_unknown lists them too)")
+        console.print(f"[yellow]note:[/] {said}: {line}", highlight=False)
 
 
 def _print_cells(cells: list) -> None:

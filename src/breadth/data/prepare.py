@@ -93,6 +93,11 @@ class Manifest:
     left_out: dict[str, int] = dataclasses.field(default_factory=dict)
     """Records the split rules did not use, by reason (e.g. a source's test split when a
     separate eval source is given)."""
+    characters: dict[str, int] = dataclasses.field(default_factory=dict)
+    """Characters of the written prompts and targets outside printable ASCII (newline aside),
+    with their counts: what a model's tokenizer may not know. Prepare knows no model and keeps
+    them as they are; a run says which its model reads as another spelling or not at all
+    (docs/guide/data-fit.md)."""
     version: int = MANIFEST_VERSION
 
     def to_dict(self) -> dict[str, Any]:
@@ -218,6 +223,7 @@ def prepare_dataset(
         bad_rows=[row.to_dict() for row in bad_rows[:MAX_BAD_ROWS_IN_MANIFEST]],
         duplicates_dropped=duplicates, files=files, available=available, limits=limits,
         eval_source=eval_source, split_origin=splits.origin, left_out=splits.left_out,
+        characters=unusual_characters(rows["train"] + rows["eval"]),
     )
     (out / "manifest.json").write_text(manifest.to_json(), encoding="utf-8")
     return manifest
@@ -322,6 +328,19 @@ def _render_all(splits: dict[str, list[Record]], fmt: str, reasoning: bool, num_
                 bad.append(_in_source(BadRow.at(origin, "answer", error.reason), record.source,
                                       spec))  # fmt: skip
     return rows, bad
+
+
+def unusual_characters(rows: list[dict[str, Any]]) -> dict[str, int]:
+    """Characters of the rows' prompts and targets outside printable ASCII (newline aside),
+    with their counts, most frequent first.
+
+    >>> unusual_characters([{"prompt": "It\u2019s 5\u00b0", "target": "5\u00b0"}])
+    {'\xb0': 2, '\u2019': 1}
+    """
+    counts = Counter(char for row in rows for part in ("prompt", "target")
+                     for char in str(row[part]) if not (char.isascii() and char.isprintable())
+                     and char != "\n")  # fmt: skip
+    return dict(counts.most_common())
 
 
 def content_hash(train_rows: list[dict[str, Any]], eval_rows: list[dict[str, Any]]) -> str:

@@ -26,9 +26,21 @@ def generate_samples(
     """`num_samples` completions per prompt, in one `generate` call, seeded by `seed`."""
     import torch
 
+    from breadth.models.tiny import model_context
+    from breadth.sequence_fit import check_rows_fit
+
     model.eval()
     expanded = [prompt for prompt in prompts for _ in range(num_samples)]
     encoded = tokenizer(expanded, return_tensors="pt", padding=True, add_special_tokens=False)
+    limit = model_context(model.config)
+    if limit is not None:
+        # Past the model's context transformers generates on (with one warning on stderr):
+        # every sample of a too-long prompt was garbage, stopped at the length limit.
+        lengths = encoded["attention_mask"].sum(dim=1).tolist()[::num_samples]
+        check_rows_fit([n + max_new_tokens for n in lengths], limit,
+                       what=f"a prompt + rollout.max_new_tokens={max_new_tokens}",
+                       rows=list(prompts), fix="raise model.max_length (the tiny model), lower "
+                       "rollout.max_new_tokens, or give shorter problems")  # fmt: skip
     encoded = {name: tensor.to(model.device) for name, tensor in encoded.items()}
     torch.manual_seed(seed)
     with torch.inference_mode():

@@ -157,6 +157,23 @@ def build_grpo_config(config: RLConfig, *, output_dir: Path, seed: int, override
     return GRPOConfig(**values)
 
 
+def _check_prompts_fit(model: Any, tokenizer: Any, rows: Sequence[dict[str, Any]],
+                       completion: int) -> None:
+    """Every prompt + rl.max_completion_length within the model's context: past it, TRL
+    generates and trains at positions the model does not have, without a word."""
+    from breadth.models.tiny import model_context
+    from breadth.sequence_fit import check_rows_fit, count_tokens
+
+    limit = model_context(model.config)
+    if limit is None:
+        return
+    prompts = count_tokens([str(row["prompt"]) for row in rows], tokenizer)
+    check_rows_fit([n + completion for n in prompts], limit,
+                   what=f"GRPO's prompt + rl.max_completion_length={completion}", rows=rows,
+                   fix="raise model.max_length (the tiny model), lower "
+                       "rl.max_completion_length, or give shorter problems")  # fmt: skip
+
+
 def train_grpo(
     model: Any,
     tokenizer: Any,
@@ -179,6 +196,7 @@ def train_grpo(
     from transformers import TrainerCallback
 
     check_process_count(config)
+    _check_prompts_fit(model, tokenizer, rows, config.max_completion_length)
     rewards = build_trl_rewards(config.reward_plan, seed=seed,
                                 num_generations=config.num_generations,
                                 gather_objects=gather_objects)  # fmt: skip

@@ -20,10 +20,24 @@ def train_sft(
     seed: int,
     log_metric: Callable[[str, float, int], None] | None = None,
 ) -> Any:
-    """Fine-tune `model` on (prompt, target) pairs; returns the trained model (also saved)."""
+    """Fine-tune `model` on (prompt, target) pairs; returns the trained model (also saved).
+
+    Every prompt + target + eos must fit the model's context: a longer one is refused here,
+    never cut (TRL would cut it at `max_length` without a word, and without a `max_length` it
+    ran positions past the model's context).
+    """
     from datasets import Dataset
     from trl import SFTConfig as TrlSFTConfig
     from trl import SFTTrainer
+
+    from breadth.models.tiny import model_context
+    from breadth.sequence_fit import check_rows_fit, split_lengths, tokenizer_counter
+
+    max_length = model_context(model.config) or tokenizer.model_max_length
+    check_rows_fit(split_lengths("train", rows, tokenizer_counter(tokenizer)).sequence, max_length,
+                   what="SFT's prompt + target + <eos>", rows=rows,
+                   fix="raise model.max_length (the tiny model) or give shorter problems; "
+                       "`breadth run` names every limit and the values that fit")  # fmt: skip
 
     # TRL's prompt-completion format: loss on the completion only, eos appended by TRL.
     dataset = Dataset.from_list(
@@ -39,7 +53,7 @@ def train_sft(
         seed=seed,
         data_seed=seed,
         save_strategy="no",
-        max_length=None,
+        max_length=max_length,  # checked above: nothing reaches it, so nothing is cut
         **device_arguments(),
     )
     callbacks = [MetricsCallback(log_metric, "sft/")] if log_metric else []

@@ -46,3 +46,17 @@ def test_each_process_samples_from_its_own_seeded_stream(monkeypatch):
     torch.manual_seed(123)
     unseeded = torch.rand(4).tolist()
     assert draws(None) == unseeded  # one process: transformers' seed stands
+
+
+def test_a_prompt_with_no_room_for_its_completion_is_refused_before_training(tmp_path):
+    """Past the model's context TRL generated and trained at positions it does not have."""
+    from breadth.config import ModelConfig
+    from breadth.models.tiny import build_char_tokenizer, build_tiny_model
+    from breadth.training.grpo import train_grpo
+
+    tokenizer = build_char_tokenizer(16)
+    model = build_tiny_model(ModelConfig(max_length=16), tokenizer, seed=0)
+    rows = [{"problem_id": "p", "prompt": "12+34+56+7=", "answer": "109"}]  # 11 + 8 > 16
+    with pytest.raises(ValueError, match=r"GRPO's prompt \+ rl.max_completion_length=8 needs "
+                                         r"up to 19 tokens, over the limit of 16 \(problem p"):
+        train_grpo(model, tokenizer, rows, RLConfig(), output_dir=tmp_path, seed=0)

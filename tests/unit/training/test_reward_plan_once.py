@@ -65,6 +65,8 @@ def test_a_run_parses_its_reward_spec_once(processes, tmp_path, monkeypatch):
     parsed = _count_parses(monkeypatch)
     monkeypatch.setattr(grpo, "_trainer_class", lambda advantage_terms: _Trainer)
     monkeypatch.setattr(grpo_worker, "load_policy", lambda path: (None, None))
+    # No model here: the length check that reads its context is tested in test_grpo.
+    monkeypatch.setattr(grpo, "_check_prompts_fit", lambda *args: None)
     _Trainer.built.clear()
     config = load_config("default", [f"rl.reward.spec={SPEC}", "rl.reward.batch_coef=0.25",
                                      f"rl.num_processes={processes}"])  # fmt: skip
@@ -93,6 +95,7 @@ def test_the_grpo_settings_a_reward_needs_come_from_its_plan(tmp_path, monkeypat
     from breadth.training import grpo
 
     monkeypatch.setattr(grpo, "_trainer_class", lambda advantage_terms: _Trainer)
+    monkeypatch.setattr(grpo, "_check_prompts_fit", lambda *args: None)  # no model here
     _Trainer.built.clear()
     config = load_config("default", ["rl.reward.spec=passk:k=2"])
     assert config.rl.reward_plan.grpo_settings == {"scale_rewards": "none"}
