@@ -83,7 +83,10 @@ def _print_status(rows: list[dict], as_json: bool) -> None:
 
 @stack_app.command("up")
 def stack_up(json_: Annotated[bool, typer.Option("--json", help=JSON_HELP)] = False) -> None:
-    """Start S3, MLflow and Prefect on 127.0.0.1 (reuses what already runs)."""
+    """Start S3, MLflow and Prefect on 127.0.0.1 (reuses what already runs).
+
+    With BREADTH_BIND_ADDRESS beyond loopback (a team's shared stack), every service requires
+    credentials (`breadth stack credentials`) and the stack refuses to start without them."""
     from breadth.stack import without_userinfo
 
     env, actions = start_stack()
@@ -97,6 +100,29 @@ def stack_up(json_: Annotated[bool, typer.Option("--json", help=JSON_HELP)] = Fa
         # A URL's user:password (MLFLOW_TRACKING_URI may carry them) is never printed.
         console.print(f"  export {key}={without_userinfo(env[key])}", highlight=False)
     console.print(f"  export AWS_SECRET_ACCESS_KEY=... ({secret_source()})", highlight=False)
+    if "MLFLOW_TRACKING_PASSWORD" in env:
+        console.print("  and the MLflow, Prefect and vLLM credentials (`breadth env` prints them)",
+                      highlight=False)  # fmt: skip
+
+
+@stack_app.command("credentials")
+def stack_credentials() -> None:
+    """Write new credentials for a shared stack to <BREADTH_HOME>/auth.json (readable by you
+    only), or keep the ones there: MLflow's login, Prefect's API auth string, a vLLM API key.
+
+    `breadth stack up` then starts every service requiring them, and `eval "$(breadth env)"`
+    hands them to clients and workers. Needed when BREADTH_BIND_ADDRESS is beyond loopback,
+    or with BREADTH_STACK_AUTH=1."""
+    from breadth.stack import StackSettings
+    from breadth.stack_auth import credentials_path, write_credentials
+
+    home = StackSettings().home
+    existed = credentials_path(home).exists()
+    credentials = write_credentials(home)
+    verb = "kept" if existed else "wrote"
+    console.print(f"{verb} {credentials_path(home)} (mode 0600): MLflow user "
+                  f"{credentials.mlflow_username!r}, a Prefect auth string and a vLLM API key. "
+                  'Clients and workers: eval "$(breadth env)".', highlight=False)  # fmt: skip
 
 
 def secret_source() -> str:
