@@ -1,7 +1,7 @@
 """The local stack: S3 (SeaweedFS `weed mini`), an MLflow server and a Prefect server.
 
-All three bind 127.0.0.1 (or BREADTH_BIND_ADDRESS, then with credentials: stack_auth.py), keep state and logs under `.breadth/`, and are managed through pid
-files so that `up` is idempotent (a running, healthy service is reused; a stale pid file is
+All three bind 127.0.0.1 (or BREADTH_BIND_ADDRESS, and then require credentials: see
+stack_auth.py), keep state and logs under `.breadth/`, and are managed through pid files so that `up` is idempotent (a running, healthy service is reused; a stale pid file is
 detected and replaced) and `down` stops exactly the processes it started. A service whose URL
 is given in the environment (PREFECT_API_URL, MLFLOW_TRACKING_URI, BREADTH_S3_ENDPOINT) is
 treated as external: it is health-checked, never started or stopped.
