@@ -129,3 +129,4 @@ def test_env_refuses_a_shared_stack_without_credentials_and_prints_them_once_wri
     password = stack_auth.load_credentials(tmp_path).mlflow_password
     assert f"export MLFLOW_TRACKING_PASSWORD={password}" in printed.output
     assert "export MLFLOW_TRACKING_URI=http://10.0.0.5:" in printed.output  # dial the bound host
+

@@ -245,13 +245,16 @@ def worker_invocation(
     pool: str, client_env: dict[str, str], limit: int | None = None, run_once: bool = False
 ) -> tuple[list[str], dict[str, str]]:
     """The `prefect worker start` command for `pool` and its whole environment: the caller's,
-    with the stack's client environment over it (Prefect, MLflow and S3 alike)."""
+    with the stack's client environment over it (Prefect, MLflow and S3 alike), and flow-run
+    heartbeats every 30 s (unless set) so that a run whose worker dies is marked Crashed."""
+    from flows.zombies import heartbeat_env  # the CLI loads flows/ only when a command needs it
+
     argv = [str(Path(sys.executable).parent / "prefect"), "worker", "start", "--pool", pool]
     if limit is not None:
         argv += ["--limit", str(limit)]
     if run_once:
         argv.append("--run-once")
-    return argv, {**os.environ, **client_env}
+    return argv, {**heartbeat_env(), **os.environ, **client_env}
 
 
 def replace_process(argv: list[str], environment: dict[str, str]) -> None:
@@ -304,6 +307,15 @@ def created_deployments(output: str) -> dict[str, str]:
     return dict(CREATED.findall(" ".join(output.replace("│", " ").split())))
 
 
+def _ensure_dead_worker_automation() -> None:
+    """The server automation that marks a dead worker's runs Crashed (flows/zombies.py); the
+    stack's client environment is already this process's (bring_up_stack)."""
+    from flows.zombies import AUTOMATION_NAME, ensure_zombie_automation
+
+    ensure_zombie_automation()
+    console.print(f"automation {AUTOMATION_NAME!r} is on the server", highlight=False)
+
+
 @app.command()
 def deploy(
     work_pool: Annotated[
@@ -334,6 +346,7 @@ def deploy(
                                   env={**full_env, "COLUMNS": "1000"}, capture_output=True,
                                   text=True, check=False)  # fmt: skip
     created = created_deployments(deployed.stdout)
+    _ensure_dead_worker_automation()
     expected = [deployment["name"] for deployment in spec["deployments"]]
     missing = [name for name in expected
                if not any(full.split("/")[-1] == name for full in created)]  # fmt: skip
