@@ -33,6 +33,7 @@ from prefect.settings import PREFECT_API_URL
 from breadth.config import PipelineConfig
 from breadth.grid_progress import CellOutcome, progress_line
 from flows.pipeline import pipeline
+from flows.zombies import ensure_zombie_automation
 from tasks.train import sft
 
 Cell = tuple[str, str, int, PipelineConfig]  # (format, objective, seed, validated config)
@@ -118,9 +119,16 @@ def run_on_deployment(
     The first cell of each (format, seed) is submitted at once; the others of that pair once
     its SFT stage has completed (or its run has ended), so that they find the SFT start in the
     cache instead of training it again on another machine, and hold no accelerator meanwhile.
+
+    A cell whose worker died is marked Crashed by the server (flows/zombies.py) and submitted
+    once more, to resume from its checkpoints in S3 on whichever worker takes it; crashed
+    again, it is recorded as failed. No cell is waited on forever.
     """
     pool = _work_pool_of(deployment)
+    ensure_zombie_automation()
     waiting: dict[str, str] = {}  # flow run id -> cell name
+    submitted: dict[str, Cell] = {}  # cell name -> cell, to submit a crashed one again
+    retried: set[str] = set()
     first_of_pair: dict[tuple[str, int], str] = {}  # (format, seed) -> its first cell's run
     held: list[Cell] = []
     for cell in cells:
@@ -129,6 +137,7 @@ def run_on_deployment(
             held.append(cell)
         else:
             run_id = _submit(cell, grid_id, study_hash, deployment, waiting)
+            submitted[waiting[run_id]] = cell
             first_of_pair.setdefault(pair, run_id)
     report(f"{len(waiting)} of {len(cells)} cells submitted to {deployment} (work pool {pool}; "
            f"start workers with `breadth worker --pool {pool}`); the other cells of each "
@@ -143,16 +152,25 @@ def run_on_deployment(
             ) if waiting else []  # fmt: skip
             for run in runs:
                 if run.state is not None and run.state.is_final():
+                    name = waiting.pop(str(run.id))
+                    if run.state.type == StateType.CRASHED and name not in retried:
+                        retried.add(name)
+                        again = _submit(submitted[name], grid_id, study_hash, deployment, waiting)
+                        report(f"cell {name} crashed ({run.state.message or 'no message'}); "
+                               f"submitted once more as flow run {again}, to resume from its "
+                               "checkpoints")  # fmt: skip
+                        continue
                     # Its own run time (the pool may run several at once); whether it was all
                     # cache hits is not read back from the worker, so the ETA counts it.
                     own = run.total_run_time.total_seconds() if run.start_time else None
-                    progress.finished(waiting.pop(str(run.id)), run.state.type.value,
+                    progress.finished(name, run.state.type.value,
                                       str(run.id), run.state.message or "", own)  # fmt: skip
             if held:
                 ready = _sft_done(client, set(first_of_pair.values()), set(waiting))
                 for cell in [c for c in held if first_of_pair[(c[0], c[2])] in ready]:
                     held.remove(cell)
-                    _submit(cell, grid_id, study_hash, deployment, waiting)
+                    run_id = _submit(cell, grid_id, study_hash, deployment, waiting)
+                    submitted[waiting[run_id]] = cell
             started = any(r.state is not None and not r.state.is_scheduled() for r in runs)
             if not hinted and not started and not progress.outcomes and \
                     time.monotonic() - progress.started > NO_WORKER_HINT_S:  # fmt: skip

@@ -1,7 +1,7 @@
 """The local stack: S3 (SeaweedFS `weed mini`), an MLflow server and a Prefect server.
 
-All three bind 127.0.0.1, keep state and logs under `.breadth/`, and are managed through pid
-files so that `up` is idempotent (a running, healthy service is reused; a stale pid file is
+All three bind 127.0.0.1 (or BREADTH_BIND_ADDRESS, and then require credentials: see
+stack_auth.py), keep state and logs under `.breadth/`, and are managed through pid files so that `up` is idempotent (a running, healthy service is reused; a stale pid file is
 detected and replaced) and `down` stops exactly the processes it started. A service whose URL
 is given in the environment (PREFECT_API_URL, MLFLOW_TRACKING_URI, BREADTH_S3_ENDPOINT) is
 treated as external: it is health-checked, never started or stopped.
@@ -32,6 +32,15 @@ from breadth.processes import (
     pid_alive,
     stop_process_group,
     working_directory,
+)
+from breadth.stack_auth import (
+    CredentialsError,
+    StackCredentials,
+    auth_required,
+    bind_address,
+    client_host,
+    mlflow_auth_config,
+    required_credentials,
 )
 from breadth.tracking.objects import ObjectStore
 from breadth.tracking.reconcile import reconcile_stale_runs
@@ -71,21 +80,42 @@ class StackSettings:
     )
     weed_filer_port: int = field(default_factory=lambda: _env_port("BREADTH_WEED_FILER_PORT", 8888))
     bucket: str = field(default_factory=lambda: os.environ.get("BREADTH_S3_BUCKET", "breadth"))
+    # Beyond loopback (a team's shared stack), every service requires credentials (stack_auth).
+    bind: str = field(default_factory=bind_address)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "home", Path(self.home).resolve())
 
     @property
+    def host(self) -> str:
+        """The host this machine's clients dial for the stack's servers."""
+        return client_host(self.bind)
+
+    @property
     def s3_url(self) -> str:
-        return os.environ.get("BREADTH_S3_ENDPOINT") or f"http://127.0.0.1:{self.s3_port}"
+        return os.environ.get("BREADTH_S3_ENDPOINT") or f"http://{self.host}:{self.s3_port}"
 
     @property
     def mlflow_url(self) -> str:
-        return os.environ.get("MLFLOW_TRACKING_URI") or f"http://127.0.0.1:{self.mlflow_port}"
+        return os.environ.get("MLFLOW_TRACKING_URI") or f"http://{self.host}:{self.mlflow_port}"
 
     @property
     def prefect_api_url(self) -> str:
-        return os.environ.get("PREFECT_API_URL") or f"http://127.0.0.1:{self.prefect_port}/api"
+        return os.environ.get("PREFECT_API_URL") or f"http://{self.host}:{self.prefect_port}/api"
+
+    @property
+    def auth_required(self) -> bool:
+        return auth_required(self.bind)
+
+    def auth(self) -> StackCredentials | None:
+        """The credentials the servers require, or None on an open loopback stack. A stack
+        that needs them and has none is refused here, before anything starts."""
+        if not self.auth_required:
+            return None
+        try:
+            return required_credentials(self.home, self.bind)
+        except CredentialsError as error:
+            raise StackError(str(error)) from None
 
     @property
     def prefect_ui_url(self) -> str:
@@ -121,7 +151,9 @@ class StackSettings:
 
     def client_env(self) -> dict[str, str]:
         """What a client of this stack (the pipeline, a worker, a test) needs in its environment."""
+        credentials = self.auth()
         return {
+            **(credentials.client_env() if credentials else {}),
             **{name: os.environ.get(name, value) for name, value in QUIET_LIBRARIES.items()},
             **self.credentials(),
             "AWS_DEFAULT_REGION": os.environ.get("AWS_DEFAULT_REGION", "us-east-1"),
@@ -221,7 +253,7 @@ def _bin(name: str) -> str:
 
 def _weed_command(s: StackSettings) -> list[str]:
     return [
-        _bin("weed"), "mini", f"-dir={s.home / 's3'}", "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
+        _bin("weed"), "mini", f"-dir={s.home / 's3'}", f"-ip={s.host}", f"-ip.bind={s.bind}",
         f"-s3.port={s.s3_port}", f"-master.port={s.weed_master_port}",
         f"-volume.port={s.weed_volume_port}", f"-filer.port={s.weed_filer_port}",
         "-webdav=false", "-admin.ui=false", "-s3.port.iceberg=0", "-s3.port.lance=0",
@@ -233,21 +265,30 @@ def _mlflow_command(s: StackSettings) -> list[str]:
     # from the environment, so its password stays off the command line.
     store = [] if os.environ.get("MLFLOW_BACKEND_STORE_URI") else [
         "--backend-store-uri", f"sqlite:///{s.home / 'mlflow.db'}"]  # fmt: skip
+    auth = ["--app-name", "basic-auth"] if s.auth_required else []
     return [
-        _bin("mlflow"), "server", *store,
+        _bin("mlflow"), "server", *store, *auth,
         "--artifacts-destination", f"s3://{s.bucket}/mlflow",
-        "--serve-artifacts", "--host", "127.0.0.1", "--port", str(s.mlflow_port),
+        "--serve-artifacts", "--host", s.bind, "--port", str(s.mlflow_port),
         "--workers", "1",
     ]  # fmt: skip
 
 
 def _prefect_command(s: StackSettings) -> list[str]:
-    return [_bin("prefect"), "server", "start", "--host", "127.0.0.1", "--port", str(s.prefect_port)]
+    return [_bin("prefect"), "server", "start", "--host", s.bind, "--port", str(s.prefect_port)]
 
 
 def _mlflow_env(s: StackSettings) -> dict[str, str]:
+    credentials = s.auth()
+    auth = {} if credentials is None else {
+        "MLFLOW_AUTH_CONFIG_PATH": str(mlflow_auth_config(s.home, credentials)),
+        # Creates the admin on the first start only; never written to the ini.
+        "MLFLOW_AUTH_ADMIN_PASSWORD": credentials.mlflow_password,
+        "MLFLOW_FLASK_SERVER_SECRET_KEY": credentials.mlflow_secret_key,
+    }  # fmt: skip
     return {
         **s.credentials(),
+        **auth,
         "MLFLOW_S3_ENDPOINT_URL": s.s3_url,
         # The job runner's worker processes cost ~1.4 GiB and nothing here uses them.
         "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false",
@@ -256,14 +297,18 @@ def _mlflow_env(s: StackSettings) -> dict[str, str]:
 
 def _prefect_env(s: StackSettings) -> dict[str, str]:
     home = s.home / "prefect"
+    credentials = s.auth()
+    auth = {} if credentials is None else {
+        "PREFECT_SERVER_API_AUTH_STRING": credentials.prefect_auth_string}
     return {
+        **auth,
         "PREFECT_HOME": str(home),
         # A database given in the environment (e.g. Postgres) is kept.
         "PREFECT_API_DATABASE_CONNECTION_URL": os.environ.get("PREFECT_API_DATABASE_CONNECTION_URL")
         or f"sqlite+aiosqlite:///{home / 'prefect.db'}",
-        "PREFECT_SERVER_API_HOST": "127.0.0.1",
+        "PREFECT_SERVER_API_HOST": s.bind,
         "PREFECT_SERVER_API_PORT": str(s.prefect_port),
-        "PREFECT_UI_API_URL": f"http://127.0.0.1:{s.prefect_port}/api",
+        "PREFECT_UI_API_URL": f"http://{s.host}:{s.prefect_port}/api",
         "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
     }
 
@@ -418,6 +463,7 @@ class LocalStack:
         already) or "external" (checked, not started). Then, for the whole stack, close what
         killed runs left open (`reconcile`)."""
         self.settings.home.mkdir(parents=True, exist_ok=True)
+        self.settings.auth()  # a shared stack without credentials is refused before any start
         actions = {}
         for service in services(self.settings):
             if only and service.name not in only:

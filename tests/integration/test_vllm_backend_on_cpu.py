@@ -259,3 +259,27 @@ def test_accuracy_matches_the_transformers_backend(
         f"vLLM accuracy {overall_vllm:.3f} vs transformers {overall_hf:.3f}: the difference "
         f"{mean:+.3f} is {abs(mean) / standard_error:.1f} standard errors"
     )
+
+
+def test_a_server_started_with_an_api_key_refuses_without_it_and_serves_breadth_with_it(
+    vllm_env: Path, policy_dir: Path, problems: list[dict], tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """On a shared stack `breadth env` exports VLLM_API_KEY: the servers breadth starts inherit
+    it and require it (vLLM reads it as --api-key), and breadth's clients send it."""
+    import urllib.error
+    import urllib.request
+
+    from breadth.rollout.vllm_backend import rollout_vllm
+    from breadth.rollout.vllm_server import VLLMServer
+
+    monkeypatch.setenv("VLLM_API_KEY", "test-key-123")
+    with VLLMServer(policy_dir, env_dir=vllm_env, home=tmp_path, seed=0) as running:
+        for headers, expected in (({}, 401), ({"Authorization": "Bearer wrong"}, 401)):
+            request = urllib.request.Request(f"{running.url}/v1/models", headers=headers)
+            with pytest.raises(urllib.error.HTTPError) as refused:
+                urllib.request.urlopen(request, timeout=30)
+            assert refused.value.code == expected
+        rows = rollout_vllm(policy_dir, problems[:4], rollout_config(vllm_url=running.url),
+                            model_name="sft", seed=0, progress=False)  # fmt: skip
+    assert len(rows) == 4 * NUM_SAMPLES

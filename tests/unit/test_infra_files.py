@@ -1168,3 +1168,22 @@ def test_readmes_give_the_commands_and_name_existing_paths():
             if fnmatch.fnmatch(path, "infra/.env"):
                 continue  # created by the user from .env.example
             require_file(REPO / path, readme)
+
+
+def test_every_compose_service_requires_credentials_and_its_clients_send_them():
+    """Published beyond loopback, an open MLflow, Prefect or vLLM lets anyone read, delete or
+    run: compose refuses to start without their credentials (`:?`), the servers require
+    them, and the pipeline's containers send them."""
+    required = {name for name, operator, _ in compose_variables(COMPOSE_FILE.read_text())
+                if operator == ":?"}  # fmt: skip
+    clients = ("MLFLOW_TRACKING_USERNAME", "MLFLOW_TRACKING_PASSWORD", "PREFECT_API_AUTH_STRING",
+               "VLLM_API_KEY")  # fmt: skip
+    assert set(clients) | {"MLFLOW_FLASK_SERVER_SECRET_KEY"} <= required
+    svc = services()
+    assert "--app-name basic-auth" in "\n".join(as_list(svc["mlflow"]["command"]))
+    assert "PREFECT_SERVER_API_AUTH_STRING" in svc["prefect-server"]["environment"]
+    assert "VLLM_API_KEY" in svc["vllm"]["environment"]
+    for worker in ("prefect-worker", "prefect-worker-gpu"):
+        assert set(clients) <= set(svc[worker]["environment"]), worker
+    example = (INFRA / ".env.example").read_text()
+    assert all(f"\n{name}=" in example for name in clients)

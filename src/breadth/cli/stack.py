@@ -87,7 +87,10 @@ def _print_status(rows: list[dict], as_json: bool) -> None:
 
 @stack_app.command("up")
 def stack_up(json_: Annotated[bool, typer.Option("--json", help=JSON_HELP)] = False) -> None:
-    """Start S3, MLflow and Prefect on 127.0.0.1 (reuses what already runs)."""
+    """Start S3, MLflow and Prefect on 127.0.0.1 (reuses what already runs).
+
+    With BREADTH_BIND_ADDRESS beyond loopback (a team's shared stack), every service requires
+    credentials (`breadth stack credentials`) and the stack refuses to start without them."""
     env, actions = start_stack()
     rows = _stack().status(started=[name for name, did in actions.items() if did == "started"])
     if json_:
@@ -99,6 +102,29 @@ def stack_up(json_: Annotated[bool, typer.Option("--json", help=JSON_HELP)] = Fa
         # A URL's user:password (MLFLOW_TRACKING_URI may carry them) is never printed.
         console.print(f"  export {key}={without_userinfo(env[key])}", highlight=False)
     console.print(f"  export AWS_SECRET_ACCESS_KEY=... ({secret_source()})", highlight=False)
+    if "MLFLOW_TRACKING_PASSWORD" in env:
+        console.print("  and the MLflow, Prefect and vLLM credentials (`breadth env` prints them)",
+                      highlight=False)  # fmt: skip
+
+
+@stack_app.command("credentials")
+def stack_credentials() -> None:
+    """Write new credentials for a shared stack to <BREADTH_HOME>/auth.json (readable by you
+    only), or keep the ones there: MLflow's login, Prefect's API auth string, a vLLM API key.
+
+    `breadth stack up` then starts every service requiring them, and `eval "$(breadth env)"`
+    hands them to clients and workers. Needed when BREADTH_BIND_ADDRESS is beyond loopback,
+    or with BREADTH_STACK_AUTH=1."""
+    from breadth.stack import StackSettings
+    from breadth.stack_auth import credentials_path, write_credentials
+
+    home = StackSettings().home
+    existed = credentials_path(home).exists()
+    credentials = write_credentials(home)
+    verb = "kept" if existed else "wrote"
+    console.print(f"{verb} {credentials_path(home)} (mode 0600): MLflow user "
+                  f"{credentials.mlflow_username!r}, a Prefect auth string and a vLLM API key. "
+                  'Clients and workers: eval "$(breadth env)".', highlight=False)  # fmt: skip
 
 
 def secret_source() -> str:
@@ -222,13 +248,16 @@ def worker_invocation(
     pool: str, client_env: dict[str, str], limit: int | None = None, run_once: bool = False
 ) -> tuple[list[str], dict[str, str]]:
     """The `prefect worker start` command for `pool` and its whole environment: the caller's,
-    with the stack's client environment over it (Prefect, MLflow and S3 alike)."""
+    with the stack's client environment over it (Prefect, MLflow and S3 alike), and flow-run
+    heartbeats every 30 s (unless set) so that a run whose worker dies is marked Crashed."""
+    from flows.zombies import heartbeat_env  # the CLI loads flows/ only when a command needs it
+
     argv = [str(Path(sys.executable).parent / "prefect"), "worker", "start", "--pool", pool]
     if limit is not None:
         argv += ["--limit", str(limit)]
     if run_once:
         argv.append("--run-once")
-    return argv, {**os.environ, **client_env}
+    return argv, {**heartbeat_env(), **os.environ, **client_env}
 
 
 def replace_process(argv: list[str], environment: dict[str, str]) -> None:
@@ -279,6 +308,15 @@ def created_deployments(output: str) -> dict[str, str]:
     return dict(CREATED.findall(" ".join(output.replace("│", " ").split())))
 
 
+def _ensure_dead_worker_automation() -> None:
+    """The server automation that marks a dead worker's runs Crashed (flows/zombies.py); the
+    stack's client environment is already this process's (bring_up_stack)."""
+    from flows.zombies import AUTOMATION_NAME, ensure_zombie_automation
+
+    ensure_zombie_automation()
+    console.print(f"automation {AUTOMATION_NAME!r} is on the server", highlight=False)
+
+
 @app.command()
 def deploy(
     work_pool: Annotated[
@@ -309,6 +347,7 @@ def deploy(
                                   env={**full_env, "COLUMNS": "1000"}, capture_output=True,
                                   text=True, check=False)  # fmt: skip
     created = created_deployments(deployed.stdout)
+    _ensure_dead_worker_automation()
     expected = [deployment["name"] for deployment in spec["deployments"]]
     missing = [name for name in expected
                if not any(full.split("/")[-1] == name for full in created)]  # fmt: skip

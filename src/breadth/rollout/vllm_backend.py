@@ -29,6 +29,7 @@ from breadth.rollout.rows import Sample, request_seed, rollout_rows
 from breadth.rollout.vllm_fleet import VLLMFleet
 from breadth.rollout.vllm_pool import policy_server_url
 from breadth.rollout.vllm_server import VLLMServerError, resolve_vllm_urls
+from breadth.stack_auth import bearer_headers
 
 # More requests in flight than this gains nothing on one server and only queues.
 MAX_IN_FLIGHT = 64
@@ -176,7 +177,8 @@ def rollout_vllm(
         in_flight = per_server * len(fleet.live())
         limits = httpx.Limits(max_connections=in_flight, max_keepalive_connections=in_flight)
         with (
-            httpx.Client(timeout=request_timeout(), limits=limits) as client,
+            httpx.Client(timeout=request_timeout(), limits=limits,
+                         headers=bearer_headers()) as client,
             ThreadPoolExecutor(max_workers=in_flight) as pool,
             tqdm(total=len(problems), desc=f"rollout {model_name} (vllm)", disable=not progress,
                  unit="problem") as bar,
@@ -231,7 +233,7 @@ class VLLMBackend:
             fleet = VLLMFleet.connect(urls, policy_dir, "search")
             in_flight = max(1, min(MAX_IN_FLIGHT, chunk)) * len(fleet.live())
             with (
-                httpx.Client(timeout=request_timeout()) as client,
+                httpx.Client(timeout=request_timeout(), headers=bearer_headers()) as client,
                 ThreadPoolExecutor(max_workers=in_flight) as pool,
             ):
                 yield _fleet_sampler(fleet, client, pool, config, eos)

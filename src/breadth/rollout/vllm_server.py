@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Self
 
 from breadth.processes import stop_process_group
+from breadth.stack_auth import bearer_headers
 
 INSTALL_HINT = "run scripts/install_vllm_env.sh (from the repository root) to create it"
 # On CPU, `--gpu-memory-utilization` is the share of host RAM reserved (the default 0.92
@@ -148,7 +149,8 @@ def server_healthy(url: str, timeout: float = 2.0) -> bool:
 def served_models(url: str, timeout: float = 10.0) -> list[str]:
     """The model ids a server answers to (`GET /v1/models`)."""
     try:
-        with urllib.request.urlopen(f"{url}/v1/models", timeout=timeout) as response:
+        request = urllib.request.Request(f"{url}/v1/models", headers=bearer_headers())
+        with urllib.request.urlopen(request, timeout=timeout) as response:
             return [entry["id"] for entry in json.loads(response.read())["data"]]
     except (urllib.error.URLError, OSError) as error:
         raise VLLMServerError(

@@ -23,6 +23,7 @@ import urllib.request
 from typing import Any
 
 from breadth.processes import pid_alive
+from breadth.stack_auth import prefect_auth_headers
 from breadth.tracking.clients import tracking_client
 from breadth.tracking.rest import RunRecord
 from breadth.tracking.runs import PROCESS_TAG, check_tracking_server, process_start_ticks
@@ -50,8 +51,9 @@ class PrefectApi:
 
     def _call(self, method: str, path: str, body: Any = None) -> Any:
         data = None if body is None else json.dumps(body).encode()
+        headers = {"Content-Type": "application/json", **prefect_auth_headers()}
         request = urllib.request.Request(self.url + path, data=data, method=method,
-                                         headers={"Content-Type": "application/json"})  # fmt: skip
+                                         headers=headers)  # fmt: skip
         with urllib.request.urlopen(request, timeout=10) as response:
             return json.loads(response.read() or b"null")
 

@@ -9,7 +9,7 @@ from datetime import timedelta
 from types import SimpleNamespace
 
 import pytest
-from prefect.states import Completed, Failed, Running
+from prefect.states import Completed, Crashed, Failed, Running
 
 import flows.grid_cells
 from breadth.config import GridConfig
@@ -23,6 +23,7 @@ class ScriptedPool:
     def __init__(self, polls_to_end: int = 3, failing: tuple[str, ...] = ()):
         self.poll = 0
         self.polls_to_end, self.failing = polls_to_end, failing
+        self.crashing: dict[str, int] = {}  # cell -> how many of its runs crash
         self.runs: dict[str, dict] = {}
         self.submitted: list[tuple[int, str]] = []  # (poll, cell)
 
@@ -45,6 +46,11 @@ class ScriptedPool:
         run = self.runs[run_id]
         if self.poll - run["since"] < self.polls_to_end:
             return Running()
+        if self.crashing.get(run["cell"], 0) > 0:
+            if not run.get("ended"):
+                run["ended"] = True
+                self.crashing[run["cell"]] -= 1
+            return Crashed(message="No heartbeat for 90 s")
         return Failed(message="boom") if run["cell"] in self.failing else Completed()
 
     def read_task_runs(self, flow_run_filter, task_run_filter):
@@ -60,6 +66,7 @@ class ScriptedPool:
 def pool(monkeypatch):
     scripted = ScriptedPool()
     monkeypatch.setattr(flows.grid_cells, "POLL_S", 0.0)
+    monkeypatch.setattr(flows.grid_cells, "ensure_zombie_automation", lambda: "automation-id")
     monkeypatch.setattr(flows.grid_cells, "run_deployment", scripted.run_deployment)
     monkeypatch.setattr(flows.grid_cells, "get_client",
                         lambda sync_client: contextlib.nullcontext(scripted))  # fmt: skip
@@ -127,3 +134,25 @@ def test_progress_paces_the_eta_by_the_computed_cells_own_time(monkeypatch):
     progress.finished("b", "COMPLETED", "r2", cell_seconds=3.0, cached=True)
     progress.finished("c", "COMPLETED", "r3", cell_seconds=60.0)
     assert lines[-1] == "cell 3/5 c COMPLETED at 1m06s (cell 1m00s); ETA 2m00s"
+
+
+def test_a_crashed_cell_is_submitted_once_more_and_resumes(pool):
+    """Its worker died: the server marks the run Crashed (no heartbeat); the grid submits the
+    cell again, once, and its second run's end is what the summary reports."""
+    pool.crashing = {"free_form/darling/seed0": 1}
+    lines: list[str] = []
+    outcomes = _run(STUDY, lines)
+    assert [cell for _, cell in pool.submitted].count("free_form/darling/seed0") == 2
+    assert {o.cell: o.state for o in outcomes}["free_form/darling/seed0"] == "COMPLETED"
+    assert len(outcomes) == 4
+    assert any("crashed (No heartbeat for 90 s); submitted once more" in line for line in lines)
+
+
+def test_a_cell_that_crashes_twice_is_named_failed_not_waited_on(pool):
+    pool.crashing = {"free_form/correctness/seed1": 2}
+    outcomes = _run(STUDY, [])
+    assert [cell for _, cell in pool.submitted].count("free_form/correctness/seed1") == 2
+    crashed = [o for o in outcomes if not o.completed]
+    assert [(o.cell, o.state, o.message) for o in crashed] == \
+        [("free_form/correctness/seed1", "CRASHED", "No heartbeat for 90 s")]  # fmt: skip
+    assert len(outcomes) == 4

@@ -1,0 +1,86 @@
+"""A worker killed outright (kill -9, as a lost host) while its flow run is Running: the run's
+heartbeats stop and the server's automation (flows/zombies.py) marks it Crashed within
+HEARTBEAT_S + MISSED_AFTER_S plus the trigger's evaluation. The time from the kill to Crashed
+is measured and printed (run with -s to see it)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+
+import pytest
+
+from tests.faults.helpers import REPO, flow_run_state
+from tests.integration.helpers import PREFECT
+
+pytestmark = [pytest.mark.faults, pytest.mark.integration]
+
+POOL = "dead-worker-test"
+# The evaluation of proactive triggers and the state change on top of the bound itself.
+SLACK_S = 60.0
+
+
+def _descendants(pid: int) -> list[int]:
+    found = []
+    for child in subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, check=False,
+                                text=True).stdout.split():  # fmt: skip
+        found += [int(child), *_descendants(int(child))]
+    return found
+
+
+def _wait(condition, timeout_s: float, what: str) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        time.sleep(1.0)
+    raise AssertionError(f"timed out after {timeout_s:.0f}s waiting for {what}")
+
+
+def test_a_dead_workers_run_is_marked_crashed_within_the_bound(live_stack, tmp_path):
+    from prefect.deployments import run_deployment
+
+    from flows.zombies import HEARTBEAT_S, MISSED_AFTER_S, ensure_zombie_automation, heartbeat_env
+
+    env = {**os.environ, **live_stack}
+    subprocess.run([PREFECT, "work-pool", "create", POOL, "--type", "process", "--overwrite"],
+                   env=env, cwd=REPO, check=True, capture_output=True)  # fmt: skip
+    deployed = subprocess.run(
+        [PREFECT, "--no-prompt", "deploy", "tests/faults/sleepy_flow.py:waits", "--name",
+         "dead-worker", "--pool", POOL], env=env, cwd=REPO, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert deployed.returncode == 0, deployed.stdout[-3000:] + deployed.stderr[-3000:]
+    ensure_zombie_automation()
+    assert ensure_zombie_automation() == ensure_zombie_automation()  # one automation, not many
+
+    log = (tmp_path / "worker.log").open("w")
+    worker = subprocess.Popen(
+        [PREFECT, "worker", "start", "--pool", POOL, "--limit", "1"], cwd=REPO, stdout=log,
+        stderr=subprocess.STDOUT, start_new_session=True,
+        env={**env, **heartbeat_env(), "PREFECT_WORKER_QUERY_SECONDS": "2"},
+    )  # fmt: skip
+    try:
+        run = run_deployment("breadth-waits/dead-worker", timeout=0)
+        run_id = str(run.id)
+        _wait(lambda: flow_run_state(live_stack, run_id) == "RUNNING", 180, "the run to start")
+        time.sleep(5)  # its first heartbeat is sent as it starts running
+        killed_at = time.monotonic()
+        for pid in [*_descendants(worker.pid), worker.pid]:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        worker.wait(timeout=30)
+        bound = HEARTBEAT_S + MISSED_AFTER_S + SLACK_S
+        _wait(lambda: flow_run_state(live_stack, run_id) == "CRASHED", bound + 60,
+              "the dead worker's run to be marked Crashed")  # fmt: skip
+        took = time.monotonic() - killed_at
+        print(f"\ndead worker: its run was marked Crashed {took:.0f}s after kill -9 "
+              f"(heartbeat {HEARTBEAT_S}s, window {MISSED_AFTER_S}s)")
+        assert took <= bound, f"Crashed {took:.0f}s after the kill, over the bound of {bound:.0f}s"
+    finally:
+        if worker.poll() is None:
+            os.killpg(worker.pid, signal.SIGKILL)
+        log.close()
