@@ -27,7 +27,9 @@ from pydantic import (
 )
 
 from breadth.data.prepare import DEFAULT_EVAL_FRACTION, SYNTHETIC_NUM_EVAL, SYNTHETIC_NUM_TRAIN
+from breadth.data.records import Format
 from breadth.data.sources import parse_source_spec
+from breadth.data.tasks import synthetic_task_names
 from breadth.rewards.registry import REWARDS, resolve_params, reward_names
 from breadth.rewards.spec import parse_reward_spec
 from breadth.suggestions import did_you_mean
@@ -41,8 +43,9 @@ class _Section(BaseModel):
 class DataConfig(_Section):
     source: str = Field(
         "synthetic:arithmetic",
-        description="Problem source: `synthetic:arithmetic` | `synthetic:countdown` | "
-        "`jsonl:PATH` | `parquet:PATH` | `hf:NAME[:CONFIG]` (NAME may be a local folder of split "
+        description="Problem source: "
+        + " | ".join(f"`synthetic:{task}`" for task in synthetic_task_names())
+        + " | `jsonl:PATH` | `parquet:PATH` | `hf:NAME[:CONFIG]` (NAME may be a local folder of split "
         "files).",
     )
     eval_source: str | None = Field(
@@ -62,7 +65,7 @@ class DataConfig(_Section):
         description="Share of a file or hub source without its own train/test splits held "
         "out for evaluation (chosen by a hash of each problem, so stable under reordering).",
     )
-    format: Literal["free_form", "mcq"] = Field(
+    format: Format = Field(
         "free_form", description="How problems are shown to the model: free_form or mcq."
     )
     schema_name: Literal["auto", "gsm8k", "aqua", "generic"] = Field(
@@ -776,7 +779,7 @@ def describe_options(error: ValidationError, options: dict[str, str]) -> str:
     ... except ValidationError as error:
     ...     print(describe_options(error, {"formats": "--format"}))
     invalid options:
-      --format: Input should be 'mcq' or 'free_form' (got 'xml')
+      --format: Input should be 'free_form' or 'mcq' (got 'xml')
     """
     lines = []
     for item in error.errors():
@@ -851,7 +854,7 @@ class GridConfig(_Section):
     """
 
     preset: str = Field("study", description="Preset every cell starts from.")
-    formats: list[Literal["mcq", "free_form"]] = Field(
+    formats: list[Format] = Field(
         default_factory=lambda: ["mcq", "free_form"], description="Data formats to compare."
     )
     rewards: list[str] = Field(

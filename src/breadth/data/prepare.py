@@ -24,8 +24,15 @@ from itertools import islice
 from pathlib import Path
 from typing import Any
 
-from breadth.data.formats import DEFAULT_NUM_OPTIONS, FORMATS, RenderError, render
-from breadth.data.records import BadRow, BadRowsError, Record, RowOrigin, check_on_bad_rows
+from breadth.data.formats import DEFAULT_NUM_OPTIONS, RenderError, render
+from breadth.data.records import (
+    FORMATS,
+    BadRow,
+    BadRowsError,
+    Record,
+    RowOrigin,
+    check_on_bad_rows,
+)
 from breadth.data.sources import LoadResult, load_records, parse_source_spec
 from breadth.data.splits import (
     SplitError,
