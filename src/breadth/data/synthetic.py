@@ -131,6 +131,14 @@ def generate_problems(
     return records
 
 
+def draw_level(task: str, draw: Callable[[random.Random, int, str], Problem | None], num: int,
+               *, seed: int, level: int, split: str) -> list[Record]:
+    """Up to `num` distinct problems of one level (fewer when the level holds fewer): the
+    level's share as `generate_problems` draws it, for measuring what a level holds."""
+    return _draw_unique(lambda rng, lvl: draw(rng, lvl, split), num,
+                        _rng(task, seed, level, split), level, split)
+
+
 def _draw_unique(draw: Draw, num: int, rng: random.Random, level: int, split: str
                  ) -> list[Record]:
     seen: set[str] = set()

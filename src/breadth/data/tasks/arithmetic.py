@@ -16,7 +16,15 @@ import random
 from typing import ClassVar
 
 from breadth.data.distractors import numeric_distractors
-from breadth.data.expressions import BinOp, ExpressionError, Node, Num, parse_expression, render, steps
+from breadth.data.expressions import (
+    BinOp,
+    ExpressionError,
+    Node,
+    Num,
+    parse_expression,
+    render,
+    steps,
+)
 from breadth.data.extraction import LETTERS, canonical_number
 from breadth.data.records import Record
 from breadth.data.synthetic import Problem, int_apply
@@ -47,6 +55,9 @@ class Arithmetic(Task):
             difficulty=level, task="arithmetic",
         )
         return question, record
+
+    def valid_answers(self, record: Record) -> list[str]:
+        return [record.answer]
 
     def free_form(self, record: Record, reasoning: bool) -> tuple[str, str]:
         target = f"{_solution(record)}. Answer: {record.answer}" if reasoning else record.answer

@@ -19,7 +19,16 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from breadth.data.distractors import expression_distractors
-from breadth.data.expressions import BinOp, Node, Num, evaluate, format_fraction, parse_expression, render, steps
+from breadth.data.expressions import (
+    BinOp,
+    Node,
+    Num,
+    evaluate,
+    format_fraction,
+    parse_expression,
+    render,
+    steps,
+)
 from breadth.data.extraction import LETTERS
 from breadth.data.records import Record, RenderError
 from breadth.data.synthetic import Problem, int_apply
