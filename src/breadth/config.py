@@ -84,7 +84,13 @@ class DataConfig(_Section):
         "seeded sample of this many.",
     )
     difficulty: Literal[1, 2, 3, "mixed"] = Field(
-        2, description="Synthetic difficulty, 1 (easy) to 3, or `mixed` (equal shares of 1-3)."
+        2, description="Synthetic difficulty, 1 (easy) to 3, or `mixed` (equal shares of 1-3, "
+        "no problem at two levels; a level short of its share is an error)."
+    )
+    mixed_fill: bool = Field(
+        False, description="Mixed difficulty: a level that holds fewer problems than its equal "
+        "share passes what it lacks to the next level instead of failing (each row's "
+        "difficulty column says its level)."
     )
     num_options: int = Field(
         4, ge=2, le=10, description="mcq: options per question, the gold one and generated "

@@ -134,6 +134,7 @@ def prepare_dataset(
     eval_only: bool = False,
     columns: Mapping[str, str] | None = None,
     num_options: int = DEFAULT_NUM_OPTIONS,
+    mixed_fill: bool = False,
 ) -> Manifest:
     """Write out_dir/{train,eval}.parquet and manifest.json; return the manifest.
 
@@ -142,7 +143,9 @@ def prepare_dataset(
     every row unless num_train / num_eval are given (then a seeded sample of each split); the
     split follows `splits.split_source` (own train/test splits, else an id hash with
     eval_fraction), or takes eval rows from `eval_source`, or, with `eval_only`, makes every
-    row an evaluation problem. An empty result is an error, never a 0-row data set.
+    row an evaluation problem. An empty result is an error, never a 0-row data set. Mixed
+    synthetic difficulty (difficulty None) takes an equal share per level, and a level short
+    of its share is an error unless `mixed_fill` lets the next level make up the difference.
 
     >>> import tempfile
     >>> with tempfile.TemporaryDirectory() as tmp:
@@ -171,7 +174,8 @@ def prepare_dataset(
         counts = {"train": 0 if eval_only else _or(num_train, SYNTHETIC_NUM_TRAIN),
                   "eval": None if eval_source else _or(num_eval, SYNTHETIC_NUM_EVAL)}
         generated = {name: load_records(spec, split=name, num=count, seed=seed,
-                                        difficulty=difficulty).records if count else []
+                                        difficulty=difficulty, fill=mixed_fill).records
+                     if count else []
                      for name, count in counts.items()}
         splits = Splits(generated["train"], generated["eval"], "synthetic")
         if eval_source:

@@ -97,9 +97,23 @@ def generate_problems(
     difficulty: int | None,
     split: str,
     levels: tuple[int, ...] = DIFFICULTIES,
+    fill: bool = False,
 ) -> list[Record]:
     """`num` distinct problems of `task` from `draw(rng, level, split)`: of one level, or
-    (difficulty None) an equal share of each of `levels`."""
+    (difficulty None) an equal share of each of `levels`, no problem at two levels. `fill`: a
+    level short of its share passes what it lacks to the next (else that is an error).
+
+    >>> from breadth.data.tasks import get_task
+    >>> arithmetic = get_task("arithmetic")
+    >>> generate_problems("arithmetic", arithmetic.draw, 600, seed=0, difficulty=None,
+    ...                   split="train")
+    Traceback (most recent call last):
+    ValueError: mixed difficulty: level 1 of arithmetic holds only 85 distinct problems in the \
+'train' split, short of its equal share of 200 (of 600 over levels 1, 2, 3). Ask for at most \
+255 (data.num_train / --num-train), or one level (data.difficulty / --difficulty), or let the \
+next level make up the difference (data.mixed_fill=true; each row's difficulty column then \
+says its level)
+    """
     _check(num, difficulty, split, levels)
 
     def draw_in_split(rng: random.Random, level: int) -> Problem | None:
@@ -116,19 +130,36 @@ def generate_problems(
                 "mixed levels (data.difficulty=mixed / --difficulty mixed)"
             )
         return records
-    # Mixed: an equal share per level; what a small level cannot supply goes to the next.
+    # Mixed: an equal share per level. A problem drawn at one level is not drawn again at
+    # another (countdown's levels share problems), and a level that holds fewer problems than
+    # its share is an error, unless `fill` asks the next level to make up the difference.
     records: list[Record] = []
+    seen: set[str] = set()
     shortfall = 0
     for index, level in enumerate(levels):
-        share = num // len(levels) + (1 if index < num % len(levels) else 0) + shortfall
-        drawn = _draw_unique(draw_in_split, share, _rng(task, seed, level, split), level, split)
-        shortfall = share - len(drawn)
+        share = num // len(levels) + (1 if index < num % len(levels) else 0)
+        asked = share + (shortfall if fill else 0)
+        drawn = _draw_unique(draw_in_split, asked, _rng(task, seed, level, split), level, split,
+                             seen)
+        if len(drawn) < share and not fill:
+            raise ValueError(_short_level(task, level, split, len(drawn), share, num, levels))
+        shortfall = asked - len(drawn)
         records += drawn
     if shortfall:
         raise ValueError(f"only {len(records)} distinct {task} problems exist in the {split!r} "
                          f"split, asked for {num}")
     _rng(task, seed, 0, split).shuffle(records)  # level 0: the mixing draw
     return records
+
+
+def _short_level(task: str, level: int, split: str, holds: int, share: int, num: int,
+                 levels: tuple[int, ...]) -> str:
+    return (f"mixed difficulty: level {level} of {task} holds only {holds} distinct problems in "
+            f"the {split!r} split, short of its equal share of {share} (of {num} over levels "
+            f"{', '.join(map(str, levels))}). Ask for at most {holds * len(levels)} "
+            f"(data.num_{split} / --num-{split}), or one level (data.difficulty / "
+            "--difficulty), or let the next level make up the difference "
+            "(data.mixed_fill=true; each row's difficulty column then says its level)")
 
 
 def draw_level(task: str, draw: Callable[[random.Random, int, str], Problem | None], num: int,
@@ -139,9 +170,11 @@ def draw_level(task: str, draw: Callable[[random.Random, int, str], Problem | No
                         _rng(task, seed, level, split), level, split)
 
 
-def _draw_unique(draw: Draw, num: int, rng: random.Random, level: int, split: str
-                 ) -> list[Record]:
-    seen: set[str] = set()
+def _draw_unique(draw: Draw, num: int, rng: random.Random, level: int, split: str,
+                 seen: set[str] | None = None) -> list[Record]:
+    """Up to `num` problems not in `seen` (which is updated), stopping when the level's problem
+    space looks exhausted (MAX_MISSES_IN_A_ROW draws in a row without a new one)."""
+    seen = set() if seen is None else seen
     records: list[Record] = []
     misses = 0
     while len(records) < num and misses < MAX_MISSES_IN_A_ROW:

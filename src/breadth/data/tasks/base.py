@@ -70,14 +70,16 @@ class Task:
         (never in two splits, never twice in a data set)."""
         raise NotImplementedError(f"task {self.name!r} has no generator")
 
-    def generate(self, num: int, *, seed: int, difficulty: int | None, split: str) -> list[Record]:
-        """`num` distinct problems of one level (None: the levels mixed), deterministic per
+    def generate(self, num: int, *, seed: int, difficulty: int | None, split: str,
+                 fill: bool = False) -> list[Record]:
+        """`num` distinct problems of one level (None: the levels mixed, in equal shares; with
+        `fill` a level short of its share passes the rest to the next), deterministic per
         seed; see `synthetic.generate_problems`."""
         if not self.levels:
             raise ValueError(f"task {self.name!r} is not generated: it comes from a file or hub "
                              "source (data.source=jsonl:PATH, parquet:PATH or hf:NAME)")
         return generate_problems(self.name, self.draw, num, seed=seed, difficulty=difficulty,
-                                 split=split, levels=self.levels)
+                                 split=split, levels=self.levels, fill=fill)
 
     # --- rendering ----------------------------------------------------------------------
 
