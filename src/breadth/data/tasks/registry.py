@@ -50,6 +50,19 @@ def synthetic_task_names() -> tuple[str, ...]:
     return tuple(name for name, task in TASKS.items() if task.levels)
 
 
+def task_table_markdown() -> str:
+    """The guide's task table (docs/guide/tasks.md), generated from the registry."""
+    lines = ["| task | what it asks | levels | right answers | outcome key | graded score "
+             "| trace |", "|---|---|---|---|---|---|---|"]
+    for task in TASKS.values():
+        props = task.properties
+        levels = "<br>".join(f"{level}: {text}" for level, text in task.level_help.items())
+        lines.append(f"| `{task.name}` | {task.summary} | {levels or 'from the source'} | "
+                     f"{props.answers} | {props.outcome} | {'yes' if props.graded else 'no'} | "
+                     f"{props.trace or 'the source rationale'} |")
+    return "\n".join(lines)
+
+
 BUILTIN_TASKS: tuple[Task, ...] = (Task(), Arithmetic(), Countdown(), Chain(), Pairs())
 for _task in BUILTIN_TASKS:
     register(_task)

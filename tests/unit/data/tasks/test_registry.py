@@ -71,3 +71,13 @@ def test_a_registered_task_is_a_source_renders_and_verifies() -> None:
         assert verify(row["answer"], row).correct
     finally:
         TASKS.pop("parity_test_task")
+
+
+def test_the_guide_shows_the_registry_table() -> None:
+    from pathlib import Path
+
+    from breadth.data.tasks.registry import task_table_markdown
+
+    guide = Path(__file__).parents[4] / "docs" / "guide" / "tasks.md"
+    assert task_table_markdown() in guide.read_text(encoding="utf-8"), (
+        "docs/guide/tasks.md's task table is stale: paste task_table_markdown()'s output")
