@@ -52,8 +52,8 @@ def synthetic_task_names() -> tuple[str, ...]:
 
 def task_table_markdown() -> str:
     """The guide's task table (docs/guide/tasks.md), generated from the registry."""
-    lines = ["| task | what it asks | levels | right answers | outcome key | graded score "
-             "| trace |", "|---|---|---|---|---|---|---|"]
+    lines = [("| task | what it asks | levels | right answers | outcome key | graded score "
+              "| trace |"), "|---|---|---|---|---|---|---|"]
     for task in TASKS.values():
         props = task.properties
         levels = "<br>".join(f"{level}: {text}" for level, text in task.level_help.items())
