@@ -36,6 +36,7 @@ from breadth.data.extraction import (
     parse_number,
     plain_number,
 )
+from breadth.data.records import FORMATS
 from breadth.data.symbolic import refusal, symbolic_equal
 
 RELATIVE_TOLERANCE = 1e-6
@@ -81,7 +82,7 @@ def verify(completion: object, row: Mapping[str, Any]) -> Verification:
     if fmt == "mcq":
         return verify_mcq(completion, _as_list(row.get("options"), "options"), str(row["letter"]))
     if fmt != "free_form":
-        raise ValueError(f"row field 'format' must be 'mcq' or 'free_form', got {fmt!r}")
+        raise ValueError(f"row field 'format' must be one of {FORMATS}, got {fmt!r}")
     from breadth.data.tasks import get_task  # here: the tasks build on this module
 
     try:
