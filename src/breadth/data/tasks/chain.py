@@ -1,11 +1,12 @@
-"""chain: a sum of three numbers, worked step by step on a scratchpad; any order of work is valid.
+"""chain: a sum of three or four numbers, worked step by step on a scratchpad; any order of work
+is valid.
 
     free_form  "12+7+5="                          target "12+7=19, 19+5=24. Answer: 24"
     mcq        "12+7+5=? A)24 B)23 C)25 D)26"     target "12+7=19, 19+5=24. Answer: A"
 
-The trace adds two of the numbers, then the third to that sum; which pair comes first is drawn
-per problem (seeded), so the training targets hold every order and the model's samples can
-differ in their work as well as in their answers. The verifier accepts every order: each step
+The trace adds two of the numbers, then each other number to that sum; which pair comes first
+and the order of the rest are drawn per problem (seeded), so the training targets hold every
+order and the model's samples can differ in their work as well as in their answers. The verifier accepts every order: each step
 `x+y=z` must add two numbers still on the pad (a given number or an earlier sum, each used
 once) correctly, the work must use every given number, and the answer line must be its sum.
 
@@ -13,8 +14,15 @@ once) correctly, the work must use every given number, and the answer line must 
 - reasoning path (`reasoning_path`): the order of the steps, each pair written smaller first
   ("5+7,3+12" for 5+7=12 then 12+3=15).
 
-Levels: 1: three numbers 1-19; 2: three numbers 10-49, one 20 or more; 3: three numbers
-10-99, one 50 or more (mostly three-digit sums); so no problem is at two levels. A problem is its numbers as a multiset: "12+7+5" and "5+12+7" are one problem.
+Levels: 1: three numbers 1-9; 2: four numbers 1-9; 3: three numbers 1-29, one of them 10 or
+more. No problem is at two levels. A problem is its question as written ("3+5+7" and "7+5+3"
+are two problems, as arithmetic's "3+4" and "4+3" are); the verifier and outcome key do not
+care about the order.
+
+A first design (three numbers 1-19 / 10-49 / 10-99) was measured at SFT pass@1 0.000 on the
+study model (64 eval problems x 64 samples; 192 SFT steps): the model wrote the work's shape
+but did not copy two-digit numbers from the prompt (scripts/measure_tasks.py; see
+docs/guide/tasks.md). These levels ask for single-digit copying first.
 """
 
 from __future__ import annotations
@@ -35,41 +43,43 @@ from breadth.data.tasks.base import Task, TaskProperties
 from breadth.data.tasks.countdown import row_meta
 from breadth.data.verifiers import Verification
 
-# (how many numbers, smallest, largest, the largest number at least): the last keeps the
-# levels apart, as a level's numbers reach past the level below.
-_LEVELS = {1: (3, 1, 19, 1), 2: (3, 10, 49, 20), 3: (3, 10, 99, 50)}
+# (how many numbers, smallest, largest, the largest number at least): the last keeps level 3
+# apart from level 1 (both three numbers); level 2 has four.
+_LEVELS = {1: (3, 1, 9, 1), 2: (4, 1, 9, 1), 3: (3, 1, 29, 10)}
 _STEP = re.compile(r"(\d{1,9})\s*\+\s*(\d{1,9})\s*=\s*(\d{1,10})")
 _MARKER = re.compile(r"answer\s*:", re.IGNORECASE)
 
 
 class Chain(Task):
     name: ClassVar[str] = "chain"
-    summary: ClassVar[str] = ("A sum of three numbers worked on a scratchpad, in any order "
-                              "(12+7=19, 19+5=24. Answer: 24).")
+    summary: ClassVar[str] = ("A sum of three or four numbers worked on a scratchpad, in any "
+                              "order (12+7=19, 19+5=24. Answer: 24).")
     levels: ClassVar[tuple[int, ...]] = tuple(_LEVELS)
     level_help: ClassVar[dict[int, str]] = {
-        1: "three numbers 1-19", 2: "three numbers 10-49, one of them 20 or more",
-        3: "three numbers 10-99, one of them 50 or more (three-digit sums mostly)",
+        1: "three numbers 1-9 (two steps)", 2: "four numbers 1-9 (three steps)",
+        3: "three numbers 1-29, one of them 10 or more (two-digit operands)",
     }
     properties: ClassVar[TaskProperties] = TaskProperties(
-        answers="one number, reached by 3 orders of work",
+        answers="one number, reached by 3 orders of work (four numbers: 18)",
         outcome="the answer line's number",
         reasoning_path=True,
-        trace="two of the numbers added, then the third (12+7=19, 19+5=24)")
+        trace="two of the numbers added, then each other one (12+7=19, 19+5=24)")
 
     def draw(self, rng: random.Random, level: int, split: str) -> Problem | None:
         count, low, high, least_largest = _LEVELS[level]
         numbers = [rng.randint(low, high) for _ in range(count)]
         if max(numbers) < least_largest:
-            return None  # a problem of the level below
+            return None  # a problem of level 1
         first, second = sorted(rng.sample(range(count), 2))
         rest = [n for i, n in enumerate(numbers) if i not in (first, second)]
+        rng.shuffle(rest)
+        question = "+".join(map(str, numbers))
         record = Record.create(
-            source="synthetic:chain", split=split, question="+".join(map(str, numbers)),
+            source="synthetic:chain", split=split, question=question,
             answer=str(sum(numbers)), solution=_work(numbers[first], numbers[second], rest),
             difficulty=level, task=self.name, meta={"numbers": numbers},
         )
-        return " ".join(map(str, sorted(numbers))), record
+        return question, record
 
     def free_form(self, record: Record, reasoning: bool) -> tuple[str, str]:
         target = f"{_solution(record)}. Answer: {record.answer}" if reasoning else record.answer
