@@ -71,7 +71,7 @@ def test_grid_dry_run_still_validates_every_cell(runner):
 
 
 @pytest.mark.parametrize(("args", "must_mention"), [
-    (["--format", "xml"], ["--format", "'mcq' or 'free_form'", "'xml'"]),
+    (["--format", "xml"], ["--format", "'free_form' or 'mcq'", "'xml'"]),
     (["--cell-runner", "foo"], ["--cell-runner", "'in_process' or 'deployment'", "'foo'"]),
     (["--seed", "0", "--seed", "0"], ["--seed", "0 given more than once"]),
     (["--reward", "darling", "--reward", "darling"], ["--reward", "'darling' given more than once"]),

@@ -26,7 +26,9 @@ from pydantic import (
 from pydantic_core import InitErrorDetails
 
 from breadth.data.prepare import DEFAULT_EVAL_FRACTION, SYNTHETIC_NUM_EVAL, SYNTHETIC_NUM_TRAIN
+from breadth.data.records import Format
 from breadth.data.sources import parse_source_spec
+from breadth.data.tasks import synthetic_task_names
 from breadth.rewards.plan import RewardPlan, resolve_plan
 from breadth.rewards.registry import REWARDS, RewardEntry, RewardParam, reward_names
 from breadth.rewards.spec import RewardSpec, parse_reward_spec
@@ -40,8 +42,9 @@ class _Section(BaseModel):
 class DataConfig(_Section):
     source: str = Field(
         "synthetic:arithmetic",
-        description="Problem source: `synthetic:arithmetic` | `synthetic:countdown` | "
-        "`jsonl:PATH` | `parquet:PATH` | `hf:NAME[:CONFIG]` (NAME may be a local folder of split "
+        description="Problem source: "
+        + " | ".join(f"`synthetic:{task}`" for task in synthetic_task_names())
+        + " | `jsonl:PATH` | `parquet:PATH` | `hf:NAME[:CONFIG]` (NAME may be a local folder of split "
         "files).",
     )
     eval_source: str | None = Field(
@@ -61,7 +64,7 @@ class DataConfig(_Section):
         description="Share of a file or hub source without its own train/test splits held "
         "out for evaluation (chosen by a hash of each problem, so stable under reordering).",
     )
-    format: Literal["free_form", "mcq"] = Field(
+    format: Format = Field(
         "free_form", description="How problems are shown to the model: free_form or mcq."
     )
     schema_name: Literal["auto", "gsm8k", "aqua", "generic"] = Field(
@@ -80,7 +83,13 @@ class DataConfig(_Section):
         "seeded sample of this many.",
     )
     difficulty: Literal[1, 2, 3, "mixed"] = Field(
-        2, description="Synthetic difficulty, 1 (easy) to 3, or `mixed` (equal shares of 1-3)."
+        2, description="Synthetic difficulty, 1 (easy) to 3, or `mixed` (equal shares of 1-3, "
+        "no problem at two levels; a level short of its share is an error)."
+    )
+    mixed_fill: bool = Field(
+        False, description="Mixed difficulty: a level that holds fewer problems than its equal "
+        "share passes what it lacks to the next level instead of failing (each row's "
+        "difficulty column says its level)."
     )
     num_options: int = Field(
         4, ge=2, le=10, description="mcq: options per question, the gold one and generated "

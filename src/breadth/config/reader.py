@@ -365,7 +365,7 @@ def describe_options(error: ValidationError, options: dict[str, str]) -> str:
     ... except ValidationError as error:
     ...     print(describe_options(error, {"formats": "--format"}))
     invalid options:
-      --format: Input should be 'mcq' or 'free_form' (got 'xml')
+      --format: Input should be 'free_form' or 'mcq' (got 'xml')
     """
     lines = []
     for item in error.errors():

@@ -4,9 +4,9 @@ Pure standard library (plus pyarrow for parquet, `datasets` for hub sources and 
 for symbolic answers, each imported only where used).
 """
 
-from breadth.data.formats import FORMATS, RenderError, render, render_free_form, render_mcq
+from breadth.data.formats import RenderError, render, render_free_form, render_mcq
 from breadth.data.prepare import Manifest, content_hash, prepare_dataset
-from breadth.data.records import BadRow, BadRowsError, Record, make_record_id
+from breadth.data.records import FORMATS, BadRow, BadRowsError, Format, Record, make_record_id
 from breadth.data.sources import LoadResult, load_records, parse_source_spec
 from breadth.data.synthetic import generate_arithmetic, generate_countdown
 from breadth.data.verifiers import (
@@ -21,6 +21,7 @@ __all__ = [
     "FORMATS",
     "BadRow",
     "BadRowsError",
+    "Format",
     "LoadResult",
     "Manifest",
     "Record",

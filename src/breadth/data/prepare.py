@@ -24,8 +24,15 @@ from itertools import islice
 from pathlib import Path
 from typing import Any
 
-from breadth.data.formats import DEFAULT_NUM_OPTIONS, FORMATS, RenderError, render
-from breadth.data.records import BadRow, BadRowsError, Record, RowOrigin, check_on_bad_rows
+from breadth.data.formats import DEFAULT_NUM_OPTIONS, RenderError, render
+from breadth.data.records import (
+    FORMATS,
+    BadRow,
+    BadRowsError,
+    Record,
+    RowOrigin,
+    check_on_bad_rows,
+)
 from breadth.data.sources import LoadResult, load_records, parse_source_spec
 from breadth.data.splits import (
     SplitError,
@@ -132,6 +139,7 @@ def prepare_dataset(
     eval_only: bool = False,
     columns: Mapping[str, str] | None = None,
     num_options: int = DEFAULT_NUM_OPTIONS,
+    mixed_fill: bool = False,
 ) -> Manifest:
     """Write out_dir/{train,eval}.parquet and manifest.json; return the manifest.
 
@@ -140,7 +148,9 @@ def prepare_dataset(
     every row unless num_train / num_eval are given (then a seeded sample of each split); the
     split follows `splits.split_source` (own train/test splits, else an id hash with
     eval_fraction), or takes eval rows from `eval_source`, or, with `eval_only`, makes every
-    row an evaluation problem. An empty result is an error, never a 0-row data set.
+    row an evaluation problem. An empty result is an error, never a 0-row data set. Mixed
+    synthetic difficulty (difficulty None) takes an equal share per level, and a level short
+    of its share is an error unless `mixed_fill` lets the next level make up the difference.
 
     >>> import tempfile
     >>> with tempfile.TemporaryDirectory() as tmp:
@@ -169,7 +179,8 @@ def prepare_dataset(
         counts = {"train": 0 if eval_only else _or(num_train, SYNTHETIC_NUM_TRAIN),
                   "eval": None if eval_source else _or(num_eval, SYNTHETIC_NUM_EVAL)}
         generated = {name: load_records(spec, split=name, num=count, seed=seed,
-                                        difficulty=difficulty).records if count else []
+                                        difficulty=difficulty, fill=mixed_fill).records
+                     if count else []
                      for name, count in counts.items()}
         splits = Splits(generated["train"], generated["eval"], "synthetic")
         if eval_source:

@@ -9,10 +9,13 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 from pathlib import PurePath
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
-TASKS = ("arithmetic", "countdown", "generic")
 SPLITS = ("train", "eval")
+Format = Literal["free_form", "mcq"]
+"""How a problem is shown to the model: the one list of formats (`data.format`, the grid's
+formats, `prepare_dataset(fmt=...)` and the renderers all read it)."""
+FORMATS: tuple[str, ...] = get_args(Format)
 OnBadRows = Literal["fail", "skip"]
 ON_BAD_ROWS = ("fail", "skip")
 
@@ -86,9 +89,10 @@ class Record:
     difficulty: int | None = None
     """1 (easy) .. 3 (hard) for synthetic problems; None when unknown."""
     task: str = "generic"
-    """Which verifier applies: "arithmetic" | "countdown" | "generic"."""
+    """The task the problem belongs to: a name in `breadth.data.tasks` ("generic" for file
+    and hub sources); it chooses the renderings, verifier and outcome key."""
     meta: dict[str, Any] = field(default_factory=dict, hash=False)
-    """Task details; countdown: {"numbers": [...], "target": int}."""
+    """Task details, e.g. countdown: {"numbers": [...], "target": int}."""
     origin: RowOrigin | None = field(default=None, compare=False, repr=False)
     """Where the row is in the user's file, for error messages (None: generated). Not part of
     the id, the rendered row or equality: the same problem on another line is the same."""
@@ -189,6 +193,19 @@ class BadRow:
 
 
 SKIP_HINT = "pass --on-bad-rows skip to drop them (they are then recorded in the manifest)"
+
+
+class RenderError(ValueError):
+    """A record that cannot be shown in the asked format: the message names where its row is
+    (its line or row in the user's file; the record id for generated records) and why."""
+
+    def __init__(self, record: Record, reason: str) -> None:
+        super().__init__(record, reason)  # the arguments, so that a pickled error unpickles
+        self.record = record
+        self.reason = reason
+
+    def __str__(self) -> str:
+        return f"{self.record.origin or f'record {self.record.id}'}: {self.reason}"
 
 
 class BadRowsError(ValueError):

@@ -19,14 +19,13 @@ from typing import Any
 
 from breadth.data.records import BadRow, BadRowsError, Record, RowOrigin, check_on_bad_rows
 from breadth.data.schemas import SCHEMAS, RowError, detect_schema, record_from_row, row_id
-from breadth.data.synthetic import generate_arithmetic, generate_countdown
+from breadth.data.tasks import get_task, synthetic_task_names
 
 SOURCE_KINDS = ("synthetic", "jsonl", "parquet", "hf")
-SYNTHETIC_TASKS = {"arithmetic": generate_arithmetic, "countdown": generate_countdown}
 HUB_EVAL_SPLITS = ("test", "validation", "valid", "dev", "eval")
 """Hub split names read as our "eval" split, in order of preference."""
 _DATA_FILE_BUILDERS = {".jsonl": "json", ".json": "json", ".parquet": "parquet", ".csv": "csv"}
-_SPEC_HELP = ("synthetic:arithmetic, synthetic:countdown, jsonl:PATH, parquet:PATH, "
+_SPEC_HELP = ("synthetic:TASK (TASK one of {tasks}), jsonl:PATH, parquet:PATH, "
               "hf:NAME[:CONFIG] (NAME may be a local path)")
 
 
@@ -53,9 +52,11 @@ def parse_source_spec(spec: str) -> SourceSpec:
     """
     kind, _, rest = spec.partition(":")
     if kind not in SOURCE_KINDS or not rest:
-        raise ValueError(f"source spec {spec!r} is not one of: {_SPEC_HELP}")
-    if kind == "synthetic" and rest not in SYNTHETIC_TASKS:
-        raise ValueError(f"unknown synthetic task {rest!r}; known: {sorted(SYNTHETIC_TASKS)}")
+        tasks = ", ".join(synthetic_task_names())
+        raise ValueError(f"source spec {spec!r} is not one of: {_SPEC_HELP.format(tasks=tasks)}")
+    if kind == "synthetic" and rest not in synthetic_task_names():
+        raise ValueError(f"unknown synthetic task {rest!r}; known: "
+                         f"{sorted(synthetic_task_names())}")
     if kind == "hf":
         name, sep, config = rest.rpartition(":")
         # "hf:/data/dir" has no config; a config is a plain name after the last colon.
@@ -103,7 +104,7 @@ def load_records(
         kwargs = {"seed": 0, "difficulty": 1, **synthetic_kwargs}
         if "num" not in kwargs:
             raise ValueError(f"{spec}: pass num=... (how many problems to generate)")
-        records = SYNTHETIC_TASKS[source.name](split=split or "train", **kwargs)
+        records = get_task(source.name).generate(split=split or "train", **kwargs)
         return LoadResult(records)
     if synthetic_kwargs:
         raise ValueError(f"{spec}: options {sorted(synthetic_kwargs)} apply to synthetic "

@@ -1,16 +1,11 @@
-"""Synthetic task families, deterministic by seed, with a difficulty knob (1 easy .. 3 hard).
+"""Drawing synthetic problems, deterministic by seed, with a difficulty knob (1 easy .. 3 hard).
 
-- arithmetic: one expression with a unique numeric answer. 1: two 1-digit operands with +;
-  2: two 2-digit operands with + or -; 3: three operands, one product (e.g. "12+7*3").
-- countdown: reach a target from given numbers, each used at most once; many expressions are
-  valid, and the record's `solution` holds one. 1: three numbers 1-9, target from two of them;
-  2: three numbers 1-12, target from all three; 3: four numbers 1-15, target from three or
-  four of them, division allowed.
-
-Train and eval never share a problem: every problem is assigned to a split by a hash of its
-canonical key (so "3 5 7 -> 22" and "7 3 5 -> 22" land together), and each split is drawn with
-its own seed. Small problem spaces are finite (difficulty-1 arithmetic has 100 problems);
-asking for more distinct problems than a split holds raises an error that says so.
+Each task (`breadth.data.tasks`) draws one random problem of a level; this module turns those
+draws into a split's distinct problems. Train and eval never share a problem: every problem is
+assigned to a split by a hash of its canonical key (so "3 5 7 -> 22" and "7 3 5 -> 22" land
+together), and each split is drawn with its own seed. Small problem spaces are finite
+(difficulty-1 arithmetic has 100 problems); asking for more distinct problems than a split
+holds raises an error that says so.
 """
 
 from __future__ import annotations
@@ -19,7 +14,6 @@ import hashlib
 import random
 from collections.abc import Callable
 
-from breadth.data.expressions import BinOp, Node, Num, render, steps
 from breadth.data.records import SPLITS, Record
 
 DIFFICULTIES = (1, 2, 3)
@@ -29,6 +23,7 @@ MAX_MISSES_IN_A_ROW = 2000
 """Draws without a new problem before a split's problem space counts as exhausted."""
 
 Problem = tuple[str, Record]  # (canonical key, record)
+Draw = Callable[[random.Random, int], "Problem | None"]
 
 
 def split_of(key: str) -> str:
@@ -46,42 +41,17 @@ def _rng(task: str, seed: int, difficulty: int, split: str) -> random.Random:
     return random.Random(int.from_bytes(digest[:8], "big"))
 
 
-def _check(num: int, difficulty: int | None, split: str) -> None:
+def _check(num: int, difficulty: int | None, split: str, levels: tuple[int, ...]) -> None:
     if num < 0:
         raise ValueError(f"num must be >= 0, got {num}")
-    if difficulty is not None and difficulty not in DIFFICULTIES:
-        raise ValueError(f"difficulty must be one of {DIFFICULTIES} or None (mixed), got {difficulty!r}")
+    if difficulty is not None and difficulty not in levels:
+        raise ValueError(f"difficulty must be one of {levels} or None (mixed), got {difficulty!r}")
     if split not in SPLITS:
         raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
 
 
-# --- arithmetic -----------------------------------------------------------------------------
-
-
-def _arithmetic_tree(rng: random.Random, difficulty: int) -> Node | None:
-    if difficulty == 1:
-        return BinOp("+", Num(rng.randint(0, 9)), Num(rng.randint(0, 9)))
-    if difficulty == 2:
-        a, b = rng.randint(10, 99), rng.randint(10, 99)
-        if rng.random() < 0.5:
-            return BinOp("+", Num(a), Num(b))
-        return BinOp("-", Num(max(a, b)), Num(min(a, b)))
-    product = BinOp("*", Num(rng.randint(2, 19)), Num(rng.randint(2, 19)))
-    other = Num(rng.randint(1, 199))
-    form = rng.randrange(4)
-    tree = [BinOp("+", other, product), BinOp("+", product, other),
-            BinOp("-", product, other), BinOp("-", other, product)][form]
-    return tree if _whole_value(tree) >= 0 else None
-
-
-def _whole_value(node: Node) -> int:
-    if isinstance(node, Num):
-        return node.value
-    assert isinstance(node, BinOp)
-    return _int_apply(node.op, _whole_value(node.left), _whole_value(node.right))
-
-
-def _int_apply(op: str, a: int, b: int) -> int:
+def int_apply(op: str, a: int, b: int) -> int:
+    """`a op b` on plain ints (`/` floors: callers only build exact divisions)."""
     # Plain ints, not Fractions: generation only builds exact whole-number steps, and this
     # runs a few hundred thousand times per prepared data set.
     if op == "+":
@@ -93,16 +63,6 @@ def _int_apply(op: str, a: int, b: int) -> int:
     return a // b
 
 
-def _arithmetic_record(tree: Node, difficulty: int, split: str) -> Problem:
-    question = render(tree)
-    record = Record.create(
-        source="synthetic:arithmetic", split=split, question=question,
-        answer=str(_whole_value(tree)), solution=", ".join(steps(tree)),
-        difficulty=difficulty, task="arithmetic",
-    )
-    return question, record
-
-
 def generate_arithmetic(num: int, *, seed: int, difficulty: int | None, split: str) -> list[Record]:
     """`num` distinct arithmetic problems of one difficulty (None: levels 1-3 mixed).
 
@@ -111,64 +71,9 @@ def generate_arithmetic(num: int, *, seed: int, difficulty: int | None, split: s
     ...                                                             split="train")
     (['arithmetic', 'arithmetic', 'arithmetic'], True)
     """
-    _check(num, difficulty, split)
+    from breadth.data.tasks import get_task
 
-    def draw(rng: random.Random, level: int) -> Problem | None:
-        tree = _arithmetic_tree(rng, level)
-        return None if tree is None else _arithmetic_record(tree, level, split)
-
-    return _generate("arithmetic", draw, num, seed=seed, difficulty=difficulty, split=split)
-
-
-# --- countdown ------------------------------------------------------------------------------
-
-# (how many numbers are given, largest number, how many the target uses, ops, largest target)
-_COUNTDOWN_LEVELS = {
-    1: (3, 9, (2,), "+-*", 100),
-    2: (3, 12, (3,), "+-*", 200),
-    3: (4, 15, (3, 4), "+-*/", 500),
-}
-
-
-def _countdown_problem(rng: random.Random, difficulty: int, split: str) -> Problem | None:
-    count, largest, uses, ops, max_target = _COUNTDOWN_LEVELS[difficulty]
-    numbers = [rng.randint(1, largest) for _ in range(count)]
-    chosen = rng.sample(numbers, rng.choice(uses))
-    built = _random_tree(rng, chosen, ops)
-    if built is None:
-        return None
-    tree, value = built
-    if not 2 <= value <= max_target or value in numbers:
-        return None  # out of range, or trivially "use that number"
-    key = f"{sorted(numbers)}->{value}"
-    record = Record.create(
-        source="synthetic:countdown", split=split,
-        question=f"Reach {value} with {' '.join(map(str, numbers))}",
-        answer=str(value), solution=render(tree), difficulty=difficulty, task="countdown",
-        meta={"numbers": numbers, "target": value},
-    )
-    return key, record
-
-
-def _random_tree(rng: random.Random, numbers: list[int], ops: str) -> tuple[Node, int] | None:
-    """A random expression over all of `numbers` whose every intermediate value is a positive
-    whole number (the countdown convention), with its value."""
-    if len(numbers) == 1:
-        return Num(numbers[0]), numbers[0]
-    cut = rng.randint(1, len(numbers) - 1)
-    left, right = _random_tree(rng, numbers[:cut], ops), _random_tree(rng, numbers[cut:], ops)
-    if left is None or right is None:
-        return None
-    (left_node, a), (right_node, b) = left, right
-    op = rng.choice(ops)
-    if op == "-" and a < b:
-        (left_node, a), (right_node, b) = (right_node, b), (left_node, a)
-    if op == "/" and (b <= 1 or a % b):
-        op = rng.choice("+*")
-    value = _int_apply(op, a, b)
-    if value <= 0:
-        return None
-    return BinOp(op, left_node, right_node), value
+    return get_task("arithmetic").generate(num, seed=seed, difficulty=difficulty, split=split)
 
 
 def generate_countdown(num: int, *, seed: int, difficulty: int | None, split: str) -> list[Record]:
@@ -178,28 +83,45 @@ def generate_countdown(num: int, *, seed: int, difficulty: int | None, split: st
     >>> record.task, sorted(record.meta), record.answer == str(record.meta["target"])
     ('countdown', ['numbers', 'target'], True)
     """
-    _check(num, difficulty, split)
+    from breadth.data.tasks import get_task
 
-    def draw(rng: random.Random, level: int) -> Problem | None:
-        return _countdown_problem(rng, level, split)
-
-    return _generate("countdown", draw, num, seed=seed, difficulty=difficulty, split=split)
+    return get_task("countdown").generate(num, seed=seed, difficulty=difficulty, split=split)
 
 
-# --- shared drawing -------------------------------------------------------------------------
-
-
-def _generate(
+def generate_problems(
     task: str,
-    draw: Callable[[random.Random, int], Problem | None],
+    draw: Callable[[random.Random, int, str], Problem | None],
     num: int,
     *,
     seed: int,
     difficulty: int | None,
     split: str,
+    levels: tuple[int, ...] = DIFFICULTIES,
+    fill: bool = False,
 ) -> list[Record]:
+    """`num` distinct problems of `task` from `draw(rng, level, split)`: of one level, or
+    (difficulty None) an equal share of each of `levels`, no problem at two levels. `fill`: a
+    level short of its share passes what it lacks to the next (else that is an error).
+
+    >>> from breadth.data.tasks import get_task
+    >>> arithmetic = get_task("arithmetic")
+    >>> generate_problems("arithmetic", arithmetic.draw, 600, seed=0, difficulty=None,
+    ...                   split="train")
+    Traceback (most recent call last):
+    ValueError: mixed difficulty: level 1 of arithmetic holds only 85 distinct problems in the \
+'train' split, short of its equal share of 200 (of 600 over levels 1, 2, 3). Ask for at most \
+255 (data.num_train / --num-train), or one level (data.difficulty / --difficulty), or let the \
+next level make up the difference (data.mixed_fill=true; each row's difficulty column then \
+says its level)
+    """
+    _check(num, difficulty, split, levels)
+
+    def draw_in_split(rng: random.Random, level: int) -> Problem | None:
+        return draw(rng, level, split)
+
     if difficulty is not None:
-        records = _draw_unique(draw, num, _rng(task, seed, difficulty, split), difficulty, split)
+        records = _draw_unique(draw_in_split, num, _rng(task, seed, difficulty, split),
+                               difficulty, split)
         if len(records) < num:
             raise ValueError(
                 f"only {len(records)} distinct difficulty-{difficulty} {task} problems exist in "
@@ -208,13 +130,20 @@ def _generate(
                 "mixed levels (data.difficulty=mixed / --difficulty mixed)"
             )
         return records
-    # Mixed: an equal share per level; what a small level cannot supply goes to the next.
+    # Mixed: an equal share per level. A problem drawn at one level is not drawn again at
+    # another (countdown's levels share problems), and a level that holds fewer problems than
+    # its share is an error, unless `fill` asks the next level to make up the difference.
     records: list[Record] = []
+    seen: set[str] = set()
     shortfall = 0
-    for index, level in enumerate(DIFFICULTIES):
-        share = num // 3 + (1 if index < num % 3 else 0) + shortfall
-        drawn = _draw_unique(draw, share, _rng(task, seed, level, split), level, split)
-        shortfall = share - len(drawn)
+    for index, level in enumerate(levels):
+        share = num // len(levels) + (1 if index < num % len(levels) else 0)
+        asked = share + (shortfall if fill else 0)
+        drawn = _draw_unique(draw_in_split, asked, _rng(task, seed, level, split), level, split,
+                             seen)
+        if len(drawn) < share and not fill:
+            raise ValueError(_short_level(task, level, split, len(drawn), share, num, levels))
+        shortfall = asked - len(drawn)
         records += drawn
     if shortfall:
         raise ValueError(f"only {len(records)} distinct {task} problems exist in the {split!r} "
@@ -223,9 +152,29 @@ def _generate(
     return records
 
 
-def _draw_unique(draw: Callable[[random.Random, int], Problem | None], num: int,
-                 rng: random.Random, level: int, split: str) -> list[Record]:
-    seen: set[str] = set()
+def _short_level(task: str, level: int, split: str, holds: int, share: int, num: int,
+                 levels: tuple[int, ...]) -> str:
+    return (f"mixed difficulty: level {level} of {task} holds only {holds} distinct problems in "
+            f"the {split!r} split, short of its equal share of {share} (of {num} over levels "
+            f"{', '.join(map(str, levels))}). Ask for at most {holds * len(levels)} "
+            f"(data.num_{split} / --num-{split}), or one level (data.difficulty / "
+            "--difficulty), or let the next level make up the difference "
+            "(data.mixed_fill=true; each row's difficulty column then says its level)")
+
+
+def draw_level(task: str, draw: Callable[[random.Random, int, str], Problem | None], num: int,
+               *, seed: int, level: int, split: str) -> list[Record]:
+    """Up to `num` distinct problems of one level (fewer when the level holds fewer): the
+    level's share as `generate_problems` draws it, for measuring what a level holds."""
+    return _draw_unique(lambda rng, lvl: draw(rng, lvl, split), num,
+                        _rng(task, seed, level, split), level, split)
+
+
+def _draw_unique(draw: Draw, num: int, rng: random.Random, level: int, split: str,
+                 seen: set[str] | None = None) -> list[Record]:
+    """Up to `num` problems not in `seen` (which is updated), stopping when the level's problem
+    space looks exhausted (MAX_MISSES_IN_A_ROW draws in a row without a new one)."""
+    seen = set() if seen is None else seen
     records: list[Record] = []
     misses = 0
     while len(records) < num and misses < MAX_MISSES_IN_A_ROW:

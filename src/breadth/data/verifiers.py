@@ -8,7 +8,6 @@ LaTeX or symbolic answers go to `math_verify` only after a strict size and shape
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections import Counter
@@ -37,6 +36,7 @@ from breadth.data.extraction import (
     parse_number,
     plain_number,
 )
+from breadth.data.records import FORMATS
 from breadth.data.symbolic import refusal, symbolic_equal
 
 RELATIVE_TOLERANCE = 1e-6
@@ -70,7 +70,8 @@ def _verdict(correct: bool, extracted: str | None, outcome: str | None, reason: 
 
 
 def verify(completion: object, row: Mapping[str, Any]) -> Verification:
-    """Verify a completion against a rendered row (uses format, task, answer, options, letter, meta).
+    """Verify a completion against a rendered row (uses format, task, answer, options, letter, meta):
+    mcq by its letter, free-form by the row's task (`breadth.data.tasks`).
 
     >>> verify("Answer: 33", {"format": "free_form", "task": "arithmetic", "answer": "33"}).correct
     True
@@ -81,30 +82,32 @@ def verify(completion: object, row: Mapping[str, Any]) -> Verification:
     if fmt == "mcq":
         return verify_mcq(completion, _as_list(row.get("options"), "options"), str(row["letter"]))
     if fmt != "free_form":
-        raise ValueError(f"row field 'format' must be 'mcq' or 'free_form', got {fmt!r}")
-    if row.get("task") == "countdown":
-        meta = _as_meta(row.get("meta"))
-        try:
-            numbers, target = [int(n) for n in meta["numbers"]], int(meta["target"])
-        except (KeyError, TypeError, ValueError):
-            raise ValueError(
-                "countdown row needs meta {'numbers': [int, ...], 'target': int}, "
-                f"got {meta!r}"
-            ) from None
-        return verify_countdown(completion, numbers, target)
-    return verify_free_form(completion, str(row["answer"]))
+        raise ValueError(f"row field 'format' must be one of {FORMATS}, got {fmt!r}")
+    from breadth.data.tasks import get_task  # here: the tasks build on this module
+
+    try:
+        task = get_task(row.get("task"))
+    except ValueError as error:
+        raise ValueError(f"row field 'task': {error}") from None
+    return task.verify(completion, row)
+
+
+def reasoning_path(completion: object, row: Mapping[str, Any]) -> str | None:
+    """The order of work a free-form completion followed, as a key, for diversity of reasoning
+    (the row's task reads it; None when the task has no such notion or none can be read).
+
+    >>> reasoning_path("5+7=12, 12+3=15. Answer: 15", {"task": "chain", "meta": {"numbers": [3, 5, 7]}})
+    '5+7,3+12'
+    """
+    from breadth.data.tasks import get_task
+
+    return get_task(row.get("task")).reasoning_path(completion, row)
 
 
 def _as_list(value: Any, name: str) -> list[str]:
     if value is None or isinstance(value, str):
         raise ValueError(f"row field {name!r} must be a list of strings, got {value!r}")
     return [str(item) for item in value]
-
-
-def _as_meta(value: Any) -> dict[str, Any]:
-    if isinstance(value, str):
-        return json.loads(value) if value else {}
-    return dict(value or {})
 
 
 def verify_mcq(completion: object, options: Sequence[str], letter: str) -> Verification:

@@ -11,6 +11,7 @@ from pydantic import Field, field_validator
 
 from breadth.config.models import PipelineConfig, _Section
 from breadth.config.reader import ConfigError, load_config
+from breadth.data.records import Format
 
 DEFAULT_GRID_REWARDS = [
     "correctness", "correctness+ucb", "correctness+batch", "darling", "passk", "vector",
@@ -40,7 +41,7 @@ class GridConfig(_Section):
     """
 
     preset: str = Field("study", description="Preset every cell starts from.")
-    formats: list[Literal["mcq", "free_form"]] = Field(
+    formats: list[Format] = Field(
         default_factory=lambda: ["mcq", "free_form"], description="Data formats to compare."
     )
     rewards: list[str] = Field(

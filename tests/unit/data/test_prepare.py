@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import json
 from pathlib import Path
 
@@ -113,6 +114,18 @@ def test_manifest_contents(tmp_path) -> None:
     assert len(on_disk["content_hash"]) == 64
     for name in ("train.parquet", "eval.parquet"):
         assert on_disk["files"][name]["bytes"] == (tmp_path / name).stat().st_size
+
+
+def test_a_mix_short_of_a_level_fails_unless_mixed_fill_is_asked_for(tmp_path) -> None:
+    # Difficulty-1 arithmetic holds 15 eval problems, a third of 60 is 20.
+    kwargs = {"fmt": "free_form", "seed": 0, "num_train": 30, "num_eval": 60, "difficulty": None}
+    with pytest.raises(ValueError, match="level 1 of arithmetic holds only 15 .* 'eval' split"):
+        prepare_dataset("synthetic:arithmetic", out_dir=tmp_path / "a", **kwargs)
+    manifest = prepare_dataset("synthetic:arithmetic", out_dir=tmp_path / "b", mixed_fill=True,
+                               **kwargs)
+    assert manifest.counts == {"train": 30, "eval": 60}
+    levels = collections.Counter(r["difficulty"] for r in read(tmp_path / "b", "eval"))
+    assert levels == {1: 15, 2: 25, 3: 20}
 
 
 def test_synthetic_splits_are_disjoint(tmp_path) -> None:

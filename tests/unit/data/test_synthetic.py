@@ -8,6 +8,7 @@ import pytest
 
 from breadth.data.expressions import evaluate, numbers_used, parse_expression
 from breadth.data.synthetic import generate_arithmetic, generate_countdown, split_of
+from breadth.data.tasks import get_task
 from breadth.data.verifiers import verify_countdown
 
 GENERATORS = [generate_arithmetic, generate_countdown]
@@ -84,15 +85,30 @@ def test_difficulty_raises_countdown_work() -> None:
 
 
 def test_mixed_difficulty_spans_levels() -> None:
-    records = generate_arithmetic(300, seed=0, difficulty=None, split="train")
+    records = generate_arithmetic(240, seed=0, difficulty=None, split="train")
     assert {r.difficulty for r in records} == {1, 2, 3}
-    assert len(records) == 300
+    assert len(records) == 240
 
 
-def test_mixed_moves_what_a_small_level_lacks_to_the_next() -> None:
-    records = generate_arithmetic(600, seed=0, difficulty=None, split="train")
+def test_a_level_short_of_its_mixed_share_is_an_error_naming_it_and_the_fix() -> None:
+    # Difficulty-1 arithmetic holds 85 training problems: a third of 600 is 200.
+    with pytest.raises(ValueError, match=r"level 1 of arithmetic holds only 85 .* share of 200 "
+                                         r".* at most 255 \(data.num_train.*data.mixed_fill=true"):
+        generate_arithmetic(600, seed=0, difficulty=None, split="train")
+
+
+def test_mixed_fill_moves_what_a_small_level_lacks_to_the_next() -> None:
+    records = get_task("arithmetic").generate(600, seed=0, difficulty=None, split="train",
+                                              fill=True)
     counts = {d: sum(r.difficulty == d for r in records) for d in (1, 2, 3)}
-    assert len(records) == 600 and counts[1] < 100 and counts[2] + counts[3] > 500
+    assert counts == {1: 85, 2: 315, 3: 200}
+
+
+def test_no_problem_is_at_two_levels_of_a_mix() -> None:
+    # Countdown's levels 1 and 2 share problems ("Reach 2 with 4 8 6"): a mix holds each once.
+    for split, num in (("train", 1500), ("eval", 450)):
+        records = get_task("countdown").generate(num, seed=0, difficulty=None, split=split)
+        assert len({r.id for r in records}) == len(records) == num
 
 
 def test_asking_for_more_than_exists_says_so() -> None:

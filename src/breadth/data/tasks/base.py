@@ -1,0 +1,181 @@
+"""What a task is: how its problems are drawn, shown (free-form and mcq, with and without a
+trace), verified, scored and told apart; and what is known about its answers.
+
+A task is one subclass of `Task` in its own module plus one entry in `registry.BUILTIN_TASKS`.
+The base class is the behaviour of a problem read from a file (the "generic" task): questions
+and answers as the source gives them, a numeric or textual verifier, the source's rationale as
+the trace.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from breadth.data.distractors import numeric_distractors
+from breadth.data.extraction import LETTERS, canonical_number
+from breadth.data.records import Record, RenderError
+from breadth.data.synthetic import DIFFICULTIES, Problem, generate_problems
+from breadth.data.verifiers import Verification, verify_free_form
+
+_CALCULATOR_NOTE = re.compile(r"<<[^<>]*>>")  # GSM8K's "<<48/2=24>>" annotations
+# How AQuA rationales name an option: "Answer: C", "ANSWER IS C", "Ans - (B)", "option D",
+# "(E)", or a closing line that is just the letter.
+_OPTION_REFERENCE = re.compile(
+    r"(?P<head>(?i:\b(?:correct\s+)?(?:answer|ans|option|choice)\b)\s*(?:(?i:is)\s*)?"
+    r"[:=.\-]?\s*(?:(?i:option|choice)\s*)?\(?|(?<![A-Za-z])\(|"
+    r"\n\s*\(?(?=[A-J]\)?\.?[ \t]*(?:\n|$)))"
+    r"(?P<letter>[A-J])(?P<tail>(?<=\(.)\)|(?![A-Za-z]))"
+)
+
+
+@dataclass(frozen=True)
+class TaskProperties:
+    """What is known about a task's problems before any model sees them."""
+
+    answers: str
+    """How many right answers a problem has, in words ("one", "one or more", ">= 2")."""
+    outcome: str
+    """What counts as the same answer for diversity (the verifier's outcome key)."""
+    graded: bool = False
+    """Whether a wrong answer gets a partial score (closeness, in [0, 1]) for search."""
+    reasoning_path: bool = False
+    """Whether `Task.reasoning_path` reads the order of work from a completion."""
+    trace: str = ""
+    """What the reasoning trace holds, in words."""
+
+
+class Task:
+    """One task. Subclasses set the class attributes and override what differs from a file
+    source's problems (this class's behaviour)."""
+
+    name: ClassVar[str] = "generic"
+    summary: ClassVar[str] = ("Problems read from a file or hub source: the source's question, "
+                              "answer, choices and rationale.")
+    levels: ClassVar[tuple[int, ...]] = ()
+    """Difficulty levels the generator knows; () for a task that is never generated."""
+    level_help: ClassVar[dict[int, str]] = {}
+    """Each level in words, for the guide and `--help`."""
+    properties: ClassVar[TaskProperties] = TaskProperties(
+        answers="one (the source's)", outcome="the extracted number, or the normalised text")
+
+    # --- generation ---------------------------------------------------------------------
+
+    def draw(self, rng: random.Random, level: int, split: str) -> Problem | None:
+        """One random problem of `level` as (canonical key, record), or None to draw again.
+        The key names the problem regardless of how it is written: equal keys are one problem
+        (never in two splits, never twice in a data set)."""
+        raise NotImplementedError(f"task {self.name!r} has no generator")
+
+    def generate(self, num: int, *, seed: int, difficulty: int | None, split: str,
+                 fill: bool = False) -> list[Record]:
+        """`num` distinct problems of one level (None: the levels mixed, in equal shares; with
+        `fill` a level short of its share passes the rest to the next), deterministic per
+        seed; see `synthetic.generate_problems`."""
+        if not self.levels:
+            raise ValueError(f"task {self.name!r} is not generated: it comes from a file or hub "
+                             "source (data.source=jsonl:PATH, parquet:PATH or hf:NAME)")
+        return generate_problems(self.name, self.draw, num, seed=seed, difficulty=difficulty,
+                                 split=split, levels=self.levels, fill=fill)
+
+    # --- rendering ----------------------------------------------------------------------
+
+    def free_form(self, record: Record, reasoning: bool) -> tuple[str, str]:
+        """(prompt, target) of the free-form row; with `reasoning` the target holds a trace
+        that ends in the answer line."""
+        if reasoning:
+            return f"{record.question}\n", _generic_trace(record, record.answer)
+        return f"{record.question}\nAnswer:", record.answer
+
+    def mcq_options(self, record: Record, num_options: int, rng: random.Random
+                    ) -> tuple[str, list[str]]:
+        """(gold option, options with the gold first): the source's choices, else the gold
+        and `num_options - 1` generated distractors."""
+        if record.choices:
+            if record.answer not in record.choices:
+                raise RenderError(record, f"answer {record.answer!r} is not one of its choices "
+                                          f"{list(record.choices)!r}")
+            return record.answer, list(record.choices)
+        gold = canonical_number(record.answer)
+        if gold is None:
+            raise RenderError(
+                record, f"the answer {record.answer[:40]!r} is not a number and the "
+                "source gives no choices, so mcq distractors cannot be generated; use "
+                "--format free_form or a source with choices"
+            )
+        wrong = numeric_distractors(gold, num_options - 1, rng, expression=None)
+        return gold, [gold, *wrong]
+
+    def mcq_prompt(self, record: Record, options: list[str], reasoning: bool) -> str:
+        """The mcq prompt: the stem, the lettered options and (without a trace) the cue."""
+        listed = "\n".join(f"{LETTERS[i]}) {option}" for i, option in enumerate(options))
+        return f"{record.question}\n{listed}" + ("\n" if reasoning else "\nAnswer:")
+
+    def mcq_trace(self, record: Record, options: list[str], letter: str,
+                  moved: dict[str, str]) -> str:
+        """The mcq target with a trace: the source's rationale (its option letters renamed
+        after shuffling, `moved`), each option weighed, and the answer line."""
+        weighed, verdicts = weigh_options(options, letter)
+        # Long source options are weighed by letter only, to keep the trace short.
+        if any(len(option) > 20 for option in options):
+            weighed = [f"{LETTERS[i]} {verdicts[i]}" for i in range(len(options))]
+        reasoning = remap_letters(clean_solution(record.solution), moved) if record.choices else (
+            clean_solution(record.solution))
+        head = f"{reasoning}\n" if reasoning else ""
+        return f"{head}{'; '.join(weighed)}. Answer: {letter}"
+
+    # --- verification -------------------------------------------------------------------
+
+    def verify(self, completion: object, row: Mapping[str, Any]) -> Verification:
+        """The verdict on a free-form completion (mcq is verified by letter, for every task).
+        Never raises on model text; a malformed row raises, naming the field."""
+        return verify_free_form(completion, str(row["answer"]))
+
+    def reasoning_path(self, completion: object, row: Mapping[str, Any]) -> str | None:
+        """The order of work a completion followed, as a key (equal keys: the same path), for
+        diversity of reasoning; None when the task has no such notion or none can be read."""
+        return None
+
+    def valid_answers(self, record: Record) -> list[str] | None:
+        """Every right answer's outcome key, enumerated; None when they cannot be listed."""
+        return None
+
+
+def weigh_options(options: list[str], letter: str) -> tuple[list[str], list[str]]:
+    """("A)31 no", ...) for every option, and the verdicts; a gold text listed twice is right
+    under both letters."""
+    gold = options[LETTERS.index(letter)]
+    verdicts = ["yes" if option == gold else "no" for option in options]
+    return [f"{LETTERS[i]}){option} {verdicts[i]}" for i, option in enumerate(options)], verdicts
+
+
+def remap_letters(text: str, moved: dict[str, str]) -> str:
+    """Rename the option letters a rationale refers to ("Answer: C", "option (B)", "(D)", a
+    closing line "E") after the options were shuffled; other capitals are left alone.
+
+    >>> remap_letters("so 3*4=12\\nAnswer: C", {"A": "B", "B": "C", "C": "A"})
+    'so 3*4=12\\nAnswer: A'
+    """
+    def rename(match: re.Match[str]) -> str:
+        # One pass over every form, so a renamed letter is never renamed again.
+        head, old, tail = match.group("head"), match.group("letter"), match.group("tail")
+        return f"{head}{moved.get(old, old)}{tail}"
+
+    return _OPTION_REFERENCE.sub(rename, text)
+
+
+def _generic_trace(record: Record, answer: str) -> str:
+    reasoning = clean_solution(record.solution)
+    return f"{reasoning}\nAnswer: {answer}" if reasoning else f"Answer: {answer}"
+
+
+def clean_solution(solution: str | None) -> str:
+    """A source's rationale without GSM8K's calculator notes."""
+    return _CALCULATOR_NOTE.sub("", solution or "").strip()
+
+
+__all__ = ["DIFFICULTIES", "Task", "TaskProperties", "clean_solution", "remap_letters",
+           "weigh_options"]
