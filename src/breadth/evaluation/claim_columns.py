@@ -74,7 +74,9 @@ def claim_columns(s: SamplesByProblem, reasoning_threshold: float | None) -> dic
     rows = s.rows
     if "text" in rows:
         texts = [as_text(t) for t in rows["text"].to_numpy(object)]
-        reasoning = pd.Series([t[: div.reasoning_end(t)].strip() for t in texts])
+        # An object array, not a Series: a Series of text may become Arrow strings, which
+        # refuse the lone surrogates an adversarial completion can hold.
+        reasoning = np.array([t[: div.reasoning_end(t)].strip() for t in texts], dtype=object)
         codes = pd.factorize(reasoning)[0]
         out["distinct_reasoning"] = _distinct_codes(codes, group, np.ones(len(codes), bool), num)
     if reasoning_threshold is not None:

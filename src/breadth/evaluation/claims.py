@@ -59,6 +59,7 @@ __all__ = [
     "decide_family",
     "effect_text",
     "evaluate_claims",
+    "unadjusted_text",
     "verdict",
 ]
 

@@ -7,7 +7,6 @@ import pandas as pd
 import pytest
 
 from breadth.evaluation.bootstrap import hierarchical_bootstrap_ci
-from breadth.evaluation.seed_interval import seed_t_interval
 from breadth.evaluation.claims import (
     ClaimSettings,
     claims_markdown,
@@ -16,6 +15,7 @@ from breadth.evaluation.claims import (
     pass_metric,
     verdict,
 )
+from breadth.evaluation.seed_interval import seed_t_interval
 
 
 @pytest.mark.parametrize(
