@@ -42,9 +42,9 @@ from breadth.evaluation.transfer import (
     DEFAULT_MIN_SPLIT,
     DEFAULT_SPLIT_K,
     DEFAULT_SPLIT_THRESHOLD,
-    _options_of,
     first_crossing,
     leader,
+    options_of,
     solved_by_base,
 )
 
@@ -237,7 +237,7 @@ def pass_metric(k: int | None) -> PerProblem:
 
     def per_problem(rows: pd.DataFrame) -> np.ndarray:
         n, c = rows["num_samples"].to_numpy(), rows["num_correct"].to_numpy()
-        options = _options_of(rows)
+        options = options_of(rows)
         kk = int(n.min()) if k is None else k
         if options is not None and k is None:
             kk = largest_k_above_chance(options, kk)
@@ -388,7 +388,7 @@ def _at_chance(study: Study) -> str:
     k; its diversity and pass@k then measure the guessing, not the policy.
     """
     sft = study.arm(*SFT)
-    if sft is None or _options_of(sft) is None:
+    if sft is None or options_of(sft) is None:
         return ""
     values, _ = study.aligned([SFT], pass_metric(1))
     ci = seed_t_interval(values[..., 0], 0.95)
@@ -436,10 +436,10 @@ def _format_claims(study: Study) -> list[Claim]:
 def _n_label(study: Study) -> str:
     """'n', or the capped k of a format with options ('16 (n capped: chance < 0.99)')."""
     sft = study.arm(*SFT)
-    if sft is None or _options_of(sft) is None:
+    if sft is None or options_of(sft) is None:
         return "n"
     n = int(study.frame["num_samples"].min())
-    k = largest_k_above_chance(_options_of(sft), n)
+    k = largest_k_above_chance(options_of(sft), n)
     return "n" if k == n else f"{k} (n = {n} capped where chance pass@k ≥ 0.99)"
 
 
@@ -470,7 +470,7 @@ def _transfer(study: Study) -> Claim:
 
     def unsolved(base_rows: pd.DataFrame) -> np.ndarray:
         return ~solved_by_base(base_rows["split_num_samples"], base_rows["split_num_correct"],
-                               s.split_k, s.split_threshold, _options_of(base_rows))  # fmt: skip
+                               s.split_k, s.split_threshold, options_of(base_rows))  # fmt: skip
 
     return study.effect("transfer", measure, (CORRECTNESS, "rl"), SFT,
                         column("heldout_distinct_outcomes"), -1, "distinct", mask=unsolved,
@@ -480,7 +480,7 @@ def _transfer(study: Study) -> Claim:
 def _split_rule(study: Study) -> str:
     """The transfer split's rule as `unsolved` applies it: above chance with options."""
     s, sft = study.settings, study.arm(*SFT)
-    above = " above chance" if sft is not None and _options_of(sft) is not None else ""
+    above = " above chance" if sft is not None and options_of(sft) is not None else ""
     return f"SFT pass@{s.split_k}{above} < {s.split_threshold}"
 
 
@@ -578,7 +578,7 @@ def _crossover(study: Study) -> Claim:
         return _not_run("crossover", study.fmt, measure,
                         f"arm not in the grid: {', '.join(study.missing([rl_arm, SFT]))}")
     n = int(min(rl["num_samples"].min(), sft["num_samples"].min()))
-    options = _options_of(sft)
+    options = options_of(sft)
     top = n if options is None else largest_k_above_chance(options, n)
     ks = [k for k in (1, 2, 4, 8, 16, 32, 64, 128, 256) if k <= top]
     stacked = np.stack([study.paired(rl_arm, SFT, pass_metric(k))[0] for k in ks],

@@ -283,3 +283,16 @@ def test_calibration_mini_simulation_tells_a_calibrated_interval_from_a_wrong_on
                            methods={"t": seed_t, "pooled": bootstrap_over_pooled_problems})
     assert scores["t"]["excludes_zero"].value <= 0.10
     assert scores["pooled"]["excludes_zero"].value >= 0.5
+
+
+def test_mcq_pass_at_k_curves_stop_below_chance_099():
+    # 4 options, n = 32: chance pass@32 is 0.9999, where above-chance values explode; the
+    # curves stop at k = 16 (chance 0.98998), as the claims do.
+    from breadth.evaluation.study_report import pass_at_k_by_objective
+
+    frame = _arms({"sft": {**BASE, "num_samples": 32, "num_correct": [9, 10, 11]},
+                   "correctness": {**BASE, "num_samples": 32, "num_correct": 12}},
+                  fmt="mcq", num_options=4)
+    curves = pass_at_k_by_objective(frame, ClaimSettings(num_resamples=20))
+    assert sorted(set(curves["k"])) == [1, 2, 4, 8, 16]
+    assert curves[["estimate", "low", "high"]].notna().all().all()
