@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["DELTAS", "PAPERS", "Smallest"]
+__all__ = ["DELTAS", "PAPERS", "Smallest", "paper_of"]
 
 
 @dataclass(frozen=True)
@@ -39,19 +39,38 @@ DELTAS: dict[str, Smallest] = {
                              "(best@30, +0.10 to +0.16)"),
 }
 
+# From /work/shared/design/ALGORITHMS.md ("What the source papers report"): stored copies of
+# the papers' pages; "abstract only" where no numbers were available. Keys are claims, or
+# "claim/objective" where one claim has rows for several objectives.
 PAPERS: dict[str, str] = {
-    "sharpening": "Yue et al. 2025: RL raises pass@1; base overtakes RL at large k (tens to "
-                  "hundreds)",
+    "sharpening": "Yue et al. 2025: base models overtake RL at large k (tens to hundreds); RL "
+                  "narrows the set of solvable problems",
     "crossover": "Yue et al. 2025: base pass@k overtakes RL's at k in the tens to hundreds",
-    "transfer": "not reported",
-    "historical": "Song, Kempe, Munos 2025: historical and batch exploration both raise "
-                  "accuracy and slow the diversity collapse",
-    "batch": "Song, Kempe, Munos 2025: historical and batch exploration both raise accuracy "
-             "and slow the diversity collapse",
-    "pass@k objective": "not reported (as numbers we hold)",
-    "darling": "DARLING: higher pass@1 and pass@k on math",
-    "forking": "80/20 (Wang et al. 2025): ~20% of tokens above entropy 0.672 in Qwen3; "
-               "training on them alone +11.04 AIME'25 at 32B",
-    "format": "not reported",
-    "search": "VPO best@30 vs GRPO: Maze 0.432 -> 0.593, MuSiQue 0.728 -> 0.832",
+    "transfer": "Yue et al. 2025: RL narrows the set of solvable problems (no split by "
+                "base-solved reported)",
+    "historical": "Song, Kempe, Munos 2025 (abstract only): historical and batch exploration "
+                  "both improve accuracy and mitigate the diversity collapse",
+    "batch": "Song, Kempe, Munos 2025 (abstract only): historical and batch exploration both "
+             "improve accuracy and mitigate the diversity collapse",
+    "pass@k objective/passk": "Pass@k Training (Chen et al. 2025): not reported (no numbers "
+                              "held)",
+    "pass@k objective/vector": "VPO best@30, GRPO → VPO: Maze 0.432 → 0.593, MuSiQue 0.728 → "
+                               "0.832, EUREQA 0.236 → 0.279, ToolRL 0.925 → 0.952",
+    "darling": "DARLING (abstract only): higher pass@1 and pass@k on math than quality-only RL",
+    "forking": "80/20 (Wang et al. 2025): ~20% of tokens above entropy 0.672 (Qwen3); training "
+               "on them alone +11.04 AIME'25 and +7.71 AIME'24 at 32B, +4.79 / +5.21 at 14B, "
+               "comparable at 8B",
+    "format": "CoT Encyclopedia 2025: training-data format shapes reasoning more than domain; "
+              "mcq → breadth-first, free-form → depth-first (no collapse rates reported)",
+    "search": "VPO: in OpenEvolve, VPO solves some of the 32 hardest problems GRPO never solves "
+              "(no success at equal budget reported)",
 }
+
+
+def paper_of(claim: str, objective: str = "") -> str:
+    """What the source paper reports for a claim (and objective), or "not reported".
+
+    >>> paper_of("transfer")[:10], paper_of("nonesuch")
+    ('Yue et al.', 'not reported')
+    """
+    return PAPERS.get(f"{claim}/{objective}", PAPERS.get(claim, "not reported"))

@@ -35,7 +35,7 @@ import numpy as np
 import pandas as pd
 
 from breadth.evaluation.bootstrap import hierarchical_bootstrap_means
-from breadth.evaluation.claim_registry import DELTAS, PAPERS
+from breadth.evaluation.claim_registry import DELTAS, paper_of
 from breadth.evaluation.claim_table import (
     INCONCLUSIVE,
     MEASURED,
@@ -226,7 +226,7 @@ class Study:
         """The row of metric(a) - metric(b) (b=None: metric(a) alone), in the family."""
         arms = [a] if b is None else [a, b]
         base = Claim(claim, self.fmt, measure, None, None, None, NOT_RUN, "",
-                     delta=DELTAS[delta].delta, sign=sign, paper=PAPERS.get(claim, "not reported"))  # fmt: skip
+                     delta=DELTAS[delta].delta, sign=sign, paper=paper_of(claim))  # fmt: skip
         if missing := self.missing(arms):
             return replace(base, detail=f"arm not in the grid: {', '.join(missing)}")
         if b is None:
@@ -310,7 +310,7 @@ def _guessing(claim: Claim, reason: str) -> Claim:
 def _not_run(claim: str, fmt: str, measure: str, reason: str, delta: str | None = None) -> Claim:
     return Claim(claim, fmt, measure, None, None, None, NOT_RUN, reason,
                  delta=DELTAS[delta].delta if delta else None,
-                 paper=PAPERS.get(claim, "not reported"))  # fmt: skip
+                 paper=paper_of(claim))  # fmt: skip
 
 
 def _format_claims(study: Study) -> list[Claim]:
@@ -400,6 +400,10 @@ def _single_answer(study: Study) -> str:
 def _correct_answers(study: Study, claim: str, objective: str) -> Claim:
     """Δ distinct correct outcomes of a diversity objective against correctness at the same
     `rl.scale_rewards`, with its pass@1 cost (and the other control) beside it."""
+    return replace(_correct_answers_row(study, claim, objective), paper=paper_of(claim, objective))
+
+
+def _correct_answers_row(study: Study, claim: str, objective: str) -> Claim:
     unscaled = objective in UNSCALED_OBJECTIVES
     control = UNSCALED_CONTROL if unscaled else CORRECTNESS
     measure = f"Δ distinct correct outcomes, {objective} − {control}"
@@ -513,7 +517,7 @@ def _crossover(study: Study) -> Claim:
     return Claim("crossover", study.fmt, measure, k_of(index), k_of(low_i), k_of(high_i), result,
                  f"not in the Holm family (a k, not a mean): two-level bootstrap of the curves; "
                  f"ks tried: {ks}; 'beyond' means past k = {ks[-1]}; k = 1 means RL is not "
-                 f"ahead even at k = 1{tie}", paper=PAPERS["crossover"])  # fmt: skip
+                 f"ahead even at k = 1{tie}", paper=paper_of("crossover"))  # fmt: skip
 
 
 def _format_claim(frame: pd.DataFrame, settings: ClaimSettings) -> Claim:
@@ -547,7 +551,7 @@ def _format_claim(frame: pd.DataFrame, settings: ClaimSettings) -> Claim:
     shared = sorted(set(falls["mcq"]) & set(falls["free_form"]))
     diff = np.array([[falls["mcq"][s] - falls["free_form"][s]] for s in shared])
     base = Claim("format", "both", measure, None, None, None, INCONCLUSIVE, "",
-                 delta=DELTAS["format"].delta, sign=0, paper=PAPERS["format"])  # fmt: skip
+                 delta=DELTAS["format"].delta, sign=0, paper=paper_of("format"))  # fmt: skip
     if len(shared) < 2:
         return replace(base, detail=f"inconclusive: {len(shared)} seed(s) in both formats")
     ci = seed_t_interval(diff, 0.95)

@@ -296,3 +296,15 @@ def test_mcq_pass_at_k_curves_stop_below_chance_099():
     curves = pass_at_k_by_objective(frame, ClaimSettings(num_resamples=20))
     assert sorted(set(curves["k"])) == [1, 2, 4, 8, 16]
     assert curves[["estimate", "low", "high"]].notna().all().all()
+
+
+def test_each_row_carries_what_its_paper_reports():
+    frame = _arms({"sft": BASE, "correctness": BASE})
+    papers = {(c.claim, c.measure.split(",")[1].strip() if "," in c.measure else ""): c.paper
+              for c in evaluate_claims(frame)}  # fmt: skip
+    assert "Maze 0.432 → 0.593" in papers[("pass@k objective", "vector − correctness")]
+    assert "MuSiQue 0.728 → 0.832" in papers[("pass@k objective", "vector − correctness")]
+    assert "not reported" in papers[("pass@k objective", "passk − correctness@unscaled")]
+    forking = next(p for (claim, _), p in papers.items() if claim == "forking")
+    assert "0.672" in forking and "+11.04 AIME'25" in forking
+    assert "tens to hundreds" in next(p for (c, _), p in papers.items() if c == "crossover")
