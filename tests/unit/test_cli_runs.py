@@ -519,4 +519,5 @@ def test_compare_grid_of_one_format_shows_its_format_claim_not_run(monkeypatch, 
     assert result.exit_code == 0, result.output
     [row] = [" ".join(line.split()) for line in result.output.splitlines()
              if line.startswith("│ format ")]  # fmt: skip
-    assert row.startswith("│ format │ both │") and row.endswith("│ n/a │ not run │")
+    # δ, the adjusted value (n/a) and an empty unadjusted interval before the verdict.
+    assert row.startswith("│ format │ both │") and row.endswith("│ ±0.1 │ n/a │ │ not run │")

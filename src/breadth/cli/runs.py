@@ -290,9 +290,9 @@ def _print_claims(rows: list[dict]) -> None:
         table.add_row(Text(c.claim), Text(c.format), Text(c.measure), Text(delta),
                       Text(effect_text(c)), Text(unadjusted_text(c)),
                       Text(c.verdict, style=_VERDICT_STYLES.get(c.verdict, "")))  # fmt: skip
-    # Room for a measure on a line or two, as the summary table above gets its width (a pipe's
-    # default 80 columns leave the measure 4 characters a line).
-    Console(width=max(console.width, 140)).print(table)
+    # Room for a measure on a line or two beside δ and two intervals, as the summary table
+    # above gets its width (a pipe's default 80 columns leave the measure 4 characters a line).
+    Console(width=max(console.width, 170)).print(table)
     counts = [f"{sum(c.verdict == v for c in claims)} {v}" for v in VERDICTS]
     console.print(f"verdicts: {', '.join(counts)}", highlight=False)
 
