@@ -60,7 +60,7 @@ def run_case(task: str, fmt: str, num: int, pairs: int, side_num: int) -> dict:
 
     from breadth.data.formats import render
     from breadth.data.prepare import content_hash, prepare_dataset, write_rows
-    from breadth.data.synthetic import generate_arithmetic, generate_countdown
+    from breadth.data.tasks import generate_arithmetic, generate_countdown
 
     generate = {"arithmetic": generate_arithmetic, "countdown": generate_countdown}[task]
     num_eval = int(num * EVAL_SHARE)

@@ -121,7 +121,7 @@ def search_stage(config: PipelineConfig, dataset_dir: Path, policy_dir: Path) ->
     """Evolutionary search vs independent sampling at `evaluation.search_budget` samples per
     evaluation problem, through the configured rollout backend -> a SearchComparison."""
     # Imported on use: a stage loads only what it runs (torch, pandas, ...).
-    from breadth.data.verifiers import verify
+    from breadth.data.tasks import verify
     from breadth.evaluation.search import EvolutionConfig, compare_search
     from breadth.rollout.backend_choice import resolve_backend
     from breadth.rollout.backends import rollout_backend

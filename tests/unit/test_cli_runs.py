@@ -469,7 +469,9 @@ def test_compare_grid_prints_the_claims_as_a_table_not_markdown(monkeypatch, tmp
     assert all(word in header for word in ("claim", "format", "value", "verdict"))
     row = next(line for line in lines if "darling" in line and "n/a" in line)
     assert "not run" in row
-    assert any("+0.250 [+0.091, +0.409]" in line for line in lines)  # an interval on one line
+    # An interval on one line, with its Holm level (both seeds identical: no spread).
+    assert any("+0.250 [+0.250, +0.250] (" in line for line in lines)
+    assert all(word in header for word in ("δ", "Holm-adjusted", "unadjusted"))
     assert "sharpening" in result.output and "reproduced" in result.output
     assert "verdicts: " in result.output and " not run" in result.output.split("verdicts: ")[1]
     assert f"wrote {tmp_path / 'claims' / 'claims.md'}" in " ".join(result.output.split())
@@ -517,4 +519,5 @@ def test_compare_grid_of_one_format_shows_its_format_claim_not_run(monkeypatch, 
     assert result.exit_code == 0, result.output
     [row] = [" ".join(line.split()) for line in result.output.splitlines()
              if line.startswith("│ format ")]  # fmt: skip
-    assert row.startswith("│ format │ both │") and row.endswith("│ n/a │ not run │")
+    # δ, the adjusted value (n/a) and an empty unadjusted interval before the verdict.
+    assert row.startswith("│ format │ both │") and row.endswith("│ ±0.1 │ n/a │ │ not run │")

@@ -304,8 +304,8 @@ def compare(
 
 
 # Verdict colours of the terminal's claims table; "not run" is dim: nothing was measured.
-_VERDICT_STYLES = {"reproduced": "green", "refuted": "red", "inconclusive": "yellow",
-                   "not run": "dim"}  # fmt: skip
+_VERDICT_STYLES = {"reproduced": "green", "refuted": "red", "no effect": "cyan",
+                   "inconclusive": "yellow", "not run": "dim"}  # fmt: skip
 
 
 def _print_claims(rows: list[dict]) -> None:
@@ -313,20 +313,24 @@ def _print_claims(rows: list[dict]) -> None:
     from rich.text import Text
 
     # Imported on use: `breadth --help` and the other commands do not load it.
-    from breadth.evaluation.claims import VERDICTS, Claim, effect_text
+    from breadth.evaluation.claims import VERDICTS, Claim, effect_text, unadjusted_text
 
     claims = [Claim(**row) for row in rows]
     # Only the measure wraps: an interval or a verdict cut in two misreads.
     table = Table(Column("claim", no_wrap=True), Column("format", no_wrap=True),
-                  Column("measure", min_width=30), Column("value [95% CI]", no_wrap=True),
-                  Column("verdict", no_wrap=True), title="claims", title_justify="left")  # fmt: skip
+                  Column("measure", min_width=30), Column("δ", no_wrap=True),
+                  Column("value [Holm-adjusted CI]", no_wrap=True),
+                  Column("unadjusted 95%", no_wrap=True), Column("verdict", no_wrap=True),
+                  title="claims", title_justify="left")  # fmt: skip
     for c in claims:
         # Text, not markup: measures and intervals hold brackets.
-        table.add_row(Text(c.claim), Text(c.format), Text(c.measure), Text(effect_text(c)),
+        delta = "" if c.delta is None else f"±{c.delta:g}"
+        table.add_row(Text(c.claim), Text(c.format), Text(c.measure), Text(delta),
+                      Text(effect_text(c)), Text(unadjusted_text(c)),
                       Text(c.verdict, style=_VERDICT_STYLES.get(c.verdict, "")))  # fmt: skip
-    # Room for a measure on a line or two, as the summary table above gets its width (a pipe's
-    # default 80 columns leave the measure 4 characters a line).
-    Console(width=max(console.width, 140)).print(table)
+    # Room for a measure on a line or two beside δ and two intervals, as the summary table
+    # above gets its width (a pipe's default 80 columns leave the measure 4 characters a line).
+    Console(width=max(console.width, 170)).print(table)
     counts = [f"{sum(c.verdict == v for c in claims)} {v}" for v in VERDICTS]
     console.print(f"verdicts: {', '.join(counts)}", highlight=False)
 

@@ -63,31 +63,6 @@ def int_apply(op: str, a: int, b: int) -> int:
     return a // b
 
 
-def generate_arithmetic(num: int, *, seed: int, difficulty: int | None, split: str) -> list[Record]:
-    """`num` distinct arithmetic problems of one difficulty (None: levels 1-3 mixed).
-
-    >>> records = generate_arithmetic(3, seed=0, difficulty=3, split="train")
-    >>> [r.task for r in records], records == generate_arithmetic(3, seed=0, difficulty=3,
-    ...                                                             split="train")
-    (['arithmetic', 'arithmetic', 'arithmetic'], True)
-    """
-    from breadth.data.tasks import get_task
-
-    return get_task("arithmetic").generate(num, seed=seed, difficulty=difficulty, split=split)
-
-
-def generate_countdown(num: int, *, seed: int, difficulty: int | None, split: str) -> list[Record]:
-    """`num` distinct countdown problems of one difficulty (None: levels 1-3 mixed).
-
-    >>> record = generate_countdown(1, seed=0, difficulty=1, split="train")[0]
-    >>> record.task, sorted(record.meta), record.answer == str(record.meta["target"])
-    ('countdown', ['numbers', 'target'], True)
-    """
-    from breadth.data.tasks import get_task
-
-    return get_task("countdown").generate(num, seed=seed, difficulty=difficulty, split=split)
-
-
 def generate_problems(
     task: str,
     draw: Callable[[random.Random, int, str], Problem | None],

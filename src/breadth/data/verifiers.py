@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal, localcontext
 from typing import Any
@@ -36,7 +36,6 @@ from breadth.data.extraction import (
     parse_number,
     plain_number,
 )
-from breadth.data.records import FORMATS
 from breadth.data.symbolic import refusal, symbolic_equal
 
 RELATIVE_TOLERANCE = 1e-6
@@ -69,42 +68,7 @@ def _verdict(correct: bool, extracted: str | None, outcome: str | None, reason: 
     return Verification(bool(correct), 1.0 if correct else 0.0, extracted, outcome, reason)
 
 
-def verify(completion: object, row: Mapping[str, Any]) -> Verification:
-    """Verify a completion against a rendered row (uses format, task, answer, options, letter, meta):
-    mcq by its letter, free-form by the row's task (`breadth.data.tasks`).
-
-    >>> verify("Answer: 33", {"format": "free_form", "task": "arithmetic", "answer": "33"}).correct
-    True
-    >>> verify("B", {"format": "mcq", "options": ["31", "33"], "letter": "B"}).outcome
-    '33'
-    """
-    fmt = row.get("format")
-    if fmt == "mcq":
-        return verify_mcq(completion, _as_list(row.get("options"), "options"), str(row["letter"]))
-    if fmt != "free_form":
-        raise ValueError(f"row field 'format' must be one of {FORMATS}, got {fmt!r}")
-    from breadth.data.tasks import get_task  # here: the tasks build on this module
-
-    try:
-        task = get_task(row.get("task"))
-    except ValueError as error:
-        raise ValueError(f"row field 'task': {error}") from None
-    return task.verify(completion, row)
-
-
-def reasoning_path(completion: object, row: Mapping[str, Any]) -> str | None:
-    """The order of work a free-form completion followed, as a key, for diversity of reasoning
-    (the row's task reads it; None when the task has no such notion or none can be read).
-
-    >>> reasoning_path("5+7=12, 12+3=15. Answer: 15", {"task": "chain", "meta": {"numbers": [3, 5, 7]}})
-    '5+7,3+12'
-    """
-    from breadth.data.tasks import get_task
-
-    return get_task(row.get("task")).reasoning_path(completion, row)
-
-
-def _as_list(value: Any, name: str) -> list[str]:
+def as_list(value: Any, name: str) -> list[str]:
     if value is None or isinstance(value, str):
         raise ValueError(f"row field {name!r} must be a list of strings, got {value!r}")
     return [str(item) for item in value]

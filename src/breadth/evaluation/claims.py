@@ -1,66 +1,90 @@
-"""The study's claims: each literature claim, its measured effect with a CI, and a verdict.
+"""The study's claims: each literature claim, its measured effect, its interval and a verdict.
 
 Input is a *study frame*: one row per (format, objective, seed, model, problem_id), where
 model is "sft" (the shared warm start of that format and seed) or "rl" (the cell's trained
-policy), with the per-problem columns `num_samples`, `num_correct`, `distinct_outcomes`, and
-where available `forking_token_share`, `num_options` (mcq) and `search_evolutionary` /
-`search_independent` (1 when the method solved the problem within the search budget).
+policy), with the per-problem columns of `breadth.evaluation.summary.per_problem_table`
+(`num_samples`, `num_correct`, `distinct_outcomes`, `distinct_correct_outcomes`,
+`distinct_reasoning`, `reasoning_forking_share`, the transfer split's halves, `graded_score`,
+`num_options` for mcq) and, where search ran, `search_evolutionary` / `search_independent`
+(1 when the method solved the problem within the search budget).
 
-Every effect is a mean over seeds x problems of a paired per-problem difference, with a
-two-level bootstrap interval (`hierarchical_bootstrap_ci`: seeds, then problems within each seed,
-widened by sqrt(S / (S - 1)) for S seeds, the same interval as the grid summary's). pass@k of mcq cells is taken
-above chance, `(p - chance) / (1 - chance)`, so a format comparison is not a comparison with
-guessing. A verdict is *reproduced* when the interval excludes zero on the claimed side,
-*refuted* when it excludes zero on the other side, and *inconclusive* otherwise, or when a
-split holds fewer than `min_split` problems. A claim whose arm (or measurement: token
-entropies, search) the grid lacks is *not run*: nothing was measured, which is no null result.
+Every effect is a paired per-problem difference, averaged within each seed (problems are
+nested in seeds), then over seeds, with a t interval over the per-seed means (S - 1 degrees
+of freedom: `breadth.evaluation.seed_interval`), the method the calibration simulation kept
+(`docs/results/calibration.md`). The measured rows form one family: their verdicts read
+Holm-adjusted intervals, the unadjusted 95% interval is shown beside. Each row pre-registers
+its smallest effect of interest δ (`claim_registry.DELTAS`). Verdicts:
+
+- *reproduced*: the adjusted interval excludes 0 on the claimed side;
+- *refuted*: it excludes 0 on the other side;
+- *no effect*: the equivalence interval (Bonferroni, level 1 - 2α/m: two one-sided tests)
+  lies inside ±δ, whichever side of 0;
+- *inconclusive*: none of these (too wide to say), or the row cannot be read (one seed, a
+  transfer split below `min_split`, an mcq start at chance);
+- *not run*: the grid lacks an arm or a measurement the claim needs, and the row says which.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from breadth.evaluation.bootstrap import (
-    hierarchical_bootstrap_ci,
-    hierarchical_bootstrap_means,
-    percentile_interval,
+from breadth.evaluation.bootstrap import hierarchical_bootstrap_means
+from breadth.evaluation.claim_registry import DELTAS, paper_of
+from breadth.evaluation.claim_table import (
+    INCONCLUSIVE,
+    MEASURED,
+    NOT_RUN,
+    REFUTED,
+    REPRODUCED,
+    VERDICTS,
+    Claim,
+    claims_markdown,
+    decide_family,
+    effect_text,
+    interval_text,
+    unadjusted_text,
+    verdict,
 )
-from breadth.evaluation.metrics import chance_corrected_pass_at_k, pass_at_k
+from breadth.evaluation.metrics import chance_pass_at_k, largest_k_above_chance, pass_at_k
+from breadth.evaluation.seed_interval import seed_means, seed_t_interval
 from breadth.evaluation.transfer import (
     DEFAULT_MIN_SPLIT,
     DEFAULT_SPLIT_K,
     DEFAULT_SPLIT_THRESHOLD,
-    _options_of,
     first_crossing,
     leader,
+    options_of,
     solved_by_base,
 )
 
 __all__ = [
     "NOT_RUN",
     "TRANSFER_SETTINGS",
+    "UNSCALED_CONTROL",
     "VERDICTS",
     "Claim",
     "ClaimSettings",
     "claims_markdown",
+    "decide_family",
     "effect_text",
     "evaluate_claims",
+    "unadjusted_text",
     "verdict",
 ]
 
-REPRODUCED, REFUTED, INCONCLUSIVE = "reproduced", "refuted", "inconclusive"
-# Not "inconclusive": that reads as "measured, no clear effect"; here nothing was measured.
-NOT_RUN = "not run"
-VERDICTS = (REPRODUCED, REFUTED, INCONCLUSIVE, NOT_RUN)
-NOT_RUN_MEANING = (f"*{NOT_RUN}*: the grid lacks an arm (or a measurement) the claim needs, so "
-                   "nothing was measured: no evidence either way.")  # fmt: skip
 CORRECTNESS = "correctness"
+UNSCALED_CONTROL = "correctness@unscaled"
+"""The correctness objective at `rl.scale_rewards=none`: the control of the objectives that
+set it (darling, passk), so that the objective, not the step size, is what differs."""
+UNSCALED_OBJECTIVES = ("darling", "passk")
 PerProblem = Callable[[pd.DataFrame], np.ndarray]
+SFT = ("", "sft")
 
 
 @dataclass(frozen=True)
@@ -73,7 +97,9 @@ class ClaimSettings:
     diversity_arm: str = "correctness+batch"
     """The diversity-trained arm of the search claim."""
     num_resamples: int = 1000
+    """Bootstrap resamples of the crossover's interval of k (the only bootstrap left)."""
     confidence: float = 0.95
+    """Family-wise: Holm's step-down keeps the family's error at 1 - confidence."""
     seed: int = 0
 
     @classmethod
@@ -101,47 +127,28 @@ TRANSFER_SETTINGS = {
 }
 
 
-@dataclass(frozen=True)
-class Claim:
-    """One row of the claims table."""
-
-    claim: str
-    format: str
-    measure: str
-    estimate: float | None
-    low: float | None
-    high: float | None
-    verdict: str
-    detail: str
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-
-def verdict(low: float | None, high: float | None, expected_sign: int) -> str:
-    """reproduced / refuted / inconclusive from an interval and the claimed sign (+1 or -1).
-
-    >>> verdict(0.01, 0.05, +1), verdict(-0.05, -0.01, +1), verdict(-0.01, 0.02, -1)
-    ('reproduced', 'refuted', 'inconclusive')
-    """
-    if low is None or high is None or not np.isfinite([low, high]).all():
-        return INCONCLUSIVE
-    if expected_sign * low > 0 and expected_sign * high > 0:
-        return REPRODUCED
-    if expected_sign * low < 0 and expected_sign * high < 0:
-        return REFUTED
-    return INCONCLUSIVE
-
-
 def pass_metric(k: int | None) -> PerProblem:
-    """Per-problem pass@k (k=None: the problem's n), above chance for rows with options."""
+    """Per-problem pass@k (k=None: the problem's n), above chance for rows with options.
+
+    Above chance *on the mean*: each problem contributes (p - chance) / (1 - mean chance of
+    the rows given), so the rows' mean is (mean p - mean chance) / (1 - mean chance), and a
+    problem with no correct sample weighs as much as any other. The rows are one seed's
+    problems (`Study.aligned`). k=None is capped where chance pass@k reaches 0.99
+    (`largest_k_above_chance`); an explicit k beyond that cap gives NaN.
+    """
 
     def per_problem(rows: pd.DataFrame) -> np.ndarray:
         n, c = rows["num_samples"].to_numpy(), rows["num_correct"].to_numpy()
+        options = options_of(rows)
         kk = int(n.min()) if k is None else k
+        if options is not None and k is None:
+            kk = largest_k_above_chance(options, kk)
+        if options is not None and (kk < 1 or kk > largest_k_above_chance(options, int(n.min()))):
+            return np.full(len(rows), np.nan)
         value = pass_at_k(n, c, kk)
-        if "num_options" in rows and rows["num_options"].fillna(0).gt(0).all():
-            value = chance_corrected_pass_at_k(value, rows["num_options"].to_numpy(), kk)
+        if options is not None:
+            chance = chance_pass_at_k(options, kk)
+            value = (value - chance) / (1.0 - chance.mean())
         return value
 
     return per_problem
@@ -162,6 +169,10 @@ class Study:
         self.frame = frame[frame["format"] == fmt]
         self.fmt = fmt
         self.settings = settings
+
+    def has(self, name: str) -> bool:
+        """Whether the frame measured `name` (a column with a value)."""
+        return name in self.frame and self.frame[name].notna().any()
 
     def arm(self, objective: str, model: str) -> pd.DataFrame | None:
         if model == "sft":  # the warm start is shared: read each seed's from any of its cells
@@ -196,7 +207,7 @@ class Study:
             values = np.stack([np.asarray(metric(_of_seed(f, seed, problems)), np.float64)
                                for f in by_seed], axis=-1)  # (P, A)  # fmt: skip
             if mask is not None:
-                keep = mask(_of_seed(self.arm("", "sft"), seed, problems))
+                keep = mask(_of_seed(self.arm(*SFT), seed, problems))
                 values[~np.asarray(keep, bool)] = np.nan
             rows.append(values)
         width = max(len(r) for r in rows)
@@ -210,29 +221,44 @@ class Study:
         values, detail = self.aligned([a, b], metric, mask)
         return (None, detail) if values is None else (values[..., 0] - values[..., 1], detail)
 
-    def effect(self, claim, measure, a, b, metric, sign, mask=None, min_split=False) -> Claim:
-        if missing := self.missing([a, b]):
-            return Claim(claim, self.fmt, measure, None, None, None, NOT_RUN,
-                         f"arm not in the grid: {', '.join(missing)}")  # fmt: skip
-        matrix, detail = self.paired(a, b, metric, mask)
+    def effect(self, claim: str, measure: str, a, b, metric: PerProblem, sign: int,
+               delta: str, mask=None, min_split: bool = False) -> Claim:  # fmt: skip
+        """The row of metric(a) - metric(b) (b=None: metric(a) alone), in the family."""
+        arms = [a] if b is None else [a, b]
+        base = Claim(claim, self.fmt, measure, None, None, None, NOT_RUN, "",
+                     delta=DELTAS[delta].delta, sign=sign, paper=paper_of(claim))  # fmt: skip
+        if missing := self.missing(arms):
+            return replace(base, detail=f"arm not in the grid: {', '.join(missing)}")
+        if b is None:
+            values, detail = self.aligned([a], metric, mask)
+            matrix = None if values is None else values[..., 0]
+        else:
+            matrix, detail = self.paired(a, b, metric, mask)
         if matrix is None:
-            return Claim(claim, self.fmt, measure, None, None, None, INCONCLUSIVE, detail)
+            return replace(base, verdict=INCONCLUSIVE, detail=detail)
         if min_split:
             sizes = (~np.isnan(matrix)).sum(axis=1)
             detail = f"seeds: {matrix.shape[0]}, split sizes per seed: {sizes.tolist()}"
             if sizes.min() < self.settings.min_split:
                 # No estimate: a mean of a handful of problems, shown bare in the claims table,
                 # reads as a finding (the grid summary and the run's report show none either).
-                return Claim(claim, self.fmt, measure, None, None, None, INCONCLUSIVE,
-                             f"inconclusive (n = {int(sizes.min())} < {self.settings.min_split}); "
-                             + detail)  # fmt: skip
+                return replace(base, verdict=INCONCLUSIVE,
+                               detail=f"inconclusive (n = {int(sizes.min())} < "
+                                      f"{self.settings.min_split}); {detail}")  # fmt: skip
         if not np.isfinite(matrix).any():
-            return Claim(claim, self.fmt, measure, None, None, None, INCONCLUSIVE,
-                         f"no finite values ({detail})")  # fmt: skip
-        s = self.settings
-        ci = hierarchical_bootstrap_ci(matrix, s.num_resamples, s.seed, s.confidence)
-        return Claim(claim, self.fmt, measure, ci.estimate, ci.low, ci.high,
-                     verdict(ci.low, ci.high, sign), detail)  # fmt: skip
+            return replace(base, verdict=INCONCLUSIVE, detail=f"no finite values ({detail})")
+        ci = seed_t_interval(matrix, self.settings.confidence)
+        base = replace(base, estimate=ci.estimate, low=_float(ci.low), high=_float(ci.high),
+                       standard_error=_float(ci.standard_error), num_seeds=ci.num_seeds,
+                       p_value=_float(ci.p_value))  # fmt: skip
+        if ci.num_seeds < 2:
+            return replace(base, verdict=INCONCLUSIVE,
+                           detail=f"inconclusive: one seed has no run-to-run spread; {detail}")
+        return replace(base, verdict=MEASURED, detail=detail)
+
+
+def _float(value: float) -> float | None:
+    return None if value is None or not math.isfinite(value) else float(value)
 
 
 def _of_seed(rows: pd.DataFrame, seed, problems) -> pd.DataFrame:
@@ -240,7 +266,8 @@ def _of_seed(rows: pd.DataFrame, seed, problems) -> pd.DataFrame:
 
 
 def evaluate_claims(frame: pd.DataFrame, settings: ClaimSettings | None = None) -> list[Claim]:
-    """Every named claim, per format; a claim whose arms the frame lacks is *not run*."""
+    """Every named claim, per format, with family-wise verdicts; a claim whose arms or
+    measurements the frame lacks is *not run*."""
     settings = settings or ClaimSettings()
     claims: list[Claim] = []
     formats = sorted(frame["format"].unique())
@@ -253,7 +280,7 @@ def evaluate_claims(frame: pd.DataFrame, settings: ClaimSettings | None = None) 
     # left out would not say that the comparison was never made.
     claim = _format_claim(frame, settings)
     claims.append(_guessing(claim, guessing.get("mcq", "") or guessing.get("free_form", "")))
-    return claims
+    return decide_family(claims, settings.confidence)
 
 
 def _at_chance(study: Study) -> str:
@@ -262,79 +289,184 @@ def _at_chance(study: Study) -> str:
     With options, a model that guesses samples every option and "solves" everything at large
     k; its diversity and pass@k then measure the guessing, not the policy.
     """
-    sft = study.arm("", "sft")
-    if sft is None or "num_options" not in sft or not sft["num_options"].notna().all():
+    sft = study.arm(*SFT)
+    if sft is None or options_of(sft) is None:
         return ""
-    values, _ = study.aligned([("", "sft")], pass_metric(1))
-    s = study.settings
-    ci = hierarchical_bootstrap_ci(values[..., 0], s.num_resamples, s.seed, s.confidence)
-    if ci.low > 0:
+    values, _ = study.aligned([SFT], pass_metric(1))
+    ci = seed_t_interval(values[..., 0], 0.95)
+    if ci.num_seeds < 2 or ci.low > 0:  # one seed: the rows say so themselves
         return ""
     return (f"the SFT start is not above chance: pass@1 above chance "
             f"{ci.estimate:+.3f} [{ci.low:+.3f}, {ci.high:+.3f}]")  # fmt: skip
 
 
 def _guessing(claim: Claim, reason: str) -> Claim:
+    """An unreadable format's measured row: inconclusive, out of the family."""
     if not reason or claim.verdict == NOT_RUN:  # nothing measured: nothing to discount
         return claim
-    return Claim(**{**claim.to_dict(), "verdict": INCONCLUSIVE,
-                    "detail": f"inconclusive: {reason}; {claim.detail}"})  # fmt: skip
+    return replace(claim, verdict=INCONCLUSIVE, detail=f"inconclusive: {reason}; {claim.detail}")
+
+
+def _not_run(claim: str, fmt: str, measure: str, reason: str, delta: str | None = None) -> Claim:
+    return Claim(claim, fmt, measure, None, None, None, NOT_RUN, reason,
+                 delta=DELTAS[delta].delta if delta else None,
+                 paper=paper_of(claim))  # fmt: skip
 
 
 def _format_claims(study: Study) -> list[Claim]:
-    rl, sft = (CORRECTNESS, "rl"), ("", "sft")
+    rl = (CORRECTNESS, "rl")
     p1, pn = pass_metric(1), pass_metric(None)
+    n_label = _n_label(study)
+    claims = [
+        study.effect("sharpening", "Δ pass@1, RL − SFT (correctness)", rl, SFT, p1, +1, "pass@1"),
+        study.effect("sharpening", f"Δ pass@{n_label}, RL − SFT (correctness)", rl, SFT, pn, -1,
+                     "pass@n"),
+        _crossover(study),
+        _transfer(study),
+        study.effect("historical", "Δ pass@1, ucb − correctness", ("correctness+ucb", "rl"),
+                     rl, p1, +1, "pass@1"),
+    ]  # fmt: skip
+    claims += [_correct_answers(study, claim, objective)
+               for claim, objective in (("batch", "correctness+batch"),
+                                        ("pass@k objective", "passk"),
+                                        ("pass@k objective", "vector"), ("darling", "darling"))]  # fmt: skip
+    claims.append(_forking(study))
+    claims += _search(study)
+    return claims
+
+
+def _n_label(study: Study) -> str:
+    """'n', or the capped k of a format with options ('16 (n capped: chance < 0.99)')."""
+    sft = study.arm(*SFT)
+    if sft is None or options_of(sft) is None:
+        return "n"
+    n = int(study.frame["num_samples"].min())
+    k = largest_k_above_chance(options_of(sft), n)
+    return "n" if k == n else f"{k} (n = {n} capped where chance pass@k ≥ 0.99)"
+
+
+def _transfer(study: Study) -> Claim:
+    """Δ distinct outcomes on base-unsolved problems, the split made on other samples.
+
+    Splitting on the samples that are then measured selects problems where SFT's draw
+    happened to go badly, and those same samples hold more distinct wrong answers
+    (regression to the mean): a bias toward "RL narrows" even when RL is SFT. The split reads
+    SFT's first half of samples (`split_num_samples`, `split_num_correct`); both models are
+    measured on their held-out second half (`heldout_distinct_outcomes`).
+    """
     s = study.settings
+    measure = (f"Δ distinct outcomes (held-out half), RL − SFT, base-unsolved "
+               f"({_split_rule(study)}, on SFT's other half)")  # fmt: skip
+    needed = ("split_num_samples", "split_num_correct", "heldout_distinct_outcomes")
+    if absent := [name for name in needed if not study.has(name)]:
+        return _not_run("transfer", study.fmt, measure,
+                        f"the per-problem tables lack the held-out halves ({', '.join(absent)}): "
+                        "a split on the measured samples is biased toward narrowing; re-run the "
+                        "cells' evaluation", "distinct")  # fmt: skip
+    sft = study.arm(*SFT)
+    fewest = int(sft["split_num_samples"].min()) if sft is not None else 0
+    if sft is not None and s.split_k > fewest:
+        return _not_run("transfer", study.fmt, measure,
+                        f"split budget split_k={s.split_k} exceeds the split half's {fewest} "
+                        "samples: lower evaluation.transfer_split_k", "distinct")  # fmt: skip
 
     def unsolved(base_rows: pd.DataFrame) -> np.ndarray:
-        return ~solved_by_base(base_rows["num_samples"], base_rows["num_correct"], s.split_k,
-                               s.split_threshold, _options_of(base_rows))  # fmt: skip
+        return ~solved_by_base(base_rows["split_num_samples"], base_rows["split_num_correct"],
+                               s.split_k, s.split_threshold, options_of(base_rows))  # fmt: skip
 
-    claims = [
-        study.effect("sharpening", "Δ pass@1, RL − SFT (correctness)", rl, sft, p1, +1),
-        study.effect("sharpening", "Δ pass@n, RL − SFT (correctness)", rl, sft, pn, -1),
-        _crossover(study),
-        study.effect("transfer", f"Δ distinct outcomes, RL − SFT, base-unsolved "
-                     f"({_split_rule(study)})", rl, sft,
-                     column("distinct_outcomes"), -1, mask=unsolved, min_split=True),
-        study.effect("historical", "Δ pass@1, ucb − correctness", ("correctness+ucb", "rl"),
-                     rl, p1, +1),
-        study.effect("batch", "Δ pass@n, batch − correctness", ("correctness+batch", "rl"),
-                     rl, pn, +1),
-    ]  # fmt: skip
-    for arm in ("passk", "vector"):
-        kept = study.effect("pass@k objective", f"Δ pass@n, {arm} − correctness", (arm, "rl"),
-                            rl, pn, +1)  # fmt: skip
-        cost = study.effect("pass@k objective", f"Δ pass@1, {arm} − correctness", (arm, "rl"),
-                            rl, p1, +1)  # fmt: skip
-        claims.append(_with_note(kept, f"pass@1 cost {_interval(cost)}"))
-    darling = study.effect("darling", "Δ distinct outcomes, darling − correctness",
-                           ("darling", "rl"), rl, column("distinct_outcomes"), +1)
-    quality = study.effect("darling", "Δ pass@1", ("darling", "rl"), rl, p1, +1)
-    claims.append(_with_note(darling, f"Δ pass@1 {_interval(quality)}"))
-    if "forking_token_share" in study.frame and study.frame["forking_token_share"].notna().any():
-        forks = study.effect("forking", "Δ share of tokens above the SFT 80th-percentile "
-                             "entropy, RL − SFT", rl, sft, column("forking_token_share"), +1)
-        answers = study.effect("forking", "", rl, sft, column("distinct_outcomes"), -1)
-        claims.append(_with_note(forks, f"Δ distinct outcomes {_interval(answers)}"))
-    else:
-        claims.append(Claim("forking", study.fmt, "token entropy at forks", None, None, None,
-                            NOT_RUN, "no per-token entropies in the rollouts"))  # fmt: skip
-    if "search_evolutionary" in study.frame and study.frame["search_evolutionary"].notna().any():
-        claims.append(study.effect(
-            "search", f"Δ (evolutionary − independent success), {s.diversity_arm} − "
-            "correctness, equal budget", (s.diversity_arm, "rl"), rl, search_gain, +1))
-    else:
-        claims.append(Claim("search", study.fmt, "evolutionary search gain", None, None, None,
-                            NOT_RUN, "no search results in the grid"))  # fmt: skip
-    return claims
+    return study.effect("transfer", measure, (CORRECTNESS, "rl"), SFT,
+                        column("heldout_distinct_outcomes"), -1, "distinct", mask=unsolved,
+                        min_split=True)  # fmt: skip
 
 
 def _split_rule(study: Study) -> str:
     """The transfer split's rule as `unsolved` applies it: above chance with options."""
-    s, sft = study.settings, study.arm("", "sft")
-    above = " above chance" if sft is not None and _options_of(sft) is not None else ""
+    s, sft = study.settings, study.arm(*SFT)
+    above = " above chance" if sft is not None and options_of(sft) is not None else ""
     return f"SFT pass@{s.split_k}{above} < {s.split_threshold}"
+
+
+def _single_answer(study: Study) -> str:
+    """Why distinct *correct* answers cannot vary on this format's task, or ''."""
+    if "num_answers" in study.frame and study.frame["num_answers"].notna().any():
+        return "" if (study.frame["num_answers"] > 1).any() else (
+            "the task has one right answer per problem (num_answers = 1)")
+    if study.frame["distinct_correct_outcomes"].max() <= 1:
+        return ("no problem had two distinct correct outcomes in any arm: the task looks "
+                "single-answer (the claim needs the several-right-answers task)")
+    return ""
+
+
+def _correct_answers(study: Study, claim: str, objective: str) -> Claim:
+    """Δ distinct correct outcomes of a diversity objective against correctness at the same
+    `rl.scale_rewards`, with its pass@1 cost (and the other control) beside it."""
+    return replace(_correct_answers_row(study, claim, objective), paper=paper_of(claim, objective))
+
+
+def _correct_answers_row(study: Study, claim: str, objective: str) -> Claim:
+    unscaled = objective in UNSCALED_OBJECTIVES
+    control = UNSCALED_CONTROL if unscaled else CORRECTNESS
+    measure = f"Δ distinct correct outcomes, {objective} − {control}"
+    if not study.has("distinct_correct_outcomes"):
+        return _not_run(claim, study.fmt, measure, "the per-problem tables lack "
+                        "distinct_correct_outcomes: re-run the cells' evaluation",
+                        "distinct_correct")  # fmt: skip
+    if reason := _single_answer(study):
+        return _not_run(claim, study.fmt, measure, reason, "distinct_correct")
+    arm, correct = (objective, "rl"), column("distinct_correct_outcomes")
+    if study.arm(*arm) is not None and study.arm(control, "rl") is None and unscaled:
+        confounded = study.effect(claim, "", arm, (CORRECTNESS, "rl"), correct, +1,
+                                  "distinct_correct")  # fmt: skip
+        return _not_run(claim, study.fmt, measure,
+                        f"arm not in the grid: {control} ({objective} runs at "
+                        "rl.scale_rewards=none; against correctness at group the objective and "
+                        f"the step size change together: that confounded Δ is "
+                        f"{interval_text(confounded)})", "distinct_correct")  # fmt: skip
+    row = study.effect(claim, measure, arm, (control, "rl"), correct, +1, "distinct_correct")
+    cost = study.effect(claim, "", arm, (control, "rl"), pass_metric(1), +1, "pass@1")
+    notes = [f"pass@1 cost {interval_text(cost)}"]
+    if unscaled:
+        other = study.effect(claim, "", arm, (CORRECTNESS, "rl"), correct, +1, "distinct_correct")
+        notes.append(f"against correctness at scale_rewards=group {interval_text(other)}")
+    distinct = study.effect(claim, "", arm, (control, "rl"), column("distinct_outcomes"), +1,
+                            "distinct")  # fmt: skip
+    notes.append(f"Δ distinct outcomes {interval_text(distinct)}")
+    return _with_note(row, "; ".join(notes))
+
+
+def _forking(study: Study) -> Claim:
+    rl = (CORRECTNESS, "rl")
+    measure = ("Δ share of reasoning tokens above SFT's 80th-percentile reasoning entropy, "
+               "RL − SFT (answer line excluded)")  # fmt: skip
+    if not study.has("reasoning_forking_share"):
+        return _not_run("forking", study.fmt, measure,
+                        "no token entropies of the reasoning (reasoning_forking_share): needs "
+                        "a trace task and per-token entropies aligned with the text", "forking")  # fmt: skip
+    forks = study.effect("forking", measure, rl, SFT, column("reasoning_forking_share"), +1,
+                         "forking")  # fmt: skip
+    answers = study.effect("forking", "", rl, SFT, column("distinct_outcomes"), -1, "distinct")
+    return _with_note(forks, f"Δ distinct outcomes {interval_text(answers)}")
+
+
+def _search(study: Study) -> list[Claim]:
+    """Evolutionary search on the graded score against independent sampling at equal budget,
+    and the diversity-trained model's gain in it over correctness."""
+    s = study.settings
+    rows = [("evolutionary − independent success at equal budget (correctness)", None),
+            ((f"Δ (evolutionary − independent success), {s.diversity_arm} − correctness, "
+              "equal budget"), (CORRECTNESS, "rl"))]  # fmt: skip
+    arm = (CORRECTNESS, "rl")
+    reason = ""
+    if not (study.has("search_evolutionary") and study.has("search_independent")):
+        reason = "no search results in the grid"
+    elif not study.has("graded_score") or not (study.frame["graded_score"] > 0).any():
+        reason = ("no signal to climb: one right answer and a binary score (no graded_score "
+                  "strictly between 0 and 1)")  # fmt: skip
+    if reason:
+        return [_not_run("search", study.fmt, measure, reason, "search") for measure, _ in rows]
+    return [study.effect("search", rows[0][0], arm, None, search_gain, +1, "search"),
+            study.effect("search", rows[1][0], (s.diversity_arm, "rl"), rows[1][1], search_gain,
+                         +1, "search")]  # fmt: skip
 
 
 def _crossover(study: Study) -> Claim:
@@ -342,17 +474,21 @@ def _crossover(study: Study) -> Claim:
 
     "Catches up" is the transfer analysis's rule (`transfer.first_crossing`): SFT level with or
     ahead of RL, after RL led at a smaller k, or strictly ahead. Curves tied at every k never
-    cross, and a tie at k = 1 is no lead for RL.
+    cross, and a tie at k = 1 is no lead for RL. Not in the Holm family: its estimate is a k,
+    not a mean with a p-value.
     """
-    rl_arm, sft_arm = (CORRECTNESS, "rl"), ("", "sft")
-    rl, sft = study.arm(*rl_arm), study.arm(*sft_arm)
+    rl_arm = (CORRECTNESS, "rl")
+    rl, sft = study.arm(*rl_arm), study.arm(*SFT)
+    measure = "k where SFT pass@k catches up with RL (correctness)"
     if rl is None or sft is None:
-        return Claim("crossover", study.fmt, "k where SFT catches up with RL", None, None, None,
-                     NOT_RUN, f"arm not in the grid: {', '.join(study.missing([rl_arm, sft_arm]))}")  # fmt: skip
+        return _not_run("crossover", study.fmt, measure,
+                        f"arm not in the grid: {', '.join(study.missing([rl_arm, SFT]))}")
     n = int(min(rl["num_samples"].min(), sft["num_samples"].min()))
-    ks = [k for k in (1, 2, 4, 8, 16, 32, 64, 128, 256) if k <= n]
-    stacked = np.stack([study.paired((CORRECTNESS, "rl"), ("", "sft"), pass_metric(k))[0]
-                        for k in ks], axis=-1)  # (S, P, K) of RL - SFT  # fmt: skip
+    options = options_of(sft)
+    top = n if options is None else largest_k_above_chance(options, n)
+    ks = [k for k in (1, 2, 4, 8, 16, 32, 64, 128, 256) if k <= top]
+    stacked = np.stack([study.paired(rl_arm, SFT, pass_metric(k))[0] for k in ks],
+                       axis=-1)  # (S, P, K) of RL - SFT  # fmt: skip
     s = study.settings
     # SFT - RL: transfer's base - trained, so the crossing rule is read the same way.
     boot = -hierarchical_bootstrap_means(stacked, s.num_resamples, s.seed)  # (B, K)
@@ -378,83 +514,57 @@ def _crossover(study: Study) -> Claim:
     else:
         result = INCONCLUSIVE
     tie = "; RL and SFT are level at k = 1" if leader(point[:1])[0] == 0 else ""
-    return Claim("crossover", study.fmt, "k where SFT pass@k catches up with RL (correctness)",
-                 k_of(index), k_of(low_i), k_of(high_i), result,
+    return Claim("crossover", study.fmt, measure, k_of(index), k_of(low_i), k_of(high_i), result,
+                 f"not in the Holm family (a k, not a mean): two-level bootstrap of the curves; "
                  f"ks tried: {ks}; 'beyond' means past k = {ks[-1]}; k = 1 means RL is not "
-                 f"ahead even at k = 1{tie}")  # fmt: skip
+                 f"ahead even at k = 1{tie}", paper=paper_of("crossover"))  # fmt: skip
 
 
 def _format_claim(frame: pd.DataFrame, settings: ClaimSettings) -> Claim:
-    """mcq vs free-form: how much RL narrows answers, relative to SFT, in each format.
+    """mcq vs free-form: the fall of distinct reasoning paths from SFT to RL, per format.
 
-    Relative (RL / SFT - 1) because mcq caps distinct answers at the number of options.
+    A measure both formats share and mcq's options do not cap: distinct reasoning paths (the
+    text before the answer line), relative (1 - RL / SFT) per seed. Seed s's falls of the two
+    formats are paired by seed (each format's seed s starts from its own SFT run), and the
+    per-seed differences get the seed t interval: each format's problems are averaged within
+    its own seed, so nothing is resampled (the two formats are not drawn with one seed).
     """
-    measure = "relative Δ distinct outcomes (RL / SFT − 1), mcq − free_form"
+    measure = "Δ relative fall of distinct reasoning paths (1 − RL / SFT), mcq − free_form"
     if absent := [fmt for fmt in ("mcq", "free_form") if not (frame["format"] == fmt).any()]:
-        return Claim("format", "both", measure, None, None, None, NOT_RUN,
-                     f"format not in the grid: {', '.join(absent)}")  # fmt: skip
-    narrowing = {}
-    for fmt in ("mcq", "free_form"):
-        study = Study(frame, fmt, settings)
-        if missing := study.missing([(CORRECTNESS, "rl"), ("", "sft")]):
-            return Claim("format", "both", measure, None, None, None, NOT_RUN,
-                         f"arm not in the grid for {fmt}: {', '.join(missing)}")  # fmt: skip
-        # (S, P, 2): RL's distinct outcomes and SFT's, paired per problem.
-        stacked = study.aligned([(CORRECTNESS, "rl"), ("", "sft")], column("distinct_outcomes"))[0]
-        means = hierarchical_bootstrap_means(stacked, settings.num_resamples, settings.seed)
-        narrowing[fmt] = (means[:, 0] / means[:, 1] - 1, stacked)
-    point = {fmt: np.nanmean(m[..., 0]) / np.nanmean(m[..., 1]) - 1
-             for fmt, (_, m) in narrowing.items()}  # fmt: skip
-    # The formats' problems are resampled independently (their rollouts are separate).
-    diff = narrowing["mcq"][0] - narrowing["free_form"][0]
-    low, high = percentile_interval(diff[np.isfinite(diff)], settings.confidence)
+        return _not_run("format", "both", measure, f"format not in the grid: {', '.join(absent)}",
+                        "format")  # fmt: skip
+    falls = {}
+    studies = {fmt: Study(frame, fmt, settings) for fmt in ("mcq", "free_form")}
+    for fmt, study in studies.items():
+        if missing := study.missing([(CORRECTNESS, "rl"), SFT]):
+            return _not_run("format", "both", measure,
+                            f"arm not in the grid for {fmt}: {', '.join(missing)}", "format")
+    for fmt, study in studies.items():
+        if not study.has("distinct_reasoning"):
+            return _not_run("format", "both", measure,
+                            f"no distinct_reasoning for {fmt}: the per-problem tables need "
+                            "the sample texts of a trace task", "format")  # fmt: skip
+        stacked, _ = study.aligned([(CORRECTNESS, "rl"), SFT], column("distinct_reasoning"))
+        seeds = sorted(set(study.arm(*SFT)["seed"]) & set(study.arm(CORRECTNESS, "rl")["seed"]))
+        rl_means, sft_means = seed_means(stacked[..., 0]), seed_means(stacked[..., 1])
+        falls[fmt] = dict(zip(seeds, 1.0 - rl_means / sft_means))
+    shared = sorted(set(falls["mcq"]) & set(falls["free_form"]))
+    diff = np.array([[falls["mcq"][s] - falls["free_form"][s]] for s in shared])
+    base = Claim("format", "both", measure, None, None, None, INCONCLUSIVE, "",
+                 delta=DELTAS["format"].delta, sign=0, paper=paper_of("format"))  # fmt: skip
+    if len(shared) < 2:
+        return replace(base, detail=f"inconclusive: {len(shared)} seed(s) in both formats")
+    ci = seed_t_interval(diff, 0.95)
+    mean_fall = {fmt: float(np.mean(list(v.values()))) for fmt, v in falls.items()}
     # Two-sided: the claim is that the exploration profiles differ, not which way.
-    result = REPRODUCED if low > 0 or high < 0 else INCONCLUSIVE
-    return Claim("format", "both", measure, float(point["mcq"] - point["free_form"]),
-                 float(low), float(high), result,
-                 f"mcq {point['mcq']:+.3f}, free_form {point['free_form']:+.3f}; two-sided: "
-                 "reproduced when the formats' narrowing differs")  # fmt: skip
-
-
-def _interval(claim: Claim) -> str:
-    if claim.low is None or claim.high is None or claim.estimate is None:
-        return "n/a"
-    return f"{claim.estimate:+.3f} [{claim.low:+.3f}, {claim.high:+.3f}]"
-
-
-def _k(value: float | None) -> str:
-    return "beyond" if value is None else f"{value:g}"
+    return replace(base, estimate=ci.estimate, low=ci.low, high=ci.high, verdict=MEASURED,
+                   standard_error=ci.standard_error, num_seeds=ci.num_seeds, p_value=ci.p_value,
+                   detail=f"fall mcq {mean_fall['mcq']:+.3f}, free_form "
+                          f"{mean_fall['free_form']:+.3f}; seeds: {len(shared)}; two-sided: "
+                          "reproduced when the formats' falls differ")  # fmt: skip
 
 
 def _with_note(claim: Claim, note: str) -> Claim:
-    return Claim(**{**claim.to_dict(), "detail": f"{note}; {claim.detail}"})
+    return replace(claim, detail=f"{note}; {claim.detail}")
 
 
-def effect_text(c: Claim) -> str:
-    """A claim's effect with its interval, as the claims table shows it.
-
-    >>> effect_text(Claim("batch", "mcq", "m", 0.1, 0.02, 0.2, "reproduced", ""))
-    '+0.100 [+0.020, +0.200]'
-    >>> effect_text(Claim("crossover", "mcq", "m", 4.0, 2.0, None, "inconclusive", ""))
-    'k = 4 [2, beyond]'
-    """
-    if c.claim == "crossover":
-        return " ".join(["none" if c.estimate is None else f"k = {c.estimate:g}",
-                         f"[{_k(c.low)}, {_k(c.high)}]"])  # fmt: skip
-    if c.estimate is None:
-        return "n/a"
-    return _interval(c) if c.low is not None else f"{c.estimate:+.3f}"
-
-
-def claims_markdown(claims: list[Claim], header: str = "") -> str:
-    """The claims table: one row per claim and format, interval and verdict."""
-    lines = [header, ""] if header else []
-    lines += ["| claim | format | measure | effect [95% CI] | verdict |",
-              "|---|---|---|---|---|"]  # fmt: skip
-    for c in claims:
-        lines.append(f"| **{c.claim}** | {c.format} | {c.measure} | {effect_text(c)} | "
-                     f"{c.verdict} |")  # fmt: skip
-    if any(c.verdict == NOT_RUN for c in claims):
-        lines += ["", NOT_RUN_MEANING]
-    lines += ["", "Details:", ""] + [f"- {c.claim} ({c.format}): {c.detail}" for c in claims]
-    return "\n".join(lines) + "\n"

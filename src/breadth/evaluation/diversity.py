@@ -11,6 +11,7 @@ add nothing to the distinct count or the entropy, but still count in n for the f
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -21,6 +22,7 @@ from breadth.evaluation.metrics import _run_starts, outcome_codes
 __all__ = [
     "OutcomeDiversity",
     "distinct_classes",
+    "distinct_correct_outcomes",
     "distinct_k",
     "distinct_n",
     "distinct_outcome_fraction",
@@ -31,6 +33,8 @@ __all__ = [
     "mean_token_entropy",
     "outcome_diversity",
     "outcome_entropy",
+    "reasoning_end",
+    "reasoning_entropies",
     "utility_k",
 ]
 
@@ -91,6 +95,25 @@ def distinct_outcomes(outcomes) -> np.ndarray:
     [2, 1]
     """
     return outcome_diversity(outcomes).distinct
+
+
+def distinct_correct_outcomes(outcomes, correct) -> np.ndarray:
+    """Number of distinct extracted outcomes among the *correct* samples, per problem.
+
+    On a task with several right answers, the count of different right answers a model
+    finds: diversity that costs no accuracy (distinct outcomes counts wrong answers too).
+
+    >>> distinct_correct_outcomes([["4", "6", "6", "5"]], [[True, True, True, False]]).tolist()
+    [2]
+    >>> distinct_correct_outcomes(["1", None], [False, True]).tolist()  # None is no answer
+    0
+    """
+    values = np.asarray(outcomes, dtype=object)
+    right = np.asarray(correct, dtype=bool)
+    if values.shape != right.shape:
+        raise ValueError(f"outcomes {values.shape} and correct {right.shape} must align")
+    kept = np.where(right, values, None)
+    return outcome_diversity(kept).distinct
 
 
 def distinct_outcome_fraction(outcomes) -> np.ndarray:
@@ -259,3 +282,45 @@ def embedding_diversity(embeddings) -> float:
     sims = unit @ unit.T
     mean_offdiag = (sims.sum() - np.trace(sims)) / (n * (n - 1))
     return float(1.0 - mean_offdiag)
+
+
+# Where the answer line starts: the last "Answer:" / "answer is" / "####" or \boxed{, the
+# markers `breadth.data.extraction.answer_segment` reads the answer after.
+_ANSWER_LINE = re.compile(r"answer\s*(?:is\s*:?|:)|####|\\boxed\{", re.IGNORECASE)
+
+
+def reasoning_end(text: str) -> int:
+    """Index in `text` where the reasoning ends: the start of the last answer marker, else
+    the text's length (no answer line: all of it is reasoning).
+
+    >>> text = "7*3=21, 12+21=33. Answer: 33"
+    >>> text[:reasoning_end(text)]
+    '7*3=21, 12+21=33. '
+    >>> reasoning_end("33")
+    2
+    """
+    last = None
+    for last in _ANSWER_LINE.finditer(text):
+        pass
+    return len(text) if last is None else last.start()
+
+
+def reasoning_entropies(entropy: Sequence[float], text: str) -> np.ndarray | None:
+    """The token entropies of the reasoning (the answer line excluded), or None where tokens
+    cannot be aligned with characters.
+
+    Alignment needs one token per character, as breadth's character tokenizer gives (a final
+    end-of-sequence token may follow): then token i is character i. Another tokenizer's
+    tokens span several characters and the answer line's tokens cannot be told from the
+    text alone: None, so the metric is NaN (not measured) rather than guessed.
+
+    >>> reasoning_entropies([0.5, 0.6, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1], "xyAnswer:1").tolist()
+    [0.5, 0.6]
+    >>> reasoning_entropies([0.5, 0.6], "a much longer text") is None
+    True
+    """
+    values = np.asarray(entropy if entropy is not None else [], dtype=np.float64)
+    if not isinstance(text, str) or values.size not in (len(text), len(text) + 1):
+        return None
+    return values[: reasoning_end(text)]
+

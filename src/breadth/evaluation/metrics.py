@@ -21,6 +21,7 @@ __all__ = [
     "chance_corrected_pass_at_k",
     "chance_pass_at_k",
     "default_ks",
+    "largest_k_above_chance",
     "maj_at_k",
     "maj_at_k_curve",
     "maj_at_k_estimates",
@@ -609,14 +610,24 @@ def chance_pass_at_k(num_options, k) -> np.ndarray:
     return 1.0 - (1.0 - 1.0 / m) ** np.asarray(k, dtype=np.float64)
 
 
-def chance_corrected_pass_at_k(pass_at_k_value, num_options, k) -> np.ndarray:
+# Above this chance pass@k, a chance-corrected value divides by less than 0.01 of headroom:
+# one problem with no correct sample then weighs -99 or more (-9,954 at k = 32 with 4 options)
+# and a mean over problems measures that problem, not the policy. k is capped below it.
+MAX_CHANCE = 0.99
+
+
+def chance_corrected_pass_at_k(pass_at_k_value, num_options, k,
+                               max_chance: float = MAX_CHANCE) -> np.ndarray:  # fmt: skip
     """(p - chance) / (1 - chance): 0 at random guessing, 1 at perfect; negative below chance.
 
-    NaN where chance is 1 (a single option, or k large enough that guessing always passes
-    in floating point): the value is undefined there, not 0.
+    NaN where chance reaches `max_chance` (a single option, or k so large that guessing
+    nearly always passes): the value is undefined or dominated by 1 / (1 - chance) there,
+    not a measurement (`largest_k_above_chance` gives the largest usable k).
 
     >>> chance_corrected_pass_at_k(0.625, 4, 1).item()
     0.5
+    >>> chance_corrected_pass_at_k(0.0, 4, [16, 17, 32]).round(1).tolist()
+    [-98.8, nan, nan]
     """
     chance = chance_pass_at_k(num_options, k)
     p = np.asarray(pass_at_k_value, dtype=np.float64)
@@ -625,8 +636,30 @@ def chance_corrected_pass_at_k(pass_at_k_value, num_options, k) -> np.ndarray:
         p - chance,
         headroom,
         out=np.full(np.broadcast(p, headroom).shape, np.nan),
-        where=headroom > 0,
+        where=chance < max_chance,
     )
+
+
+def largest_k_above_chance(num_options, num_samples: int, max_chance: float = MAX_CHANCE) -> int:
+    """The largest k <= num_samples whose chance pass@k is below `max_chance` for every
+    problem's option count (0 when even k = 1 is not).
+
+    >>> largest_k_above_chance([4, 4], 32), largest_k_above_chance([5, 6], 32)
+    (16, 20)
+    >>> largest_k_above_chance(4, 8)
+    8
+    """
+    m = float(np.min(np.asarray(num_options, dtype=np.float64)))
+    if m <= 1:
+        return 0
+    # 1 - (1 - 1/m)^k < max_chance  <=>  k < log(1 - max_chance) / log(1 - 1/m)
+    bound = np.log1p(-max_chance) / np.log1p(-1.0 / m)
+    k = int(np.ceil(bound)) - 1
+    while k + 1 <= num_samples and chance_pass_at_k(m, k + 1) < max_chance:
+        k += 1  # float rounding at the bound
+    while k > 0 and chance_pass_at_k(m, k) >= max_chance:
+        k -= 1
+    return int(min(k, num_samples))
 
 
 def _as_int_array(x, name: str) -> np.ndarray:

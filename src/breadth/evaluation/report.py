@@ -27,7 +27,10 @@ __all__ = [
 
 # The bars of diversity.png: the outcome metrics that answer "does diversity fall on the
 # unsolved split too?".
-REPORT_DIVERSITY_METRICS = ("distinct_outcomes", "distinct_outcome_fraction", "outcome_entropy")
+# Distinct correct outcomes beside distinct outcomes: on a task with several right answers,
+# the diversity that costs no accuracy.
+REPORT_DIVERSITY_METRICS = ("distinct_outcomes", "distinct_correct_outcomes", "distinct_outcome_fraction",
+                            "outcome_entropy")  # fmt: skip
 
 
 def write_report(results: Mapping[str, EvaluationResult], out_dir: str | Path) -> list[Path]:

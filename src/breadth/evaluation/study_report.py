@@ -20,6 +20,8 @@ from breadth.evaluation.claims import (
     claims_markdown,
     pass_metric,
 )
+from breadth.evaluation.metrics import largest_k_above_chance
+from breadth.evaluation.transfer import options_of
 
 __all__ = ["pass_at_k_by_objective", "plot_pass_at_k_by_objective", "write_study_report"]
 
@@ -37,7 +39,9 @@ def pass_at_k_by_objective(frame: pd.DataFrame, settings: ClaimSettings) -> pd.D
                                sorted(study.frame.loc[study.frame["model"] == "rl", "objective"]
                                       .unique())]]  # fmt: skip
         n = int(study.frame["num_samples"].min())
-        ks = [k for k in (1, 2, 4, 8, 16, 32, 64, 128, 256) if k <= n]
+        options = options_of(study.frame)
+        top = n if options is None else largest_k_above_chance(options, n)  # chance < 0.99
+        ks = [k for k in (1, 2, 4, 8, 16, 32, 64, 128, 256) if k <= top]
         for arm in arms:
             stacked = np.stack([study.aligned([arm], pass_metric(k))[0][..., 0] for k in ks],
                                axis=-1)  # (S, P, K)  # fmt: skip

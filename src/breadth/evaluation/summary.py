@@ -30,6 +30,7 @@ from breadth.evaluation.bootstrap import (
     bootstrap_weights,
     percentile_interval,
 )
+from breadth.evaluation.claim_columns import claim_columns, reasoning_entropy_threshold
 from breadth.evaluation.metrics import (
     DEFAULT_MAJ_RESAMPLES,
     chance_corrected_pass_at_k,
@@ -69,6 +70,7 @@ __all__ = [
 # `text`, no `entropy`, no `embedding` column) is NaN and left out of the outputs.
 DIVERSITY_METRICS = (
     "distinct_outcomes",
+    "distinct_correct_outcomes",
     "distinct_outcome_fraction",
     "outcome_entropy",
     "distinct_classes",
@@ -135,8 +137,13 @@ def evaluate_rollouts(
         entropy_threshold = _entropy_threshold_of(base, entropy_quantile)
     elif entropy_threshold is None:
         entropy_threshold = _entropy_threshold_of(rollouts, entropy_quantile)
+    # The claims' forking tokens: the reasoning's, at the base model's cut-off (the answer
+    # line excluded), as for the whole text above.
+    reasoning_threshold = reasoning_entropy_threshold(base if base is not None else rollouts,
+                                                      entropy_quantile)  # fmt: skip
     table_kw = {
         "entropy_threshold": entropy_threshold,
+        "reasoning_threshold": reasoning_threshold,
         "novelty_k": novelty_k,
         "patience": patience,
         "tokenize": tokenize,
@@ -264,9 +271,11 @@ def per_problem_table(
     patience: float = div.DEFAULT_PATIENCE,
     tokenize: Callable[[str], Sequence] = str.split,
     samples: SamplesByProblem | None = None,
+    reasoning_threshold: float | None = None,
 ) -> pd.DataFrame:
-    """One row per problem (index problem_id): num_samples, num_correct, pass_at_1, num_options
-    and every column of DIVERSITY_METRICS (NaN where the needed rollout column is absent).
+    """One row per problem (index problem_id): num_samples, num_correct, pass_at_1, num_options,
+    every column of DIVERSITY_METRICS (NaN where the needed rollout column is absent) and the
+    claims' columns (`breadth.evaluation.claim_columns`).
 
     >>> rows = pd.DataFrame({"problem_id": ["a", "a", "b"], "correct": [True, False, False],
     ...                      "outcome": ["1", "2", None]})
@@ -292,6 +301,8 @@ def per_problem_table(
         d = div.outcome_diversity(s.codes[idx])
         distinct[members], fraction[members], entropy[members] = d.distinct, d.fraction, d.entropy
     table["distinct_outcomes"] = distinct
+    extra = claim_columns(s, reasoning_threshold)
+    table["distinct_correct_outcomes"] = extra.pop("distinct_correct_outcomes")
     table["distinct_outcome_fraction"] = fraction
     table["outcome_entropy"] = entropy
 
@@ -329,6 +340,7 @@ def per_problem_table(
         if "embedding" in df.columns
         else nan
     )
+    table.update(extra)
     return pd.DataFrame(table, index=pd.Index(s.problem_ids, name="problem_id"))
 
 

@@ -45,6 +45,7 @@ __all__ = [
     "crossover_k",
     "first_crossing",
     "leader",
+    "options_of",
     "solved_by_base",
     "transfer_analysis",
 ]
@@ -291,7 +292,7 @@ def transfer_analysis(
         numeric = [c for c in b.columns if c in t.columns and is_numeric_dtype(b[c])]
         metrics = [c for c in numeric if c not in ("num_samples", "num_correct")]
     solved = solved_by_base(b["num_samples"].to_numpy(), b["num_correct"].to_numpy(), split_k,
-                            split_threshold, _options_of(b))  # fmt: skip
+                            split_threshold, options_of(b))  # fmt: skip
     splits = {}
     for offset, (name, mask) in enumerate((("solved", solved), ("unsolved", ~solved))):
         split = _split_metrics(
@@ -311,7 +312,7 @@ def transfer_analysis(
     return TransferResult(num_problems=len(shared), splits=splits, crossover=crossover)
 
 
-def _options_of(table: pd.DataFrame):
+def options_of(table: pd.DataFrame):
     """Per-problem option counts of a multiple-choice table, else None."""
     if "num_options" not in table or not table["num_options"].notna().all():
         return None

@@ -15,8 +15,7 @@ import pytest
 from breadth.data.expressions import evaluate, parse_expression
 from breadth.data.formats import RenderError, render, render_free_form, render_mcq
 from breadth.data.records import Record, RowOrigin
-from breadth.data.synthetic import generate_arithmetic, generate_countdown
-from breadth.data.verifiers import verify
+from breadth.data.tasks import generate_arithmetic, generate_countdown, verify
 
 ROW_KEYS = {"id", "source", "split", "question", "answer", "choices", "solution", "difficulty",
             "task", "meta", "problem_id", "format", "prompt", "target", "options", "letter"}

@@ -11,7 +11,7 @@ import pytest
 
 from breadth.data.prepare import Manifest, prepare_dataset
 from breadth.data.records import BadRowsError
-from breadth.data.verifiers import verify
+from breadth.data.tasks import verify
 
 GSM8K = [
     {"question": f"Sam has {n} apples and buys {n + 3} more. How many now?",

@@ -13,7 +13,8 @@ from typer.testing import CliRunner
 
 from breadth.cli import app
 from breadth.data.extraction import LETTERS
-from breadth.data.verifiers import verify, verify_mcq
+from breadth.data.tasks import verify
+from breadth.data.verifiers import verify_mcq
 
 FIXTURES = Path(__file__).parent / "fixtures"
 GSM8K_FILE = FIXTURES / "gsm8k_test.jsonl"

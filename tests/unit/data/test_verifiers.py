@@ -10,9 +10,9 @@ import time
 
 import pytest
 
+from breadth.data.tasks import verify
 from breadth.data.verifiers import (
     Verification,
-    verify,
     verify_countdown,
     verify_free_form,
     verify_mcq,

@@ -17,7 +17,9 @@ from breadth.evaluation.samples import SamplesByProblem
 from breadth.evaluation.summary import DIVERSITY_METRICS
 
 # The metrics the loop computed; the outcome metrics were already vectorised.
-LOOP_METRICS = DIVERSITY_METRICS[3:]
+OUTCOME_METRICS = ("distinct_outcomes", "distinct_correct_outcomes", "distinct_outcome_fraction",
+                   "outcome_entropy")  # fmt: skip
+LOOP_METRICS = tuple(m for m in DIVERSITY_METRICS if m not in OUTCOME_METRICS)
 
 
 def per_problem_loop(

@@ -91,7 +91,7 @@ def test_adversarial_rollouts_evaluate_and_count_as_incorrect(tmp_path):
 
 
 def test_adversarial_texts_reverified_by_the_verifier_are_incorrect():
-    verifiers = pytest.importorskip("breadth.data.verifiers")
+    tasks = pytest.importorskip("breadth.data.tasks")
     df = adversarial_rollouts(num_good_problems=0)
     mcq_row = {
         "format": "mcq",
@@ -105,7 +105,7 @@ def test_adversarial_texts_reverified_by_the_verifier_are_incorrect():
     for row in df.to_dict(orient="records"):
         for rendered in (row, mcq_row):
             start = time.perf_counter()
-            v = verifiers.verify(row["text"] if row["text"] is not None else "", rendered)
+            v = tasks.verify(row["text"] if row["text"] is not None else "", rendered)
             assert time.perf_counter() - start < 5, "verifier must be bounded in time"
             assert v.correct is False, (row["sample_index"], v)
             assert v.score == 0.0

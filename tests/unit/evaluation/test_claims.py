@@ -15,6 +15,7 @@ from breadth.evaluation.claims import (
     pass_metric,
     verdict,
 )
+from breadth.evaluation.seed_interval import seed_t_interval
 
 
 @pytest.mark.parametrize(
@@ -43,13 +44,18 @@ def test_mcq_pass_at_k_is_taken_above_chance():
 
 def _cells(rl_correct, sft_correct=2, n=8, seeds=(0, 1), fmt="free_form", objective="correctness",
            **extra):
+    """Per (seed, problem) rows; the transfer split's half reads as another draw with the
+    same counts (split_num_* = n, c), held-out distinct outcomes as the distinct outcomes."""
     rows = []
     for seed in seeds:
         for p, rl_c in enumerate(rl_correct):
             for model, c in (("sft", sft_correct), ("rl", rl_c)):
+                distinct = 4 if model == "sft" else 2
                 rows.append({"format": fmt, "objective": objective, "seed": seed, "model": model,
                              "problem_id": f"p{p}", "num_samples": n, "num_correct": c,
-                             "distinct_outcomes": 4 if model == "sft" else 2, **extra})
+                             "distinct_outcomes": distinct, "split_num_samples": n,
+                             "split_num_correct": c, "heldout_distinct_outcomes": distinct,
+                             "distinct_reasoning": 2.0 * distinct, **extra})
     return pd.DataFrame(rows)
 
 
@@ -59,7 +65,8 @@ def test_sharpening_reproduced_and_missing_arms_not_run():
     claims = {(c.claim, c.measure[:9]): c for c in evaluate_claims(frame, ClaimSettings())}
     up = claims[("sharpening", "Δ pass@1,")]
     assert up.estimate == pytest.approx(0.5 - 0.25) and up.verdict == "reproduced"
-    assert 0 < up.low < up.estimate < up.high
+    # Both seeds identical: no run-to-run spread, so the t interval is the point itself.
+    assert 0 < up.low == up.estimate == up.high
     down = claims[("sharpening", "Δ pass@n,")]
     # pass@8: SFT 1.0 everywhere; RL 1.0 on half, 0.0 on the other half.
     assert down.estimate == pytest.approx(-0.5) and down.verdict == "reproduced"
@@ -96,10 +103,11 @@ def test_crossover_found_where_rl_falls_below_sft():
 def test_format_claim_compares_relative_narrowing():
     free = _cells([8, 0] * 20)
     mcq = _cells([4, 0] * 20, n=4, sft_correct=3, fmt="mcq", num_options=4)  # above chance
-    mcq.loc[mcq["model"] == "rl", "distinct_outcomes"] = 4  # mcq: no narrowing at all
+    mcq.loc[mcq["model"] == "rl", "distinct_reasoning"] = 8  # mcq: no fall at all
     claim = next(c for c in evaluate_claims(pd.concat([free, mcq])) if c.claim == "format")
-    # free_form 2/4 - 1 = -0.5; mcq 4/4 - 1 = 0: difference +0.5, every resample the same.
-    assert claim.estimate == pytest.approx(0.5) and claim.verdict == "reproduced"
+    # fall 1 - RL / SFT of distinct reasoning: free_form 1 - 4/8 = 0.5; mcq 1 - 8/8 = 0:
+    # mcq - free_form = -0.5 in every seed.
+    assert claim.estimate == pytest.approx(-0.5) and claim.verdict == "reproduced"
     assert "**format**" in claims_markdown([claim])
 
 
@@ -212,21 +220,24 @@ def test_transfer_measure_names_the_split_rule_each_format_uses():
     # mcq splits on pass@4 above chance (solved_by_base with options): the label says so.
     frame = pd.concat([_cells([8, 0] * 20), _cells([8, 0] * 20, fmt="mcq", num_options=4)])
     measures = {c.format: c.measure for c in evaluate_claims(frame) if c.claim == "transfer"}
-    assert measures["free_form"].endswith("(SFT pass@4 < 0.5)")
-    assert measures["mcq"].endswith("(SFT pass@4 above chance < 0.5)")
+    assert measures["free_form"].endswith("(SFT pass@4 < 0.5, on SFT's other half)")
+    assert measures["mcq"].endswith("(SFT pass@4 above chance < 0.5, on SFT's other half)")
 
 
 def test_mcq_claims_are_inconclusive_when_the_sft_start_is_only_maybe_above_chance():
     # The guard needs the interval above chance, not just the point: SFT right 8/8 on 11 of 40
     # problems and 0/8 on the rest gives pass@1 above chance (11 - 29/3) / 40 = +0.033, with an
     # interval that still holds 0. RL's clear gain (+0.33 above chance) must not be read.
+    # Seed 0's SFT is right 8/8 on 12 of 40 problems (pass@1 0.3, above chance (0.3 - 0.25)
+    # / 0.75 = +0.067), seed 1's on 10 (exactly chance): mean +0.033, t interval
+    # 0.033 +- 12.71 * 0.033 holds 0.
     mcq = _cells([8, 0] * 20, fmt="mcq", num_options=4)
     sft = mcq["model"] == "sft"
-    first_11 = mcq["problem_id"].str[1:].astype(int) < 11
-    mcq.loc[sft, "num_correct"] = np.where(first_11[sft], 8, 0)
+    index = mcq["problem_id"].str[1:].astype(int)
+    mcq.loc[sft, "num_correct"] = np.where(index[sft] < np.where(mcq["seed"][sft] == 0, 12, 10), 8, 0)
     start = mcq[sft].sort_values(["seed", "problem_id"])
-    ci = hierarchical_bootstrap_ci(pass_metric(1)(start).reshape(2, 40))  # the settings' defaults
-    assert ci.low <= 0 < ci.estimate  # slightly above chance, not surely so
+    ci = seed_t_interval(pass_metric(1)(start).reshape(2, 40))
+    assert ci.estimate == pytest.approx(0.1 / 3) and ci.low <= 0 < ci.estimate
     claims = [c for c in evaluate_claims(mcq) if c.format == "mcq"]
     # Arms the grid lacks stay "not run": nothing was measured, so nothing to discount.
     measured = [c for c in claims if c.verdict != "not run"]
@@ -239,11 +250,11 @@ def test_format_claim_is_two_sided():
     # free_form does not, so the difference is negative, and a difference either way is the
     # claim (the formats explore differently).
     free = _cells([8, 0] * 20)
-    free.loc[free["model"] == "rl", "distinct_outcomes"] = 4  # free_form: no narrowing at all
+    free.loc[free["model"] == "rl", "distinct_reasoning"] = 8  # free_form: no fall at all
     mcq = _cells([4, 0] * 20, n=4, sft_correct=3, fmt="mcq", num_options=4)  # above chance
     claim = next(c for c in evaluate_claims(pd.concat([free, mcq])) if c.claim == "format")
-    # mcq 2/4 - 1 = -0.5; free_form 4/4 - 1 = 0: difference -0.5, every resample the same.
-    assert claim.estimate == pytest.approx(-0.5) and claim.high < 0
+    # falls: mcq 1 - 4/8 = 0.5, free_form 0: difference +0.5 in every seed.
+    assert claim.estimate == pytest.approx(0.5) and claim.low > 0
     assert claim.verdict == "reproduced"
 
 
@@ -266,16 +277,19 @@ def test_claims_of_arms_the_grid_did_not_run_are_not_run(tmp_path):
     frame = pd.concat([_cells([8, 0] * 20), _cells([8, 8] * 20, objective="correctness+batch")])
     claims = evaluate_claims(frame, ClaimSettings(num_resamples=50))
     verdicts = {(c.claim, c.measure.split(",")[0]): c.verdict for c in claims}
-    for claim in ("historical", "pass@k objective", "darling"):
+    for claim in ("historical", "pass@k objective", "darling", "forking", "search", "batch"):
         assert {v for (name, _), v in verdicts.items() if name == claim} == {"not run"}, claim
-    assert verdicts[("forking", "token entropy at forks")] == "not run"  # no entropies logged
-    assert verdicts[("search", "evolutionary search gain")] == "not run"  # no search stage
-    assert verdicts[("batch", "Δ pass@n")] in ("reproduced", "refuted", "inconclusive")
-    passk = next(c for c in claims if c.measure.startswith("Δ pass@n, passk"))
-    assert passk.estimate is None and "arm not in the grid: passk" in passk.detail
+    forking = next(c for c in claims if c.claim == "forking")
+    assert "no token entropies of the reasoning" in forking.detail
+    search = next(c for c in claims if c.claim == "search")
+    assert search.detail == "no search results in the grid"
+    batch = next(c for c in claims if c.claim == "batch")  # no distinct correct outcomes logged
+    assert "lack distinct_correct_outcomes" in batch.detail
+    historical = next(c for c in claims if c.claim == "historical")
+    assert historical.estimate is None and "arm not in the grid: correctness+ucb" in historical.detail
     table, data = write_study_report(frame, claims, tmp_path)[:2]
-    assert "| **darling** | free_form | Δ distinct outcomes, darling − correctness | n/a | not run |" in (
-        table.read_text())
+    assert ("| **darling** | free_form | Δ distinct correct outcomes, darling − correctness@unscaled "
+            "| ±0.25 | n/a |  | not run |") in table.read_text()
     assert "*not run*: the grid lacks an arm" in table.read_text()
     assert {c["verdict"] for c in json.loads(data.read_text())} >= {"not run", "reproduced"}
 
@@ -303,7 +317,7 @@ def test_a_single_format_grid_has_its_format_claim_not_run(tmp_path, fmt, absent
     assert (claim.estimate, claim.low, claim.high) == (None, None, None)
     assert claim.detail == f"format not in the grid: {absent}"
     table, data = write_study_report(frame, claims, tmp_path)[:2]
-    assert ("| **format** | both | relative Δ distinct outcomes (RL / SFT − 1), mcq − free_form "
-            "| n/a | not run |") in table.read_text()
+    assert ("| **format** | both | Δ relative fall of distinct reasoning paths (1 − RL / SFT), "
+            "mcq − free_form | ±0.1 | n/a |  | not run |") in table.read_text()
     [row] = [c for c in json.loads(data.read_text()) if c["claim"] == "format"]
     assert row["verdict"] == "not run" and row["estimate"] is None

@@ -276,3 +276,16 @@ def test_report_says_which_maj_values_are_means_of_draws(monkeypatch):
     assert ("maj@k of rl at k = 2, 4 is the mean over 40 seeded draws of k samples per "
             "problem, not the exact expectation") in md  # fmt: skip
     assert f"at most {bound:.4f}" in md
+
+
+def test_report_shows_distinct_correct_outcomes_beside_distinct_outcomes(tmp_path):
+    # p0-p2 each have one right answer: base (4 distinct outcomes per problem) finds it once,
+    # rl (1 distinct outcome) on p0-p2 only when its one outcome is the right one.
+    results = _results()
+    assert results["base"].per_problem["distinct_correct_outcomes"].tolist() == [1, 1, 1, 0, 0, 0]
+    md = write_report(results, tmp_path / "out")[2].read_text()
+    assert md.index("**distinct_outcomes**") < md.index("**distinct_correct_outcomes**") \
+        < md.index("**distinct_outcome_fraction**")
+    table = pd.read_parquet(tmp_path / "out" / "per_problem_rl.parquet")
+    assert {"distinct_correct_outcomes", "split_num_correct", "heldout_distinct_outcomes",
+            "graded_score"} <= set(table.columns)

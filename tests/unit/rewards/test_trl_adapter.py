@@ -322,10 +322,9 @@ def test_batch_is_verified_once_for_all_terms():
 
 
 def test_real_verifier_on_rendered_rows():
-    verifiers = pytest.importorskip("breadth.data.verifiers")
+    tasks = pytest.importorskip("breadth.data.tasks")
     formats = pytest.importorskip("breadth.data.formats")
-    synthetic = pytest.importorskip("breadth.data.synthetic")
-    records = synthetic.generate_arithmetic(2, seed=0, difficulty=1, split="train")
+    records = tasks.generate_arithmetic(2, seed=0, difficulty=1, split="train")
     rows = [formats.render(record, "free_form") for record in records]
     prompts, completions, columns = [], [], {}
     for row in rows:
@@ -336,7 +335,7 @@ def test_real_verifier_on_rendered_rows():
                 if key not in ("prompt", "completion"):
                     columns.setdefault(key, []).append(value)
     setup = build_trl_rewards(reward_plan("correctness+batch"), num_generations=2)
-    assert setup.reward_funcs[0].scorer.verify_fn is verifiers.verify
+    assert setup.reward_funcs[0].scorer.verify_fn is tasks.verify
     got = setup.reward_funcs[0](prompts, completions, **columns)
     assert got == [1.0, 0.0, 1.0, 0.0]
 

@@ -2,7 +2,7 @@
 graded score, properties).
 
 Everything that knows task names reads this one table: `synthetic:<task>` sources, the
-renderers (`breadth.data.formats`), the verifier (`breadth.data.verifiers.verify`) and the
+renderers (`breadth.data.formats`), the verifier (`breadth.data.tasks.verify`) and the
 guide's task table. Adding a task means one module with a `Task` subclass plus one line in
 `BUILTIN_TASKS`; `register` adds one from outside. The built-in tasks are registered when this
 module is first imported, whoever imports it first, so no import order matters.

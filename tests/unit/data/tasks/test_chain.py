@@ -7,8 +7,7 @@ import pytest
 
 from breadth.data.formats import render
 from breadth.data.records import Record
-from breadth.data.tasks import get_task
-from breadth.data.verifiers import reasoning_path, verify
+from breadth.data.tasks import get_task, reasoning_path, verify
 
 TASK = get_task("chain")
 ROW = {"format": "free_form", "task": "chain", "answer": "24", "meta": '{"numbers": [12, 7, 5]}'}

@@ -7,9 +7,8 @@ import pytest
 
 from breadth.data.formats import render
 from breadth.data.records import Record
-from breadth.data.tasks import get_task
+from breadth.data.tasks import get_task, verify
 from breadth.data.tasks.pairs import MIN_ANSWERS
-from breadth.data.verifiers import verify
 
 TASK = get_task("pairs")
 ROW = {"format": "free_form", "task": "pairs", "answer": "12",

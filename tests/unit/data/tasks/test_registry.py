@@ -13,8 +13,15 @@ from breadth.data.formats import render
 from breadth.data.records import FORMATS, Record
 from breadth.data.sources import load_records, parse_source_spec
 from breadth.data.synthetic import Problem
-from breadth.data.tasks import TASKS, Task, TaskProperties, get_task, register, synthetic_task_names
-from breadth.data.verifiers import verify
+from breadth.data.tasks import (
+    TASKS,
+    Task,
+    TaskProperties,
+    get_task,
+    register,
+    synthetic_task_names,
+    verify,
+)
 
 
 def test_builtin_tasks_and_which_are_generated() -> None:

@@ -1,0 +1,200 @@
+"""The claims table's model: a row (`Claim`), its verdict, the family's Holm decisions and the
+markdown table. `breadth.evaluation.claims` measures the rows; this module decides and
+shows them (see that module's docstring and `docs/design/algorithms.md`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, replace
+
+import numpy as np
+
+from breadth.evaluation.seed_interval import holm_adjusted, t_quantile
+
+__all__ = [
+    "INCONCLUSIVE",
+    "MEASURED",
+    "NOT_RUN",
+    "NO_EFFECT",
+    "REFUTED",
+    "REPRODUCED",
+    "VERDICTS",
+    "Claim",
+    "claims_markdown",
+    "decide_family",
+    "effect_text",
+    "interval_text",
+    "unadjusted_text",
+    "verdict",
+]
+
+REPRODUCED, REFUTED, NO_EFFECT, INCONCLUSIVE = "reproduced", "refuted", "no effect", "inconclusive"
+# Not "inconclusive": that reads as "measured, no clear effect"; here nothing was measured.
+NOT_RUN = "not run"
+MEASURED = "measured"  # a row in the family, before `decide_family` gives its verdict
+VERDICTS = (REPRODUCED, REFUTED, NO_EFFECT, INCONCLUSIVE, NOT_RUN)
+FAMILY_MEANING = ("Verdicts read the Holm-adjusted interval over the family of measured rows "
+                  "(its level in brackets); *no effect*: the Bonferroni equivalence interval "
+                  "(1 − 2α/m) lies inside ±δ; δ is pre-registered per claim "
+                  "(`docs/design/algorithms.md`).")  # fmt: skip
+NOT_RUN_MEANING = (f"*{NOT_RUN}*: the grid lacks an arm (or a measurement) the claim needs, so "
+                   "nothing was measured: no evidence either way.")  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One row of the claims table. `low`/`high` are the unadjusted 95% interval; the verdict
+    reads `adjusted_low`/`adjusted_high` (Holm, at `adjusted_confidence`)."""
+
+    claim: str
+    format: str
+    measure: str
+    estimate: float | None
+    low: float | None
+    high: float | None
+    verdict: str
+    detail: str
+    delta: float | None = None
+    """Pre-registered smallest effect of interest, on the measure's scale."""
+    adjusted_low: float | None = None
+    adjusted_high: float | None = None
+    adjusted_confidence: float | None = None
+    p_value: float | None = None
+    """Two-sided p-value of the seed t test against 0 (unadjusted)."""
+    p_holm: float | None = None
+    standard_error: float | None = None
+    num_seeds: int | None = None
+    sign: int = 0
+    """Claimed sign: +1, -1, or 0 (two-sided)."""
+    paper: str = ""
+    """What the source paper reports, or "not reported"."""
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    def interval_at(self, confidence: float) -> tuple[float, float]:
+        """The row's t interval at another confidence (same estimate and standard error)."""
+        if self.estimate is None or self.standard_error is None or not self.num_seeds \
+                or self.num_seeds < 2:  # fmt: skip
+            return math.nan, math.nan
+        half = t_quantile(1 - (1 - confidence) / 2, self.num_seeds - 1) * self.standard_error
+        return self.estimate - half, self.estimate + half
+
+
+def verdict(low, high, sign: int, delta: float | None = None,
+            equivalence: tuple[float, float] | None = None) -> str:  # fmt: skip
+    """reproduced / refuted / no effect / inconclusive from an (adjusted) interval, the
+    claimed sign (+1, -1; 0 for two-sided), δ and the equivalence interval.
+
+    *no effect* comes first: an interval inside ±δ says the effect, whatever its sign, is
+    below what matters, even where it also excludes 0.
+
+    >>> verdict(0.01, 0.05, +1), verdict(-0.05, -0.01, +1), verdict(-0.01, 0.02, -1)
+    ('reproduced', 'refuted', 'inconclusive')
+    >>> verdict(-0.01, 0.02, +1, delta=0.05, equivalence=(-0.005, 0.015))
+    'no effect'
+    >>> verdict(-0.3, -0.1, 0)
+    'reproduced'
+    """
+    if delta is not None and equivalence is not None and np.isfinite(equivalence).all() \
+            and -delta < equivalence[0] and equivalence[1] < delta:  # fmt: skip
+        return NO_EFFECT
+    if low is None or high is None or not np.isfinite([low, high]).all():
+        return INCONCLUSIVE
+    if low > 0 or high < 0:
+        direction = 1 if low > 0 else -1
+        return REPRODUCED if sign in (0, direction) else REFUTED
+    return INCONCLUSIVE
+
+
+def decide_family(claims: list[Claim], confidence: float = 0.95) -> list[Claim]:
+    """Verdicts of the measured rows (`MEASURED`) as one family; other rows are unchanged.
+
+    Holm's step-down on the rows' two-sided seed-t p-values. The j-th smallest p-value
+    (0-based, of m) is tested at alpha / (m - j): a rejected row's adjusted interval is its t
+    interval at level 1 - alpha / (m - j), which excludes 0 exactly because Holm rejects it;
+    a row Holm does not reject gets the Bonferroni interval (1 - alpha / m), which then holds
+    0. The equivalence check ("no effect") uses the Bonferroni TOST interval, level
+    1 - 2 alpha / m, against ±δ.
+    """
+    alpha = 1 - confidence
+    family = [i for i, c in enumerate(claims) if c.verdict == MEASURED]
+    m = len(family)
+    if not m:
+        return claims
+    p = np.array([claims[i].p_value for i in family], dtype=np.float64)
+    adjusted = holm_adjusted(p)
+    rank = {family[j]: r for r, j in enumerate(np.argsort(p, kind="stable"))}
+    out = list(claims)
+    for i, p_holm in zip(family, adjusted):
+        c = claims[i]
+        rejected = p_holm <= alpha
+        level = 1 - alpha / (m - rank[i]) if rejected else 1 - alpha / m
+        low, high = c.interval_at(level)
+        equivalence = c.interval_at(1 - 2 * alpha / m)
+        result = verdict(low, high, c.sign, c.delta, equivalence)
+        note = f"family of {m}; Holm p = {p_holm:.3g} (unadjusted {c.p_value:.3g})"
+        if result == NO_EFFECT:
+            note += (f"; equivalence interval [{equivalence[0]:+.3f}, {equivalence[1]:+.3f}] "
+                     f"inside ±{c.delta:g}")  # fmt: skip
+        out[i] = replace(c, verdict=result, adjusted_low=float(low), adjusted_high=float(high),
+                         adjusted_confidence=float(level), p_holm=float(p_holm),
+                         detail=f"{note}; {c.detail}")  # fmt: skip
+    return out
+
+
+def interval_text(claim: Claim) -> str:
+    """'+0.100 [+0.020, +0.200]' (unadjusted), the estimate alone, or 'n/a'."""
+    if claim.low is None or claim.high is None or claim.estimate is None:
+        return "n/a" if claim.estimate is None else f"{claim.estimate:+.3f}"
+    return f"{claim.estimate:+.3f} [{claim.low:+.3f}, {claim.high:+.3f}]"
+
+
+def _k(value: float | None) -> str:
+    return "beyond" if value is None else f"{value:g}"
+
+
+def effect_text(c: Claim) -> str:
+    """A claim's effect with the interval its verdict reads (Holm-adjusted where it has one).
+
+    >>> effect_text(Claim("batch", "mcq", "m", 0.1, 0.02, 0.2, "reproduced", ""))
+    '+0.100 [+0.020, +0.200]'
+    >>> effect_text(Claim("batch", "mcq", "m", 0.1, 0.02, 0.2, "inconclusive", "",
+    ...                   adjusted_low=-0.5, adjusted_high=0.7, adjusted_confidence=0.9975))
+    '+0.100 [-0.500, +0.700] (99.75%)'
+    >>> effect_text(Claim("crossover", "mcq", "m", 4.0, 2.0, None, "inconclusive", ""))
+    'k = 4 [2, beyond]'
+    """
+    if c.claim == "crossover":
+        return " ".join(["none" if c.estimate is None else f"k = {c.estimate:g}",
+                         f"[{_k(c.low)}, {_k(c.high)}]"])  # fmt: skip
+    if c.estimate is None:
+        return "n/a"
+    if c.adjusted_low is not None and c.adjusted_high is not None:
+        return (f"{c.estimate:+.3f} [{c.adjusted_low:+.3f}, {c.adjusted_high:+.3f}] "
+                f"({100 * c.adjusted_confidence:.4g}%)")  # fmt: skip
+    return interval_text(c)
+
+
+def unadjusted_text(c: Claim) -> str:
+    """The unadjusted 95% interval ('' for the crossover, whose interval is its only one)."""
+    if c.claim == "crossover" or c.low is None or c.high is None:
+        return ""
+    return f"[{c.low:+.3f}, {c.high:+.3f}]"
+
+
+def claims_markdown(claims: list[Claim], header: str = "") -> str:
+    """The claims table: one row per claim and format, δ, both intervals, verdict, paper."""
+    lines = [header, ""] if header else []
+    lines += [("| claim | format | measure | δ | effect [Holm-adjusted CI] | unadjusted 95% CI | "
+               "verdict | paper reports |"), "|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    for c in claims:
+        delta = "" if c.delta is None else f"±{c.delta:g}"
+        lines.append(f"| **{c.claim}** | {c.format} | {c.measure} | {delta} | {effect_text(c)} | "
+                     f"{unadjusted_text(c)} | {c.verdict} | {c.paper} |")  # fmt: skip
+    lines += ["", FAMILY_MEANING]
+    if any(c.verdict == NOT_RUN for c in claims):
+        lines += ["", NOT_RUN_MEANING]
+    lines += ["", "Details:", ""] + [f"- {c.claim} ({c.format}): {c.detail}" for c in claims]
+    return "\n".join(lines) + "\n"
