@@ -35,7 +35,8 @@ def search(
     policy: StageResult, model_name: str,
 ) -> StageResult:  # fmt: skip
     with child_run(parent, f"search-{model_name}", key) as run, exclusive_work_dir(key) as out:
-        comparison = search_stage(config, dataset.ensure_local(), policy.ensure_local())
+        comparison = search_stage(config, dataset.ensure_local(), policy.ensure_local(),
+                                  model_name)
         path = out / "search.json"
         path.write_text(json.dumps(comparison.to_dict(), indent=1))
         run.log_metrics(comparison.metrics())
