@@ -82,8 +82,9 @@ def plan(config: PipelineConfig, num_train: int, num_eval: int) -> list[StageWor
         # transformers' Trainer: ceil(batches per epoch x epochs) steps, the last batch short.
         steps = math.ceil(math.ceil(num_train / sft.batch_size) * sft.epochs)
         examples = round(num_train * sft.epochs)
-        stages.append(StageWork("sft", f"{steps:,} steps x batch {sft.batch_size} ({sft.epochs:g}"
-                                f" epochs of {num_train:,} problems)", examples, steps, examples))
+        epochs = f"{sft.epochs:g} epoch{'' if sft.epochs == 1 else 's'}"
+        stages.append(StageWork("sft", f"{steps:,} steps x batch {sft.batch_size} ({epochs} of "
+                                f"{num_train:,} problems)", examples, steps, examples))
     if config.rl.enabled:
         rl = config.rl
         completions = rl.max_steps * rl.prompts_per_step * rl.num_generations
@@ -148,8 +149,9 @@ def rate_key(config: PipelineConfig, kind: str) -> str:
     name = model.name_or_path or (f"tiny h{model.hidden_size} l{model.num_layers} "
                                   f"a{model.num_heads} i{model.intermediate_size} "
                                   f"ctx{model.max_length}")  # fmt: skip
-    pace = {"rl": f"{config.rl.num_processes} process(es)", "sft": "1 process"}.get(
-        kind, config.rollout.backend)
+    processes = config.rl.num_processes if kind == "rl" else 1
+    pace = f"{processes} process{'es' if processes > 1 else ''}" if kind in ("sft", "rl") else (
+        config.rollout.backend)
     return f"{kind} | {name} | {pace}"
 
 
