@@ -251,8 +251,14 @@ def measured(config: PipelineConfig, stage: str, dataset_dir: Path,
 
 def log_plan(config: PipelineConfig, dataset_dir: Path) -> None:
     """The run's work and estimate on the `breadth.costs` logger (the Prefect run's log),
-    with the evaluation warning: said once the data is prepared, before any training."""
-    stages = plan(config, *dataset_counts(dataset_dir))
+    with the evaluation warning: said once the data is prepared, before any training. A
+    data set without a readable manifest gets a warning instead: a plan never stops a run."""
+    try:
+        stages = plan(config, *dataset_counts(dataset_dir))
+    except (OSError, KeyError, ValueError) as error:
+        log.warning("no plan of the run's work: the data set's manifest in %s cannot be read "
+                    "(%s)", dataset_dir, error)  # fmt: skip
+        return
     rates = measured_rates()
     for work in stages:
         seconds = estimate_seconds(config, work, rates)

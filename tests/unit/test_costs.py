@@ -169,3 +169,11 @@ def test_the_flow_logs_the_plan_and_the_warning(tmp_path, caplog, monkeypatch):
     line = "rl: 3 steps x 2 prompts x 4 generations = 24 samples, 3 steps; no measured rate"
     assert ("INFO", line) in messages
     assert messages[-1][0] == "WARNING" and "11x the 24 completions" in messages[-1][1]
+
+
+def test_a_plan_that_cannot_be_made_warns_and_never_stops_the_run(tmp_path, caplog):
+    from breadth.costs import log_plan
+
+    log_plan(load_config("default", SMALL), tmp_path / "no-such-data")
+    assert [r.levelname for r in caplog.records] == ["WARNING"]
+    assert "no plan of the run's work" in caplog.records[0].getMessage()
