@@ -64,10 +64,7 @@ if [ -z "$uv" ] || [ -z "$torch" ]; then
     exit
 fi
 echo "installing $target with uv (${torch#torch @ })" >&2
-# --compile-bytecode, as pip does: else the first `breadth run` compiles every module of
-# MLflow and Prefect as their servers start, slow enough on a loaded machine to miss the
-# stack's health deadline.
-if ! "$uv" pip install -q --compile-bytecode --python "$venv/bin/python" "$torch" -e "$target"; then
+if ! "$uv" pip install -q --python "$venv/bin/python" "$torch" -e "$target"; then
     echo "uv failed (its error is above); installing with pip instead" >&2
     with_pip
 fi
