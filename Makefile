@@ -3,19 +3,26 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN = $(VENV)/bin
 
-.PHONY: install vllm-env demo test test-unit lint stack-up stack-down benchmark
+.PHONY: install install-run vllm-env demo test test-unit lint stack-up stack-down benchmark
 
+# install-run: what running needs (`make demo`); install: that plus the dev tools (tests, lint).
+# scripts/install.sh uses uv when it can be had, else pip, and takes torch==2.13.0 as the file
+# pip picks (the local CPU wheel, see docs/guide/install.md). Each re-runs when
+# pyproject.toml changes.
+install-run: $(VENV)/.installed-run
 install: $(VENV)/.installed
 
-# Re-installs when pyproject.toml changes. torch==2.13.0 is the CPU wheel (see docs/design/versions.md).
-$(VENV)/.installed: pyproject.toml
-	$(PYTHON) -m venv $(VENV) && $(BIN)/pip install -q -e ".[dev]" && touch $@
+$(VENV)/.installed-run: pyproject.toml scripts/install.sh
+	PYTHON=$(PYTHON) bash scripts/install.sh $(VENV) && touch $@
+
+$(VENV)/.installed: $(VENV)/.installed-run
+	PYTHON=$(PYTHON) bash scripts/install.sh $(VENV) dev && touch $@
 
 # vLLM in its own environment (its fastapi pin conflicts with Prefect's): ~3.4 GB, CPU build.
 vllm-env: install
 	bash scripts/install_vllm_env.sh
 
-demo: install
+demo: install-run
 	$(BIN)/breadth run
 
 test: install

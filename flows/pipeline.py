@@ -15,6 +15,7 @@ from prefect.exceptions import MissingContextError
 from prefect.logging import get_logger
 
 from breadth.config import PipelineConfig, available_presets
+from breadth.costs import log_plan
 from breadth.preflight import check_fit, check_local_paths
 from breadth.rollout.vllm_pool import kept_vllm_servers
 from breadth.run_form import PipelineConfigForm, config_from_form
@@ -73,6 +74,7 @@ def run_pipeline(config: PipelineConfig, extra_tags: dict[str, str] | None = Non
         keys = stage_keys(config)
         dataset = prepare(config, keys["prepare"], parent)
         parent.set_tags({"dataset.hash": dataset.info["content_hash"]})
+        log_plan(config, dataset.ensure_local())  # the work ahead, and a warning, before training
 
         policy = base = init_model(config, keys["init"])
         models = {}

@@ -5,6 +5,7 @@ from __future__ import annotations
 from prefect import task
 
 from breadth.config import PipelineConfig
+from breadth.costs import measured
 from breadth.stages import rollout_stage
 from breadth.tracking.objects import ObjectStore
 from breadth.tracking.runs import RunHandle
@@ -25,8 +26,9 @@ def rollout(
 ) -> StageResult:  # fmt: skip
     with child_run(parent, f"rollout-{model_name}", key) as run, exclusive_work_dir(key) as out:
         run.log_params({f"rollout.{k}": v for k, v in config.rollout.model_dump().items()})
-        path = rollout_stage(config, dataset.ensure_local(), policy.ensure_local(), model_name,
-                             out / f"{model_name}.parquet")  # fmt: skip
+        with measured(config, f"rollout-{model_name}", dataset.ensure_local()):
+            path = rollout_stage(config, dataset.ensure_local(), policy.ensure_local(),
+                                 model_name, out / f"{model_name}.parquet")  # fmt: skip
         uri = ObjectStore.from_env().upload_file(path, f"runs/{parent.run_id}/rollouts/{path.name}")
         run.log_artifact(path, "rollouts")
         run.set_tags({"rollouts.s3_uri": uri})

@@ -7,6 +7,7 @@ import json
 from prefect import task
 
 from breadth.config import PipelineConfig
+from breadth.costs import measured
 from breadth.stages import search_stage
 from breadth.tracking.runs import RunHandle
 from tasks.common import (
@@ -35,7 +36,11 @@ def search(
     policy: StageResult, model_name: str,
 ) -> StageResult:  # fmt: skip
     with child_run(parent, f"search-{model_name}", key) as run, exclusive_work_dir(key) as out:
-        comparison = search_stage(config, dataset.ensure_local(), policy.ensure_local())
+        with measured(config, f"search-{model_name}", dataset.ensure_local()) as drawn:
+            comparison = search_stage(config, dataset.ensure_local(), policy.ensure_local(),
+                                      model_name)  # fmt: skip
+            drawn["samples"] = sum(comparison.evolutionary.samples_spent
+                                   + comparison.independent.samples_spent)  # fmt: skip
         path = out / "search.json"
         path.write_text(json.dumps(comparison.to_dict(), indent=1))
         run.log_metrics(comparison.metrics())

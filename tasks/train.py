@@ -7,6 +7,7 @@ from pathlib import Path
 from prefect import get_run_logger, task
 
 from breadth.config import PipelineConfig
+from breadth.costs import measured
 from breadth.stages import init_model_stage, rl_stage, sft_stage
 from breadth.tracking.objects import ObjectStore, ObjectStoreError
 from breadth.tracking.runs import MetricBuffer, RunHandle
@@ -71,8 +72,9 @@ def sft(
             # up a training step; the lane is joined before the output is marked complete.
             with BackgroundLane("MLflow metrics", config.tracking.upload_retry_s) as writes:
                 metrics = MetricBuffer(run, lane=writes)
-                sft_stage(config, dataset.ensure_local(), base.ensure_local(), folder,
-                          log_metric=metrics)  # fmt: skip
+                with measured(config, "sft", dataset.ensure_local()):  # this machine's pace
+                    sft_stage(config, dataset.ensure_local(), base.ensure_local(), folder,
+                              log_metric=metrics)  # fmt: skip
                 metrics.flush()
             write_marker(model_dir, OUTPUT_COMPLETE)
         return _finish_model_stage("sft", config, key, run, parent, model_dir)
@@ -163,9 +165,11 @@ def rl(
                     uploads.submit(f"upload of {checkpoint.name} to {prefix}",
                                    lambda: store.upload_dir(checkpoint, f"{prefix}/{checkpoint.name}"))  # fmt: skip
 
-                rl_stage(config, dataset.ensure_local(), policy.ensure_local(), folder,
-                         log_metric=log_metric, on_checkpoint=on_checkpoint,
-                         resume_from=resume_from)  # fmt: skip
+                # A resumed training's time covers part of its steps: not a pace.
+                with measured(config, "rl", dataset.ensure_local(), record=resume_from is None):
+                    rl_stage(config, dataset.ensure_local(), policy.ensure_local(), folder,
+                             log_metric=log_metric, on_checkpoint=on_checkpoint,
+                             resume_from=resume_from)  # fmt: skip
                 metrics.flush()
                 if warning := no_learning_signal(watched):
                     # The run finishes (its model is valid), but says so where users look.

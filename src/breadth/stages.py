@@ -117,12 +117,16 @@ def rollout_stage(
     return out_path
 
 
-def search_stage(config: PipelineConfig, dataset_dir: Path, policy_dir: Path) -> Any:
+def search_stage(
+    config: PipelineConfig, dataset_dir: Path, policy_dir: Path, model_name: str = "policy"
+) -> Any:
     """Evolutionary search vs independent sampling at `evaluation.search_budget` samples per
-    evaluation problem, through the configured rollout backend -> a SearchComparison."""
+    evaluation problem, through the configured rollout backend -> a SearchComparison, with a
+    progress bar (and log lines) of the samples drawn."""
     # Imported on use: a stage loads only what it runs (torch, pandas, ...).
     from breadth.data.tasks import verify
     from breadth.evaluation.search import EvolutionConfig, compare_search
+    from breadth.progress import StageBar
     from breadth.rollout.backend_choice import resolve_backend
     from breadth.rollout.backends import rollout_backend
 
@@ -138,8 +142,11 @@ def search_stage(config: PipelineConfig, dataset_dir: Path, policy_dir: Path) ->
     problems = read_rows(Path(dataset_dir) / "eval.parquet")
     rollout = resolve_backend(config.rollout, Path(policy_dir))
     backend = rollout_backend(rollout)
-    with backend.sampler(Path(policy_dir), rollout, seed=config.seed,
-                         chunk=settings.search_chunk) as sampler:  # fmt: skip
+    # At most the budget per problem for each method: evolution stops a problem once solved,
+    # so its bar may end short of the total (and the ETA is an upper bound).
+    with StageBar(f"search {model_name}", 2 * budget * len(problems), "sample") as bar, \
+            backend.sampler(Path(policy_dir), rollout, seed=config.seed,
+                            chunk=settings.search_chunk, on_samples=bar.update) as sampler:  # fmt: skip
         return compare_search(problems, sampler, verify, evolution)
 
 

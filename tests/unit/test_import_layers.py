@@ -19,10 +19,10 @@ PACKAGES = {"breadth": ROOT / "src" / "breadth", "tasks": ROOT / "tasks", "flows
 # own layer and the ones below; a name matches a module and the modules under it.
 LAYERS = [
     ["breadth", "breadth.suggestions", "breadth.processes", "breadth.urls",
-     "breadth.grid_progress"],
+     "breadth.grid_progress", "breadth.progress", "breadth.stack_auth"],
     ["breadth.data"],
     ["breadth.rewards", "breadth.evaluation"],
-    ["breadth.config", "breadth.run_form"],
+    ["breadth.config", "breadth.run_form", "breadth.costs"],
     ["breadth.models", "breadth.tracking"],
     ["breadth.stack", "breadth.rollout", "breadth.training"],
     ["breadth.stages", "breadth.study", "breadth.preflight"],

@@ -27,11 +27,13 @@ class ScriptedBackend:
         raise AssertionError("search must not call rollout")
 
     @contextlib.contextmanager
-    def sampler(self, policy_dir, config, *, seed, chunk):
+    def sampler(self, policy_dir, config, *, seed, chunk, on_samples=None):
         self.sampler_args.append((policy_dir, seed, chunk))
 
         def sample(prompts, n, call_seed):
             self.calls.append((len(prompts), n))
+            if on_samples is not None:
+                on_samples(len(prompts) * n)
             return [[self.answers.get(p.splitlines()[-1], "?")] * n for p in prompts]
 
         yield sample

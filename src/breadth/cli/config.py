@@ -6,6 +6,8 @@ import re
 from typing import Annotated
 
 import typer
+from rich.console import Console
+from rich.text import Text
 
 from breadth.cli.output import console, fail
 from breadth.config import ConfigError, PipelineConfig, load_config
@@ -68,15 +70,23 @@ def config(
     keys: Annotated[bool, typer.Option(
         help="List every config key with its value in --preset (after --set) and its help.")] = False,
     rewards: Annotated[
-        bool, typer.Option(help="Print the reward terms and their parameters (markdown).")
+        bool, typer.Option(help="Print the reward terms and their parameters, as a table.")
     ] = False,
+    markdown: Annotated[bool, typer.Option(
+        help="With --rewards: the table as markdown (the README's, `<br>` between parameters).",
+    )] = False,
 ) -> None:
     """Print the resolved config (validated), every key with its description, or the rewards."""
+    if markdown and not rewards:
+        fail("--markdown goes with --rewards (`breadth config --rewards --markdown`)")
     if rewards:
         # Imported on use: `breadth --help` and the other commands do not load it.
         from breadth.rewards.registry import reward_table_markdown
 
-        console.print(reward_table_markdown(), highlight=False, markup=False)
+        if markdown:
+            console.print(reward_table_markdown(), highlight=False, markup=False)
+        else:
+            print_rewards()
         return
     if keys:
         # Imported on use: `breadth --help` and the other commands do not load it.
@@ -92,3 +102,42 @@ def config(
 
     console.print(yaml.safe_dump(load_or_fail(preset, set_).model_dump(mode="json"),
                                  sort_keys=False))  # fmt: skip
+
+
+def print_rewards() -> None:
+    """The reward terms as a terminal table: one parameter a line, code in colour (the
+    markdown's backticks and `<br>` are for a renderer, not a terminal)."""
+    from rich.table import Column, Table
+    from rich.text import Text
+
+    from breadth.rewards.registry import REWARDS, param_text
+
+    table = Table(Column("reward", no_wrap=True), Column("what it gives", ratio=2),
+                  Column("parameters (config key = default)", ratio=3),
+                  show_lines=True)  # fmt: skip
+    for entry in REWARDS.values():
+        gives = _code(entry.help)
+        if entry.not_in_training:
+            gives.append("\nNot in training: ", style="bold").append_text(
+                _code(entry.not_in_training))
+        lines = [_code(param_text(entry, p)) for p in entry.params]
+        for line, param in zip(lines, entry.params, strict=True):
+            line.stylize("bold", 0, len(param.name))  # the name starts each line
+        params = Text("\n").join(lines)
+        table.add_row(Text(entry.name, style="bold cyan"), gives, params or Text("-"))
+    # Room for the help texts; a pipe gets the same width, not 80 columns.
+    Console(width=max(console.width, 120)).print(table)
+
+
+def _code(text: str) -> Text:
+    """Markdown's `code` spans as coloured text without the backticks.
+
+    >>> _code("`ucb` = `c*b`").spans
+    [Span(0, 3, 'cyan'), Span(6, 9, 'cyan')]
+    """
+    from rich.text import Text
+
+    out = Text()
+    for i, part in enumerate(text.split("`")):
+        out.append(part, style="cyan" if i % 2 else "")
+    return out

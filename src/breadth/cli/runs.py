@@ -31,11 +31,19 @@ def run(
     set_: Annotated[
         list[str] | None, typer.Option("--set", help="key=value override, e.g. rl.max_steps=4.")
     ] = None,
+    dry_run: Annotated[bool, typer.Option(help=(
+        "Print the work (samples and steps per stage) and its time at this machine's measured "
+        "pace, with the cached stages, and stop."))] = False,
 ) -> None:
     """Run the whole pipeline locally (brings the stack up first when it is not running)."""
     config = load_or_fail(preset, set_)  # validated before any service starts or compute happens
     _fail_on_missing_paths(config)
     _fail_on_unfit_data(config)
+    if dry_run:
+        from breadth.cli.costs import print_run_plan
+
+        print_run_plan(config)
+        return
     env = stack.bring_up_stack(reconcile=False)
     # Imported on use: flows/ and tasks/ load Prefect, which other commands do not need.
     from flows.in_process import in_process_run
@@ -184,22 +192,47 @@ def _fail_on_unfit_data(config: PipelineConfig) -> None:
 
 
 def _print_cells(cells: list) -> None:
-    """The grid's cells, each with the stages whose results this machine's Prefect result
-    storage already holds (those a run serves from the cache)."""
+    """The grid's cells, each with the samples it will generate and their time at this
+    machine's measured pace, and the stages whose results this machine's Prefect result
+    storage already holds (those a run serves from the cache, at no cost); then the totals
+    and the evaluation warning of the cells."""
     # Imported on use: flows/ and tasks/ load Prefect, which other commands do not need.
+    from breadth.cli.costs import cached_stages, cost_rows, print_totals, problem_counts
+    from breadth.costs import eval_heavy_warning, measured_rates
+    from breadth.grid_progress import duration
     from breadth.stack import StackSettings
     from tasks.stage_keys import stage_keys
 
     storage = StackSettings().result_storage
-    table = Table("format", "objective", "seed", "config hash", "cached stages")
+    rates, counts, everything, warnings = measured_rates(), {}, [], {}
+    table = Table("format", "objective", "seed", "config hash", "to generate", "time",
+                  "cached stages")  # fmt: skip
+    computed: set[str] = set()  # stage keys an earlier cell computes: a later one reuses them
     for fmt, objective, cell_seed, config in cells:
         keys = stage_keys(config)
-        cached = [stage for stage, key in keys.items() if (storage / key).is_file()]
-        held = "all" if len(cached) == len(keys) else ", ".join(cached) or "none"
+        cached = cached_stages(keys)
+        free = cached | {stage for stage, key in keys.items() if key in computed}
+        rows = cost_rows(config, keys, free, problem_counts(config, keys["prepare"], counts),
+                         rates)  # fmt: skip
+        computed.update(keys.values())
+        everything += rows
+        if warning := eval_heavy_warning(config, [work for work, _, _ in rows]):
+            warnings.setdefault(warning, []).append(f"{fmt}/{objective}/seed{cell_seed}")
+        todo = [(work, seconds) for work, seconds, held in rows if not held]
+        generated = sum(work.samples for work, _ in todo if work.kind != "sft")
+        known = sum(seconds for _, seconds in todo if seconds is not None)
+        time = ("-" if not todo else duration(known) if all(s is not None for _, s in todo)
+                else f"≥ {duration(known)}" if known else "?")  # fmt: skip
+        held = [stage for stage in keys if stage in cached]
+        shown = "all" if len(held) == len(keys) else ", ".join(held) or "none"
         table.add_row(fmt, objective, str(cell_seed), config.content_hash()[:12],
-                      f"{len(cached)}/{len(keys)}: {held}")  # fmt: skip
+                      f"{generated:,}", time, f"{len(held)}/{len(keys)}: {shown}")  # fmt: skip
     Console(width=max(console.width, 160)).print(table)
     console.print(f"cache: {storage} (this machine's Prefect result storage)", highlight=False)
+    print_totals(everything)
+    for warning, where in warnings.items():
+        cells_text = "every cell" if len(where) == len(cells) else ", ".join(where)
+        console.print(f"[bold yellow]warning[/] ({cells_text}): {warning}", highlight=False)
 
 
 @app.command()

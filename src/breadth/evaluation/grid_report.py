@@ -193,7 +193,10 @@ def _plot_curves(plt, runs: pd.DataFrame, model: str, base: str, path: Path) -> 
     formats = sorted(runs["format"].dropna().unique()) or ["-"]
     # One line per row of the summary: runs of unlike configs are not averaged together.
     runs = runs.assign(config_variant=config_variants(runs)[0])
-    fig, axes = plt.subplots(1, len(formats), figsize=(5.2 * len(formats), 4.0), squeeze=False)
+    # Constrained layout and a tight save: titles and legends are inside the PNG, whatever
+    # their length (tight_layout left a long title cut and a side legend squeezing the plot).
+    fig, axes = plt.subplots(1, len(formats), figsize=(5.2 * len(formats), 4.0), squeeze=False,
+                             layout="constrained")  # fmt: skip
     try:
         for ax, fmt in zip(axes[0], formats):
             cell_runs = runs[runs["format"] == fmt]
@@ -224,11 +227,11 @@ def _plot_curves(plt, runs: pd.DataFrame, model: str, base: str, path: Path) -> 
             ax.set_ylim(-0.02, 1.02)
             ax.grid(True, alpha=0.3)
             if ax.get_legend_handles_labels()[0]:
-                # Config labels are long: beside the panel, not over the curves.
-                ax.legend(fontsize=7 if split else 8,
-                          **({"loc": "upper left", "bbox_to_anchor": (1.01, 1.0)} if split else {}))  # fmt: skip
-        fig.tight_layout()
-        fig.savefig(path, dpi=120)
+                # Below the panel: never over the curves, and the panel keeps its width however
+                # long the labels (a config label is a key a line).
+                ax.legend(fontsize=7 if split else 8, ncol=1 if split else 2, frameon=False,
+                          loc="upper center", bbox_to_anchor=(0.5, -0.16))  # fmt: skip
+        fig.savefig(path, dpi=120, bbox_inches="tight")
     finally:
         plt.close(fig)
     return path
@@ -242,7 +245,7 @@ def _plot_tradeoff(plt, summary: pd.DataFrame, path: Path) -> Path:
     k = summary.attrs.get("k", "k")
     model = summary.attrs.get("model", "trained")
     base = summary.attrs.get("base_model", "base")
-    fig, ax = plt.subplots(figsize=(8.8, 5.2))
+    fig, ax = plt.subplots(figsize=(8.8, 5.2), layout="constrained")
     try:
         # Colour = objective (the same order as the curves plot), marker = format.
         # Runs of one cell with unlike configs are separate rows: each its own colour.
@@ -275,12 +278,12 @@ def _plot_tradeoff(plt, summary: pd.DataFrame, path: Path) -> Path:
         bars = ("95% CI bars" if with_ci == len(points) else
                 f"95% CI bars on {with_ci} of {len(points)} cells" if with_ci else
                 "no CI bars: no per-problem tables to resample")  # fmt: skip
-        ax.set_title(f"pass@1 cost vs pass@{k} gain, one point per cell ({bars})", fontsize=10)
+        ax.set_title(f"pass@1 cost vs pass@{k} gain, one point per cell\n({bars})", fontsize=10)
         ax.grid(True, alpha=0.3)
         if ax.get_legend_handles_labels()[0]:
-            ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
-        fig.tight_layout()
-        fig.savefig(path, dpi=120)
+            ax.legend(fontsize=7, ncol=2, frameon=False, loc="upper center",
+                      bbox_to_anchor=(0.5, -0.1))  # fmt: skip
+        fig.savefig(path, dpi=120, bbox_inches="tight")
     finally:
         plt.close(fig)
     return path

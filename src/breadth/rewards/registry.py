@@ -152,16 +152,23 @@ def resolve_params(
     return values
 
 
+def param_text(entry: RewardEntry, param: RewardParam) -> str:
+    """One parameter of a reward as its table shows it, code in backticks.
+
+    >>> param_text(REWARDS["format"], REWARDS["format"].params[0])
+    '`bonus` (`rl.reward.format_bonus` = 0.1; >= 0): bonus for a well-formed answer line'
+    """
+    bounds = f"; {param.bounds_text()}" if param.bounds_text() else ""
+    return (f"`{param.name}` (`rl.reward.{entry.config_key(param)}` = {param.default!r}{bounds})"
+            f": {param.help}")
+
+
 def reward_table_markdown() -> str:
-    """The README's reward table, generated from the registry (`breadth config --rewards`)."""
+    """The README's reward table, generated from the registry
+    (`breadth config --rewards --markdown`; a terminal gets `breadth.cli.config`'s table)."""
     lines = ["| reward | what it gives | parameters (config key = default) |", "|---|---|---|"]
     for entry in REWARDS.values():
-        params = "<br>".join(
-            f"`{p.name}` (`rl.reward.{entry.config_key(p)}` = {p.default!r}"
-            + (f"; {p.bounds_text()}" if p.bounds_text() else "")
-            + f"): {p.help}"
-            for p in entry.params
-        )
+        params = "<br>".join(param_text(entry, p) for p in entry.params)
         note = f" **Not in training:** {entry.not_in_training}" if entry.not_in_training else ""
         lines.append(f"| `{entry.name}` | {entry.help}{note} | {params or '-'} |")
     return "\n".join(lines)

@@ -8,7 +8,7 @@ samples per problem, verified, in the shared row schema) and a `Sampler` for sea
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any, Protocol
@@ -29,10 +29,12 @@ class RolloutBackend(Protocol):
         ...
 
     def sampler(
-        self, policy_dir: Path, config: RolloutConfig, *, seed: int, chunk: int
-    ) -> AbstractContextManager[Sampler]:
+        self, policy_dir: Path, config: RolloutConfig, *, seed: int, chunk: int,
+        on_samples: Callable[[int], None] | None = None,
+    ) -> AbstractContextManager[Sampler]:  # fmt: skip
         """A Sampler over this policy, valid inside the `with` block (the policy stays loaded
-        or served between calls); `chunk` bounds the prompts sent in one generation call."""
+        or served between calls); `chunk` bounds the prompts sent in one generation call;
+        `on_samples(count)` hears of samples as they are drawn, within a call (progress)."""
         ...
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -91,28 +91,31 @@ def rollout_transformers(
     progress: bool = True,
 ) -> list[dict[str, Any]]:
     """n samples for every problem -> rollout rows. Deterministic for a given seed."""
-    from tqdm.auto import tqdm
+    from breadth.progress import StageBar
 
     per_batch = max(1, config.batch_size // config.num_samples)
     rows: list[dict[str, Any]] = []
-    batches = range(0, len(problems), per_batch)
-    for start in tqdm(batches, desc=f"rollout {model_name}", disable=not progress, unit="batch"):
-        chunk = problems[start : start + per_batch]
-        groups = generate_samples(
-            model, tokenizer, [p["prompt"] for p in chunk],
-            num_samples=config.num_samples, temperature=config.temperature, top_p=config.top_p,
-            max_new_tokens=config.max_new_tokens,
-            seed=request_seed(seed, chunk[0]["problem_id"]),
-        )  # fmt: skip
-        for problem, samples in zip(chunk, groups, strict=True):
-            rows.extend(
-                rollout_rows(problem, samples, model=model_name, backend="transformers", seed=seed)
-            )
+    with StageBar(f"rollout {model_name}", len(problems) * config.num_samples, "sample",
+                  show=progress) as bar:  # fmt: skip
+        for start in range(0, len(problems), per_batch):
+            chunk = problems[start : start + per_batch]
+            groups = generate_samples(
+                model, tokenizer, [p["prompt"] for p in chunk],
+                num_samples=config.num_samples, temperature=config.temperature,
+                top_p=config.top_p, max_new_tokens=config.max_new_tokens,
+                seed=request_seed(seed, chunk[0]["problem_id"]),
+            )  # fmt: skip
+            for problem, samples in zip(chunk, groups, strict=True):
+                rows.extend(rollout_rows(problem, samples, model=model_name,
+                                         backend="transformers", seed=seed))  # fmt: skip
+            bar.update(len(chunk) * config.num_samples)
     return rows
 
 
-def transformers_sampler(model: Any, tokenizer: Any, config: RolloutConfig, chunk: int = 64):
-    """A `breadth.evaluation.search.Sampler` over this backend: (prompts, n, seed) -> texts."""
+def transformers_sampler(model: Any, tokenizer: Any, config: RolloutConfig, chunk: int = 64,
+                         on_samples: Callable[[int], None] | None = None):  # fmt: skip
+    """A `breadth.evaluation.search.Sampler` over this backend: (prompts, n, seed) -> texts;
+    `on_samples(count)` hears of each chunk's samples as they are drawn (progress)."""
 
     def sample(prompts: list[str], n: int, seed: int) -> list[list[str]]:
         texts: list[list[str]] = []
@@ -123,6 +126,8 @@ def transformers_sampler(model: Any, tokenizer: Any, config: RolloutConfig, chun
                 max_new_tokens=config.max_new_tokens, seed=seed + start,
             )  # fmt: skip
             texts.extend([sample.text for sample in group] for group in groups)
+            if on_samples is not None:
+                on_samples(len(groups) * n)
         return texts
 
     return sample
@@ -141,7 +146,8 @@ class TransformersBackend:
 
     @contextlib.contextmanager
     def sampler(
-        self, policy_dir: Path, config: RolloutConfig, *, seed: int, chunk: int
-    ) -> Iterator[Any]:
+        self, policy_dir: Path, config: RolloutConfig, *, seed: int, chunk: int,
+        on_samples: Callable[[int], None] | None = None,
+    ) -> Iterator[Any]:  # fmt: skip
         model, tokenizer = load_policy(policy_dir)
-        yield transformers_sampler(model, tokenizer, config, chunk=chunk)
+        yield transformers_sampler(model, tokenizer, config, chunk=chunk, on_samples=on_samples)

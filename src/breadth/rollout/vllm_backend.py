@@ -19,7 +19,7 @@ with the model's tokenizer.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
@@ -158,7 +158,8 @@ def rollout_vllm(
     `request_seed(seed, id)`.
     """
     import httpx
-    from tqdm.auto import tqdm
+
+    from breadth.progress import StageBar
 
     tokenizer = _local_tokenizer(policy_dir)
     tokenize = None
@@ -180,8 +181,8 @@ def rollout_vllm(
             httpx.Client(timeout=request_timeout(), limits=limits,
                          headers=bearer_headers()) as client,
             ThreadPoolExecutor(max_workers=in_flight) as pool,
-            tqdm(total=len(problems), desc=f"rollout {model_name} (vllm)", disable=not progress,
-                 unit="problem") as bar,
+            StageBar(f"rollout {model_name} (vllm)", len(problems), "problem",
+                     show=progress) as bar,
         ):  # fmt: skip
             futures = {
                 pool.submit(
@@ -221,8 +222,9 @@ class VLLMBackend:
 
     @contextlib.contextmanager
     def sampler(
-        self, policy_dir: Path, config: RolloutConfig, *, seed: int, chunk: int
-    ) -> Iterator[Any]:
+        self, policy_dir: Path, config: RolloutConfig, *, seed: int, chunk: int,
+        on_samples: Callable[[int], None] | None = None,
+    ) -> Iterator[Any]:  # fmt: skip
         """The same servers for the whole search; each call sends one request per prompt (the
         servers batch them), at most `chunk` in flight per server."""
         import httpx
@@ -236,12 +238,14 @@ class VLLMBackend:
                 httpx.Client(timeout=request_timeout(), headers=bearer_headers()) as client,
                 ThreadPoolExecutor(max_workers=in_flight) as pool,
             ):
-                yield _fleet_sampler(fleet, client, pool, config, eos)
+                yield _fleet_sampler(fleet, client, pool, config, eos, on_samples)
 
 
 def _fleet_sampler(fleet: VLLMFleet, client: Any, pool: ThreadPoolExecutor,
-                   config: RolloutConfig, eos: int | None) -> Any:  # fmt: skip
-    """search's Sampler over a fleet: (prompts, n, seed) -> n texts per prompt, in order."""
+                   config: RolloutConfig, eos: int | None,
+                   on_samples: Callable[[int], None] | None = None) -> Any:  # fmt: skip
+    """search's Sampler over a fleet: (prompts, n, seed) -> n texts per prompt, in order;
+    `on_samples(n)` hears of each prompt's n samples as its answer is read (progress)."""
 
     def sample(prompts: list[str], n: int, call_seed: int) -> list[list[str]]:
         request = config.model_copy(update={"num_samples": n})
@@ -253,7 +257,11 @@ def _fleet_sampler(fleet: VLLMFleet, client: Any, pool: ThreadPoolExecutor,
         ]  # fmt: skip
         answers = pool.map(lambda ib: fleet.post(client, ib[1], f"prompt-{ib[0]}", ib[0]),
                            enumerate(bodies))  # fmt: skip
-        return [[c["text"] for c in sorted(answer["choices"], key=lambda c: c["index"])]
-                for answer in answers]  # fmt: skip
+        texts = []
+        for answer in answers:  # in prompt order, as each arrives
+            texts.append([c["text"] for c in sorted(answer["choices"], key=lambda c: c["index"])])
+            if on_samples is not None:
+                on_samples(n)
+        return texts
 
     return sample

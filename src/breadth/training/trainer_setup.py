@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import math
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -54,8 +53,9 @@ KEY_FIGURES = {"loss": "loss", "reward": "reward", "mean_token_accuracy": "acc",
 
 
 class StageProgress(TrainerCallback):
-    """One progress bar for a training stage, with its key figures, instead of transformers'
-    bar that prints every step's log dict under itself (it floods terminals and worker logs).
+    """One progress bar for a training stage, with its key figures and ETA, instead of
+    transformers' bar that prints every step's log dict under itself (it floods terminals and
+    worker logs); a log line at every tenth of the steps (`breadth.progress.StageBar`).
 
     Every log dict is appended, whole, to `log_file` (JSON lines with the step); MLflow gets
     the numbers from `MetricsCallback`. Only the main process draws and writes.
@@ -70,13 +70,10 @@ class StageProgress(TrainerCallback):
     def on_train_begin(self, args, state, control, **kwargs):
         if not state.is_world_process_zero:
             return
-        from tqdm.auto import tqdm
+        from breadth.progress import StageBar
 
         self.step = state.global_step  # a resumed run starts at its checkpoint's step
-        # A worker's log is a file, not a terminal: a redraw every 10 s, not ten a second.
-        interactive = sys.stderr.isatty()
-        self.bar = tqdm(total=state.max_steps, initial=self.step, desc=self.stage, unit="step",
-                        dynamic_ncols=True, mininterval=0.1 if interactive else 10.0)  # fmt: skip
+        self.bar = StageBar(self.stage, state.max_steps, "step", initial=self.step)
 
     def on_step_end(self, args, state, control, **kwargs):
         if self.bar is not None:
@@ -92,7 +89,7 @@ class StageProgress(TrainerCallback):
         figures = {label: f"{logs[key]:.3g}" for key, label in KEY_FIGURES.items()
                    if isinstance(logs.get(key), (int, float)) and math.isfinite(logs[key])}  # fmt: skip
         if self.bar is not None and figures:
-            self.bar.set_postfix(figures, refresh=False)
+            self.bar.set_postfix(figures)
 
     def on_train_end(self, args, state, control, **kwargs):
         if self.bar is not None:

@@ -63,7 +63,7 @@ def main(order: str) -> None:
     )  # fmt: skip
     batch = make_batch([("p", "4", ["4", "?"])])
     keys = CliRunner().invoke(app, ["config", "--keys"]).output
-    table = CliRunner().invoke(app, ["config", "--rewards"]).output
+    table = CliRunner().invoke(app, ["config", "--rewards", "--markdown"]).output
     report = {
         "parsed": parse_reward_spec("correctness+toy:gain=1.5").terms[1].params,
         "config_gain": config.rl.reward.toy_gain,

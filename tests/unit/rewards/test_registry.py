@@ -66,5 +66,5 @@ def test_param_check_rejects_non_integers_and_non_finite_values():
 def test_readme_reward_table_is_the_registry_table():
     readme = (ROOT / "README.md").read_text()
     assert reward_table_markdown() in readme, (
-        "README's reward table is out of date: paste the output of `breadth config --rewards`"
+        "README's reward table is out of date: paste the output of `breadth config --rewards --markdown`"
     )
