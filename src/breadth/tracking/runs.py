@@ -56,8 +56,8 @@ class RunHandle:
 
     @property
     def client(self) -> Any:
-        """`MlflowClient` itself, for what only the `mlflow` package does (dataset inputs,
-        models); importing it costs over a second."""
+        """`MlflowClient` itself, for what only the `mlflow` package does (models); importing
+        it costs over a second."""
         from mlflow import MlflowClient
 
         return MlflowClient(self.tracking_uri)
@@ -82,6 +82,11 @@ class RunHandle:
         buffer = MetricBuffer(self)
         buffer.add(metrics, step)
         buffer.flush()
+
+    def log_inputs(self, datasets: list[dict[str, Any]]) -> None:
+        """Dataset inputs of this run (`breadth.tracking.datasets.dataset_inputs`)."""
+        if datasets:
+            self.tracking.log_inputs(self.run_id, datasets)
 
     def set_tags(self, tags: Mapping[str, Any]) -> None:
         # One request per 100 tags, not one per tag: each request is a round trip to MLflow,
@@ -247,14 +252,24 @@ def check_tracking_server(uri: str) -> None:
         ) from None
 
 
+# MLflow 3's UI opens an experiment by its kind: without this tag on its GenAI pages (traces,
+# latency, tokens; runs filed under "Evaluations"), with it on the runs table, as "Machine
+# learning" (its JS redirects custom_model_development to the runs tab).
+EXPERIMENT_KIND_TAG = "mlflow.experimentKind"
+EXPERIMENT_KIND = "custom_model_development"
+
+
 def experiment_id_of(client: Any, name: str) -> str:
-    """The id of experiment `name`, created if missing. Two runs that start in a new experiment
-    at the same moment both see it missing; the one whose create is refused takes the other's."""
+    """The id of experiment `name`, created if missing, marked to open on its runs table (an
+    existing one too: one created by an older breadth or by hand). Two runs that start in a
+    new experiment at the same moment both see it missing; the one whose create is refused
+    takes the other's."""
     found = client.experiment_id(name)
     if found is not None:
+        client.set_experiment_tag(found, EXPERIMENT_KIND_TAG, EXPERIMENT_KIND)
         return found
     try:
-        return client.create_experiment(name)
+        return client.create_experiment(name, {EXPERIMENT_KIND_TAG: EXPERIMENT_KIND})
     except Exception as error:
         # MlflowRequestError and mlflow's MlflowException both carry MLflow's error code.
         if getattr(error, "error_code", "") != "RESOURCE_ALREADY_EXISTS":
