@@ -57,13 +57,19 @@ def short_source(spec: str) -> str:
     return rest or spec
 
 
-def _shown(key: str, value: Any) -> str:
+def shown_value(key: str, value: Any, limit: int | None = None) -> str:
+    """A config value as names and logs show it: a source by its short name, 2.0 as 2, cut to
+    `limit` characters.
+
+    >>> shown_value("sft.epochs", 2.0), shown_value("data.eval_source", "jsonl:/d/test.jsonl")
+    ('2', 'test.jsonl')
+    """
     if key in SOURCE_KEYS and isinstance(value, str):
         text = short_source(value)
     else:  # 2.0 as 2, as it was most likely written
         text = f"{value:g}" if isinstance(value, float) else str(value)
-    if len(text) > MAX_VALUE_CHARS:
-        text = text[: MAX_VALUE_CHARS - 1] + "…"
+    if limit is not None and len(text) > limit:
+        text = text[: limit - 1] + "…"
     return text
 
 
@@ -81,8 +87,8 @@ def lone_run_name(config: PipelineConfig) -> str:
     if base is not None:
         changed = differences(config, base)
         if "data.source" in changed:
-            parts.append(_shown("data.source", changed.pop("data.source")))
-        named = [f"{key}={_shown(key, value)}" for key, value in changed.items()]
+            parts.append(shown_value("data.source", changed.pop("data.source"), MAX_VALUE_CHARS))
+        named = [f"{key}={shown_value(key, value, MAX_VALUE_CHARS)}" for key, value in changed.items()]
         parts += named[:MAX_NAMED_DIFFERENCES]
         if len(named) > MAX_NAMED_DIFFERENCES:
             parts.append(f"+{len(named) - MAX_NAMED_DIFFERENCES}")

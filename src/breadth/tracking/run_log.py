@@ -12,7 +12,7 @@ import logging
 from collections.abc import Mapping
 
 from breadth.config import PipelineConfig
-from breadth.tracking.names import cached_label, differences, preset_config, short_source
+from breadth.tracking.names import cached_label, differences, preset_config, shown_value
 from breadth.tracking.recent import headline
 from breadth.tracking.rest import RunRecord
 from breadth.tracking.runs import RunHandle
@@ -23,7 +23,7 @@ log = logging.getLogger("breadth.run")
 # model suffix: rollout-sft -> rollout).
 STAGE_FIGURES = {
     "prepare": ("rows/train", "rows/eval"),
-    "sft": ("train/loss", "train/mean_token_accuracy"),
+    "sft": ("sft/train_loss", "sft/mean_token_accuracy"),
     "rl": ("train/reward", "train/loss"),
     "search": ("search/evolutionary_success", "search/independent_success"),
     "evaluate": ("eval/pass_at_1", "eval/distinct_outcomes"),
@@ -34,8 +34,9 @@ def config_summary(config: PipelineConfig, run_name: str) -> str:
     """The run's config in a few lines: what it trains on, how, and what differs from its preset.
 
     >>> from breadth.config import load_config
-    >>> print(config_summary(load_config("default", ["rl.max_steps=60"]), "x").splitlines()[-1])
-      differs from preset default: rl.max_steps=60
+    >>> print(config_summary(load_config("default", ["rl.max_steps=60", "sft.epochs=2"]),
+    ...                      "x").splitlines()[-1])
+      differs from preset default: sft.epochs=2, rl.max_steps=60
     """
     data, rl = config.data, config.rl
     model = config.model.name_or_path or "tiny model from scratch"
@@ -56,8 +57,7 @@ def config_summary(config: PipelineConfig, run_name: str) -> str:
     base = preset_config(config.preset)
     if base is not None:
         changed = differences(config, base)
-        shown = ", ".join(f"{key}={short_source(value) if key.endswith('source') else value}"
-                          for key, value in changed.items())  # fmt: skip
+        shown = ", ".join(f"{key}={shown_value(key, value)}" for key, value in changed.items())
         lines.append(f"  differs from preset {config.preset}: {shown or 'nothing'}")
     return "\n".join(lines)
 
@@ -65,8 +65,8 @@ def config_summary(config: PipelineConfig, run_name: str) -> str:
 def figures(stage: str, metrics: Mapping[str, float]) -> str:
     """The stage's headline figures from its run's metrics, e.g. `train/loss 1.23`.
 
-    >>> figures("rollout-sft", {}), figures("sft", {"train/loss": 1.2345, "other": 1.0})
-    ('', 'train/loss 1.23')
+    >>> figures("rollout-sft", {}), figures("sft", {"sft/train_loss": 1.2345, "other": 1.0})
+    ('', 'sft/train_loss 1.23')
     """
     wanted = STAGE_FIGURES.get(stage.split("-", 1)[0], ())
     return ", ".join(f"{name} {metrics[name]:.3g}" for name in wanted if name in metrics)
