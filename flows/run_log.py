@@ -31,7 +31,8 @@ def run_tags(config: PipelineConfig) -> list[str]:
 
 
 def label_flow_run(name: str | None, tags: list[str]) -> None:
-    """Rename this flow run (None: keep its name) and add `tags` to the ones it has.
+    """Rename this flow run (None: keep its name) and add `tags` to the ones it has now (read
+    from the server: the run's context holds only those it was created with).
 
     Done from inside the run, so a run started from the UI, by a deployment or by `breadth run`
     is labelled the same way; Prefect's random names (`rigorous-rabbit`) told nothing. A failure
@@ -39,10 +40,11 @@ def label_flow_run(name: str | None, tags: list[str]) -> None:
     flow_run_id = runtime.flow_run.id
     if not flow_run_id:
         return
-    merged = list(dict.fromkeys([*(runtime.flow_run.tags or []), *tags]))
     try:
         with get_client(sync_client=True) as client:
-            client.update_flow_run(flow_run_id, name=name, tags=merged)
+            current = client.read_flow_run(flow_run_id).tags
+            client.update_flow_run(flow_run_id, name=name,
+                                   tags=list(dict.fromkeys([*current, *tags])))  # fmt: skip
     except Exception as error:  # noqa: BLE001
         log.warning("could not name Prefect flow run %s %r: %s", flow_run_id, name, error)
 

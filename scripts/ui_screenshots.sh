@@ -145,8 +145,8 @@ EOF
 )
   mlflow=$MLFLOW_TRACKING_URI
   prefect=${PREFECT_API_URL%/api}
-  # The experiment's own link, no tab named: where a click on it in the list lands.
-  node scripts/ui_screenshot.js page "$mlflow/#/experiments/$experiment" \
+  # The experiment as breadth links it (no tab named), in a browser that never chose a mode.
+  node scripts/ui_screenshot.js page "$mlflow/#/experiments/$experiment?workflowType=machine_learning" \
     "$out/mlflow-experiment-opens-on-runs.png"
   node scripts/ui_screenshot.js page "$mlflow/#/experiments/$experiment/runs/$run" \
     "$out/mlflow-run-datasets.png" "Datasets"

@@ -14,12 +14,11 @@ from pathlib import Path
 from prefect import runtime
 
 from breadth.config import PipelineConfig
-from breadth.stack import without_userinfo
 from breadth.tracking.names import cached_label, cached_name, lone_run_name
 from breadth.tracking.provenance import StageOrigin, stage_provenance
 from breadth.tracking.reconcile import reconcile_stale_runs
 from breadth.tracking.rest import RunRecord
-from breadth.tracking.runs import RunHandle, start_run, tracking_uri
+from breadth.tracking.runs import RunHandle, mlflow_ui_url, start_run, tracking_uri
 from tasks.common import CODE_FOLDERS, PROJECT_ROOT, code_version
 
 
@@ -173,12 +172,10 @@ def tag_stage_origins(
                                   infos[stage].experiment_id)
                for stage in produced}  # fmt: skip
 
-    def url(experiment: str, run: str) -> str:
-        return f"{without_userinfo(parent.tracking_uri)}/#/experiments/{experiment}/runs/{run}"
-
     cached = {stage: origin.pipeline_run_id for stage, origin in origins.items()
               if origin.pipeline_run_id != parent.run_id}  # fmt: skip
-    tags = stage_provenance(parent.run_id, origins, url)
+    tags = stage_provenance(parent.run_id, origins,
+                            lambda experiment, run: mlflow_ui_url(parent.tracking_uri, experiment, run))
     tags["breadth.cached"] = cached_label(len(cached), len(origins))
     if origins and len(cached) == len(origins):
         # Six re-runs of the demo were six identical rows; MLflow renames a run whose

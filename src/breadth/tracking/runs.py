@@ -63,10 +63,7 @@ class RunHandle:
         return MlflowClient(self.tracking_uri)
 
     def url(self) -> str:
-        from breadth.stack import without_userinfo  # printed and logged: no credentials
-
-        return (f"{without_userinfo(self.tracking_uri)}/#/experiments/{self.experiment_id}"
-                f"/runs/{self.run_id}")
+        return mlflow_ui_url(self.tracking_uri, self.experiment_id, self.run_id)
 
     def get_run(self, run_id: str | None = None) -> RunRecord:
         """This run (or another by id) as stored: its tags, status and experiment."""
@@ -155,6 +152,27 @@ def error_text(kind: type[BaseException], error: BaseException | None) -> str:
         return f"interrupted ({kind.__name__}: Ctrl-C or SIGINT)"
     message = str(error) if error is not None else ""
     return f"{kind.__name__}: {message}" if message else f"{kind.__name__} (no message)"
+
+
+# MLflow 3.17's UI shows an experiment as its "GenAI" or "Model training" switch says, a
+# choice each browser keeps (GenAI on a first visit: the Overview of traces, runs filed under
+# "Evaluations"); it reads the experiment's `mlflow.experimentKind` tag only with that switch
+# off. A link's `workflowType` parameter overrides the browser's choice: every link breadth
+# prints opens in Model training, an experiment on its runs table.
+UI_MODE = "workflowType=machine_learning"
+
+
+def mlflow_ui_url(tracking_uri: str, experiment_id: str, run_id: str | None = None) -> str:
+    """The MLflow UI's page of a run (or of an experiment: its runs table), in Model training,
+    without the URI's credentials (it is printed and logged).
+
+    >>> mlflow_ui_url("http://u:pw@mlflow:5000", "3", "r1")
+    'http://mlflow:5000/#/experiments/3/runs/r1?workflowType=machine_learning'
+    """
+    from breadth.stack import without_userinfo
+
+    run = f"/runs/{run_id}" if run_id else ""
+    return f"{without_userinfo(tracking_uri)}/#/experiments/{experiment_id}{run}?{UI_MODE}"
 
 
 class MetricBuffer:

@@ -40,7 +40,8 @@ def test_stage_origins_are_read_from_each_stage_run_and_tagged_on_the_parent(mon
     assert tagged["breadth.cached"] == "1/2"
     assert tagged["breadth.cached_stages"] == "prepare"
     assert tagged["breadth.cached_from"] == "earlier"
-    assert "http://mlflow:5000/#/experiments/3/runs/c-prep" in tagged["mlflow.note.content"]
+    assert "http://mlflow:5000/#/experiments/3/runs/c-prep?workflowType=machine_learning" in tagged[
+        "mlflow.note.content"]
     assert "pw" not in tagged["mlflow.note.content"]
 
 

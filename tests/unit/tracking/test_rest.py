@@ -238,7 +238,8 @@ def test_run_handles_stay_picklable_and_name_no_credentials():
 
     run = RunHandle("r1", "3", "http://u:pw@mlflow:5000")
     assert pickle.loads(pickle.dumps(run)) == run
-    assert run.url() == "http://mlflow:5000/#/experiments/3/runs/r1"
+    # Model training, not the GenAI pages a first visit opens on.
+    assert run.url() == "http://mlflow:5000/#/experiments/3/runs/r1?workflowType=machine_learning"
 
 
 def test_search_runs_reads_metrics_and_times_and_sends_the_order(fake):
