@@ -99,7 +99,7 @@ a demonstration of the views, not a result) and
 | --- | --- |
 | mlflow-grid-pass-at-k.png | MLflow chart view of the grid's experiment, charts filtered to \`pass_at_k\`: runs named \`format·objective·seed\` |
 | prefect-run-form.png | the \`breadth-pipeline/adhoc\` custom-run form at the reward spec, its syntax in code spans |
-| prefect-run-form-preset.png | the same form's first field, the preset drop-down open: one click chooses a preset (\`scripts/ui_screenshots.sh names\`) |
+| prefect-run-form-preset.png | the same form's first field: the preset, one drop-down starting on \`default\` (\`scripts/ui_screenshots.sh names\`) |
 | prefect-grid-artifact.png | the grid summary artifact (\`breadth-grid\`), full page |
 | prefect-flow-run-artifacts.png | the grid flow run's Artifacts tab |
 | grid-pass-at-k-by-format.png, grid-cost-vs-gain.png | \`breadth compare --grid $GRID_ID\` plots |
@@ -111,7 +111,7 @@ from the cache), and \`breadth deploy\`.
 
 | image | what it shows |
 | --- | --- |
-| mlflow-experiment-opens-on-runs.png | the experiment's own link opens on its runs table (\`mlflow.experimentKind\`): the two lone runs and the cached re-run, told apart by name |
+| mlflow-experiment-opens-on-runs.png | the experiment as breadth links it (\`?workflowType=machine_learning\`) in a fresh browser: its runs table, the two lone runs and the cached re-run told apart by name (Run Name column widened) |
 | mlflow-run-datasets.png | the countdown run's page: its train and eval sets as dataset inputs |
 | prefect-flow-run-breadth-log.png | the countdown run's Prefect flow run, named like its MLflow run: breadth's config summary, each stage's cache miss and headline, the result |
 EOF
@@ -147,8 +147,8 @@ EOF
   prefect=${PREFECT_API_URL%/api}
   # The experiment as breadth links it (no tab named), in a browser that never chose a mode.
   node scripts/ui_screenshot.js page "$mlflow/#/experiments/$experiment?workflowType=machine_learning" \
-    "$out/mlflow-experiment-opens-on-runs.png"
-  node scripts/ui_screenshot.js page "$mlflow/#/experiments/$experiment/runs/$run" \
+    "$out/mlflow-experiment-opens-on-runs.png" "·cached"
+  node scripts/ui_screenshot.js page "$mlflow/#/experiments/$experiment/runs/$run?workflowType=machine_learning" \
     "$out/mlflow-run-datasets.png" "Datasets"
   node scripts/ui_screenshot.js artifact "$prefect/runs/flow-run/$flow_run" \
     "$out/prefect-flow-run-breadth-log.png"

@@ -39,9 +39,13 @@ def first_and_cached(live_stack):
 
 
 def test_the_experiment_opens_on_its_runs(first_and_cached):
-    client, (first, _), _ = first_and_cached
+    """MLflow 3.17 opens an experiment by the browser's GenAI / Model training switch, unless
+    the link names the mode; older MLflow 3 releases read the experiment's kind."""
+    client, (first, _), output = first_and_cached
     experiment = client.get_experiment(first.info.experiment_id)
     assert experiment.tags.get("mlflow.experimentKind") == "custom_model_development"
+    assert re.search(r"MLflow run:\s*\S+/runs/[0-9a-f]{32}\?workflowType=machine_learning",
+                     output.replace("\n", "")), output[-2000:]
 
 
 def test_a_run_and_its_cached_rerun_are_told_apart_by_name_and_tags(first_and_cached):
