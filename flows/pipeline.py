@@ -19,13 +19,17 @@ from breadth.costs import log_plan
 from breadth.preflight import check_fit, check_local_paths
 from breadth.rollout.vllm_pool import kept_vllm_servers
 from breadth.run_form import PipelineConfigForm, config_from_form
-from tasks.common import models_logged_in_background
+from breadth.tracking.datasets import dataset_inputs
+from breadth.tracking.names import CACHED_MARK
+from breadth.tracking.run_log import StageLog, config_summary, log
+from flows.run_log import breadth_logs_in_run_log, label_flow_run, run_tags
+from tasks.common import StageResult, models_logged_in_background
 from tasks.evaluate import evaluate, publish_report
 from tasks.prepare import prepare
 from tasks.rollout import rollout
 from tasks.search import search
 from tasks.stage_keys import stage_keys
-from tasks.tracking import open_parent_run, tag_stage_origins
+from tasks.tracking import open_parent_run, run_name, tag_stage_origins
 from tasks.train import init_model, rl, sft
 
 # The form's preset picker: a drop-down of the presets shipped with the package.
@@ -34,19 +38,20 @@ PresetName = Literal[tuple(available_presets())]  # type: ignore[valid-type]
 
 @flow(name="breadth-pipeline", validate_parameters=True)
 def pipeline(
-    preset: PresetName | None = None,  # type: ignore[valid-type]
+    preset: PresetName = "default",  # type: ignore[valid-type]
     config: PipelineConfigForm = PipelineConfigForm(),  # type: ignore[valid-type]  # noqa: B008 - the UI form's defaults
     tags: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """Run the whole pipeline for one config (the Prefect UI renders it as a form).
 
     Args:
-        preset: Start from this preset (empty = `default`): every `config` field you fill in
-            overrides it, whatever its value; a field left empty (None) takes the preset's.
+        preset: Start from this preset: every `config` field you fill in overrides it,
+            whatever its value; a field left empty (None) takes the preset's.
         config: Every setting of every stage, each empty by default: the preset's value.
         tags: Extra MLflow tags for the parent run (the grid flow marks its cells with them).
     """
-    return run_pipeline(config_from_form(preset, config), tags)
+    with breadth_logs_in_run_log():
+        return run_pipeline(config_from_form(preset, config), tags)
 
 
 def _warn(message: str) -> None:
@@ -66,43 +71,67 @@ def run_pipeline(config: PipelineConfig, extra_tags: dict[str, str] | None = Non
     for key, line in (fit.characters.summary() if fit.characters else {}).items():
         _warn(f"{key}: {line}")
     parent = open_parent_run(config, extra_tags)
+    name = run_name(config, extra_tags or {})
+    log.info("%s", config_summary(config, name))
+    # A grid cell keeps the name its grid gave it; a lone run takes its MLflow parent's.
+    grid_cell = "grid.id" in (extra_tags or {})
+    label_flow_run(None if grid_cell else name, run_tags(config))
+    stage_log = StageLog(parent)
     # FINISHED, or FAILED / KILLED with the error, on every path (after the queued MLflow
     # models are logged); a vLLM server started for a model serves its rollouts and its
     # search, and stops with the run.
     with parent, kept_vllm_servers(), models_logged_in_background(config):
         parent.set_tags(fit.tags())
         keys = stage_keys(config)
-        dataset = prepare(config, keys["prepare"], parent)
+
+        def done(result: StageResult) -> StageResult:
+            stage_log.finished(result.stage, result.mlflow_run_id, result.key)
+            return result
+
+        dataset = done(prepare(config, keys["prepare"], parent))
         parent.set_tags({"dataset.hash": dataset.info["content_hash"]})
         log_plan(config, dataset.ensure_local())  # the work ahead, and a warning, before training
+        # The parent's Datasets: the train and eval files, on a cache hit too.
+        parent.log_inputs(dataset_inputs(config.data.source, config.data.eval_source,
+                                         dataset.info.get("files", {}), dataset.s3_uri,
+                                         dataset.info["content_hash"]))  # fmt: skip
 
         policy = base = init_model(config, keys["init"])
         models = {}
         if config.sft.enabled:
-            policy = sft(config, keys["sft"], parent, dataset, base)
+            policy = done(sft(config, keys["sft"], parent, dataset, base))
             models["sft"] = policy
         else:
             models["base"] = base
         base_name = next(iter(models))
         if config.rl.enabled:
-            models["rl"] = rl(config, keys["rl"], parent, dataset, policy)
+            models["rl"] = done(rl(config, keys["rl"], parent, dataset, policy))
 
-        rollouts = {name: rollout(config, keys[f"rollout-{name}"], parent, dataset, model, name)
+        rollouts = {name: done(rollout(config, keys[f"rollout-{name}"], parent, dataset, model,
+                                       name))
                     for name, model in models.items()}  # fmt: skip
         searches = {}
         if config.evaluation.search_budget > 0:
-            searches = {name: search(config, keys[f"search-{name}"], parent, dataset, model, name)
+            searches = {name: done(search(config, keys[f"search-{name}"], parent, dataset, model,
+                                          name))
                         for name, model in models.items()}  # fmt: skip
-        evaluation = evaluate(config, keys["evaluate"], parent, rollouts, base_name, searches)
+        evaluation = done(evaluate(config, keys["evaluate"], parent, rollouts, base_name,
+                                   searches))  # fmt: skip
         report = publish_report(parent, evaluation)
         stages = [dataset, *models.values(), *rollouts.values(), *searches.values(), evaluation]
         # Which child run produced each stage: on a cache hit it is an earlier run's.
-        cached = tag_stage_origins(parent, {r.stage: r.mlflow_run_id for r in stages})
+        cached, final_name = tag_stage_origins(parent, {r.stage: r.mlflow_run_id for r in stages},
+                                               name, stage_log.records)  # fmt: skip
+        stage_log.results(evaluation.info["metrics"], len(cached),
+                          sum(1 for r in stages if r.mlflow_run_id))  # fmt: skip
+    if final_name != name:  # every stage from the cache: the flow run says so too
+        label_flow_run(None if grid_cell else final_name, [CACHED_MARK])
     # A cached stage's files stay under the run that produced it: `breadth run` says where.
     cached_files = {r.stage: r.s3_uri for r in stages if r.stage in cached and r.s3_uri}
     return {
         "mlflow_run_id": parent.run_id,
         "mlflow_run_url": parent.url(),
+        "mlflow_run_name": final_name,
         "prefect_flow_run_url": runtime.flow_run.ui_url or "",
         "report": report,
         "metrics": evaluation.info["metrics"],

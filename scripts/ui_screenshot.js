@@ -4,6 +4,8 @@
 //   node ui_screenshot.js mlflow   URL OUT.png [chart search]   the chart view, filtered
 //   node ui_screenshot.js form     URL OUT.png TEXT             a Prefect form, TEXT in view
 //   node ui_screenshot.js artifact URL OUT.png [TAB]            a page (its tab TAB), 1900 px tall
+//   node ui_screenshot.js page     URL OUT.png [TEXT]           a page as it opens, TEXT in view
+//   node ui_screenshot.js dropdown URL OUT.png LABEL            a form, the drop-down after LABEL clicked
 //
 // playwright-core is resolved from NODE_PATH (it is not a dependency of the Python package).
 const { chromium } = require('playwright-core');
@@ -41,6 +43,45 @@ const { chromium } = require('playwright-core');
     await target.scrollIntoViewIfNeeded({ timeout: 30000 });
     await page.evaluate(() => window.scrollBy(0, -250));  // the field's label above its help
     await page.waitForTimeout(1000);
+  }
+  if (mode === 'page' && text) {
+    // Waits for TEXT (a loaded table on a slow machine), then closes panels opened meanwhile
+    // (MLflow's assistant).
+    await page.getByText(text, { exact: false }).first().scrollIntoViewIfNeeded({ timeout: 60000 });
+    for (const label of ['Close', 'Close assistant', 'Dismiss']) {
+      const button = page.getByRole('button', { name: label, exact: true });
+      if (await button.count()) { try { await button.first().click({ timeout: 2000 }); } catch (e) {} }
+    }
+    await page.waitForTimeout(1500);
+  }
+  if (mode === 'page' && text && url.includes('/experiments/') && !url.includes('/runs/')) {
+    // The runs table: its Run Name column dragged wide enough for whole names.
+    const header = page.getByText('Run Name', { exact: true }).first();
+    const box = await header.boundingBox();
+    if (box) {
+      const edge = await page.evaluate(({ x, y }) => {
+        let cell = document.elementFromPoint(x, y);
+        while (cell && cell.getAttribute('role') !== 'columnheader' && cell.tagName !== 'TH') {
+          cell = cell.parentElement;
+        }
+        return cell ? cell.getBoundingClientRect().right : null;
+      }, { x: box.x + 5, y: box.y + box.height / 2 });
+      if (edge) {
+        await page.mouse.move(edge - 2, box.y + box.height / 2);
+        await page.mouse.down();
+        await page.mouse.move(edge + 420, box.y + box.height / 2, { steps: 10 });
+        await page.mouse.up();
+        await page.waitForTimeout(1000);
+      }
+    }
+  }
+  if (mode === 'dropdown') {
+    // The first button after the field's label: Prefect renders an enum as a select button.
+    const label = page.getByText(text, { exact: false }).first();
+    await label.scrollIntoViewIfNeeded({ timeout: 30000 });
+    await page.evaluate(() => window.scrollBy(0, -150));
+    await label.locator('xpath=following::button[1]').click({ timeout: 30000 });
+    await page.waitForTimeout(1500);
   }
   if (mode === 'artifact' && text) {
     await page.getByText(text, { exact: true }).first().click({ timeout: 30000 });

@@ -8,7 +8,7 @@ from prefect import task
 
 from breadth.config import PipelineConfig
 from breadth.stages import prepare_stage
-from breadth.tracking.mlflow_sdk import log_dataset_input
+from breadth.tracking.datasets import dataset_inputs
 from breadth.tracking.objects import ObjectStore
 from breadth.tracking.runs import RunHandle
 from tasks.common import (
@@ -33,11 +33,14 @@ def prepare(config: PipelineConfig, key: str, parent: RunHandle) -> StageResult:
         run.log_params(params)
         run.log_metrics(metrics)
         run.log_artifact(out / "manifest.json")
-        log_dataset_input(run, out / "train.parquet", name=f"train-{content_hash[:12]}",
-                          source=store.uri(f"datasets/{content_hash}/train.parquet"))
+        folder_uri = store.uri(f"datasets/{content_hash}")
+        run.log_inputs(dataset_inputs(config.data.source, config.data.eval_source,
+                                      manifest.files, folder_uri, content_hash))  # fmt: skip
         run.set_tags({"dataset.hash": content_hash})
-        return StageResult("prepare", key, str(out), store.uri(f"datasets/{content_hash}"),
-                           run.run_id, {"content_hash": content_hash})
+        # The files' hashes and rows travel with the result: the parent run logs them as its
+        # dataset inputs on a cache hit too, without reading the data set.
+        return StageResult("prepare", key, str(out), folder_uri, run.run_id,
+                           {"content_hash": content_hash, "files": manifest.files})
 
 
 # Manifest fields that restate settings (the seed, the difficulty and eval share it was made

@@ -7,16 +7,18 @@ import os
 import platform
 import subprocess
 from collections import Counter
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from prefect import runtime
 
 from breadth.config import PipelineConfig
-from breadth.stack import without_userinfo
+from breadth.tracking.names import cached_label, cached_name, lone_run_name
 from breadth.tracking.provenance import StageOrigin, stage_provenance
 from breadth.tracking.reconcile import reconcile_stale_runs
-from breadth.tracking.runs import RunHandle, start_run, tracking_uri
+from breadth.tracking.rest import RunRecord
+from breadth.tracking.runs import RunHandle, mlflow_ui_url, start_run, tracking_uri
 from tasks.common import CODE_FOLDERS, PROJECT_ROOT, code_version
 
 
@@ -120,6 +122,8 @@ def open_parent_run(config: PipelineConfig, extra_tags: dict[str, str] | None = 
         "model": config.model.name_or_path or "tiny-from-scratch",
         "preset": config.preset,
         "seed": str(config.seed),
+        "data.source": config.data.source,
+        **({"data.eval_source": config.data.eval_source} if config.data.eval_source else {}),
         # Where it ran: a study's report states its machine and wall time from these.
         "host.name": platform.node(),
         "host.cpus": str(os.cpu_count()),
@@ -133,7 +137,8 @@ def open_parent_run(config: PipelineConfig, extra_tags: dict[str, str] | None = 
 
 def run_name(config: PipelineConfig, extra_tags: dict[str, str]) -> str:
     """What tells runs apart in MLflow's legends: a grid cell by format, objective and seed,
-    a lone run by preset and config hash.
+    a lone run by its preset, data source and other differences from the preset, and its
+    config hash (`breadth.tracking.names.lone_run_name`).
 
     >>> from breadth.config import load_config
     >>> run_name(load_config("default"), {"grid.objective": "correctness+batch"})
@@ -143,25 +148,38 @@ def run_name(config: PipelineConfig, extra_tags: dict[str, str]) -> str:
     """
     if "grid.objective" in extra_tags:
         return f"{config.data.format}·{extra_tags['grid.objective']}·s{config.seed}"
-    return f"{config.preset}·{config.content_hash()[:8]}"
+    return lone_run_name(config)
 
 
-def tag_stage_origins(parent: RunHandle, stage_runs: dict[str, str]) -> dict[str, str]:
+def tag_stage_origins(
+    parent: RunHandle, stage_runs: dict[str, str], name: str,
+    records: Mapping[str, RunRecord] | None = None,
+) -> tuple[dict[str, str], str]:  # fmt: skip
     """Say on the parent which stages ran here and which came from the cache, from which runs
     ({stage: producing child run id}; stages without a run, e.g. a model created from scratch,
-    are left out). Returns the cached stages: {stage: the pipeline run that produced it}."""
+    are left out), and how much (`breadth.cached`: all, none or 3/9). A run whose every stage
+    came from the cache is renamed `<name>·cached`. Stage runs already read (`records`, by
+    stage) are not read again. Returns the cached stages ({stage: the pipeline run that
+    produced it}) and the run's name."""
     produced = {stage: run_id for stage, run_id in stage_runs.items() if run_id}
+    known = {stage: records[stage] for stage in produced if records and stage in records}
+    missing = [stage for stage in produced if stage not in known]
     # Looked up side by side: one round trip's time instead of one per stage.
     with ThreadPoolExecutor(max_workers=8) as pool:
-        infos = dict(zip(produced, pool.map(lambda run_id: parent.get_run(run_id),
-                                            produced.values())))  # fmt: skip
-    origins = {stage: StageOrigin(produced[stage], info.tags.get("mlflow.parentRunId", ""),
-                                  info.experiment_id)
-               for stage, info in infos.items()}  # fmt: skip
+        infos = {**known, **dict(zip(missing, pool.map(lambda stage: parent.get_run(produced[stage]),
+                                                       missing)))}  # fmt: skip
+    origins = {stage: StageOrigin(produced[stage], infos[stage].tags.get("mlflow.parentRunId", ""),
+                                  infos[stage].experiment_id)
+               for stage in produced}  # fmt: skip
 
-    def url(experiment: str, run: str) -> str:
-        return f"{without_userinfo(parent.tracking_uri)}/#/experiments/{experiment}/runs/{run}"
-
-    parent.set_tags(stage_provenance(parent.run_id, origins, url))
-    return {stage: origin.pipeline_run_id for stage, origin in origins.items()
-            if origin.pipeline_run_id != parent.run_id}  # fmt: skip
+    cached = {stage: origin.pipeline_run_id for stage, origin in origins.items()
+              if origin.pipeline_run_id != parent.run_id}  # fmt: skip
+    tags = stage_provenance(parent.run_id, origins,
+                            lambda experiment, run: mlflow_ui_url(parent.tracking_uri, experiment, run))
+    tags["breadth.cached"] = cached_label(len(cached), len(origins))
+    if origins and len(cached) == len(origins):
+        # Six re-runs of the demo were six identical rows; MLflow renames a run whose
+        # mlflow.runName tag is set.
+        name = tags["mlflow.runName"] = cached_name(name)
+    parent.set_tags(tags)
+    return cached, name

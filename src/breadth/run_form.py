@@ -63,13 +63,18 @@ PipelineConfigForm = _form_of(
 )
 
 
+# The run form's preset when none is chosen: its drop-down starts on it.
+DEFAULT_PRESET = "default"
+
+
 def config_from_form(preset: str | None, form: BaseModel) -> PipelineConfig:
-    """The preset's values (empty = `default`), then every field filled in `form` (not None),
+    """The preset's values (None = `default`), then every field filled in `form` (not None),
     whatever its value: how the Prefect run form chooses a preset and overrides it.
 
     A whole config (`_is_whole`: as `breadth run` and a grid's cells give it) runs as it is,
-    its empty fields included. With a preset it is refused: it would override every one of
-    the preset's values. A field whose empty value means something (`data.num_eval`: the
+    its empty fields included, when the preset is left at `default` (the form's drop-down
+    cannot be emptied). With another preset it is refused: it would override every one of
+    that preset's values. A field whose empty value means something (`data.num_eval`: the
     synthetic default) cannot be emptied over a preset that sets it: left empty, it takes the
     preset's.
 
@@ -79,24 +84,26 @@ def config_from_form(preset: str | None, form: BaseModel) -> PipelineConfig:
     ('entropy', 3, 0.0, 0.28)
     """
     given = _flatten(form.model_dump(mode="json", exclude_none=True))
+    chosen = preset or DEFAULT_PRESET
     if _is_whole(given):
-        if preset:
+        if chosen != DEFAULT_PRESET:
             raise ConfigError(
                 f"preset={preset!r} with a whole config: `config` fills every field, so it "
                 f"would replace all of the preset's values and run {given['preset']!r}'s "
                 f"under the name {preset!r}. A run form registered before its fields became "
                 "empty sends every field (run `breadth deploy` again to refresh it), and so do "
-                "parameters copied from an older flow run. Fix: leave `preset` empty to run "
-                "`config` as it is, or send only the `config` fields you change."
+                "parameters copied from an older flow run. Fix: leave `preset` at `default` to "
+                "run `config` as it is, or send only the `config` fields you change."
             )
         # Straight from the form, empty fields included: none may take the default preset's.
         return validated(form.model_dump(mode="json"))
-    values = _preset_values(preset or "default")
+    values = _preset_values(chosen)
     for key, value in given.items():
         _set_dotted(values, key, value)
     # The chosen preset names the run, as `breadth run --preset` does; the form's label only
-    # when none is chosen (a grid cell's `study`).
-    values["preset"] = Path(preset).stem if preset else given.get("preset", "default")
+    # when the preset is left at `default` (a grid cell's `study`).
+    keep_label = chosen == DEFAULT_PRESET and "preset" in given
+    values["preset"] = given["preset"] if keep_label else Path(chosen).stem
     return validated(values)
 
 

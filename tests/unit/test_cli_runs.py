@@ -43,7 +43,8 @@ def store():
         lone = client.create_run(adhoc, start_time=int(time.time() * 1000) + 60_000,
                                  run_name="default·1a2b3c4d",
                                  tags={"config.hash": "1a2b3c4d", "preset": "default",
-                                       "prefect.flow_run_url": PREFECT_RUN}).info.run_id  # fmt: skip
+                                       "prefect.flow_run_url": PREFECT_RUN,
+                                       "breadth.cached": "all"}).info.run_id  # fmt: skip
         _log(client, lone, {"sft/eval/pass_at_1": 0.25, "sft/eval/pass_at_4": 0.5,
                             "sft/eval/distinct_outcomes": 3.0})  # fmt: skip
         yield client.tracking_uri, cells, lone
@@ -102,6 +103,20 @@ def test_runs_filters_and_table(store, monkeypatch):
     assert len(one) == 1 and one[0]["run_id"] in cells
     table = _invoke(store, ["runs"], monkeypatch)
     assert table.exit_code == 0 and "default·1a2b3c4d" in table.output and "pass@16" in table.output
+
+
+def test_runs_shows_each_runs_experiment_and_how_much_came_from_the_cache(store, monkeypatch):
+    """Six cached re-runs were six identical rows, with no cached or experiment column."""
+    _, _, lone = store
+    rows = json.loads(_invoke(store, ["runs", "--json"], monkeypatch).output)
+    assert {row["run_id"]: row["cached"] for row in rows}[lone] == "all"
+    assert {row["cached"] for row in rows if row["run_id"] != lone} == {None}  # not said: "-"
+    monkeypatch.delenv("COLUMNS", raising=False)  # a pipe: the whole table
+    table = _invoke(store, ["runs"], monkeypatch).output
+    header = next(line for line in table.splitlines() if "run id" in line)
+    assert "experiment" in header and "cached" in header
+    lone_row = next(line for line in table.splitlines() if lone in line)
+    assert " adhoc " in lone_row and " all " in lone_row
 
 
 def test_runs_names_an_unknown_experiment_with_a_suggestion(store, monkeypatch):
@@ -311,17 +326,17 @@ REMOTE_PREFECT = ("https://prefect.research-cluster.example.com/flow-runs/flow-r
                   "0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0")  # fmt: skip
 REMOTE_ROWS = [
     {"name": "study·free_form·correctness+ucb*0.5·seed2·1a2b3c4d", "status": "FINISHED",
-     "started": "2025-01-01T02:00:00", "model": "rl", "run_id": "0123456789abcdef0123456789abcdef",
+     "started": "2025-01-01T02:00:00", "experiment": "study", "cached": "none", "model": "rl", "run_id": "0123456789abcdef0123456789abcdef",
      "headline": {"pass@1": 0.25, "pass@16": 0.5, "pass@32": 0.6, "distinct outcomes": 3.0},
      "mlflow_url": REMOTE_MLFLOW, "prefect_url": REMOTE_PREFECT},
-    # A cached re-run: the same name as its first run, told apart by its id.
-    {"name": "default·1a2b3c4d", "status": "FINISHED", "started": "2025-01-01T03:00:00",
-     "model": "rl", "run_id": "fedcba9876543210fedcba9876543210",
+    # A cached re-run: its first run's name marked cached, told apart by its id too.
+    {"name": "default·1a2b3c4d·cached", "status": "FINISHED", "started": "2025-01-01T03:00:00",
+     "experiment": "default", "cached": "all", "model": "rl", "run_id": "fedcba9876543210fedcba9876543210",
      "headline": {"pass@1": 0.25, "pass@16": 0.5, "distinct outcomes": 3.0},
      "mlflow_url": "http://127.0.0.1:5000/#/experiments/1/runs/fedcba9876543210fedcba9876543210",
      "prefect_url": None},
     {"name": "default·1a2b3c4d", "status": "FINISHED", "started": "2025-01-01T01:00:00",
-     "model": "rl", "run_id": "00112233445566778899aabbccddeeff",
+     "experiment": "default", "cached": "none", "model": "rl", "run_id": "00112233445566778899aabbccddeeff",
      "headline": {"pass@1": 0.25, "pass@16": 0.5, "distinct outcomes": 3.0},
      "mlflow_url": "http://127.0.0.1:5000/#/experiments/1/runs/00112233445566778899aabbccddeeff",
      "prefect_url": "http://127.0.0.1:4200/flow-runs/flow-run/1"},
@@ -384,7 +399,7 @@ def test_a_narrow_terminal_gets_lines_that_fit_and_every_link_whole(monkeypatch,
 
 
 def test_a_terminal_wide_enough_keeps_the_links_in_the_table(monkeypatch):
-    output = _runs_of(monkeypatch, REMOTE_ROWS[:1], columns=400)
+    output = _runs_of(monkeypatch, REMOTE_ROWS[:1], columns=440)  # the table is 418 wide
     [row] = [line for line in output.splitlines() if REMOTE_ROWS[0]["run_id"] + " " in line]
     assert REMOTE_MLFLOW in row and REMOTE_PREFECT in row and "Links" not in output
 

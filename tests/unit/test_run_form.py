@@ -86,7 +86,7 @@ def test_an_invalid_combination_is_refused_naming_the_key():
         config_from_form("default", _form(rl__num_processes=3))
 
 
-@pytest.mark.parametrize(("preset", "expected"), [(None, "default"), ("ucb", "ucb")])
+@pytest.mark.parametrize(("preset", "expected"), [("default", "default"), ("ucb", "ucb")])
 def test_the_flow_runs_the_chosen_preset(monkeypatch, preset, expected):
     config = _run(monkeypatch, {"preset": preset, "config": _submitted(rl__max_steps=5)})
     assert config.preset == expected and config.rl.max_steps == 5
@@ -140,7 +140,7 @@ def test_a_form_filled_except_one_defaulted_field_is_not_whole():
 def test_a_whole_configs_json_passes_the_servers_schema_check():
     """Grid cells are submitted to the adhoc deployment as JSON; the server checks it first."""
     schema = parameter_schema(flows.pipeline.pipeline).model_dump_for_openapi()
-    params = {"preset": None, "config": load_config("ucb").model_dump(mode="json")}
+    params = {"preset": "default", "config": load_config("ucb").model_dump(mode="json")}
     validate(params, schema, raise_on_error=True)
     with pytest.raises(ValidationError, match="max_steps"):
         params["config"]["rl"]["max_steps"] = 0  # the field's range travels with the form
@@ -174,10 +174,18 @@ def test_every_config_field_is_an_empty_form_field_with_its_help_text_and_defaul
 
 
 def test_the_form_offers_the_presets_as_a_drop_down_above_the_config():
+    """One drop-down starting on `default`: it was a str/None toggle whose drop-down showed
+    only after choosing "str"."""
     schema = parameter_schema(flows.pipeline.pipeline.fn).model_dump()
     field = schema["properties"]["preset"]
     assert next(iter(schema["properties"])) == "preset"
-    assert "ucb" in field["anyOf"][0]["enum"] and "overrides it" in field["description"]
+    assert field["enum"] == available_presets() and field["default"] == "default"
+    assert "anyOf" not in field and "overrides it" in field["description"]
+
+
+def test_a_form_left_at_the_default_preset_keeps_its_label():
+    """The drop-down cannot be emptied: `default` chosen is the old "none chosen"."""
+    assert config_from_form("default", _form(preset="study", seed=1)).preset == "study"
 
 
 @pytest.mark.parametrize("flow", ["flows.pipeline:pipeline", "flows.grid:grid"])

@@ -495,10 +495,14 @@ def _terminal_width() -> int | None:
     return None
 
 
+# The columns every listing shows after the run's id and name (`_facts`).
+FACT_COLUMNS = ("status", "started (UTC)", "experiment", "cached", "model")
+
+
 def _runs_table(rows: list[dict], names: list[str]) -> Table:
-    """One row per run, with its id: `breadth compare` takes whole run ids, and a cached re-run
-    has the same name as its first run."""
-    table = Table("run id", "run", "status", "started (UTC)", "model", *names, "MLflow", "Prefect")
+    """One row per run, with its id: `breadth compare` takes whole run ids, and runs of one
+    config share the start of their name (a fully cached re-run ends in `·cached`)."""
+    table = Table("run id", "run", *FACT_COLUMNS, *names, "MLflow", "Prefect")
     for row in rows:
         table.add_row(row["run_id"], row["name"], *_facts(row, names),
                       row["mlflow_url"] or "-", row["prefect_url"] or "-")  # fmt: skip
@@ -506,8 +510,10 @@ def _runs_table(rows: list[dict], names: list[str]) -> Table:
 
 
 def _facts(row: dict, names: list[str]) -> list[str]:
-    """Status, start, model and the headline figures, as the table shows them."""
-    return [row["status"], row["started"][:16].replace("T", " "), row["model"] or "-",
+    """Status, start, experiment, how much came from the cache, model and the headline
+    figures, as the table shows them."""
+    return [row["status"], row["started"][:16].replace("T", " "), row["experiment"],
+            row.get("cached") or "-", row["model"] or "-",
             *(_figure(row["headline"].get(name)) for name in names)]  # fmt: skip
 
 
@@ -516,7 +522,7 @@ def _compact_table(rows: list[dict], names: list[str], room: int) -> Table | Non
     here: rich, short of room, cut whole columns off (figures gone without a sign). Each
     column gets at least its longest word (so only whole words wrap); the id, 32 characters,
     goes on its name's first line (names fold under it), and room left widens the rest."""
-    headers = ["run id / run", "status", "started (UTC)", "model", *names]
+    headers = ["run id / run", *FACT_COLUMNS, *names]
     body = [[f"{row['run_id']}\n{row['name']}", *_facts(row, names)] for row in rows]
     columns = list(zip(headers, *body, strict=True))
     natural = [max(len(line) for text in column for line in text.splitlines())
@@ -543,10 +549,11 @@ def _print_blocks(rows: list[dict], names: list[str]) -> None:
     """Each run as a few lines (for a terminal too narrow for any table): id, status and
     start; name; model and figures; links."""
     for row in rows:
-        status, started, model, *figures = _facts(row, names)
+        status, started, experiment, cached, model, *figures = _facts(row, names)
         shown = "  ".join(f"{name} {value}" for name, value in zip(names, figures, strict=True)
                           if row["headline"].get(name) is not None)  # fmt: skip
-        for line in (f"{row['run_id']}  {status}  {started} UTC", f"  {row['name']}",
+        for line in (f"{row['run_id']}  {status}  {started} UTC",
+                     f"  {row['name']}  (experiment {experiment}, cached {cached})",
                      f"  {model}: {shown or 'no figures'}"):
             console.print(line, highlight=False, markup=False, soft_wrap=False, overflow="fold")
         _print_links(row, "  ")

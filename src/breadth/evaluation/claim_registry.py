@@ -39,7 +39,7 @@ DELTAS: dict[str, Smallest] = {
                              "(best@30, +0.10 to +0.16)"),
 }
 
-# From /work/shared/design/ALGORITHMS.md ("What the source papers report"): stored copies of
+# From the project's shared design notes on the algorithms ("What the source papers report"): copies of
 # the papers' pages; "abstract only" where no numbers were available. Keys are claims, or
 # "claim/objective" where one claim has rows for several objectives.
 PAPERS: dict[str, str] = {

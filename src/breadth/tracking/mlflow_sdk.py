@@ -1,5 +1,4 @@
-"""What only the `mlflow` package does for a run: log a policy as an MLflow model, and record a
-dataset as a run input. Everything else a run writes goes over REST (`breadth.tracking.rest`);
+"""What only the `mlflow` package does for a run: log a policy as an MLflow model. Everything else a run writes goes over REST (`breadth.tracking.rest`);
 these import mlflow, transformers and pandas when called, never at import.
 """
 
@@ -63,18 +62,3 @@ def _hub_card_lookup_of_a_folder(record: logging.LogRecord) -> bool:
     return not message.startswith(("The model card could not be retrieved from the hub",
                                    "Unable to find license information for this model"))  # fmt: skip
 
-
-def log_dataset_input(run: RunHandle, parquet: Path, *, name: str, source: str) -> None:
-    """Record a dataset as an MLflow run input (the Datasets column of the runs table)."""
-    import mlflow.data
-    import pandas as pd
-    from mlflow.entities import DatasetInput, InputTag
-
-    frame = pd.read_parquet(parquet)
-    dataset = mlflow.data.from_pandas(frame, source=source, name=name)
-    run.client.log_inputs(
-        run.run_id,
-        datasets=[
-            DatasetInput(dataset._to_mlflow_entity(), tags=[InputTag("mlflow.data.context", "train")])
-        ],
-    )

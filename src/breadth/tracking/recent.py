@@ -14,6 +14,7 @@ from typing import Any
 
 from breadth.suggestions import did_you_mean
 from breadth.tracking.clients import tracking_client
+from breadth.tracking.names import cached_label
 from breadth.tracking.rest import RunRecord, quoted
 from breadth.tracking.runs import RunHandle
 
@@ -50,6 +51,27 @@ def headline(metrics: Mapping[str, float]) -> tuple[str | None, dict[str, float]
     return model, {label: metrics[key] for label, key in wanted.items() if key in metrics}
 
 
+def cached_stages(tags: Mapping[str, str]) -> str | None:
+    """How much of a run came from the cache: `all`, `none` or `3/9` stages (its
+    `breadth.cached` tag; for a run logged before that tag, counted from the stages it lists);
+    None while it runs or when it failed before saying.
+
+    >>> cached_stages({"breadth.cached": "all"})
+    'all'
+    >>> cached_stages({"breadth.cached_stages": "prepare,sft", "stage_run.prepare": "a",
+    ...                "stage_run.sft": "b", "stage_run.rl": "c"})
+    '2/3'
+    """
+    if "breadth.cached" in tags:
+        return tags["breadth.cached"]
+    listed = tags.get("breadth.cached_stages")
+    if listed is None:
+        return None
+    stages = sum(key.startswith("stage_run.") for key in tags)
+    cached = 0 if listed == "none" else len(listed.split(","))
+    return cached_label(cached, stages)
+
+
 def _iso(millis: int | None) -> str:
     if millis is None:
         return ""
@@ -75,6 +97,7 @@ def _summary(run: RunRecord, experiment: str, tracking_uri: str) -> dict[str, An
         "seed": tags.get("seed"),
         "preset": tags.get("preset"),
         "grid_id": tags.get("grid.id"),
+        "cached": cached_stages(tags),
         "model": model,
         "headline": figures,
         "mlflow_url": url,

@@ -158,8 +158,13 @@ class MlflowRest:
             raise
         return found["experiment"]["experiment_id"]
 
-    def create_experiment(self, name: str) -> str:
-        return self.api("POST", "/experiments/create", body={"name": name})["experiment_id"]
+    def create_experiment(self, name: str, tags: dict[str, str] | None = None) -> str:
+        body = {"name": name, "tags": _pairs(list((tags or {}).items()))}
+        return self.api("POST", "/experiments/create", body=body)["experiment_id"]
+
+    def set_experiment_tag(self, experiment_id: str, key: str, value: str) -> None:
+        self.api("POST", "/experiments/set-experiment-tag",
+                 body={"experiment_id": experiment_id, "key": key, "value": value})  # fmt: skip
 
     def experiment_ids(self) -> list[str]:
         """Every experiment, deleted ones included (their runs may still be RUNNING)."""
@@ -211,6 +216,11 @@ class MlflowRest:
                 "metrics": [{"key": k, "value": v, "timestamp": t, "step": s}
                             for k, v, t, s in metrics]}  # fmt: skip
         self.api("POST", "/runs/log-batch", body=body)
+
+    def log_inputs(self, run_id: str, datasets: Sequence[dict[str, Any]]) -> None:
+        """Dataset inputs of the run, each as the JSON of MLflow's `DatasetInput` (`{"tags":
+        [...], "dataset": {name, digest, source_type, source, profile}}`)."""
+        self.api("POST", "/runs/log-inputs", body={"run_id": run_id, "datasets": list(datasets)})
 
     def set_tag(self, run_id: str, key: str, value: str) -> None:
         self.api("POST", "/runs/set-tag", body={"run_id": run_id, "key": key, "value": value})

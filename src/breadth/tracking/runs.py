@@ -56,16 +56,15 @@ class RunHandle:
 
     @property
     def client(self) -> Any:
-        """`MlflowClient` itself, for what only the `mlflow` package does (dataset inputs,
-        models); importing it costs over a second."""
+        """`MlflowClient` itself, for what only the `mlflow` package does (models); importing
+        it costs over a second."""
         from mlflow import MlflowClient
 
         return MlflowClient(self.tracking_uri)
 
     def url(self) -> str:
-        # Printed and logged: no credentials.
-        return (f"{without_userinfo(self.tracking_uri)}/#/experiments/{self.experiment_id}"
-                f"/runs/{self.run_id}")
+        # Printed and logged: no credentials (mlflow_ui_url drops them).
+        return mlflow_ui_url(self.tracking_uri, self.experiment_id, self.run_id)
 
     def get_run(self, run_id: str | None = None) -> RunRecord:
         """This run (or another by id) as stored: its tags, status and experiment."""
@@ -81,6 +80,11 @@ class RunHandle:
         buffer = MetricBuffer(self)
         buffer.add(metrics, step)
         buffer.flush()
+
+    def log_inputs(self, datasets: list[dict[str, Any]]) -> None:
+        """Dataset inputs of this run (`breadth.tracking.datasets.dataset_inputs`)."""
+        if datasets:
+            self.tracking.log_inputs(self.run_id, datasets)
 
     def set_tags(self, tags: Mapping[str, Any]) -> None:
         # One request per 100 tags, not one per tag: each request is a round trip to MLflow,
@@ -149,6 +153,25 @@ def error_text(kind: type[BaseException], error: BaseException | None) -> str:
         return f"interrupted ({kind.__name__}: Ctrl-C or SIGINT)"
     message = str(error) if error is not None else ""
     return f"{kind.__name__}: {message}" if message else f"{kind.__name__} (no message)"
+
+
+# MLflow 3.17's UI shows an experiment as its "GenAI" or "Model training" switch says, a
+# choice each browser keeps (GenAI on a first visit: the Overview of traces, runs filed under
+# "Evaluations"); it reads the experiment's `mlflow.experimentKind` tag only with that switch
+# off. A link's `workflowType` parameter overrides the browser's choice: every link breadth
+# prints opens in Model training, an experiment on its runs table.
+UI_MODE = "workflowType=machine_learning"
+
+
+def mlflow_ui_url(tracking_uri: str, experiment_id: str, run_id: str | None = None) -> str:
+    """The MLflow UI's page of a run (or of an experiment: its runs table), in Model training,
+    without the URI's credentials (it is printed and logged).
+
+    >>> mlflow_ui_url("http://u:pw@mlflow:5000", "3", "r1")
+    'http://mlflow:5000/#/experiments/3/runs/r1?workflowType=machine_learning'
+    """
+    run = f"/runs/{run_id}" if run_id else ""
+    return f"{without_userinfo(tracking_uri)}/#/experiments/{experiment_id}{run}?{UI_MODE}"
 
 
 class MetricBuffer:
@@ -244,14 +267,24 @@ def check_tracking_server(uri: str) -> None:
         ) from None
 
 
+# MLflow 3's UI opens an experiment by its kind: without this tag on its GenAI pages (traces,
+# latency, tokens; runs filed under "Evaluations"), with it on the runs table, as "Machine
+# learning" (its JS redirects custom_model_development to the runs tab).
+EXPERIMENT_KIND_TAG = "mlflow.experimentKind"
+EXPERIMENT_KIND = "custom_model_development"
+
+
 def experiment_id_of(client: Any, name: str) -> str:
-    """The id of experiment `name`, created if missing. Two runs that start in a new experiment
-    at the same moment both see it missing; the one whose create is refused takes the other's."""
+    """The id of experiment `name`, created if missing, marked to open on its runs table (an
+    existing one too: one created by an older breadth or by hand). Two runs that start in a
+    new experiment at the same moment both see it missing; the one whose create is refused
+    takes the other's."""
     found = client.experiment_id(name)
     if found is not None:
+        client.set_experiment_tag(found, EXPERIMENT_KIND_TAG, EXPERIMENT_KIND)
         return found
     try:
-        return client.create_experiment(name)
+        return client.create_experiment(name, {EXPERIMENT_KIND_TAG: EXPERIMENT_KIND})
     except Exception as error:
         # MlflowRequestError and mlflow's MlflowException both carry MLflow's error code.
         if getattr(error, "error_code", "") != "RESOURCE_ALREADY_EXISTS":

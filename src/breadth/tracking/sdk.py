@@ -43,8 +43,11 @@ class SdkTracking:
         found = self.client.get_experiment_by_name(name)
         return found.experiment_id if found else None
 
-    def create_experiment(self, name: str) -> str:
-        return self.client.create_experiment(name)
+    def create_experiment(self, name: str, tags: dict[str, str] | None = None) -> str:
+        return self.client.create_experiment(name, tags=tags)
+
+    def set_experiment_tag(self, experiment_id: str, key: str, value: str) -> None:
+        self.client.set_experiment_tag(experiment_id, key, value)
 
     def experiment_ids(self) -> list[str]:
         from mlflow.entities import ViewType
@@ -87,6 +90,14 @@ class SdkTracking:
         self.client.log_batch(run_id, metrics=[Metric(*m) for m in metrics],
                               params=[Param(*p) for p in params],
                               tags=[RunTag(*t) for t in tags])  # fmt: skip
+
+
+    def log_inputs(self, run_id: str, datasets: Sequence[dict[str, Any]]) -> None:
+        from mlflow.entities import Dataset, DatasetInput, InputTag
+
+        self.client.log_inputs(run_id, datasets=[
+            DatasetInput(Dataset(**entry["dataset"]), [InputTag(**t) for t in entry["tags"]])
+            for entry in datasets])  # fmt: skip
 
     def set_tag(self, run_id: str, key: str, value: str) -> None:
         self.client.set_tag(run_id, key, value)

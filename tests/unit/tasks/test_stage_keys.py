@@ -50,6 +50,9 @@ class _Parent:
     def set_tags(self, tags):
         pass
 
+    def log_inputs(self, datasets):
+        pass
+
     def url(self):
         return "url"
 

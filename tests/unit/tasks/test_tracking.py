@@ -33,12 +33,66 @@ def test_stage_origins_are_read_from_each_stage_run_and_tagged_on_the_parent(mon
     monkeypatch.setattr(RunHandle, "tracking", property(lambda self: FakeClient()))
     parent = RunHandle("this", "3", "http://user:pw@mlflow:5000")
     # A model created from scratch has no stage run: left out, not looked up.
-    cached = tag_stage_origins(parent, {"prepare": "c-prep", "init-model": "", "evaluate": "c-eval"})
+    cached, name = tag_stage_origins(parent, {"prepare": "c-prep", "init-model": "",
+                                              "evaluate": "c-eval"}, "default·1a2b3c4d")  # fmt: skip
     assert cached == {"prepare": "earlier"}  # what `breadth run` lists as kept elsewhere
+    assert name == "default·1a2b3c4d" and "mlflow.runName" not in tagged  # one stage ran here
+    assert tagged["breadth.cached"] == "1/2"
     assert tagged["breadth.cached_stages"] == "prepare"
     assert tagged["breadth.cached_from"] == "earlier"
-    assert "http://mlflow:5000/#/experiments/3/runs/c-prep" in tagged["mlflow.note.content"]
+    assert "http://mlflow:5000/#/experiments/3/runs/c-prep?workflowType=machine_learning" in tagged[
+        "mlflow.note.content"]
     assert "pw" not in tagged["mlflow.note.content"]
+
+
+def test_a_run_whose_every_stage_came_from_the_cache_is_renamed_and_not_read_twice(monkeypatch):
+    """Six cached re-runs of the demo were six identical `default·0a124f08` rows."""
+    from breadth.tracking.rest import RunRecord
+    from breadth.tracking.runs import RunHandle
+    from tasks.tracking import tag_stage_origins
+
+    tagged, read = {}, []
+
+    class FakeClient:
+        def get_run(self, run_id):
+            read.append(run_id)
+            return RunRecord(run_id, "3", "", "FINISHED", "", {"mlflow.parentRunId": "earlier"})
+
+        def log_batch(self, run_id, tags=()):
+            tagged.update(dict(tags))
+
+    monkeypatch.setattr(RunHandle, "tracking", property(lambda self: FakeClient()))
+    parent = RunHandle("this", "3", "http://mlflow:5000")
+    known = {"prepare": RunRecord("c-prep", "3", "", "FINISHED", "", {"mlflow.parentRunId": "earlier"})}
+    cached, name = tag_stage_origins(parent, {"prepare": "c-prep", "sft": "c-sft"},
+                                     "default·1a2b3c4d", known)  # fmt: skip
+    assert read == ["c-sft"]  # the stage log's record of prepare is used
+    assert cached == {"prepare": "earlier", "sft": "earlier"}
+    assert name == tagged["mlflow.runName"] == "default·1a2b3c4d·cached"
+    assert tagged["breadth.cached"] == "all"
+
+
+def test_lone_runs_name_their_data_source_and_what_differs_from_the_preset():
+    source = load_config("default", ["data.source=jsonl:/data/gsm8k/test.jsonl"])
+    override = load_config("default", ["rl.max_steps=60"])
+    both = load_config("default", ["rl.max_steps=60", "data.source=jsonl:/d/test.jsonl",
+                                   "tracking.experiment=x"])  # fmt: skip
+    plain = load_config("default", ["tracking.experiment=x"])
+    assert run_name(source, {}) == f"default·test.jsonl·{source.content_hash()[:8]}"
+    assert run_name(override, {}) == f"default·rl.max_steps=60·{override.content_hash()[:8]}"
+    # The source first, then the other differences; tracking settings are not a difference.
+    assert run_name(both, {}) == f"default·test.jsonl·rl.max_steps=60·{both.content_hash()[:8]}"
+    assert run_name(plain, {}) == f"default·{plain.content_hash()[:8]}"
+    # The preset's own values name nothing: `mcq` sets data.format=mcq itself.
+    mcq = load_config("mcq")
+    assert run_name(mcq, {}) == f"mcq·{mcq.content_hash()[:8]}"
+
+
+def test_a_name_shows_three_differences_and_counts_the_rest():
+    config = load_config("default", ["rl.max_steps=60", "seed=4", "sft.epochs=2",
+                                     "rollout.num_samples=4", "rl.num_generations=4"])  # fmt: skip
+    assert run_name(config, {}).split("·")[1:-1] == ["seed=4", "sft.epochs=2",
+                                                     "rl.max_steps=60", "+2"]  # fmt: skip
 
 
 def _git(repo, *args):
@@ -138,4 +192,5 @@ def test_the_parent_run_is_tagged_with_the_code_and_the_hardware_it_ran(monkeypa
     assert opened["code.version"] == "c0de" and opened["git.dirty"] == "true"
     assert opened["host.gpus"] == "1 x NVIDIA H100 80GB HBM3"
     assert opened["git.sha"] and opened["host.cpus"]
+    assert opened["data.source"] == "synthetic:arithmetic"  # what tells a GSM8K run apart
     assert ("torch" in sys.modules) == torch_before  # a cached re-run never imports torch

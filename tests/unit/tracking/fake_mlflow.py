@@ -17,6 +17,7 @@ PAGE = 2  # a small page size, so paging is exercised with a handful of objects
 class FakeMlflow:
     def __init__(self) -> None:
         self.experiments: dict[str, str] = {"0": "Default"}
+        self.experiment_tags: dict[str, dict[str, str]] = {}
         self.runs: dict[str, dict[str, Any]] = {}
         self.artifacts: dict[str, tuple[bytes, str]] = {}
         self.requests: list[tuple[str, str, dict[str, str]]] = []  # method, path, headers
@@ -93,7 +94,15 @@ class FakeMlflow:
         if route == "/experiments/create":
             eid = str(len(self.experiments))
             self.experiments[eid] = body["name"]
+            self.experiment_tags[eid] = {t["key"]: t["value"] for t in body.get("tags", [])}
             return 200, {"experiment_id": eid}
+        if route == "/experiments/set-experiment-tag":
+            self.experiment_tags.setdefault(body["experiment_id"], {})[body["key"]] = body["value"]
+            return 200, {}
+        if route == "/runs/log-inputs":
+            self.runs[body["run_id"]].setdefault("inputs", {"dataset_inputs": []})[
+                "dataset_inputs"].extend(body["datasets"])  # fmt: skip
+            return 200, {}
         if route == "/experiments/search":
             items = [{"experiment_id": e, "name": n} for e, n in self.experiments.items()]
             return 200, self._page(items, body, "experiments")

@@ -238,7 +238,8 @@ def test_run_handles_stay_picklable_and_name_no_credentials():
 
     run = RunHandle("r1", "3", "http://u:pw@mlflow:5000")
     assert pickle.loads(pickle.dumps(run)) == run
-    assert run.url() == "http://mlflow:5000/#/experiments/3/runs/r1"
+    # Model training, not the GenAI pages a first visit opens on.
+    assert run.url() == "http://mlflow:5000/#/experiments/3/runs/r1?workflowType=machine_learning"
 
 
 def test_search_runs_reads_metrics_and_times_and_sends_the_order(fake):
@@ -313,3 +314,48 @@ def test_every_page_of_runs_and_experiments_is_read_from_a_local_store(tmp_path,
                         lambda **kwargs: experiments(**kwargs, max_results=1))  # fmt: skip
     assert set(client.experiment_names().values()) == {"Default", "paged"}
     assert set(client.experiment_ids()) == {"0", experiment}
+
+
+@pytest.mark.parametrize("server", ["rest", "sdk"])
+def test_experiments_open_on_runs_and_runs_log_their_datasets_on_both_clients(
+    server, fake, tmp_path, monkeypatch
+):
+    """MLflow 3 opened every experiment on its GenAI pages (no `mlflow.experimentKind`), and
+    the parent run showed "Datasets: None"."""
+    from breadth.tracking.datasets import dataset_inputs
+
+    monkeypatch.chdir(tmp_path)
+    uri = fake.url if server == "rest" else f"sqlite:///{tmp_path}/mlflow.db"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    files = {"train.parquet": {"sha256": "ab" * 32, "rows": 600},
+             "eval.parquet": {"sha256": "cd" * 32, "rows": 32}}  # fmt: skip
+    run = start_run("kinds", "parent")
+    run.log_inputs(dataset_inputs("jsonl:/d/train.jsonl", "hf:openai/gsm8k:main", files,
+                                  "s3://bucket/datasets/h", "h"))  # fmt: skip
+    client = tracking_client(uri)
+    # An experiment made before (by an older breadth, by hand) is marked when next used.
+    older = client.create_experiment("older")
+    start_run("older", "again")
+    if server == "rest":
+        kinds = {fake.experiments[e]: tags.get("mlflow.experimentKind")
+                 for e, tags in fake.experiment_tags.items()}  # fmt: skip
+        (sent,) = [body for body in fake.bodies if "datasets" in body]
+        logged = sent["datasets"]
+    else:
+        mlflow = client.client
+        kinds = {name: mlflow.get_experiment_by_name(name).tags.get("mlflow.experimentKind")
+                 for name in ("kinds", "older")}  # fmt: skip
+        logged = [{"tags": [{"key": t.key, "value": t.value} for t in i.tags],
+                   "dataset": {"name": i.dataset.name, "digest": i.dataset.digest,
+                               "source_type": i.dataset.source_type, "source": i.dataset.source,
+                               "profile": i.dataset.profile}}
+                  for i in mlflow.get_run(run.run_id).inputs.dataset_inputs]  # fmt: skip
+    assert kinds["kinds"] == kinds["older"] == "custom_model_development", older
+    by_context = {next(t["value"] for t in entry["tags"] if t["key"] == "mlflow.data.context"):
+                  entry["dataset"] for entry in logged}  # fmt: skip
+    assert by_context["train"]["name"] == "train.jsonl·train"
+    assert by_context["eval"]["name"] == "openai/gsm8k:main·eval"
+    assert by_context["eval"]["digest"] == "cd" * 8
+    assert by_context["eval"]["source_type"] == "s3"
+    assert json.loads(by_context["eval"]["source"]) == {"uri": "s3://bucket/datasets/h/eval.parquet"}
+    assert json.loads(by_context["train"]["profile"]) == {"num_rows": 600}

@@ -114,7 +114,10 @@ class _RacingClient:
         self.lookups += 1
         return None if self.lookups == 1 else self.created_by_other
 
-    def create_experiment(self, name: str) -> str:
+    def set_experiment_tag(self, experiment_id: str, key: str, value: str) -> None:
+        pass
+
+    def create_experiment(self, name: str, tags: dict[str, str] | None = None) -> str:
         answer = {"error_code": self.error_code, "message": f"Experiment '{name}' is refused."}
         raise MlflowRequestError("POST", "experiments/create", 400, json.dumps(answer).encode())
 
