@@ -1,9 +1,15 @@
-# Thin targets: each one command. `make demo` and `make test` are the README's quickstart.
+# Thin targets: each one command. `make demo` and `make test` are the README's quickstart;
+# `make check` is the quick tier before each commit (docs/guide/testing.md).
 PYTHON ?= python3
 VENV ?= .venv
 BIN = $(VENV)/bin
+# pytest-xdist workers; `make test TEST_WORKERS=0` runs the suite in one process.
+TEST_WORKERS ?= 2
+# --dist loadscope: a module's tests stay on one worker, so its module-scoped fixtures (a
+# pipeline run, a grid on workers) run once.
+PYTEST = $(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadscope
 
-.PHONY: install install-run vllm-env demo test test-unit lint stack-up stack-down benchmark
+.PHONY: install install-run vllm-env demo check test test-unit lint stack-up stack-down benchmark
 
 # install-run: what running needs (`make demo`); install: that plus the dev tools (tests, lint).
 # scripts/install.sh uses uv when it can be had, else pip, and takes torch==2.13.0 as the file
@@ -25,14 +31,18 @@ vllm-env: install
 demo: install-run
 	$(BIN)/breadth run
 
+# Lint, the unit tests but the minute-long Monte Carlo ones, and one real-stack pipeline run.
+check: lint
+	$(PYTEST) -m "(not integration and not slow) or smoke"
+
 test: install
-	$(BIN)/pytest -q
+	$(PYTEST)
 
 test-unit: install
-	$(BIN)/pytest -q -m "not integration"
+	$(PYTEST) -m "not integration"
 
 lint: install
-	$(BIN)/ruff check src tasks flows tests benchmarks
+	$(BIN)/ruff check src tasks flows tests benchmarks scripts
 
 stack-up: install
 	$(BIN)/breadth stack up

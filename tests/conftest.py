@@ -63,3 +63,12 @@ def live_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, s
     """The real local stack on free ports; yields the client environment (already exported)."""
     with running_local_stack(tmp_path_factory.mktemp("breadth-home")) as env:
         yield env
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Tests set the terminal width they mean (COLUMNS) themselves. A pytest-xdist worker starts
+    with COLUMNS=80 and LINES=24 in its environment, and the CLI's console, made when
+    breadth.cli is first imported, would keep that width for the whole session."""
+    for name in ("COLUMNS", "LINES"):
+        os.environ.pop(name, None)
+

@@ -33,6 +33,8 @@ def _run_id(output: str) -> str:
     return match.group(1)
 
 
+# The smoke run of `make check`: the real stack, one small pipeline and its cached re-run.
+@pytest.mark.smoke
 def test_cli_prints_where_to_look(two_runs):
     output = two_runs[0][1]
     for label in ("MLflow run:", "Prefect run:", "S3 prefix:", "Report:"):
@@ -42,6 +44,7 @@ def test_cli_prints_where_to_look(two_runs):
                      output.replace("\n", "")), output[-2000:]  # fmt: skip
 
 
+@pytest.mark.smoke
 def test_parent_run_has_a_child_per_stage_and_the_tags(two_runs, live_stack):
     from mlflow import MlflowClient
 

@@ -1,5 +1,6 @@
-"""The repository stands on its own: the README's layout matches the code, and every markdown
-file that code, docs or tests name is one a clone has."""
+"""The repository stands on its own: the README's layout matches the code, every markdown file
+that code, docs or tests name is one a clone has, and every relative link of the user docs
+(README.md and docs/guide/) resolves."""
 
 from __future__ import annotations
 
@@ -9,7 +10,10 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-SCANNED = ("src", "tasks", "flows", "tests", "benchmarks", "scripts", "docker", "infra")
+SCANNED = ("src", "tasks", "flows", "tests", "benchmarks", "scripts", "docker", "infra",
+           "docs/guide")
+# The user docs: the README is the front door, docs/guide/ holds a page per task.
+USER_DOCS = (ROOT / "README.md", *sorted((ROOT / "docs" / "guide").glob("*.md")))
 # A document named in code, docs or tests (an upper-case note such as README.md, or a path
 # under docs/): it must be one a clone of the repository has. Lower-case names such as
 # report.md are files the code writes.
@@ -35,6 +39,39 @@ def test_every_markdown_file_named_is_in_the_repository():
         if Path(name).name not in in_repo
     ]  # fmt: skip
     assert not hits, "markdown files named but not in the repository:\n" + "\n".join(hits)
+
+
+# A markdown link or image: [text](target) or ![alt](target).
+LINK = re.compile(r"\]\(([^)\s]+)\)")
+
+
+def test_the_guide_has_an_index_that_links_every_page():
+    guide = ROOT / "docs" / "guide"
+    index = (guide / "index.md").read_text()
+    pages = {p.name for p in guide.glob("*.md")} - {"index.md"}
+    assert len(pages) >= 5, f"docs/guide/ holds only {sorted(pages)}"
+    linked = {target.split("#")[0] for target in LINK.findall(index)}
+    assert pages <= linked, f"docs/guide/index.md does not link {sorted(pages - linked)}"
+    assert "docs/guide/index.md" in (ROOT / "README.md").read_text()
+
+
+def test_relative_links_of_the_user_docs_resolve():
+    broken = []
+    for doc in USER_DOCS:
+        for target in LINK.findall(doc.read_text()):
+            path = target.split("#")[0]
+            if not path or re.match(r"[a-z]+:", path):  # an anchor of the page, or a URL
+                continue
+            if not (doc.parent / path).exists():
+                broken.append(f"{doc.relative_to(ROOT)}: {target}")
+    assert not broken, "links to files that do not exist:\n" + "\n".join(broken)
+
+
+def test_the_readme_stays_a_front_door():
+    lines = (ROOT / "README.md").read_text().splitlines()
+    assert len(lines) <= 200, (
+        f"README.md has {len(lines)} lines: move detail to a page of docs/guide/ and link it"
+    )
 
 
 def _layout_block() -> str:
@@ -77,13 +114,16 @@ def test_design_docs_name_only_modules_that_exist():
 PREFECT_COMMAND = re.compile(r"^\s*(?:\w+=\S*\s+)*(?:\.venv/bin/)?prefect\s")
 
 
-def test_readme_snippets_set_the_prefect_server_before_the_prefect_cli():
+def test_doc_snippets_set_the_prefect_server_before_the_prefect_cli():
     """Run in a fresh shell without PREFECT_API_URL, `prefect deploy` registered on a temporary
     server of its own, and `breadth grid --cell-deployment` then found no such deployment: a
-    snippet that runs the Prefect CLI first gets the stack's client environment."""
-    readme = (ROOT / "README.md").read_text()
+    snippet of the README or docs/guide/ that runs the Prefect CLI first gets the stack's
+    client environment."""
     missing = []
-    for block in re.findall(r"```bash\n(.*?)```", readme, flags=re.DOTALL):
+    bash_block = re.compile(r"```bash\n(.*?)```", flags=re.DOTALL)
+    blocks = [block for doc in USER_DOCS for block in bash_block.findall(doc.read_text())]
+    assert any(PREFECT_COMMAND.match(line) for block in blocks for line in block.splitlines())
+    for block in blocks:
         lines = block.splitlines()
         first = next((n for n, line in enumerate(lines) if PREFECT_COMMAND.match(line)), None)
         if first is None or "PREFECT_API_URL=" in lines[first]:  # names its server itself
@@ -91,4 +131,4 @@ def test_readme_snippets_set_the_prefect_server_before_the_prefect_cli():
         if not any(re.search(r'eval "\$\((?:\.venv/bin/)?breadth env\)"', line)
                    for line in lines[:first]):  # fmt: skip
             missing.append(lines[first].strip())
-    assert not missing, f"README snippets run the Prefect CLI with no server set: {missing}"
+    assert not missing, f"doc snippets run the Prefect CLI with no server set: {missing}"

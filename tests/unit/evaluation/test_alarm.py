@@ -137,6 +137,9 @@ def _fired_nights(previous: pd.DataFrame, current: pd.DataFrame) -> int:
 NIGHTS = 20
 
 
+# The two Monte Carlo checks below (20 nights of whole grid summaries each) are a third of the
+# unit tests' time: `make check` leaves them to `make test`.
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("seeds", "noise", "max_false_alarms"),
     [((0, 1), 0.05, 1), ((0, 1, 2), 0.05, 1), ((0, 1, 2), 0.10, 4)],
@@ -150,6 +153,7 @@ def test_false_alarm_rate_over_many_nights_of_pure_seed_and_problem_noise(
     assert _fired_nights(previous, current) <= max_false_alarms
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("seeds", "min_detected"), [((0, 1), 18), ((0, 1, 2), 19)])
 def test_a_halving_in_two_cells_is_caught_on_most_nights(seeds, min_detected):
     collapsed = [("free_form", "correctness"), ("mcq", "correctness")]

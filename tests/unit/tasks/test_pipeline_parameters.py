@@ -1,5 +1,5 @@
-"""The README's Prefect CLI example (`prefect deployment run breadth-pipeline/adhoc --params
-'{...}'`) names a real deployment, and its partial config passes both checks a run meets: the
+"""The user docs' Prefect CLI example (`prefect deployment run breadth-pipeline/adhoc --params
+'{...}'`, in docs/guide/mlflow-and-prefect.md) names a real deployment, and its partial config passes both checks a run meets: the
 server's JSON-schema check of the deployment's parameters, and the flow's own validation."""
 
 from __future__ import annotations
@@ -22,8 +22,9 @@ COMMAND = re.compile(r"prefect deployment run (?P<name>\S+) --params '(?P<params
 
 
 def _readme_example() -> tuple[str, dict]:
-    found = COMMAND.search((REPO / "README.md").read_text())
-    assert found, "README.md has no `prefect deployment run NAME --params '{...}'` example"
+    docs = [REPO / "README.md", *sorted((REPO / "docs" / "guide").glob("*.md"))]
+    found = next((hit for doc in docs if (hit := COMMAND.search(doc.read_text()))), None)
+    assert found, "README.md and docs/guide/ have no `prefect deployment run NAME --params '{...}'`"
     return found["name"], json.loads(found["params"])
 
 
