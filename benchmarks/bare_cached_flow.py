@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import sys
 
+from breadth_flows.in_process import in_process_run
 from prefect import flow, task
-
-from flows.in_process import in_process_run
 
 
 @task(cache_key_fn=lambda _context, parameters: f"bench-bare-{parameters['index']}",

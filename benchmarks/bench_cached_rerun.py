@@ -48,9 +48,10 @@ def main() -> None:
     parser.add_argument("--profile", type=Path, help="write a cProfile summary of one cached run")
     args = parser.parse_args()
 
+    from breadth_tasks.stage_keys import stage_keys
+
     from breadth.config import load_config
     from breadth.stack import LocalStack
-    from tasks.stage_keys import stage_keys
 
     stack = LocalStack()
     stack.up()

@@ -73,8 +73,8 @@ def run_direct(config) -> float:
 
 
 def run_orchestrated(config) -> float:
-    from flows.in_process import in_process_run
-    from flows.pipeline import pipeline
+    from breadth_flows.in_process import in_process_run
+    from breadth_flows.pipeline import pipeline
 
     # A fresh work folder: otherwise GRPO would resume from the last run's final checkpoint.
     with tempfile.TemporaryDirectory() as scratch:

@@ -40,10 +40,10 @@ RUN python -c "import tomllib; print('\n'.join(tomllib.load(open('pyproject.toml
 # Editable, so the package resolves to /app/src/breadth and code that locates the project from
 # the package (prefect.yaml, flows/) finds /app.
 COPY src ./src
-RUN pip install --no-deps -e . \
-    && python -c "import breadth"
 COPY flows ./flows
 COPY tasks ./tasks
+RUN pip install --no-deps -e . \
+    && python -c "import breadth"
 COPY prefect.yaml ./
 RUN chown breadth:breadth /app
 

@@ -57,13 +57,13 @@ RUN python -c "import tomllib; print('\n'.join(tomllib.load(open('pyproject.toml
 # so the package resolves to /app/src/breadth and code that locates the project from the package
 # finds /app), without them (so without Prefect) into vLLM's.
 COPY src ./src
+COPY flows ./flows
+COPY tasks ./tasks
 RUN /opt/vllm/bin/pip install --no-deps /app \
     && rm -rf build src/*.egg-info \
     && pip install --no-deps -e . \
     && python -c "import breadth" \
     && /opt/vllm/bin/python -c "import breadth"
-COPY flows ./flows
-COPY tasks ./tasks
 COPY prefect.yaml ./
 COPY --chmod=0755 docker/vllm-entrypoint.sh /usr/local/bin/vllm-entrypoint.sh
 # Directories that compose mounts named volumes on: a new volume takes the ownership of the

@@ -14,13 +14,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from breadth_flows.grid_cells import run_in_process, run_on_deployment
+from breadth_tasks.claims import publish_claims
+from breadth_tasks.grid import alarm_against_previous, summarise_grid
 from prefect import flow, get_run_logger, runtime
 
 from breadth.config import GridConfig
 from breadth.grid_progress import failed_cells
-from flows.grid_cells import run_in_process, run_on_deployment
-from tasks.claims import publish_claims
-from tasks.grid import alarm_against_previous, summarise_grid
 
 
 class CellsFailed(RuntimeError):

@@ -16,6 +16,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from breadth_flows.pipeline import pipeline
+from breadth_flows.zombies import ensure_zombie_automation
+from breadth_tasks.train import sft
 from prefect import get_client
 from prefect.client.schemas.filters import (
     FlowRunFilter,
@@ -32,9 +35,6 @@ from prefect.settings import PREFECT_API_URL
 
 from breadth.config import PipelineConfig
 from breadth.grid_progress import CellOutcome, progress_line
-from flows.pipeline import pipeline
-from flows.zombies import ensure_zombie_automation
-from tasks.train import sft
 
 Cell = tuple[str, str, int, PipelineConfig]  # (format, objective, seed, validated config)
 POLL_S = 3.0

@@ -10,6 +10,15 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+from breadth_flows.run_log import breadth_logs_in_run_log, label_flow_run, run_tags
+from breadth_tasks.common import StageResult, models_logged_in_background
+from breadth_tasks.evaluate import evaluate, publish_report
+from breadth_tasks.prepare import prepare
+from breadth_tasks.rollout import rollout
+from breadth_tasks.search import search
+from breadth_tasks.stage_keys import stage_keys
+from breadth_tasks.tracking import open_parent_run, run_name, tag_stage_origins
+from breadth_tasks.train import init_model, rl, sft
 from prefect import flow, get_run_logger, runtime
 from prefect.exceptions import MissingContextError
 from prefect.logging import get_logger
@@ -22,15 +31,6 @@ from breadth.run_form import PipelineConfigForm, config_from_form
 from breadth.tracking.datasets import dataset_inputs
 from breadth.tracking.names import CACHED_MARK
 from breadth.tracking.run_log import StageLog, config_summary, log
-from flows.run_log import breadth_logs_in_run_log, label_flow_run, run_tags
-from tasks.common import StageResult, models_logged_in_background
-from tasks.evaluate import evaluate, publish_report
-from tasks.prepare import prepare
-from tasks.rollout import rollout
-from tasks.search import search
-from tasks.stage_keys import stage_keys
-from tasks.tracking import open_parent_run, run_name, tag_stage_origins
-from tasks.train import init_model, rl, sft
 
 # The form's preset picker: a drop-down of the presets shipped with the package.
 PresetName = Literal[tuple(available_presets())]  # type: ignore[valid-type]

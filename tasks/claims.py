@@ -7,6 +7,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from breadth_tasks.common import retry_if_transient
+from breadth_tasks.grid import claim_settings
 from prefect import task
 from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
@@ -18,8 +20,6 @@ from breadth.tracking.clients import tracking_client
 from breadth.tracking.runs import tracking_uri
 from breadth.tracking.study import grid_provenance, load_study_frame, provenance_header
 from breadth.tracking.tables import log_table
-from tasks.common import retry_if_transient
-from tasks.grid import claim_settings
 
 
 @task(name="study-claims", cache_policy=NO_CACHE, retries=1, retry_condition_fn=retry_if_transient)

@@ -5,6 +5,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from breadth_tasks.common import (
+    StageResult,
+    child_run,
+    retry_if_transient,
+    stage_cache_key,
+    upload_stage_output,
+    work_dir,
+)
 from prefect import task
 from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
@@ -13,14 +21,6 @@ from breadth.config import PipelineConfig
 from breadth.evaluation.result import headline_metrics
 from breadth.stages import evaluate_stage
 from breadth.tracking.runs import RunHandle, log_curves
-from tasks.common import (
-    StageResult,
-    child_run,
-    retry_if_transient,
-    stage_cache_key,
-    upload_stage_output,
-    work_dir,
-)
 
 
 @task(name="evaluate", retries=1, retry_condition_fn=retry_if_transient,

@@ -7,6 +7,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from breadth_tasks.common import retry_if_transient
 from prefect import runtime, task
 from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
@@ -20,7 +21,6 @@ from breadth.grid_progress import CellOutcome, failed_cells, failed_cells_markdo
 from breadth.tracking.fetch import GRID_SUMMARY_KIND, fetch_runs, previous_grid_id
 from breadth.tracking.runs import start_run, tracking_uri
 from breadth.tracking.study import study_frame_of_runs
-from tasks.common import retry_if_transient
 
 
 @task(name="summarise-grid", cache_policy=NO_CACHE, retries=1,

@@ -4,6 +4,13 @@ from __future__ import annotations
 
 import json
 
+from breadth_tasks.common import (
+    StageResult,
+    child_run,
+    exclusive_work_dir,
+    retry_if_transient,
+    stage_cache_key,
+)
 from prefect import task
 
 from breadth.config import PipelineConfig
@@ -11,13 +18,6 @@ from breadth.stages import prepare_stage
 from breadth.tracking.datasets import dataset_inputs
 from breadth.tracking.objects import ObjectStore
 from breadth.tracking.runs import RunHandle
-from tasks.common import (
-    StageResult,
-    child_run,
-    exclusive_work_dir,
-    retry_if_transient,
-    stage_cache_key,
-)
 
 
 @task(name="prepare", retries=1, retry_condition_fn=retry_if_transient,

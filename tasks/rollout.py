@@ -2,6 +2,13 @@
 
 from __future__ import annotations
 
+from breadth_tasks.common import (
+    StageResult,
+    child_run,
+    exclusive_work_dir,
+    retry_if_transient,
+    stage_cache_key,
+)
 from prefect import task
 
 from breadth.config import PipelineConfig
@@ -9,13 +16,6 @@ from breadth.costs import measured
 from breadth.stages import rollout_stage
 from breadth.tracking.objects import ObjectStore
 from breadth.tracking.runs import RunHandle
-from tasks.common import (
-    StageResult,
-    child_run,
-    exclusive_work_dir,
-    retry_if_transient,
-    stage_cache_key,
-)
 
 
 @task(name="rollout", retries=1, retry_condition_fn=retry_if_transient,

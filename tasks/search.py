@@ -4,13 +4,7 @@ from __future__ import annotations
 
 import json
 
-from prefect import task
-
-from breadth.config import PipelineConfig
-from breadth.costs import measured
-from breadth.stages import search_stage
-from breadth.tracking.runs import RunHandle
-from tasks.common import (
+from breadth_tasks.common import (
     StageResult,
     child_run,
     content_key,
@@ -18,6 +12,12 @@ from tasks.common import (
     retry_if_transient,
     stage_cache_key,
 )
+from prefect import task
+
+from breadth.config import PipelineConfig
+from breadth.costs import measured
+from breadth.stages import search_stage
+from breadth.tracking.runs import RunHandle
 
 
 def search_key(config: PipelineConfig, policy_key: str, data_key: str) -> str:

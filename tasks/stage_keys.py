@@ -3,9 +3,10 @@ flow gives each task, and what `breadth grid --dry-run` looks up in the result s
 
 from __future__ import annotations
 
+from breadth_tasks.common import content_key
+from breadth_tasks.search import search_key
+
 from breadth.config import PipelineConfig
-from tasks.common import content_key
-from tasks.search import search_key
 
 
 def stage_keys(config: PipelineConfig) -> dict[str, str]:

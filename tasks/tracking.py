@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from breadth_tasks.common import CODE_FOLDERS, PROJECT_ROOT, code_version
 from prefect import runtime
 
 from breadth.config import PipelineConfig
@@ -19,7 +20,6 @@ from breadth.tracking.provenance import StageOrigin, stage_provenance
 from breadth.tracking.reconcile import reconcile_stale_runs
 from breadth.tracking.rest import RunRecord
 from breadth.tracking.runs import RunHandle, mlflow_ui_url, start_run, tracking_uri
-from tasks.common import CODE_FOLDERS, PROJECT_ROOT, code_version
 
 
 def git_sha() -> str:

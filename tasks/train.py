@@ -4,6 +4,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from breadth_tasks.common import (
+    StageResult,
+    child_run,
+    exclusive_work_dir,
+    log_model,
+    retry_if_transient,
+    stage_cache_key,
+    upload_stage_output,
+)  # fmt: skip
 from prefect import get_run_logger, task
 
 from breadth.config import PipelineConfig
@@ -26,15 +35,6 @@ from breadth.training.checkpointing import (
     write_marker,
 )  # fmt: skip
 from breadth.training.learning_signal import WATCHED, no_learning_signal
-from tasks.common import (
-    StageResult,
-    child_run,
-    exclusive_work_dir,
-    log_model,
-    retry_if_transient,
-    stage_cache_key,
-    upload_stage_output,
-)  # fmt: skip
 
 
 @task(name="init-model", retries=1, retry_condition_fn=retry_if_transient,

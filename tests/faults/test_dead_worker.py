@@ -40,9 +40,13 @@ def _wait(condition, timeout_s: float, what: str) -> None:
 
 
 def test_a_dead_workers_run_is_marked_crashed_within_the_bound(live_stack, tmp_path):
+    from breadth_flows.zombies import (
+        HEARTBEAT_S,
+        MISSED_AFTER_S,
+        ensure_zombie_automation,
+        heartbeat_env,
+    )
     from prefect.deployments import run_deployment
-
-    from flows.zombies import HEARTBEAT_S, MISSED_AFTER_S, ensure_zombie_automation, heartbeat_env
 
     env = {**os.environ, **live_stack}
     subprocess.run([PREFECT, "work-pool", "create", POOL, "--type", "process", "--overwrite"],

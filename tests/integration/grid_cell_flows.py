@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from breadth_flows.pipeline import run_pipeline
 from prefect import flow
 
 from breadth.config import PipelineConfig
-from flows.pipeline import run_pipeline
 
 FAILING_OBJECTIVE = "correctness+format"
 

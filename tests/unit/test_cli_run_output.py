@@ -14,15 +14,15 @@ ENV = {"PREFECT_UI_URL": "http://127.0.0.1:4200", "BREADTH_S3_BUCKET": "breadth"
 
 
 def _run(monkeypatch, cached_files):
-    import flows.in_process
-    import flows.pipeline
+    import breadth_flows.in_process
+    import breadth_flows.pipeline
 
     result = {"mlflow_run_id": "second", "mlflow_run_url": "http://mlflow/#/runs/second",
               "prefect_flow_run_url": "http://prefect/flow-runs/flow-run/1", "report": "r.md",
               "metrics": {}, "cached_stage_files": cached_files}  # fmt: skip
     monkeypatch.setattr("breadth.cli.stack.bring_up_stack", lambda reconcile: ENV)
-    monkeypatch.setattr(flows.in_process, "in_process_run", nullcontext)
-    monkeypatch.setattr(flows.pipeline, "pipeline", lambda config: result)
+    monkeypatch.setattr(breadth_flows.in_process, "in_process_run", nullcontext)
+    monkeypatch.setattr(breadth_flows.pipeline, "pipeline", lambda config: result)
     outcome = CliRunner().invoke(app, ["run"])
     assert outcome.exit_code == 0, outcome.output
     return outcome.output

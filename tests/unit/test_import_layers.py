@@ -13,7 +13,10 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = {"breadth": ROOT / "src" / "breadth", "tasks": ROOT / "tasks", "flows": ROOT / "flows"}
+# The Prefect layers live in the folders tasks/ and flows/ and install as breadth_tasks and
+# breadth_flows (pyproject.toml's package-dir).
+PACKAGES = {"breadth": ROOT / "src" / "breadth", "breadth_tasks": ROOT / "tasks",
+            "breadth_flows": ROOT / "flows"}  # fmt: skip
 
 # Lowest first, as docs/design/architecture.md lists them ("Layers"). A module may import its
 # own layer and the ones below; a name matches a module and the modules under it.
@@ -26,13 +29,13 @@ LAYERS = [
     ["breadth.models", "breadth.tracking"],
     ["breadth.stack", "breadth.rollout", "breadth.training"],
     ["breadth.stages", "breadth.study", "breadth.preflight"],
-    ["tasks"],
-    ["flows"],
+    ["breadth_tasks"],
+    ["breadth_flows"],
     ["breadth.cli"],
 ]  # fmt: skip
 # Everything below tasks/ is the library: it never imports Prefect nor the orchestration.
 LIBRARY_TOP = LAYERS.index(["breadth.stages", "breadth.study", "breadth.preflight"])
-NOT_IN_LIBRARY = ("prefect", "tasks", "flows")
+NOT_IN_LIBRARY = ("prefect", "breadth_tasks", "breadth_flows")
 # Imports allowed up the layers, each with why.
 ALLOWED_UP = {
     ("breadth.config", "breadth.study.grid"):
@@ -126,9 +129,8 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 
 def test_the_modules_are_found():
-    assert {"breadth.config.models", "breadth.stages", "tasks.train", "flows.pipeline"} <= set(
-        MODULES
-    )
+    assert {"breadth.config.models", "breadth.stages", "breadth_tasks.train",
+            "breadth_flows.pipeline"} <= set(MODULES)
     assert "breadth.config" in GRAPH["breadth.stages"]
 
 

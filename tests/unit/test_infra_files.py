@@ -339,8 +339,8 @@ def test_dockerfile_copies_everything_the_project_needs(dockerfile):
 
 
 def test_dockerfile_orchestration_code_lands_on_pythonpath_and_workdir(dockerfile):
-    """flows/ imports tasks/ as top-level packages and prefect.yaml's entrypoints are relative
-    paths, so both must sit in the working directory, which must be on PYTHONPATH."""
+    """prefect.yaml's entrypoints are paths relative to the working directory
+    (flows/pipeline.py), so flows/ and tasks/ must sit there, and it on PYTHONPATH."""
     _, df = dockerfile
     workdir = df.final_workdir()
     assert df.env().get("PYTHONPATH", "").split(":")[0] == workdir, (

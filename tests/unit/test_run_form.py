@@ -3,11 +3,11 @@ in overrides it, whatever its value; a field left empty takes the preset's."""
 
 from __future__ import annotations
 
+import breadth_flows.pipeline
 import pytest
 from prefect.utilities.callables import parameter_schema
 from prefect.utilities.schema_tools import ValidationError, validate
 
-import flows.pipeline
 from breadth.config import (
     ConfigError,
     PipelineConfig,
@@ -37,8 +37,8 @@ def _form(**filled) -> PipelineConfigForm:
 def _run(monkeypatch, parameters: dict) -> PipelineConfig:
     """The config the flow runs for these parameters, validated as the flow validates them."""
     ran = []
-    monkeypatch.setattr(flows.pipeline, "run_pipeline", lambda config, tags: ran.append(config))
-    flows.pipeline.pipeline.fn(**flows.pipeline.pipeline.validate_parameters(parameters))
+    monkeypatch.setattr(breadth_flows.pipeline, "run_pipeline", lambda config, tags: ran.append(config))
+    breadth_flows.pipeline.pipeline.fn(**breadth_flows.pipeline.pipeline.validate_parameters(parameters))
     (config,) = ran
     return config
 
@@ -139,7 +139,7 @@ def test_a_form_filled_except_one_defaulted_field_is_not_whole():
 
 def test_a_whole_configs_json_passes_the_servers_schema_check():
     """Grid cells are submitted to the adhoc deployment as JSON; the server checks it first."""
-    schema = parameter_schema(flows.pipeline.pipeline).model_dump_for_openapi()
+    schema = parameter_schema(breadth_flows.pipeline.pipeline).model_dump_for_openapi()
     params = {"preset": "default", "config": load_config("ucb").model_dump(mode="json")}
     validate(params, schema, raise_on_error=True)
     with pytest.raises(ValidationError, match="max_steps"):
@@ -159,7 +159,7 @@ def _schema_fields(schema: dict, definitions: dict, prefix: str = "") -> dict[st
 
 
 def test_every_config_field_is_an_empty_form_field_with_its_help_text_and_default():
-    schema = parameter_schema(flows.pipeline.pipeline.fn).model_dump_for_openapi()
+    schema = parameter_schema(breadth_flows.pipeline.pipeline.fn).model_dump_for_openapi()
     definitions = schema["definitions"]
     fields = _schema_fields({"properties": {"config": schema["properties"]["config"]}},
                             definitions)  # fmt: skip
@@ -176,7 +176,7 @@ def test_every_config_field_is_an_empty_form_field_with_its_help_text_and_defaul
 def test_the_form_offers_the_presets_as_a_drop_down_above_the_config():
     """One drop-down starting on `default`: it was a str/None toggle whose drop-down showed
     only after choosing "str"."""
-    schema = parameter_schema(flows.pipeline.pipeline.fn).model_dump()
+    schema = parameter_schema(breadth_flows.pipeline.pipeline.fn).model_dump()
     field = schema["properties"]["preset"]
     assert next(iter(schema["properties"])) == "preset"
     assert field["enum"] == available_presets() and field["default"] == "default"
@@ -188,7 +188,7 @@ def test_a_form_left_at_the_default_preset_keeps_its_label():
     assert config_from_form("default", _form(preset="study", seed=1)).preset == "study"
 
 
-@pytest.mark.parametrize("flow", ["flows.pipeline:pipeline", "flows.grid:grid"])
+@pytest.mark.parametrize("flow", ["breadth_flows.pipeline:pipeline", "breadth_flows.grid:grid"])
 def test_every_parameter_of_a_deployed_flow_has_help_text_in_the_form(flow):
     """The nightly's one parameter, `study`, had none: its docstring had no `Args:`."""
     import importlib

@@ -31,9 +31,10 @@ def problem_counts(
     prepared (its manifest in the work dir), else by preparing it in a temporary folder (a
     few seconds; what the run's first stage does anyway, so a bad source fails here, before
     anything starts). `known` caches the counts by prepare key (a grid's cells share data)."""
+    from breadth_tasks.common import work_root
+
     from breadth.costs import dataset_counts
     from breadth.stages import prepare_stage
-    from tasks.common import work_root
 
     known = {} if known is None else known
     if prepare_key not in known:
@@ -75,7 +76,7 @@ def samples_text(work: StageWork) -> str:
 def print_run_plan(config: PipelineConfig) -> None:
     """The dry run of one pipeline run: a table of its stages' work and time, the totals,
     and the evaluation warning."""
-    from tasks.stage_keys import stage_keys
+    from breadth_tasks.stage_keys import stage_keys
 
     keys = stage_keys(config)
     cached = cached_stages(keys)

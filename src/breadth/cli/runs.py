@@ -46,8 +46,8 @@ def run(
         return
     env = stack.bring_up_stack(reconcile=False)
     # Imported on use: flows/ and tasks/ load Prefect, which other commands do not need.
-    from flows.in_process import in_process_run
-    from flows.pipeline import pipeline  # after the environment points Prefect at the stack
+    from breadth_flows.in_process import in_process_run
+    from breadth_flows.pipeline import pipeline  # after the environment points Prefect at the stack
 
     started = time.monotonic()
     try:
@@ -143,8 +143,8 @@ def grid(
         return
     stack.bring_up_stack(reconcile=False)
     # Imported on use: flows/ and tasks/ load Prefect, which other commands do not need.
-    from flows.grid import grid as grid_flow
-    from flows.in_process import in_process_run
+    from breadth_flows.grid import grid as grid_flow
+    from breadth_flows.in_process import in_process_run
 
     started = time.monotonic()
     try:
@@ -197,11 +197,12 @@ def _print_cells(cells: list) -> None:
     storage already holds (those a run serves from the cache, at no cost); then the totals
     and the evaluation warning of the cells."""
     # Imported on use: flows/ and tasks/ load Prefect, which other commands do not need.
+    from breadth_tasks.stage_keys import stage_keys
+
     from breadth.cli.costs import cached_stages, cost_rows, print_totals, problem_counts
     from breadth.costs import eval_heavy_warning, measured_rates
     from breadth.grid_progress import duration
     from breadth.stack import StackSettings
-    from tasks.stage_keys import stage_keys
 
     storage = StackSettings().result_storage
     rates, counts, everything, warnings = measured_rates(), {}, [], {}

@@ -250,7 +250,9 @@ def worker_invocation(
     """The `prefect worker start` command for `pool` and its whole environment: the caller's,
     with the stack's client environment over it (Prefect, MLflow and S3 alike), and flow-run
     heartbeats every 30 s (unless set) so that a run whose worker dies is marked Crashed."""
-    from flows.zombies import heartbeat_env  # the CLI loads flows/ only when a command needs it
+    from breadth_flows.zombies import (
+        heartbeat_env,  # the CLI loads flows/ only when a command needs it
+    )
 
     argv = [str(Path(sys.executable).parent / "prefect"), "worker", "start", "--pool", pool]
     if limit is not None:
@@ -311,7 +313,7 @@ def created_deployments(output: str) -> dict[str, str]:
 def _ensure_dead_worker_automation() -> None:
     """The server automation that marks a dead worker's runs Crashed (flows/zombies.py); the
     stack's client environment is already this process's (bring_up_stack)."""
-    from flows.zombies import AUTOMATION_NAME, ensure_zombie_automation
+    from breadth_flows.zombies import AUTOMATION_NAME, ensure_zombie_automation
 
     ensure_zombie_automation()
     console.print(f"automation {AUTOMATION_NAME!r} is on the server", highlight=False)

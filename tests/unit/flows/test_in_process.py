@@ -3,12 +3,12 @@
 
 from __future__ import annotations
 
+import breadth_flows.pipeline
+from breadth_flows.in_process import in_process_run
 from prefect.settings import get_current_settings
 from typer.testing import CliRunner
 
-import flows.pipeline
 from breadth import cli
-from flows.in_process import in_process_run
 
 
 def test_in_process_runs_have_no_heartbeats_and_others_keep_them():
@@ -30,7 +30,7 @@ def test_breadth_run_runs_its_flow_in_process_and_reconciles_once(monkeypatch):
         return {"PREFECT_UI_URL": "http://ui"}
 
     monkeypatch.setattr(cli.stack, "bring_up_stack", bring_up_stack)
-    monkeypatch.setattr(flows.pipeline, "pipeline", pipeline)
+    monkeypatch.setattr(breadth_flows.pipeline, "pipeline", pipeline)
     result = CliRunner().invoke(cli.app, ["run"])
     assert seen == [None]
     assert stack_ups == [False]  # the pipeline reconciles as it opens its parent run

@@ -18,7 +18,12 @@ def test_a_worker_sends_heartbeats_every_30_s_unless_told_otherwise(monkeypatch)
 
 
 def test_the_dead_worker_automation_is_prefects_documented_zombie_trigger() -> None:
-    from flows.zombies import AUTOMATION_NAME, HEARTBEAT_S, MISSED_AFTER_S, zombie_automation
+    from breadth_flows.zombies import (
+        AUTOMATION_NAME,
+        HEARTBEAT_S,
+        MISSED_AFTER_S,
+        zombie_automation,
+    )
 
     automation = zombie_automation()
     trigger = automation.trigger

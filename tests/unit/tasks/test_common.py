@@ -5,8 +5,7 @@ from __future__ import annotations
 import subprocess
 
 import pytest
-
-from tasks.common import StageResult, code_version, content_key
+from breadth_tasks.common import StageResult, code_version, content_key
 
 
 def test_content_key_is_deterministic_and_sensitive_to_every_part():
@@ -101,7 +100,7 @@ def test_ensure_local_fetches_a_folder_and_a_parquet_file_back_from_s3(s3, tmp_p
 
 
 def test_a_stage_with_no_s3_copy_says_so_instead_of_fetching_the_bucket(tmp_path, monkeypatch):
-    from tasks.common import StageOutputMissing
+    from breadth_tasks.common import StageOutputMissing
 
     monkeypatch.setenv("BREADTH_WORK_DIR", str(tmp_path / "here"))
     result = StageResult("evaluate", "evaluate-abc", str(tmp_path / "gone" / "evaluate-abc" / "report"),
@@ -134,8 +133,9 @@ class _Run:
 def test_models_are_logged_in_the_background_and_waited_for_at_the_end(monkeypatch, tmp_path):
     import threading
 
+    from breadth_tasks import common
+
     from breadth.config import PipelineConfig
-    from tasks import common
 
     release, logged_in = threading.Event(), []
 
@@ -157,9 +157,10 @@ def test_models_are_logged_in_the_background_and_waited_for_at_the_end(monkeypat
 
 
 def test_a_model_that_cannot_be_logged_fails_the_run_saying_how_to_log_it(monkeypatch, tmp_path):
+    from breadth_tasks import common
+
     from breadth.config import PipelineConfig
     from breadth.tracking.uploads import UploadsFailed
-    from tasks import common
 
     def refused(run, model_dir):
         raise ValueError("MLflow refused the model")  # permanent: no retries
@@ -172,20 +173,19 @@ def test_a_model_that_cannot_be_logged_fails_the_run_saying_how_to_log_it(monkey
 
 def test_tasks_retry_only_what_a_second_try_can_fix():
     """A bad input or missing file failed, waited, and failed again with a second traceback."""
+    import breadth_tasks.claims
+    import breadth_tasks.evaluate
+    import breadth_tasks.grid
+    import breadth_tasks.prepare
+    import breadth_tasks.rollout
+    import breadth_tasks.search
+    import breadth_tasks.train
+    from breadth_tasks.common import retry_if_transient
     from prefect.states import Failed
 
-    import tasks.claims
-    import tasks.evaluate
-    import tasks.grid
-    import tasks.prepare
-    import tasks.rollout
-    import tasks.search
-    import tasks.train
-    from tasks.common import retry_if_transient
-
-    retried = [tasks.prepare.prepare, tasks.train.init_model, tasks.rollout.rollout,
-               tasks.search.search, tasks.evaluate.evaluate, tasks.grid.summarise_grid,
-               tasks.grid.alarm_against_previous, tasks.claims.publish_claims]  # fmt: skip
+    retried = [breadth_tasks.prepare.prepare, breadth_tasks.train.init_model, breadth_tasks.rollout.rollout,
+               breadth_tasks.search.search, breadth_tasks.evaluate.evaluate, breadth_tasks.grid.summarise_grid,
+               breadth_tasks.grid.alarm_against_previous, breadth_tasks.claims.publish_claims]  # fmt: skip
     assert all(t.retries == 1 and t.retry_condition_fn is retry_if_transient for t in retried)
     for permanent in (ValueError("bad row"), FileNotFoundError("x.jsonl"), TypeError("arg")):
         assert retry_if_transient(None, None, Failed(data=permanent)) is False

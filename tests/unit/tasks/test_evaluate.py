@@ -4,7 +4,7 @@ not load boto3 for a copy)."""
 
 from __future__ import annotations
 
-from tasks.common import StageResult
+from breadth_tasks.common import StageResult
 
 
 class _Parent:
@@ -24,19 +24,19 @@ class _Parent:
 
 
 def test_a_cached_evaluation_s_report_goes_on_the_re_run_s_mlflow_run_only(tmp_path, monkeypatch):
-    import tasks.evaluate
+    import breadth_tasks.evaluate
 
     uploads = []
-    monkeypatch.setattr(tasks.evaluate, "upload_stage_output", lambda *args: uploads.append(args))
-    monkeypatch.setattr(tasks.evaluate, "log_curves", lambda *args: None)
-    monkeypatch.setattr(tasks.evaluate, "create_markdown_artifact", lambda **kwargs: None)
+    monkeypatch.setattr(breadth_tasks.evaluate, "upload_stage_output", lambda *args: uploads.append(args))
+    monkeypatch.setattr(breadth_tasks.evaluate, "log_curves", lambda *args: None)
+    monkeypatch.setattr(breadth_tasks.evaluate, "create_markdown_artifact", lambda **kwargs: None)
     folder = tmp_path / "evaluate-k" / "report"
     folder.mkdir(parents=True)
     (folder / "report.md").write_text("# report\n")
     cached = StageResult("evaluate", "evaluate-k", str(folder), "s3://breadth/runs/first/report",
                          "child", {"metrics": {}, "curves": {}, "report_markdown": "# report"})  # fmt: skip
     parent = _Parent("second")
-    report = tasks.evaluate.publish_report.fn(parent, cached)
+    report = breadth_tasks.evaluate.publish_report.fn(parent, cached)
     assert report == str(folder / "report.md")
     assert parent.artifacts == ["report"]
     assert uploads == []  # a copy to S3 here would load boto3 in every cached re-run

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import logging
 
+import breadth_flows.grid
+import breadth_flows.grid_cells
+import breadth_tasks.grid
 import pandas as pd
 import pytest
 from prefect.states import Completed, Failed
 
-import flows.grid
-import flows.grid_cells
-import tasks.grid
 from breadth.config import GridConfig
 
 STUDY = GridConfig(formats=["mcq"], rewards=["correctness", "darling"], seeds=[0, 1])
@@ -26,16 +26,16 @@ def _summary(value: float) -> pd.DataFrame:
 @pytest.fixture()
 def artifacts(monkeypatch):
     published = []
-    monkeypatch.setattr(tasks.grid, "create_markdown_artifact",
+    monkeypatch.setattr(breadth_tasks.grid, "create_markdown_artifact",
                         lambda **kwargs: published.append(kwargs))  # fmt: skip
-    monkeypatch.setattr(tasks.grid, "tracking_uri", lambda: "http://127.0.0.1:1")
-    monkeypatch.setattr(tasks.grid, "load_experiment_name", lambda study: "study")
+    monkeypatch.setattr(breadth_tasks.grid, "tracking_uri", lambda: "http://127.0.0.1:1")
+    monkeypatch.setattr(breadth_tasks.grid, "load_experiment_name", lambda study: "study")
     return published
 
 
 def test_alarm_without_an_earlier_grid_publishes_nothing_to_compare(artifacts, monkeypatch):
-    monkeypatch.setattr(tasks.grid, "previous_grid_id", lambda *args: None)
-    verdict = tasks.grid.alarm_against_previous.fn(STUDY, "g2", {"summary": []})
+    monkeypatch.setattr(breadth_tasks.grid, "previous_grid_id", lambda *args: None)
+    verdict = breadth_tasks.grid.alarm_against_previous.fn(STUDY, "g2", {"summary": []})
     assert verdict["fired"] is False and verdict["previous_grid"] is None
     assert artifacts[0]["description"] == "no collapse"
 
@@ -44,17 +44,17 @@ def test_alarm_compares_with_the_previous_grid_and_fails_the_run_on_a_collapse(
     artifacts, monkeypatch
 ):
     asked = []
-    monkeypatch.setattr(tasks.grid, "previous_grid_id",
+    monkeypatch.setattr(breadth_tasks.grid, "previous_grid_id",
                         lambda uri, experiment, study_hash, grid_id: asked.append(
                             (experiment, study_hash, grid_id)) or "g1")  # fmt: skip
-    monkeypatch.setattr(tasks.grid, "fetch_runs", lambda uri, grid_id: grid_id)
-    monkeypatch.setattr(tasks.grid, "summary_of", lambda runs, study: _summary(0.8))
+    monkeypatch.setattr(breadth_tasks.grid, "fetch_runs", lambda uri, grid_id: grid_id)
+    monkeypatch.setattr(breadth_tasks.grid, "summary_of", lambda runs, study: _summary(0.8))
     steady = {"summary": _summary(0.78).to_dict(orient="records")}
-    assert tasks.grid.alarm_against_previous.fn(STUDY, "g2", steady)["fired"] is False
+    assert breadth_tasks.grid.alarm_against_previous.fn(STUDY, "g2", steady)["fired"] is False
     assert asked == [("study", STUDY.content_hash(), "g2")]
     collapsed = {"summary": _summary(0.3).to_dict(orient="records")}
     with pytest.raises(RuntimeError, match="collapse alarm: grid g2 vs g1"):
-        tasks.grid.alarm_against_previous.fn(STUDY, "g2", collapsed)
+        breadth_tasks.grid.alarm_against_previous.fn(STUDY, "g2", collapsed)
     assert artifacts[-1]["description"] == "COLLAPSE ALARM"  # published before failing
 
 
@@ -85,12 +85,12 @@ class FakePipeline:
 def grid_tasks(monkeypatch):
     """The grid's tasks replaced: what they were called with is recorded."""
     calls: dict[str, list] = {"summary": [], "claims": [], "alarm": []}
-    monkeypatch.setattr(flows.grid, "get_run_logger", lambda: logging.getLogger("test-grid"))
-    monkeypatch.setattr(flows.grid, "summarise_grid", lambda study, grid_id, outcomes: (
+    monkeypatch.setattr(breadth_flows.grid, "get_run_logger", lambda: logging.getLogger("test-grid"))
+    monkeypatch.setattr(breadth_flows.grid, "summarise_grid", lambda study, grid_id, outcomes: (
         calls["summary"].append(outcomes) or {"run_id": "sum"}))  # fmt: skip
-    monkeypatch.setattr(flows.grid, "alarm_against_previous", lambda study, grid_id, summary: (
+    monkeypatch.setattr(breadth_flows.grid, "alarm_against_previous", lambda study, grid_id, summary: (
         calls["alarm"].append(grid_id) or {"fired": False}))  # fmt: skip
-    monkeypatch.setattr(flows.grid, "publish_claims", lambda study, grid_id, run_id: (
+    monkeypatch.setattr(breadth_flows.grid, "publish_claims", lambda study, grid_id, run_id: (
         calls["claims"].append((grid_id, run_id)) or {"markdown": "| claims |"}))  # fmt: skip
     return calls
 
@@ -98,10 +98,10 @@ def grid_tasks(monkeypatch):
 def test_grid_flow_runs_every_cell_with_its_tags_then_summary_and_alarm(monkeypatch, grid_tasks,
                                                                         caplog):  # fmt: skip
     fake = FakePipeline()
-    monkeypatch.setattr(flows.grid_cells, "pipeline", fake)
+    monkeypatch.setattr(breadth_flows.grid_cells, "pipeline", fake)
     study = STUDY.model_copy(update={"grid_id": "night-1"})
     with caplog.at_level(logging.INFO, logger="test-grid"):
-        result = flows.grid.grid.fn(study)
+        result = breadth_flows.grid.grid.fn(study)
     assert result == {"grid_id": "night-1", "cells": 4, "summary_run": "sum",
                       "claims": "| claims |", "alarm": {"fired": False}}  # fmt: skip
     assert grid_tasks["claims"] == [("night-1", "sum")]  # the claims go on the summary run
@@ -122,9 +122,9 @@ def test_progress_waits_for_a_computed_cell_before_giving_an_eta(monkeypatch, gr
                                                                  caplog):  # fmt: skip
     """A cached first cell took seconds; extrapolated, the ETA promised the rest in seconds."""
     fake = FakePipeline(cached=("mcq/correctness/seed0",))
-    monkeypatch.setattr(flows.grid_cells, "pipeline", fake)
+    monkeypatch.setattr(breadth_flows.grid_cells, "pipeline", fake)
     with caplog.at_level(logging.INFO, logger="test-grid"):
-        flows.grid.grid.fn(STUDY.model_copy(update={"grid_id": "night-3"}))
+        breadth_flows.grid.grid.fn(STUDY.model_copy(update={"grid_id": "night-3"}))
     progress = [r.message for r in caplog.records if r.message.startswith("cell ")]
     assert "COMPLETED at " in progress[0] and "all stages cached" in progress[0]
     assert progress[0].endswith("ETA unknown until a cell computes")
@@ -135,10 +135,10 @@ def test_progress_waits_for_a_computed_cell_before_giving_an_eta(monkeypatch, gr
 def test_a_failed_cell_does_not_stop_the_others_and_the_summary_names_it(monkeypatch,
                                                                          grid_tasks):  # fmt: skip
     fake = FakePipeline(failing=("mcq/correctness/seed1",))
-    monkeypatch.setattr(flows.grid_cells, "pipeline", fake)
-    with pytest.raises(flows.grid.CellsFailed, match=r"1 of 4 cells .* mcq/correctness/seed1 "
+    monkeypatch.setattr(breadth_flows.grid_cells, "pipeline", fake)
+    with pytest.raises(breadth_flows.grid.CellsFailed, match=r"1 of 4 cells .* mcq/correctness/seed1 "
                                                      r"\(FAILED\)"):  # fmt: skip
-        flows.grid.grid.fn(STUDY.model_copy(update={"grid_id": "night-2"}))
+        breadth_flows.grid.grid.fn(STUDY.model_copy(update={"grid_id": "night-2"}))
     assert len(fake.ran) == 4  # the cells after the failed one ran
     [outcomes] = grid_tasks["summary"]  # summary, claims and alarm still ran, once
     assert grid_tasks["claims"] == [("night-2", "sum")] and grid_tasks["alarm"] == ["night-2"]
@@ -150,13 +150,13 @@ def test_a_failed_cell_does_not_stop_the_others_and_the_summary_names_it(monkeyp
 def test_a_grid_whose_cells_all_failed_names_them_and_summarises_nothing(monkeypatch,
                                                                          grid_tasks):  # fmt: skip
     cells = tuple(f"mcq/{r}/seed{s}" for r in ("correctness", "darling") for s in (0, 1))
-    monkeypatch.setattr(flows.grid_cells, "pipeline", FakePipeline(failing=cells))
-    with pytest.raises(flows.grid.CellsFailed, match="every cell of grid night-3 failed"):
-        flows.grid.grid.fn(STUDY.model_copy(update={"grid_id": "night-3"}))
+    monkeypatch.setattr(breadth_flows.grid_cells, "pipeline", FakePipeline(failing=cells))
+    with pytest.raises(breadth_flows.grid.CellsFailed, match="every cell of grid night-3 failed"):
+        breadth_flows.grid.grid.fn(STUDY.model_copy(update={"grid_id": "night-3"}))
     assert grid_tasks["summary"] == []
 
 
 def test_grid_flow_validates_every_cell_before_running_any(monkeypatch):
-    monkeypatch.setattr(flows.grid_cells, "pipeline", None)  # would fail if a cell started
+    monkeypatch.setattr(breadth_flows.grid_cells, "pipeline", None)  # would fail if a cell started
     with pytest.raises(ValueError, match="Did you mean"):
-        flows.grid.grid.fn(GridConfig(rewards=["correctness", "darlin"], seeds=[0]))
+        breadth_flows.grid.grid.fn(GridConfig(rewards=["correctness", "darlin"], seeds=[0]))

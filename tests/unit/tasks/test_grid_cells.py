@@ -8,10 +8,10 @@ import uuid
 from datetime import timedelta
 from types import SimpleNamespace
 
+import breadth_flows.grid_cells
 import pytest
 from prefect.states import Completed, Crashed, Failed, Running
 
-import flows.grid_cells
 from breadth.config import GridConfig
 
 
@@ -65,16 +65,16 @@ class ScriptedPool:
 @pytest.fixture()
 def pool(monkeypatch):
     scripted = ScriptedPool()
-    monkeypatch.setattr(flows.grid_cells, "POLL_S", 0.0)
-    monkeypatch.setattr(flows.grid_cells, "ensure_zombie_automation", lambda: "automation-id")
-    monkeypatch.setattr(flows.grid_cells, "run_deployment", scripted.run_deployment)
-    monkeypatch.setattr(flows.grid_cells, "get_client",
+    monkeypatch.setattr(breadth_flows.grid_cells, "POLL_S", 0.0)
+    monkeypatch.setattr(breadth_flows.grid_cells, "ensure_zombie_automation", lambda: "automation-id")
+    monkeypatch.setattr(breadth_flows.grid_cells, "run_deployment", scripted.run_deployment)
+    monkeypatch.setattr(breadth_flows.grid_cells, "get_client",
                         lambda sync_client: contextlib.nullcontext(scripted))  # fmt: skip
     return scripted
 
 
 def _run(study: GridConfig, lines: list[str]):
-    return flows.grid_cells.run_on_deployment(study.cells(), "g1", study.content_hash(),
+    return breadth_flows.grid_cells.run_on_deployment(study.cells(), "g1", study.content_hash(),
                                               "breadth-pipeline/adhoc", lines.append)  # fmt: skip
 
 
@@ -117,9 +117,9 @@ def test_a_missing_deployment_says_how_to_register_it(monkeypatch):
         def read_deployment_by_name(self, name):
             raise ObjectNotFound(http_exc=Exception("404"))
 
-    monkeypatch.setattr(flows.grid_cells, "get_client",
+    monkeypatch.setattr(breadth_flows.grid_cells, "get_client",
                         lambda sync_client: contextlib.nullcontext(NoDeployments()))  # fmt: skip
-    with pytest.raises(flows.grid_cells.CellDeploymentMissing, match="breadth deploy"):
+    with pytest.raises(breadth_flows.grid_cells.CellDeploymentMissing, match="breadth deploy"):
         _run(STUDY, [])
 
 
@@ -127,9 +127,9 @@ def test_progress_paces_the_eta_by_the_computed_cells_own_time(monkeypatch):
     """In process, a hit's seconds are time no cell computed: they no longer slow the pace
     the ETA extrapolates (2 hits of 3 s, then a 60 s cell: 60 s per cell left, not 66 s)."""
     clock = iter([0.0, 3.0, 6.0, 66.0])
-    monkeypatch.setattr(flows.grid_cells, "time", SimpleNamespace(monotonic=lambda: next(clock)))
+    monkeypatch.setattr(breadth_flows.grid_cells, "time", SimpleNamespace(monotonic=lambda: next(clock)))
     lines: list[str] = []
-    progress = flows.grid_cells.Progress(5, lines.append)
+    progress = breadth_flows.grid_cells.Progress(5, lines.append)
     progress.finished("a", "COMPLETED", "r1", cell_seconds=3.0, cached=True)
     progress.finished("b", "COMPLETED", "r2", cell_seconds=3.0, cached=True)
     progress.finished("c", "COMPLETED", "r3", cell_seconds=60.0)

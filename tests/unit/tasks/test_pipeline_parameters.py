@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 import yaml
+from breadth_flows.pipeline import pipeline
 from prefect.utilities.callables import parameter_schema
 from prefect.utilities.schema_tools import ValidationError, validate
 
 from breadth.config import load_config
 from breadth.run_form import config_from_form
-from flows.pipeline import pipeline
 
 REPO = Path(__file__).resolve().parents[3]
 COMMAND = re.compile(r"prefect deployment run (?P<name>\S+) --params '(?P<params>[^']+)'")

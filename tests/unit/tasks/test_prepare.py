@@ -49,7 +49,7 @@ class _Store:
 def _prepared(tmp_path, monkeypatch, overrides):
     """The prepare task run on the default preset with `overrides`, its child run faked:
     (that run, the task's result, the config)."""
-    import tasks.prepare
+    import breadth_tasks.prepare
 
     run = _Run()
 
@@ -57,11 +57,11 @@ def _prepared(tmp_path, monkeypatch, overrides):
     def work_dir(key):
         yield tmp_path
 
-    monkeypatch.setattr(tasks.prepare, "child_run", lambda parent, stage, key: run)
-    monkeypatch.setattr(tasks.prepare, "exclusive_work_dir", work_dir)
-    monkeypatch.setattr(tasks.prepare.ObjectStore, "from_env", classmethod(lambda cls: _Store()))
+    monkeypatch.setattr(breadth_tasks.prepare, "child_run", lambda parent, stage, key: run)
+    monkeypatch.setattr(breadth_tasks.prepare, "exclusive_work_dir", work_dir)
+    monkeypatch.setattr(breadth_tasks.prepare.ObjectStore, "from_env", classmethod(lambda cls: _Store()))
     config = load_config("default", overrides)
-    return run, tasks.prepare.prepare.fn(config, "prepare-k", parent=None), config
+    return run, breadth_tasks.prepare.prepare.fn(config, "prepare-k", parent=None), config
 
 
 def test_prepare_logs_counts_as_metrics_and_settings_as_params(tmp_path, monkeypatch):

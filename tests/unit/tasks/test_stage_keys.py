@@ -3,12 +3,12 @@ reads changes, and the pipeline flow hands every task the key `stage_keys` gives
 
 from __future__ import annotations
 
+import breadth_flows.pipeline
 import pytest
+from breadth_tasks.common import StageResult
+from breadth_tasks.stage_keys import stage_keys
 
-import flows.pipeline
 from breadth.config import load_config
-from tasks.common import StageResult
-from tasks.stage_keys import stage_keys
 
 ALL = {"prepare", "init", "sft", "rl", "rollout-sft", "rollout-rl", "search-sft", "search-rl",
        "evaluate"}  # fmt: skip
@@ -71,8 +71,8 @@ def test_the_flow_gives_each_task_its_key(monkeypatch):
     for name, task in [("prepare", "prepare"), ("init", "init_model"), ("sft", "sft"),
                        ("rl", "rl"), ("rollout", "rollout"), ("search", "search"),
                        ("evaluate", "evaluate")]:  # fmt: skip
-        monkeypatch.setattr(flows.pipeline, task, stage(name))
-    monkeypatch.setattr(flows.pipeline, "open_parent_run", lambda config, tags: _Parent())
-    monkeypatch.setattr(flows.pipeline, "publish_report", lambda parent, evaluation: "report")
-    flows.pipeline.run_pipeline(config)
+        monkeypatch.setattr(breadth_flows.pipeline, task, stage(name))
+    monkeypatch.setattr(breadth_flows.pipeline, "open_parent_run", lambda config, tags: _Parent())
+    monkeypatch.setattr(breadth_flows.pipeline, "publish_report", lambda parent, evaluation: "report")
+    breadth_flows.pipeline.run_pipeline(config)
     assert given == stage_keys(config)

@@ -1,7 +1,8 @@
 """Parent runs are named by what tells them apart in MLflow's legends and tables."""
 
+from breadth_tasks.tracking import run_name
+
 from breadth.config import load_config
-from tasks.tracking import run_name
 
 
 def test_grid_cells_are_named_by_format_objective_and_seed():
@@ -15,9 +16,10 @@ def test_lone_runs_differ_by_config_hash():
 
 
 def test_stage_origins_are_read_from_each_stage_run_and_tagged_on_the_parent(monkeypatch):
+    from breadth_tasks.tracking import tag_stage_origins
+
     from breadth.tracking.rest import RunRecord
     from breadth.tracking.runs import RunHandle
-    from tasks.tracking import tag_stage_origins
 
     produced_by = {"c-prep": "earlier", "c-eval": "this"}
     tagged = {}
@@ -47,9 +49,10 @@ def test_stage_origins_are_read_from_each_stage_run_and_tagged_on_the_parent(mon
 
 def test_a_run_whose_every_stage_came_from_the_cache_is_renamed_and_not_read_twice(monkeypatch):
     """Six cached re-runs of the demo were six identical `default·0a124f08` rows."""
+    from breadth_tasks.tracking import tag_stage_origins
+
     from breadth.tracking.rest import RunRecord
     from breadth.tracking.runs import RunHandle
-    from tasks.tracking import tag_stage_origins
 
     tagged, read = {}, []
 
@@ -103,7 +106,7 @@ def _git(repo, *args):
 
 
 def test_git_dirty_tells_uncommitted_code_from_a_clean_checkout(tmp_path):
-    from tasks.tracking import git_dirty
+    from breadth_tasks.tracking import git_dirty
 
     assert git_dirty(tmp_path) == "unknown"  # not a git checkout
     (tmp_path / "src").mkdir()
@@ -132,7 +135,7 @@ def _fake_nvidia_smi(folder, monkeypatch, script):
 
 def test_gpus_are_described_from_nvidia_smi_and_narrowed_to_the_visible_ones(tmp_path,
                                                                              monkeypatch):
-    from tasks.tracking import gpu_description
+    from breadth_tasks.tracking import gpu_description
 
     _fake_nvidia_smi(tmp_path / "bin", monkeypatch, "cat <<'END'\n"
                      "0, GPU-aaa, NVIDIA H100 80GB HBM3\n"
@@ -154,7 +157,7 @@ def test_gpus_are_described_from_nvidia_smi_and_narrowed_to_the_visible_ones(tmp
 
 
 def test_no_nvidia_driver_is_no_gpu_and_a_failing_one_is_unknown(tmp_path, monkeypatch):
-    from tasks.tracking import gpu_description
+    from breadth_tasks.tracking import gpu_description
 
     monkeypatch.setenv("PATH", str(tmp_path))  # no nvidia-smi
     assert gpu_description() == "0"
@@ -169,8 +172,9 @@ def test_no_nvidia_driver_is_no_gpu_and_a_failing_one_is_unknown(tmp_path, monke
 def test_the_parent_run_is_tagged_with_the_code_and_the_hardware_it_ran(monkeypatch):
     import sys
 
+    from breadth_tasks import tracking
+
     from breadth.config import load_config
-    from tasks import tracking
 
     opened = {}
 

@@ -36,7 +36,7 @@ def test_every_log_goes_to_the_file_and_the_bar_shows_key_figures(tmp_path, caps
     state = TrainerState(max_steps=3, is_world_process_zero=True)
     logs = [{"loss": 0.5 - i / 10, "reward": i / 4, "grad_norm": 1.0, "note": "x"} for i in range(3)]
     _train(progress, state, logs)
-    bar = progress.bar
+    bar = progress.bar.bar  # the tqdm bar under breadth.progress.StageBar
     assert (bar.n, bar.total, bar.desc) == (3, 3, "rl")
     assert bar.postfix == "loss=0.3, reward=0.5"  # the last step's figures, not grad_norm
     progress.on_train_end(None, state, None)
@@ -52,7 +52,7 @@ def test_a_resumed_stage_counts_from_its_checkpoint_and_appends(tmp_path):
     progress = StageProgress("rl", log)
     state = TrainerState(max_steps=4, global_step=2, is_world_process_zero=True)
     _train(progress, state, [{"loss": 0.25}])
-    assert progress.bar.n == 3
+    assert progress.bar.done == progress.bar.bar.n == 3
     progress.on_train_end(None, state, None)
     assert [json.loads(line)["step"] for line in log.read_text().splitlines()] == [1, 3]
 
