@@ -43,7 +43,9 @@ def running_local_stack(home: Path, server_env: dict[str, str] | None = None
         os.environ[name] = str(free_port())
     os.environ["BREADTH_HOME"] = str(home)
     os.environ.update(server_env)
-    stack = LocalStack(StackSettings(home=Path(home)))
+    # 300 s, not 120: on a loaded 2-core machine with two xdist workers starting stacks at once,
+    # Prefect's first start (its database migrations) has taken over 120 s.
+    stack = LocalStack(StackSettings(home=Path(home)), start_timeout_s=300)
     try:
         stack.up()
         env = stack.settings.client_env()
