@@ -156,6 +156,10 @@ def run_on_deployment(
                     if run.state.type == StateType.CRASHED and name not in retried:
                         retried.add(name)
                         again = _submit(submitted[name], grid_id, study_hash, deployment, waiting)
+                        # Its pair's other cells wait on the new run's SFT, not the dead one's.
+                        for pair, first in first_of_pair.items():
+                            if first == str(run.id):
+                                first_of_pair[pair] = again
                         report(f"cell {name} crashed ({run.state.message or 'no message'}); "
                                f"submitted once more as flow run {again}, to resume from its "
                                "checkpoints")  # fmt: skip

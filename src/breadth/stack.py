@@ -34,11 +34,13 @@ from breadth.processes import (
     working_directory,
 )
 from breadth.stack_auth import (
+    WILDCARD_ADDRESSES,
     CredentialsError,
     StackCredentials,
     auth_required,
     bind_address,
     client_host,
+    is_loopback,
     mlflow_auth_config,
     required_credentials,
 )
@@ -90,6 +92,14 @@ class StackSettings:
     def host(self) -> str:
         """The host this machine's clients dial for the stack's servers."""
         return client_host(self.bind)
+
+    @property
+    def public_host(self) -> str:
+        """The host other machines (and their browsers) reach the stack at: BREADTH_PUBLIC_HOST,
+        else the bound address, else (a wildcard bind) this machine's name."""
+        if os.environ.get("BREADTH_PUBLIC_HOST"):
+            return os.environ["BREADTH_PUBLIC_HOST"]
+        return socket.gethostname() if self.bind in WILDCARD_ADDRESSES else self.host
 
     @property
     def s3_url(self) -> str:
@@ -286,9 +296,16 @@ def _mlflow_env(s: StackSettings) -> dict[str, str]:
         "MLFLOW_AUTH_ADMIN_PASSWORD": credentials.mlflow_password,
         "MLFLOW_FLASK_SERVER_SECRET_KEY": credentials.mlflow_secret_key,
     }  # fmt: skip
+    # MLflow (>= 3.5) refuses Host headers it does not know: a shared stack names the host
+    # other machines dial, unless the environment already lists the allowed hosts.
+    hosts = {} if is_loopback(s.bind) or os.environ.get("MLFLOW_SERVER_ALLOWED_HOSTS") else {
+        "MLFLOW_SERVER_ALLOWED_HOSTS": ",".join(
+            f"{host}{port}" for host in dict.fromkeys((s.public_host, s.host, "localhost"))
+            for port in ("", f":{s.mlflow_port}"))}  # fmt: skip
     return {
         **s.credentials(),
         **auth,
+        **hosts,
         "MLFLOW_S3_ENDPOINT_URL": s.s3_url,
         # The job runner's worker processes cost ~1.4 GiB and nothing here uses them.
         "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false",
@@ -308,7 +325,8 @@ def _prefect_env(s: StackSettings) -> dict[str, str]:
         or f"sqlite+aiosqlite:///{home / 'prefect.db'}",
         "PREFECT_SERVER_API_HOST": s.bind,
         "PREFECT_SERVER_API_PORT": str(s.prefect_port),
-        "PREFECT_UI_API_URL": f"http://{s.host}:{s.prefect_port}/api",
+        # Where browsers call the API: on a shared stack, the host other machines reach.
+        "PREFECT_UI_API_URL": f"http://{s.public_host}:{s.prefect_port}/api",
         "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
     }
 

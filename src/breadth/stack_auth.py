@@ -103,10 +103,10 @@ def load_credentials(home: Path) -> StackCredentials | None:
         return StackCredentials(
             given["MLFLOW_TRACKING_USERNAME"], given["MLFLOW_TRACKING_PASSWORD"],
             given["PREFECT_API_AUTH_STRING"], given["VLLM_API_KEY"],
-            os.environ.get("MLFLOW_FLASK_SERVER_SECRET_KEY") or _derived_secret(given),
+            os.environ.get("MLFLOW_FLASK_SERVER_SECRET_KEY") or _server_secret(home),
         )  # fmt: skip
     path = credentials_path(home)
-    if any(given.values()) and not path.exists():
+    if any(given.values()):
         missing = ", ".join(name for name, value in given.items() if not value)
         raise CredentialsError(
             f"the environment sets only some of the stack's credentials: {missing} missing. "
@@ -124,11 +124,19 @@ def load_credentials(home: Path) -> StackCredentials | None:
         ) from error
 
 
-def _derived_secret(given: dict[str, str]) -> str:
-    # Static for the same credentials, so MLflow's CSRF tokens survive a restart.
-    import hashlib
-
-    return hashlib.sha256("|".join(given.values()).encode()).hexdigest()
+def _server_secret(home: Path) -> str:
+    """MLflow's CSRF key when the credentials come from the environment: random, kept in the
+    home (mode 0600) so it survives a restart, and known to no client."""
+    path = home / "mlflow_secret.key"
+    if not path.exists():
+        home.mkdir(parents=True, exist_ok=True)
+        try:
+            descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:  # another process wrote it first: theirs is kept
+            return path.read_text().strip()
+        with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+            handle.write(secrets.token_hex(32))
+    return path.read_text().strip()
 
 
 def write_credentials(home: Path, username: str = "breadth") -> StackCredentials:

@@ -130,3 +130,46 @@ def test_env_refuses_a_shared_stack_without_credentials_and_prints_them_once_wri
     assert f"export MLFLOW_TRACKING_PASSWORD={password}" in printed.output
     assert "export MLFLOW_TRACKING_URI=http://10.0.0.5:" in printed.output  # dial the bound host
 
+
+
+def test_a_partial_environment_is_refused_even_beside_a_credentials_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    stack_auth.write_credentials(tmp_path)
+    monkeypatch.setenv("BREADTH_STACK_AUTH", "1")
+    monkeypatch.setenv("VLLM_API_KEY", "mine")
+    with pytest.raises(StackError, match="MLFLOW_TRACKING_USERNAME"):
+        StackSettings(home=tmp_path).auth()
+
+
+def test_mlflows_secret_key_is_random_private_and_kept_not_derived_from_the_logins(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name, value in (("MLFLOW_TRACKING_USERNAME", "ana"), ("MLFLOW_TRACKING_PASSWORD", "pw"),
+                        ("PREFECT_API_AUTH_STRING", "ana:pw"), ("VLLM_API_KEY", "key")):
+        monkeypatch.setenv(name, value)
+    first = stack_auth.load_credentials(tmp_path)
+    assert first is not None and first.mlflow_secret_key == stack_auth.load_credentials(
+        tmp_path).mlflow_secret_key  # fmt: skip
+    key_file = tmp_path / "mlflow_secret.key"
+    assert stat.S_IMODE(key_file.stat().st_mode) == 0o600
+    assert first.mlflow_secret_key not in {"ana", "pw", "ana:pw", "key"}
+    other_home = tmp_path / "other"
+    assert stack_auth.load_credentials(other_home).mlflow_secret_key != first.mlflow_secret_key
+
+
+def test_a_shared_stack_names_the_host_others_reach_to_browsers_and_mlflow(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    stack_auth.write_credentials(tmp_path)
+    monkeypatch.setenv("BREADTH_BIND_ADDRESS", "0.0.0.0")
+    monkeypatch.setenv("BREADTH_PUBLIC_HOST", "gpu-box.lab")
+    monkeypatch.delenv("MLFLOW_SERVER_ALLOWED_HOSTS", raising=False)
+    settings = StackSettings(home=tmp_path)
+    _, mlflow, prefect = services(settings)
+    assert prefect.extra_env(settings)["PREFECT_UI_API_URL"] == (
+        f"http://gpu-box.lab:{settings.prefect_port}/api")  # fmt: skip
+    allowed = mlflow.extra_env(settings)["MLFLOW_SERVER_ALLOWED_HOSTS"].split(",")
+    assert {"gpu-box.lab", f"gpu-box.lab:{settings.mlflow_port}", "127.0.0.1"} <= set(allowed)
+    monkeypatch.setenv("MLFLOW_SERVER_ALLOWED_HOSTS", "only.me")  # the user's list is kept
+    assert "MLFLOW_SERVER_ALLOWED_HOSTS" not in mlflow.extra_env(settings)

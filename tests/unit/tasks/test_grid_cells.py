@@ -31,7 +31,9 @@ class ScriptedPool:
         assert timeout == 0 and "grid-cell" in tags  # submitted, not waited on, one by one
         run_id = str(uuid.uuid4())
         cell = parameters["tags"]["grid.cell"]
-        self.runs[run_id] = {"cell": cell, "since": self.poll}
+        # A run that will crash never gets as far as its SFT (its worker dies first).
+        self.runs[run_id] = {"cell": cell, "since": self.poll,
+                             "no_sft": self.crashing.get(cell, 0) > 0}  # fmt: skip
         self.submitted.append((self.poll, cell))
         return SimpleNamespace(id=run_id)
 
@@ -56,7 +58,7 @@ class ScriptedPool:
     def read_task_runs(self, flow_run_filter, task_run_filter):
         assert task_run_filter.name.like_ == "sft-"
         return [SimpleNamespace(flow_run_id=run_id) for run_id in map(str, flow_run_filter.id.any_)
-                if self.poll > self.runs[run_id]["since"]]  # fmt: skip
+                if self.poll > self.runs[run_id]["since"] and not self.runs[run_id]["no_sft"]]  # fmt: skip
 
     def read_deployment_by_name(self, name):
         return SimpleNamespace(work_pool_name="breadth-cpu")
@@ -156,3 +158,14 @@ def test_a_cell_that_crashes_twice_is_named_failed_not_waited_on(pool):
     assert [(o.cell, o.state, o.message) for o in crashed] == \
         [("free_form/correctness/seed1", "CRASHED", "No heartbeat for 90 s")]  # fmt: skip
     assert len(outcomes) == 4
+
+
+def test_the_cells_waiting_on_a_crashed_first_cell_wait_for_its_retrys_sft(pool):
+    """The first cell of a (format, seed) crashed before its SFT: the pair's other cells wait
+    for the resubmitted run's SFT instead of training it again beside it."""
+    pool.crashing = {"free_form/correctness/seed0": 1}
+    _run(STUDY, [])
+    polls = [poll for poll, cell in pool.submitted if cell == "free_form/correctness/seed0"]
+    held = [poll for poll, cell in pool.submitted if cell == "free_form/darling/seed0"]
+    assert len(polls) == 2 and len(held) == 1
+    assert held[0] > polls[1]  # after the retry's SFT, not when the first run crashed
