@@ -8,6 +8,7 @@ parent run per flow run.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Literal
 
 from breadth_flows.run_log import breadth_logs_in_run_log, label_flow_run, run_tags
@@ -90,7 +91,12 @@ def run_pipeline(config: PipelineConfig, extra_tags: dict[str, str] | None = Non
 
         dataset = done(prepare(config, keys["prepare"], parent))
         parent.set_tags({"dataset.hash": dataset.info["content_hash"]})
-        log_plan(config, dataset.ensure_local())  # the work ahead, and a warning, before training
+        # The work ahead, and a warning, before training; from the data set here only: a
+        # fresh worker on a cache hit does not download it for a log line.
+        here = [path for path in (Path(dataset.local_path), dataset.local_path_here())
+                if (path / "manifest.json").exists()]  # fmt: skip
+        if here:
+            log_plan(config, here[0])
         # The parent's Datasets: the train and eval files, on a cache hit too.
         parent.log_inputs(dataset_inputs(config.data.source, config.data.eval_source,
                                          dataset.info.get("files", {}), dataset.s3_uri,

@@ -13,6 +13,10 @@ whose prompts or targets the model cannot hold trained and scored garbage for 45
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import hashlib
+import os
+import pickle
 import tempfile
 import unicodedata
 from collections.abc import Callable, Iterator
@@ -148,10 +152,51 @@ def check_fit(config: PipelineConfig, *, offline: bool = False) -> FitReport:
     files, plus 0.5 s of imports (`scripts/measure_fit_check.py`, 2-core machine). `offline`: a hub model's tokenizer is read from the Hugging Face cache only; if
     it is not there the check is skipped (the report says so) and the flow checks it again.
     """
-    report = fit_report(config, offline=offline)
+    cache = _fit_cache_file(config)
+    report = _cached_report(cache)
+    if report is None:
+        report = fit_report(config, offline=offline)
+        if cache is not None and not report.skipped:
+            cache.parent.mkdir(parents=True, exist_ok=True)
+            staging = cache.with_suffix(f".{os.getpid()}.tmp")
+            # The limits hold the search prompt's length function, and no caller reads them.
+            staging.write_bytes(pickle.dumps(dataclasses.replace(report, limits=None)))
+            staging.replace(cache)
     if report.found:
         raise ConfigError(report.message)
     return report
+
+
+# What the rendered rows and their token counts depend on besides the config: the renderers,
+# the tasks and the tokenizer. A change to any of them checks again.
+_FIT_CODE = ("data", "models", "preflight.py", "sequence_fit.py")
+
+
+def _fit_cache_file(config: PipelineConfig) -> Path | None:
+    """Where the verdict of a synthetic source's check is kept, under BREADTH_HOME/fit/:
+    a cached re-run (and the flow's own check after the CLI's) then renders nothing and skips
+    the prepare stage's imports (pandas alone is ~0.4 s). Files and hub data are checked each
+    time: their content can change under the same name."""
+    if not config.data.source.startswith("synthetic:") or config.data.eval_source:
+        return None
+    package = Path(__file__).parent
+    digest = hashlib.sha256(_fit_key(config).encode())
+    for name in _FIT_CODE:
+        for path in sorted((package / name).rglob("*.py")) if (package / name).is_dir() \
+                else [package / name]:  # fmt: skip
+            digest.update(path.read_bytes())
+    home = Path(os.environ.get("BREADTH_HOME", ".breadth"))
+    return home / "fit" / f"{digest.hexdigest()[:32]}.pickle"
+
+
+def _cached_report(cache: Path | None) -> FitReport | None:
+    if cache is None or not cache.exists():
+        return None
+    try:
+        report = pickle.loads(cache.read_bytes())  # written by this module only, under the home
+    except Exception:  # noqa: BLE001 - a damaged or foreign file: check again
+        return None
+    return report if isinstance(report, FitReport) else None
 
 
 FIT_KEYS = ("data", "model", "seed", "sft.enabled", "rl.enabled", "rl.max_completion_length",
@@ -165,11 +210,14 @@ def unique_fit_configs(configs: list[PipelineConfig]) -> list[PipelineConfig]:
     seed differ only in their reward, and are checked once)."""
     seen: dict[str, PipelineConfig] = {}
     for config in configs:
-        dumped = config.model_dump(mode="json")
-        flat = config.flat()
-        key = repr([dumped[name] if name in dumped else flat[name] for name in FIT_KEYS])
-        seen.setdefault(key, config)
+        seen.setdefault(_fit_key(config), config)
     return list(seen.values())
+
+
+def _fit_key(config: PipelineConfig) -> str:
+    dumped = config.model_dump(mode="json")
+    flat = config.flat()
+    return repr([dumped[name] if name in dumped else flat[name] for name in FIT_KEYS])
 
 
 def fit_report(config: PipelineConfig, *, offline: bool = False) -> FitReport:

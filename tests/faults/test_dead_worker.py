@@ -40,6 +40,23 @@ def _wait(condition, timeout_s: float, what: str) -> None:
 
 
 def test_a_dead_workers_run_is_marked_crashed_within_the_bound(live_stack, tmp_path):
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    env = {**os.environ, **live_stack}
+    subprocess.run([PREFECT, "work-pool", "create", POOL, "--type", "process", "--overwrite"],
+                   env=env, cwd=REPO, check=True, capture_output=True)  # fmt: skip
+    deployed = subprocess.run(
+        [PREFECT, "--no-prompt", "deploy", "tests/faults/sleepy_flow.py:waits", "--name",
+         "dead-worker", "--pool", POOL], env=env, cwd=REPO, capture_output=True, text=True,
+        check=False,
+    )  # fmt: skip
+    assert deployed.returncode == 0, deployed.stdout[-3000:] + deployed.stderr[-3000:]
+    # This process's Prefect settings may predate the stack's environment: name the server.
+    with temporary_settings(updates={PREFECT_API_URL: live_stack["PREFECT_API_URL"]}):
+        _kill_a_worker_and_time_its_run(live_stack, tmp_path, env)
+
+
+def _kill_a_worker_and_time_its_run(live_stack, tmp_path, env):
     from breadth_flows.zombies import (
         HEARTBEAT_S,
         MISSED_AFTER_S,
@@ -48,14 +65,6 @@ def test_a_dead_workers_run_is_marked_crashed_within_the_bound(live_stack, tmp_p
     )
     from prefect.deployments import run_deployment
 
-    env = {**os.environ, **live_stack}
-    subprocess.run([PREFECT, "work-pool", "create", POOL, "--type", "process", "--overwrite"],
-                   env=env, cwd=REPO, check=True, capture_output=True)  # fmt: skip
-    deployed = subprocess.run(
-        [PREFECT, "--no-prompt", "deploy", "tests/faults/sleepy_flow.py:waits", "--name",
-         "dead-worker", "--pool", POOL], env=env, cwd=REPO, capture_output=True, text=True, check=False,
-    )  # fmt: skip
-    assert deployed.returncode == 0, deployed.stdout[-3000:] + deployed.stderr[-3000:]
     ensure_zombie_automation()
     assert ensure_zombie_automation() == ensure_zombie_automation()  # one automation, not many
 

@@ -235,4 +235,5 @@ def test_runs_lists_the_pipeline_runs_over_rest(two_runs, live_stack):
     row = rows[ids.index(first)]
     assert (row["experiment"], row["status"], row["model"]) == ("skeleton-test", "FINISHED", "rl")
     assert 0.0 <= row["headline"]["pass@1"] <= 1.0 and row["duration_s"] > 0
-    assert row["mlflow_url"].endswith(f"/runs/{first}") and "flow-run" in row["prefect_url"]
+    assert row["mlflow_url"].endswith(f"/runs/{first}?workflowType=machine_learning")
+    assert "flow-run" in row["prefect_url"]

@@ -72,9 +72,10 @@ def test_the_parent_run_logs_its_train_and_eval_sets_as_dataset_inputs(first_and
         assert json.loads(inputs["eval"].source)["uri"].endswith(f"{content_hash}/eval.parquet")
 
 
-def _flow_run_and_logs(flow_run_id: str) -> tuple[object, list[str]]:
+def _flow_run_and_logs(flow_run_id: str, api_url: str) -> tuple[object, list[str]]:
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import LogFilter, LogFilterFlowRunId
+    from prefect.settings import PREFECT_API_URL, temporary_settings
 
     async def read():
         async with get_client() as client:
@@ -82,7 +83,10 @@ def _flow_run_and_logs(flow_run_id: str) -> tuple[object, list[str]]:
             logs = await client.read_logs(LogFilter(flow_run_id=LogFilterFlowRunId(any_=[flow_run_id])))
             return flow_run, [log.message for log in logs]
 
-    return asyncio.run(read())
+    # This process's Prefect settings may predate the stack's environment (a unit test's
+    # temporary server ran here first): name the stack's server.
+    with temporary_settings(updates={PREFECT_API_URL: api_url}):
+        return asyncio.run(read())
 
 
 def test_prefect_flow_runs_are_named_and_tagged_like_the_parent_and_log_breadths_lines(
@@ -90,7 +94,8 @@ def test_prefect_flow_runs_are_named_and_tagged_like_the_parent_and_log_breadths
 ):  # fmt: skip
     _, runs, output = first_and_cached
     for run, cached in zip(runs, (False, True), strict=True):
-        flow_run, messages = _flow_run_and_logs(run.data.tags["prefect.flow_run_id"])
+        flow_run, messages = _flow_run_and_logs(run.data.tags["prefect.flow_run_id"],
+                                                live_stack["PREFECT_API_URL"])
         assert flow_run.name == run.info.run_name
         assert {"preset:default", "format:free_form", "reward:correctness", "seed:13",
                 "data:arithmetic"} <= set(flow_run.tags)  # fmt: skip

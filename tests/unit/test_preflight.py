@@ -220,3 +220,30 @@ def test_the_manifest_counts_the_characters_outside_ascii(tmp_path):
     assert manifest.characters == {"\u2019": 4, "\u2026": 1, "\u00d7": 1, "\u00b0": 1,
                                    "\u221a": 1, "\u2013": 1}  # fmt: skip
     assert Manifest.read(tmp_path).characters == manifest.characters
+
+
+def test_a_synthetic_sources_verdict_is_kept_so_a_re_run_renders_nothing(tmp_path, monkeypatch):
+    """A cached re-run must not prepare the data again (pandas alone is ~0.4 s of it); a
+    refusal is kept as well, and a file source is checked every time."""
+    from breadth import preflight
+    from breadth.config import load_config
+
+    monkeypatch.setenv("BREADTH_HOME", str(tmp_path))
+    calls = []
+    real = preflight.fit_report
+    monkeypatch.setattr(preflight, "fit_report", lambda *a, **k: calls.append(1) or real(*a, **k))
+    fits = load_config("default", ["data.num_train=16", "data.num_eval=4"])
+    assert preflight.check_fit(fits).tags() == preflight.check_fit(fits).tags()
+    too_long = load_config("default", ["data.num_train=16", "data.num_eval=4",
+                                       "model.max_length=16", "rl.max_completion_length=8"])  # fmt: skip
+    for _ in range(2):
+        with pytest.raises(ConfigError, match="model.max_length"):
+            preflight.check_fit(too_long)
+    assert len(calls) == 2  # once per config
+    jsonl = tmp_path / "rows.jsonl"
+    jsonl.write_text("".join(f'{{"question": "{i}+1=", "answer": "{i + 1}"}}\n' for i in range(40)))
+    from_file = load_config("default", [f"data.source=jsonl:{jsonl}", "sft.enabled=false",
+                                        "rl.enabled=false"])  # fmt: skip
+    for _ in range(2):
+        preflight.check_fit(from_file)
+    assert len(calls) == 4

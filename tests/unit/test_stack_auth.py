@@ -117,6 +117,8 @@ def test_env_refuses_a_shared_stack_without_credentials_and_prints_them_once_wri
 
     monkeypatch.setenv("BREADTH_HOME", str(tmp_path))
     monkeypatch.setenv("BREADTH_BIND_ADDRESS", "10.0.0.5")
+    for name in ("MLFLOW_TRACKING_URI", "PREFECT_API_URL", "BREADTH_S3_ENDPOINT"):
+        monkeypatch.delenv(name, raising=False)  # a live test stack's, exported in this process
     runner = CliRunner()
     refused = runner.invoke(app, ["env"])
     assert refused.exit_code == 2
