@@ -92,6 +92,15 @@ def test_worker_runs_adhoc_triggered_through_the_api(deployed, live_stack, tmp_p
                 break
             time.sleep(3)
         assert state == "COMPLETED", (tmp_path / "worker.log").read_text()[-4000:]
+        # Before the worker is stopped: stopping it can drop the batch still in flight.
+        # The run's last lines reach the server after its state does (the worker's process sends
+        # them in batches as it exits): read until the result line is there.
+        deadline, text = time.monotonic() + 60, ""
+        while "result: " not in text and time.monotonic() < deadline:
+            time.sleep(2)
+            logs = _api(live_stack, "POST", "/logs/filter",
+                        {"logs": {"flow_run_id": {"any_": [flow_run["id"]]}}})  # fmt: skip
+            text = "\n".join(entry["message"] for entry in logs)
     finally:
         if worker.poll() is None:
             os.killpg(worker.pid, signal.SIGTERM)
@@ -102,13 +111,5 @@ def test_worker_runs_adhoc_triggered_through_the_api(deployed, live_stack, tmp_p
     # On a worker too: named and tagged like its MLflow parent, breadth's lines in its log.
     assert runs[0]["name"].startswith("default·data.num_train=200·"), runs[0]["name"]
     assert {"preset:default", "format:free_form", "reward:correctness", "seed:0"} <= set(runs[0]["tags"])
-    # The run's last lines reach the server after its state does (the worker's process sends
-    # them in batches as it exits): read until the result line is there.
-    deadline, text = time.monotonic() + 60, ""
-    while "result: " not in text and time.monotonic() < deadline:
-        time.sleep(2)
-        logs = _api(live_stack, "POST", "/logs/filter",
-                    {"logs": {"flow_run_id": {"any_": [flow_run["id"]]}}})  # fmt: skip
-        text = "\n".join(entry["message"] for entry in logs)
     assert "breadth run default·data.num_train=200·" in text, text[-3000:]
     assert "prepare: cache" in text and "result: sft pass@1" in text, text[-3000:]
