@@ -180,7 +180,9 @@ def test_bad_rows_fail_by_default_and_skip_into_the_manifest(tmp_path) -> None:
 def test_rows_mcq_cannot_render_are_bad_rows(tmp_path) -> None:
     source = write_jsonl(tmp_path / "text.jsonl", [
         {"question": "Capital of France?", "answer": "Paris"},
-        *({"question": f"{n}+2?", "answer": str(n + 2)} for n in range(6)),
+        # Thirty numeric rows: the hash split depends on the file's path (tmp_path), and with six
+        # the one bad row was now and then the whole train split.
+        *({"question": f"{n}+2?", "answer": str(n + 2)} for n in range(30)),
     ])
     # Named by its line in the file: "train record 3" counted records after the split.
     with pytest.raises(BadRowsError, match=r"\n  line 1, field 'answer': the answer 'Paris' is "
@@ -189,10 +191,10 @@ def test_rows_mcq_cannot_render_are_bad_rows(tmp_path) -> None:
     manifest = prepare_dataset(f"jsonl:{source}", fmt="mcq", out_dir=tmp_path / "b",
                                on_bad_rows="skip", eval_fraction=0.5)
     assert manifest.bad_rows_count == 1
-    assert manifest.counts["train"] + manifest.counts["eval"] == 6
+    assert manifest.counts["train"] + manifest.counts["eval"] == 30
     free = prepare_dataset(f"jsonl:{source}", fmt="free_form", out_dir=tmp_path / "c",
                            eval_fraction=0.5)
-    assert free.bad_rows_count == 0 and sum(free.counts.values()) == 7
+    assert free.bad_rows_count == 0 and sum(free.counts.values()) == 31
 
 
 @pytest.mark.parametrize("kwargs,message", [
