@@ -14,7 +14,9 @@ answers per problem come from the task's own enumeration (`Task.valid_answers`).
 of issue #25 are checked against the figures and printed as met or as a shortfall. Every
 registered synthetic task and format also gets a data-only row (no model): target tokens and
 valid answers per problem.
-Stage functions (`breadth.stages`) only: no stack, no tracking.
+Stage functions (`breadth.stages`) only: no stack, no tracking. Each row's work folder is
+keyed by its config's hash: a re-run reuses the SFT model and its eval rollouts (SFT's seconds
+per step come from the trainer's own log, `train_log.jsonl`, either way).
 """
 
 from __future__ import annotations
@@ -37,6 +39,8 @@ from breadth.config import load_config
 from breadth.data.records import Record
 from breadth.data.tasks import get_task
 from breadth.evaluation.metrics import pass_at_k
+from breadth.training.grpo import grpo_rows
+from breadth.training.trainer_setup import TRAIN_LOG
 
 PRESETS = {"chain": ["reasoning"], "pairs": ["multi"], "arithmetic": ["study"],
            "countdown": ["study", "data.source=synthetic:countdown",
@@ -82,18 +86,17 @@ def measure(task: str, fmt: str, extra: list[str], args: argparse.Namespace) -> 
     config = load_config(preset, [*overrides, f"data.format={fmt}",
                                   f"data.num_eval={args.num_eval}",
                                   f"rollout.num_samples={args.n}", *args.overrides, *extra])
-    work = args.work / f"{task}-{fmt}"
-    stages.prepare_stage(config, work / "data")
-    stages.init_model_stage(config, work / "base")
-
-    sft_steps: list[int] = []
-    started = time.monotonic()
-    policy = stages.sft_stage(config, work / "data", work / "base", work / "sft",
-                              log_metric=lambda name, value, step: sft_steps.append(step))
-    sft_seconds = time.monotonic() - started
-
-    rollouts = pd.read_parquet(stages.rollout_stage(config, work / "data", policy, "sft",
-                                                    work / "eval.parquet", progress=False))
+    work = args.work / f"{task}-{fmt}-{config.content_hash()[:10]}"
+    policy = work / "sft" / "final"
+    if not (policy / "model.safetensors").exists():
+        stages.prepare_stage(config, work / "data")
+        stages.init_model_stage(config, work / "base")
+        stages.sft_stage(config, work / "data", work / "base", work / "sft")
+    sft_steps, sft_seconds = _sft_runtime(work / "sft" / TRAIN_LOG)
+    if not (work / "eval.parquet").exists():
+        stages.rollout_stage(config, work / "data", policy, "sft", work / "eval.parquet",
+                             progress=False)
+    rollouts = pd.read_parquet(work / "eval.parquet")
     per_problem = rollouts.groupby("problem_id")["correct"].agg(["count", "sum"])
     n, c = per_problem["count"].to_numpy(), per_problem["sum"].to_numpy()
     share = c / n
@@ -116,16 +119,26 @@ def measure(task: str, fmt: str, extra: list[str], args: argparse.Namespace) -> 
         "signal": signal,
         "valid_answers_median": statistics.median(known) if known else None,
         "valid_answers_2plus": float(np.mean([a >= 2 for a in known])) if known else None,
-        "sft_s_per_step": sft_seconds / max(1, max(sft_steps, default=1)),
-        "sft_steps": max(sft_steps, default=0),
+        "sft_s_per_step": sft_seconds / max(1, sft_steps),
+        "sft_steps": sft_steps,
         **grpo,
     }
+
+
+def _sft_runtime(log: Path) -> tuple[int, float]:
+    """(steps, seconds) of the SFT run, from the trainer's closing line in its log."""
+    for line in reversed(log.read_text().splitlines()):
+        entry = json.loads(line)
+        if "train_runtime" in entry:
+            return int(entry["step"]), float(entry["train_runtime"])
+    raise ValueError(f"{log} has no train_runtime line: the SFT run did not finish; delete "
+                     f"{log.parent.parent} and re-run")
 
 
 def _signal(config: Any, work: Path, policy: Path, problems: int) -> float:
     """Share of GRPO groups (G = rl.num_generations samples of one training problem, at the
     start of RL) whose correctness rewards differ."""
-    rows = stages.grpo_rows(config, work / "data")[:problems]
+    rows = grpo_rows(config.rl, work / "data")[:problems]
     pool = work / "signal-data"
     pool.mkdir(parents=True, exist_ok=True)
     pd.DataFrame(rows).to_parquet(pool / "eval.parquet", index=False)
