@@ -25,6 +25,7 @@ import argparse
 import json
 import os
 import platform
+import shutil
 import statistics
 import subprocess
 import time
@@ -88,7 +89,8 @@ def measure(task: str, fmt: str, extra: list[str], args: argparse.Namespace) -> 
                                   f"rollout.num_samples={args.n}", *args.overrides, *extra])
     work = args.work / f"{task}-{fmt}-{config.content_hash()[:10]}"
     policy = work / "sft" / "final"
-    if not (policy / "model.safetensors").exists():
+    reused = (policy / "model.safetensors").exists()
+    if not reused:
         stages.prepare_stage(config, work / "data")
         stages.init_model_stage(config, work / "base")
         stages.sft_stage(config, work / "data", work / "base", work / "sft")
@@ -121,6 +123,7 @@ def measure(task: str, fmt: str, extra: list[str], args: argparse.Namespace) -> 
         "valid_answers_2plus": float(np.mean([a >= 2 for a in known])) if known else None,
         "sft_s_per_step": sft_seconds / max(1, sft_steps),
         "sft_steps": sft_steps,
+        "reused": reused,
         **grpo,
     }
 
@@ -153,6 +156,9 @@ def _signal(config: Any, work: Path, policy: Path, problems: int) -> float:
 def _grpo(config: Any, work: Path, policy: Path, steps: int) -> dict[str, Any]:
     if steps <= 0:
         return {"grpo_s_per_step": None, "trl_signal": None}
+    # A fresh folder: rl_stage resumes from a checkpoint it finds, and one left by an earlier
+    # invocation would make these steps a continuation (and their time a different thing).
+    shutil.rmtree(work / "grpo", ignore_errors=True)
     short = config.model_copy(deep=True)
     short.rl.max_steps = steps
     short.rl.save_steps = steps
@@ -268,11 +274,13 @@ def report(results: list[dict[str, Any]], data: list[dict[str, Any]], args: argp
         trl = "-" if r["trl_signal"] is None else f"{r['trl_signal']:.0%}"
         grpo = "-" if r["grpo_s_per_step"] is None else f"{r['grpo_s_per_step']:.2f}"
         chance = f" (chance {r['chance']:.2f})" if r["format"] == "mcq" else ""
+        # A reused SFT ran in an earlier invocation: its time is not in this page's wall time.
+        reused = "; SFT and its rollouts reused from an earlier run" if r.get("reused") else ""
         lines.append(
             f"| {r['task']} | {r['format']} | {r['preset']} | {r['pass1']:.3f}{chance} | "
             f"{r['passn']:.3f} (n={r['n']}) | {r['share_mixed']:.0%} | {r['signal']:.0%} | {trl} | "
             f"{r['mean_tokens']:.1f} / {r['max_tokens']} | {r['cut_share']:.1%} | {answers} | "
-            f"{r['sft_s_per_step']:.2f} ({r['sft_steps']} steps) | {grpo} |")
+            f"{r['sft_s_per_step']:.2f} ({r['sft_steps']} steps{reused}) | {grpo} |")
     lines += ["", "## Targets (issue #25)", ""]
     for r in results:
         lines += [f"- {r['task']} {r['format']}: {t}" for t in _targets(r)]
