@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
-from breadth.config.models import PipelineConfig, _Section
+from breadth.config.models import PipelineConfig, Section
 from breadth.config.reader import ConfigError, load_config
 from breadth.data.records import Format
 
@@ -33,7 +33,7 @@ PER_CELL_KEYS = {"data.format": ("formats", "--format"), "rl.reward.spec": ("rew
                  "seed": ("seeds", "--seed")}  # fmt: skip
 
 
-class GridConfig(_Section):
+class GridConfig(Section):
     """The nightly study: formats x objectives x seeds, each cell a full pipeline run.
 
     Cells differ only in the objective (reward spec and entropy knobs), their format and their
