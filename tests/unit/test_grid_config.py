@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from breadth.config import ConfigError, GridConfig
+from breadth.config import ConfigError
+from breadth.study.grid import GridConfig
 
 
 def test_cells_are_formats_x_rewards_x_seeds_with_each_config_set():

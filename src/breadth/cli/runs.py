@@ -114,7 +114,8 @@ def grid(
     from pydantic import ValidationError
 
     # Imported on use: `breadth --help` and the other commands do not load it.
-    from breadth.config import GridConfig, describe_options
+    from breadth.config import describe_options
+    from breadth.study.grid import GridConfig
 
     values: dict = {"preset": preset, "overrides": set_ or [], "grid_id": grid_id,
                     "cell_runner": cell_runner, "cell_deployment": cell_deployment}  # fmt: skip
