@@ -13,12 +13,12 @@ from prefect import task
 from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 
-from breadth.evaluation.claims import evaluate_claims
-from breadth.evaluation.study_report import write_study_report
+from breadth.study.claims import evaluate_claims
+from breadth.study.frame import grid_provenance, load_study_frame, provenance_header
 from breadth.study.grid import GridConfig
+from breadth.study.report import write_study_report
 from breadth.tracking.clients import tracking_client
 from breadth.tracking.runs import tracking_uri
-from breadth.tracking.study import grid_provenance, load_study_frame, provenance_header
 from breadth.tracking.tables import log_table
 
 

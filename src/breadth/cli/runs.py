@@ -348,7 +348,7 @@ def _print_claims(rows: list[dict]) -> None:
     from rich.text import Text
 
     # Imported on use: `breadth --help` and the other commands do not load it.
-    from breadth.evaluation.claims import VERDICTS, Claim, effect_text, unadjusted_text
+    from breadth.study.claims import VERDICTS, Claim, effect_text, unadjusted_text
 
     claims = [Claim(**row) for row in rows]
     # Only the measure wraps: an interval or a verdict cut in two misreads.
@@ -398,7 +398,7 @@ def _per_problem_tables(uri: str, runs):
     """The runs' per-problem tables, which the summary's intervals resample; None for runs
     logged without them (the summary's `ci` column then says there are no intervals)."""
     # Imported on use: `breadth --help` and the other commands do not load it.
-    from breadth.tracking.study import study_frame_of_runs
+    from breadth.study.frame import study_frame_of_runs
 
     try:
         return study_frame_of_runs(uri, runs)
@@ -417,9 +417,9 @@ def _write_claims(
     """The grid's claims report (each literature claim with its effect, CI and verdict) in
     `folder`; or None and why there is none."""
     # Imported on use: `breadth --help` and the other commands do not load it.
-    from breadth.evaluation.claims import evaluate_claims
-    from breadth.evaluation.study_report import write_study_report
-    from breadth.tracking.study import grid_provenance, load_study_frame, provenance_header
+    from breadth.study.claims import evaluate_claims
+    from breadth.study.frame import grid_provenance, load_study_frame, provenance_header
+    from breadth.study.report import write_study_report
 
     try:
         frame = load_study_frame(uri, grid_id)

@@ -15,7 +15,7 @@ from breadth.evaluation.calibration import (
     score_methods,
     seed_t,
 )
-from breadth.evaluation.claims import Claim, ClaimSettings, decide_family, evaluate_claims, verdict
+from breadth.evaluation.grid_settings import ClaimSettings
 from breadth.evaluation.metrics import chance_corrected_pass_at_k
 from breadth.evaluation.seed_interval import (
     holm_adjusted,
@@ -25,6 +25,7 @@ from breadth.evaluation.seed_interval import (
     t_quantile,
 )
 from breadth.evaluation.summary import per_problem_table
+from breadth.study.claims import Claim, decide_family, evaluate_claims, verdict
 
 
 def _t2(q):
@@ -308,7 +309,7 @@ def test_calibration_mini_simulation_tells_a_calibrated_interval_from_a_wrong_on
 def test_mcq_pass_at_k_curves_stop_below_chance_099():
     # 4 options, n = 32: chance pass@32 is 0.9999, where above-chance values explode; the
     # curves stop at k = 16 (chance 0.98998), as the claims do.
-    from breadth.evaluation.study_report import pass_at_k_by_objective
+    from breadth.study.report import pass_at_k_by_objective
 
     frame = _arms({"sft": {**BASE, "num_samples": 32, "num_correct": [9, 10, 11]},
                    "correctness": {**BASE, "num_samples": 32, "num_correct": 12}},

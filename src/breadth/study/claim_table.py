@@ -1,5 +1,5 @@
 """The claims table's model: a row (`Claim`), its verdict, the family's Holm decisions and the
-markdown table. `breadth.evaluation.claims` measures the rows; this module decides and
+markdown table. `breadth.study.claims` measures the rows; this module decides and
 shows them (see that module's docstring and `docs/design/algorithms.md`).
 """
 

@@ -27,16 +27,24 @@ its smallest effect of interest δ (`claim_registry.DELTAS`). Verdicts:
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
-from typing import Any
+from collections.abc import Callable
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
 
 from breadth.evaluation.bootstrap import hierarchical_bootstrap_means
-from breadth.evaluation.claim_registry import DELTAS, paper_of
-from breadth.evaluation.claim_table import (
+from breadth.evaluation.grid_settings import ClaimSettings
+from breadth.evaluation.metrics import chance_pass_at_k, largest_k_above_chance, pass_at_k
+from breadth.evaluation.seed_interval import seed_means, seed_t_interval
+from breadth.evaluation.transfer import (
+    first_crossing,
+    leader,
+    options_of,
+    solved_by_base,
+)
+from breadth.study.claim_registry import DELTAS, paper_of
+from breadth.study.claim_table import (
     INCONCLUSIVE,
     MEASURED,
     NOT_RUN,
@@ -51,25 +59,12 @@ from breadth.evaluation.claim_table import (
     unadjusted_text,
     verdict,
 )
-from breadth.evaluation.metrics import chance_pass_at_k, largest_k_above_chance, pass_at_k
-from breadth.evaluation.seed_interval import seed_means, seed_t_interval
-from breadth.evaluation.transfer import (
-    DEFAULT_MIN_SPLIT,
-    DEFAULT_SPLIT_K,
-    DEFAULT_SPLIT_THRESHOLD,
-    first_crossing,
-    leader,
-    options_of,
-    solved_by_base,
-)
 
 __all__ = [
     "NOT_RUN",
-    "TRANSFER_SETTINGS",
     "UNSCALED_CONTROL",
     "VERDICTS",
     "Claim",
-    "ClaimSettings",
     "claims_markdown",
     "decide_family",
     "effect_text",
@@ -85,46 +80,6 @@ set it (darling, passk), so that the objective, not the step size, is what diffe
 UNSCALED_OBJECTIVES = ("darling", "passk")
 PerProblem = Callable[[pd.DataFrame], np.ndarray]
 SFT = ("", "sft")
-
-
-@dataclass(frozen=True)
-class ClaimSettings:
-    split_k: int = DEFAULT_SPLIT_K
-    """Base budget of the transfer split (`breadth.evaluation.transfer.solved_by_base`)."""
-    split_threshold: float = DEFAULT_SPLIT_THRESHOLD
-    min_split: int = DEFAULT_MIN_SPLIT
-    """A split with fewer problems (in any seed) makes its claim inconclusive."""
-    diversity_arm: str = "correctness+batch"
-    """The diversity-trained arm of the search claim."""
-    num_resamples: int = 1000
-    """Bootstrap resamples of the crossover's interval of k (the only bootstrap left)."""
-    confidence: float = 0.95
-    """Family-wise: Holm's step-down keeps the family's error at 1 - confidence."""
-    seed: int = 0
-
-    @classmethod
-    def of_evaluation(cls, evaluation: Mapping[str, Any]) -> ClaimSettings:
-        """The settings whose transfer split is the cells' own: `evaluation.transfer_*` values
-        by their name in the evaluation config (`EvaluationConfig.model_dump()`, or a run's
-        logged params, which are strings); a name absent keeps its default.
-
-        >>> s = ClaimSettings.of_evaluation({"transfer_split_k": "16", "transfer_min_split": 1})
-        >>> s.split_k, s.split_threshold, s.min_split
-        (16, 0.5, 1)
-        """
-        default = cls()
-        values = {field: type(getattr(default, field))(evaluation[key])
-                  for key, field in TRANSFER_SETTINGS.items() if evaluation.get(key) is not None}  # fmt: skip
-        return replace(default, **values)
-
-
-# The evaluation config's keys (`evaluation.<key>`) that the claims must share with the cells'
-# own transfer analysis, and their ClaimSettings fields: the one place the two are matched.
-TRANSFER_SETTINGS = {
-    "transfer_split_k": "split_k",
-    "transfer_split_threshold": "split_threshold",
-    "transfer_min_split": "min_split",
-}
 
 
 def pass_metric(k: int | None) -> PerProblem:
