@@ -417,20 +417,14 @@ def _write_claims(
     """The grid's claims report (each literature claim with its effect, CI and verdict) in
     `folder`; or None and why there is none."""
     # Imported on use: `breadth --help` and the other commands do not load it.
-    from breadth.study.claims import evaluate_claims
-    from breadth.study.frame import grid_provenance, load_study_frame, provenance_header
-    from breadth.study.report import write_study_report
+    from breadth.study.publish import publish_claims
 
-    try:
-        frame = load_study_frame(uri, grid_id)
-    except FileNotFoundError as error:
-        return None, str(error)
     # The report names the command that wrote it, so a committed copy says how to redo it.
     command = shlex.join(["breadth", *sys.argv[1:]])
-    header = provenance_header(grid_provenance(uri, grid_id), command)
-    header += f"\n\n{note.strip()}" if note.strip() else ""
-    write_study_report(frame, evaluate_claims(frame, settings), folder, header=header,
-                       settings=settings)  # fmt: skip
+    try:
+        publish_claims(uri, grid_id, folder, settings, command=command, note=note)
+    except FileNotFoundError as error:  # cells without their per-problem tables
+        return None, str(error)
     return folder, ""
 
 
