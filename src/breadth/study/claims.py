@@ -59,10 +59,19 @@ from breadth.study.claim_table import (
     unadjusted_text,
     verdict,
 )
+from breadth.study.grid import (
+    BATCH,
+    CORRECTNESS,
+    DARLING,
+    PASSK,
+    UCB,
+    UNSCALED_CONTROL,
+    VECTOR,
+)
 
 __all__ = [
+    "CORRECT_ANSWER_ROWS",
     "NOT_RUN",
-    "UNSCALED_CONTROL",
     "VERDICTS",
     "Claim",
     "claims_markdown",
@@ -73,11 +82,13 @@ __all__ = [
     "verdict",
 ]
 
-CORRECTNESS = "correctness"
-UNSCALED_CONTROL = "correctness@unscaled"
-"""The correctness objective at `rl.scale_rewards=none`: the control of the objectives that
-set it (darling, passk), so that the objective, not the step size, is what differs."""
-UNSCALED_OBJECTIVES = ("darling", "passk")
+# Every arm is named by the grid's own constants (`breadth.study.grid`), never a string that
+# must match them. The objectives that set rl.scale_rewards=none themselves are compared with
+# UNSCALED_CONTROL (correctness at none), so that the objective, not the step size, differs.
+UNSCALED_OBJECTIVES = (DARLING, PASSK)
+CORRECT_ANSWER_ROWS = (("batch", BATCH), ("pass@k objective", PASSK), ("pass@k objective", VECTOR),
+                       ("darling", DARLING))  # fmt: skip
+"""(claim, objective) of the rows of distinct correct answers, each against its control."""
 PerProblem = Callable[[pd.DataFrame], np.ndarray]
 SFT = ("", "sft")
 
@@ -278,13 +289,11 @@ def _format_claims(study: Study) -> list[Claim]:
                      "pass@n"),
         _crossover(study),
         _transfer(study),
-        study.effect("historical", "Δ pass@1, ucb − correctness", ("correctness+ucb", "rl"),
+        study.effect("historical", "Δ pass@1, ucb − correctness", (UCB, "rl"),
                      rl, p1, +1, "pass@1"),
     ]  # fmt: skip
     claims += [_correct_answers(study, claim, objective)
-               for claim, objective in (("batch", "correctness+batch"),
-                                        ("pass@k objective", "passk"),
-                                        ("pass@k objective", "vector"), ("darling", "darling"))]  # fmt: skip
+               for claim, objective in CORRECT_ANSWER_ROWS]
     claims.append(_forking(study))
     claims += _search(study)
     return claims
