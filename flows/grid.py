@@ -19,8 +19,8 @@ from breadth_tasks.claims import publish_claims
 from breadth_tasks.grid import alarm_against_previous, summarise_grid
 from prefect import flow, get_run_logger, runtime
 
-from breadth.config import GridConfig
 from breadth.grid_progress import failed_cells
+from breadth.study.grid import GridConfig
 
 
 class CellsFailed(RuntimeError):

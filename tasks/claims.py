@@ -1,5 +1,6 @@
-"""The study's claims: computed from a grid's cells, published on its MLflow summary run (a
-table artifact and the report files) and as a Prefect markdown artifact."""
+"""The study's claims: computed from a grid's cells (`breadth.study.publish.publish_claims`),
+published on its MLflow summary run (a table artifact and the report files) and as a Prefect
+markdown artifact."""
 
 from __future__ import annotations
 
@@ -13,28 +14,24 @@ from prefect import task
 from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 
-from breadth.config import GridConfig
-from breadth.evaluation.claims import evaluate_claims
-from breadth.evaluation.study_report import write_study_report
+from breadth.study import publish
+from breadth.study.grid import GridConfig
 from breadth.tracking.clients import tracking_client
 from breadth.tracking.runs import tracking_uri
-from breadth.tracking.study import grid_provenance, load_study_frame, provenance_header
 from breadth.tracking.tables import log_table
 
 
 @task(name="study-claims", cache_policy=NO_CACHE, retries=1, retry_condition_fn=retry_if_transient)
 def publish_claims(study: GridConfig, grid_id: str, summary_run_id: str) -> dict[str, Any]:
     """Each claim's effect, CI and verdict -> `claims/` on the summary run + a Prefect artifact."""
-    frame = load_study_frame(tracking_uri(), grid_id)
-    settings = claim_settings(study)
-    claims = evaluate_claims(frame, settings)
-    header = provenance_header(grid_provenance(tracking_uri(), grid_id))
     client = tracking_client(tracking_uri())
     with tempfile.TemporaryDirectory() as scratch:
-        paths = write_study_report(frame, claims, Path(scratch), header=header, settings=settings)
+        published = publish.publish_claims(tracking_uri(), grid_id, Path(scratch),
+                                           claim_settings(study))  # fmt: skip
         client.log_artifact(summary_run_id, Path(scratch), "claims")
-        markdown = paths[0].read_text()
-    log_table(client, summary_run_id, [c.to_dict() for c in claims], "claims/claims_table.json")
+        markdown = published.markdown.read_text()
+    rows = [c.to_dict() for c in published.claims]
+    log_table(client, summary_run_id, rows, "claims/claims_table.json")
     create_markdown_artifact(key="breadth-claims", description=f"claims of grid {grid_id}",
                              markdown=markdown)  # fmt: skip
-    return {"claims": [c.to_dict() for c in claims], "markdown": markdown}
+    return {"claims": rows, "markdown": markdown}

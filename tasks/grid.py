@@ -12,15 +12,16 @@ from prefect import runtime, task
 from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 
-from breadth.config import GridConfig, load_config
+from breadth.config import load_config
 from breadth.evaluation.alarm import collapse_alarm
-from breadth.evaluation.claims import ClaimSettings
 from breadth.evaluation.grid import grid_summary
 from breadth.evaluation.grid_report import plot_grid, summary_markdown
+from breadth.evaluation.grid_settings import ClaimSettings
 from breadth.grid_progress import CellOutcome, failed_cells, failed_cells_markdown
+from breadth.study.frame import study_frame_of_runs
+from breadth.study.grid import GridConfig
 from breadth.tracking.fetch import GRID_SUMMARY_KIND, fetch_runs, previous_grid_id
 from breadth.tracking.runs import start_run, tracking_uri
-from breadth.tracking.study import study_frame_of_runs
 
 
 @task(name="summarise-grid", cache_policy=NO_CACHE, retries=1,

@@ -14,8 +14,8 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, create_model, model_validator
 
-from breadth.config.models import PipelineConfig, _flatten, _Section
-from breadth.config.reader import ConfigError, _preset_values, _set_dotted, validated
+from breadth.config.models import PipelineConfig, Section, flatten_keys
+from breadth.config.reader import ConfigError, preset_values, set_dotted, validated
 
 
 def _form_of(model: type[BaseModel], validators: dict[str, Any] | None = None) -> type[BaseModel]:
@@ -43,12 +43,12 @@ def _form_of(model: type[BaseModel], validators: dict[str, Any] | None = None) -
                                             description=f"{field.description}{shown}"))  # fmt: skip
     # A section that takes keys beyond its fields (rl.reward: the parameters of rewards
     # registered after the config was made) passes them on to the config, which checks them.
-    base = _OpenSection if model.model_config.get("extra") == "allow" else _Section
+    base = _OpenSection if model.model_config.get("extra") == "allow" else Section
     return create_model(f"{model.__name__}Form", __base__=base, __module__=__name__,
                         __doc__=model.__doc__, __validators__=validators, **fields)  # fmt: skip
 
 
-class _OpenSection(_Section):
+class _OpenSection(Section):
     model_config = ConfigDict(extra="allow")
 
 
@@ -83,7 +83,7 @@ def config_from_form(preset: str | None, form: BaseModel) -> PipelineConfig:
     >>> config.preset, config.seed, config.rl.entropy_coef, config.rl.epsilon_high
     ('entropy', 3, 0.0, 0.28)
     """
-    given = _flatten(form.model_dump(mode="json", exclude_none=True))
+    given = flatten_keys(form.model_dump(mode="json", exclude_none=True))
     chosen = preset or DEFAULT_PRESET
     if _is_whole(given):
         if chosen != DEFAULT_PRESET:
@@ -97,9 +97,9 @@ def config_from_form(preset: str | None, form: BaseModel) -> PipelineConfig:
             )
         # Straight from the form, empty fields included: none may take the default preset's.
         return validated(form.model_dump(mode="json"))
-    values = _preset_values(chosen)
+    values = preset_values(chosen)
     for key, value in given.items():
-        _set_dotted(values, key, value)
+        set_dotted(values, key, value)
     # The chosen preset names the run, as `breadth run --preset` does; the form's label only
     # when the preset is left at `default` (a grid cell's `study`).
     keep_label = chosen == DEFAULT_PRESET and "preset" in given
@@ -117,5 +117,5 @@ def _is_whole(filled: dict[str, Any]) -> bool:
 
 @functools.cache
 def _keys_with_a_default() -> frozenset[str]:
-    defaults = _flatten(PipelineConfig().model_dump(mode="json"))
+    defaults = flatten_keys(PipelineConfig().model_dump(mode="json"))
     return frozenset(key for key, value in defaults.items() if value is not None)

@@ -259,8 +259,9 @@ def _grid_with_splits(monkeypatch, split_ks) -> list:
     MLflow reads faked; -> [(what, the ClaimSettings it was given)] once it has run."""
     import pandas as pd
 
-    from breadth.evaluation import claims, grid, grid_report
-    from tests.unit.evaluation.test_claims import _cells
+    from breadth.evaluation import grid, grid_report
+    from breadth.study import claims
+    from tests.unit.study.test_claims import _cells
 
     runs = pd.DataFrame({
         "run_id": [f"r{i}" for i in range(len(split_ks))], "grid_id": "g",
@@ -286,11 +287,11 @@ def _grid_with_splits(monkeypatch, split_ks) -> list:
     monkeypatch.setenv("MLFLOW_TRACKING_URI", "http://127.0.0.1:9")
     monkeypatch.setattr("breadth.tracking.runs.check_tracking_server", lambda uri: None)
     monkeypatch.setattr("breadth.tracking.fetch.fetch_runs", lambda uri, **_: runs)
-    monkeypatch.setattr("breadth.tracking.study.study_frame_of_runs", no_tables)
-    monkeypatch.setattr("breadth.tracking.study.load_study_frame",
+    monkeypatch.setattr("breadth.study.frame.study_frame_of_runs", no_tables)
+    monkeypatch.setattr("breadth.study.frame.load_study_frame",
                         lambda uri, grid_id: _cells([8, 0] * 20))  # fmt: skip
-    monkeypatch.setattr("breadth.tracking.study.grid_provenance", lambda uri, grid_id: {})
-    monkeypatch.setattr("breadth.tracking.study.provenance_header", lambda *_: "# claims")
+    monkeypatch.setattr("breadth.study.frame.grid_provenance", lambda uri, grid_id: {})
+    monkeypatch.setattr("breadth.study.frame.provenance_header", lambda *_: "# claims")
     monkeypatch.setattr(grid_report, "plot_grid", lambda *_: [])
     monkeypatch.setattr(grid, "grid_summary", summarise)
     monkeypatch.setattr(claims, "evaluate_claims", claims_of)
@@ -415,15 +416,15 @@ def _fake_compare(monkeypatch, runs, per_problem=None, study=None):
     monkeypatch.setenv("MLFLOW_TRACKING_URI", "http://127.0.0.1:9")
     monkeypatch.setattr("breadth.tracking.runs.check_tracking_server", lambda uri: None)
     monkeypatch.setattr("breadth.tracking.fetch.fetch_runs", lambda uri, **_: runs)
-    monkeypatch.setattr("breadth.tracking.study.study_frame_of_runs", tables)
+    monkeypatch.setattr("breadth.study.frame.study_frame_of_runs", tables)
     def study_frame(uri, grid_id):
         if study is None:
             raise FileNotFoundError(f"grid {grid_id} logged no per-problem tables")
         return study
 
-    monkeypatch.setattr("breadth.tracking.study.load_study_frame", study_frame)
-    monkeypatch.setattr("breadth.tracking.study.grid_provenance", lambda uri, grid_id: {})
-    monkeypatch.setattr("breadth.tracking.study.provenance_header", lambda *_: "# claims")
+    monkeypatch.setattr("breadth.study.frame.load_study_frame", study_frame)
+    monkeypatch.setattr("breadth.study.frame.grid_provenance", lambda uri, grid_id: {})
+    monkeypatch.setattr("breadth.study.frame.provenance_header", lambda *_: "# claims")
 
 
 def _one_run_with_a_small_split(run_id="0123456789abcdef"):
@@ -471,7 +472,7 @@ def test_compare_of_runs_is_not_titled_a_grid_summary(monkeypatch, tmp_path):
 def test_compare_grid_prints_the_claims_as_a_table_not_markdown(monkeypatch, tmp_path):
     """The terminal got claims.md verbatim: `| **claim** |` rows, code fences and
     `![pass@k per objective](...png)` image links."""
-    from tests.unit.evaluation.test_claims import _cells
+    from tests.unit.study.test_claims import _cells
 
     runs, frame = _one_run_with_a_small_split()
     _fake_compare(monkeypatch, runs.assign(grid_id="grid-7"), frame, study=_cells([8, 0] * 20))
@@ -496,7 +497,7 @@ def test_compare_grid_prints_the_claims_as_a_table_not_markdown(monkeypatch, tmp
 def test_each_comparison_writes_its_own_folder_by_default(monkeypatch, tmp_path):
     """Both compares wrote `compare/`: a grid's compare silently replaced a run compare's
     pass_at_k_by_format.png."""
-    from tests.unit.evaluation.test_claims import _cells
+    from tests.unit.study.test_claims import _cells
 
     monkeypatch.chdir(tmp_path)
     runs, frame = _one_run_with_a_small_split("0123456789abcdef")
@@ -521,7 +522,7 @@ def test_each_comparison_writes_its_own_folder_by_default(monkeypatch, tmp_path)
 def test_compare_grid_of_one_format_shows_its_format_claim_not_run(monkeypatch, tmp_path):
     """A grid of one format had no format row in the terminal table nor in --json: the
     comparison of formats was left out instead of reading "not run"."""
-    from tests.unit.evaluation.test_claims import _cells
+    from tests.unit.study.test_claims import _cells
 
     runs, frame = _one_run_with_a_small_split()
     _fake_compare(monkeypatch, runs.assign(grid_id="grid-7"), frame, study=_cells([8, 0] * 20))

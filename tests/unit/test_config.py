@@ -7,13 +7,13 @@ from pydantic import ValidationError
 
 from breadth.config import (
     ConfigError,
-    GridConfig,
     PipelineConfig,
     available_presets,
     describe_keys,
     load_config,
     validated,
 )
+from breadth.study.grid import GridConfig
 
 
 @pytest.mark.parametrize("preset", available_presets())
@@ -221,7 +221,8 @@ def test_content_hash_changes_with_the_section_only():
 
 
 def test_a_grid_whose_cells_differ_beyond_the_objective_is_refused_before_compute():
-    from breadth.config import ConfigError, GridConfig, check_fair, load_config
+    from breadth.config import ConfigError, load_config
+    from breadth.study.grid import GridConfig, check_fair
 
     # Through objective_overrides: refused when the grid is built (only reward and entropy
     # keys may differ by objective).
@@ -249,7 +250,8 @@ def test_a_grid_whose_cells_differ_beyond_the_objective_is_refused_before_comput
 
 
 def test_objective_overrides_must_name_a_grid_objective():
-    from breadth.config import ConfigError, GridConfig
+    from breadth.config import ConfigError
+    from breadth.study.grid import GridConfig
 
     grid = GridConfig(preset="default", rewards=["correctness"],
                       objective_overrides={"ucb": ["rl.reward.ucb_coef=0.5"]})
@@ -258,7 +260,7 @@ def test_objective_overrides_must_name_a_grid_objective():
 
 
 def test_the_default_grid_is_fair_and_shares_the_study_pool():
-    from breadth.config import GridConfig
+    from breadth.study.grid import GridConfig
 
     cells = GridConfig().cells()
     assert len(cells) == 2 * 7 * 3  # formats x objectives x seeds

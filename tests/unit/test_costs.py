@@ -140,7 +140,7 @@ def test_run_dry_run_refuses_data_that_cannot_be_prepared(runner, tmp_path):
 
 
 def test_grid_dry_run_counts_a_stage_that_cells_share_once(runner):
-    from breadth.config import GridConfig
+    from breadth.study.grid import GridConfig
 
     args = ["--format", "free_form", "--reward", "correctness", "--reward", "darling",
             "--seed", "0", "--set", "data.num_eval=16"]  # fmt: skip

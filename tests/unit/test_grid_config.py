@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from breadth.config import ConfigError, GridConfig
+from breadth.config import ConfigError
+from breadth.study.grid import GridConfig
 
 
 def test_cells_are_formats_x_rewards_x_seeds_with_each_config_set():
@@ -118,3 +119,14 @@ def test_a_reward_parameter_that_fails_a_check_across_keys_names_reward_as_a_cau
     with pytest.raises(ConfigError) as caught:
         GridConfig(rewards=["passk:k=999"], formats=["free_form"], seeds=[0]).cells()
     assert "Fix --reward or the preset study;" in str(caught.value)
+
+
+def test_the_unscaled_variant_is_correctness_at_the_step_size_of_darling_and_passk():
+    """The claims compare darling and passk with UNSCALED_CONTROL: the grid must run it."""
+    from breadth.study.grid import UNSCALED_CONTROL
+
+    (cell,) = GridConfig(formats=["mcq"], seeds=[0], rewards=[UNSCALED_CONTROL]).cells()
+    assert cell[1] == "correctness@unscaled"
+    assert (cell[3].rl.reward.spec, cell[3].rl.scale_rewards) == ("correctness", "none")
+    with pytest.raises(ValueError, match="correctness@unscaled cells set again"):
+        GridConfig(rewards=["correctness", UNSCALED_CONTROL], overrides=["rl.scale_rewards=group"])

@@ -37,11 +37,7 @@ LAYERS = [
 LIBRARY_TOP = LAYERS.index(["breadth.stages", "breadth.study", "breadth.preflight"])
 NOT_IN_LIBRARY = ("prefect", "breadth_tasks", "breadth_flows")
 # Imports allowed up the layers, each with why.
-ALLOWED_UP = {
-    ("breadth.config", "breadth.study.grid"):
-        "the grid names stay importable from breadth.config (a lazy re-export) while code "
-        "written against their old place moves to breadth.study",
-}  # fmt: skip
+ALLOWED_UP: dict[tuple[str, str], str] = {}
 
 
 def _modules() -> dict[str, Path]:

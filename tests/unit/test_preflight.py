@@ -131,7 +131,7 @@ def test_the_search_child_prompts_count():
 
 
 def test_a_grid_checks_each_distinct_data_and_limits_once():
-    from breadth.config import GridConfig
+    from breadth.study.grid import GridConfig
 
     cells = GridConfig(preset="default", formats=["mcq", "free_form"],
                        rewards=["correctness", "ucb"], seeds=[0, 1]).cells()  # fmt: skip

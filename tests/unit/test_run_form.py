@@ -112,8 +112,8 @@ def test_a_whole_configs_empty_fields_stay_empty_whatever_the_default_preset_set
 
     whole = load_config("ucb")
     assert whole.data.num_train is None
-    real = breadth.run_form._preset_values
-    monkeypatch.setattr(breadth.run_form, "_preset_values", lambda *args: {
+    real = breadth.run_form.preset_values
+    monkeypatch.setattr(breadth.run_form, "preset_values", lambda *args: {
         **real(*args), "data": {**real(*args).get("data", {}), "num_train": 50}})  # fmt: skip
     assert config_from_form(None, _form()).data.num_train == 50  # the patch holds
     assert _run(monkeypatch, {"config": whole.model_dump(mode="json")}) == whole

@@ -114,7 +114,8 @@ def grid(
     from pydantic import ValidationError
 
     # Imported on use: `breadth --help` and the other commands do not load it.
-    from breadth.config import GridConfig, describe_options
+    from breadth.config import describe_options
+    from breadth.study.grid import GridConfig
 
     values: dict = {"preset": preset, "overrides": set_ or [], "grid_id": grid_id,
                     "cell_runner": cell_runner, "cell_deployment": cell_deployment}  # fmt: skip
@@ -347,7 +348,7 @@ def _print_claims(rows: list[dict]) -> None:
     from rich.text import Text
 
     # Imported on use: `breadth --help` and the other commands do not load it.
-    from breadth.evaluation.claims import VERDICTS, Claim, effect_text, unadjusted_text
+    from breadth.study.claims import VERDICTS, Claim, effect_text, unadjusted_text
 
     claims = [Claim(**row) for row in rows]
     # Only the measure wraps: an interval or a verdict cut in two misreads.
@@ -397,7 +398,7 @@ def _per_problem_tables(uri: str, runs):
     """The runs' per-problem tables, which the summary's intervals resample; None for runs
     logged without them (the summary's `ci` column then says there are no intervals)."""
     # Imported on use: `breadth --help` and the other commands do not load it.
-    from breadth.tracking.study import study_frame_of_runs
+    from breadth.study.frame import study_frame_of_runs
 
     try:
         return study_frame_of_runs(uri, runs)
@@ -416,20 +417,14 @@ def _write_claims(
     """The grid's claims report (each literature claim with its effect, CI and verdict) in
     `folder`; or None and why there is none."""
     # Imported on use: `breadth --help` and the other commands do not load it.
-    from breadth.evaluation.claims import evaluate_claims
-    from breadth.evaluation.study_report import write_study_report
-    from breadth.tracking.study import grid_provenance, load_study_frame, provenance_header
+    from breadth.study.publish import publish_claims
 
-    try:
-        frame = load_study_frame(uri, grid_id)
-    except FileNotFoundError as error:
-        return None, str(error)
     # The report names the command that wrote it, so a committed copy says how to redo it.
     command = shlex.join(["breadth", *sys.argv[1:]])
-    header = provenance_header(grid_provenance(uri, grid_id), command)
-    header += f"\n\n{note.strip()}" if note.strip() else ""
-    write_study_report(frame, evaluate_claims(frame, settings), folder, header=header,
-                       settings=settings)  # fmt: skip
+    try:
+        publish_claims(uri, grid_id, folder, settings, command=command, note=note)
+    except FileNotFoundError as error:  # cells without their per-problem tables
+        return None, str(error)
     return folder, ""
 
 

@@ -6,8 +6,6 @@ reader of presets and `--set` overrides into them (`breadth.config.reader`).
 
 from __future__ import annotations
 
-from typing import Any
-
 from breadth.config.models import (
     DataConfig,
     EvaluationConfig,
@@ -38,18 +36,3 @@ __all__ = [
     "parse_override", "validated",
 ]  # fmt: skip
 
-# The grid definition moved to `breadth.study.grid`; these names stay importable from here
-# while code written against the old place is moved over.
-_MOVED_TO_STUDY = frozenset({
-    "DEFAULT_GRID_REWARDS", "ENTROPY_KNOBS", "GRID_AXIS_KEYS", "OBJECTIVE_KEYS", "PER_CELL_KEYS",
-    "RUNNER_KEYS", "GridConfig", "check_fair",
-})  # fmt: skip
-
-
-def __getattr__(name: str) -> Any:
-    if name in _MOVED_TO_STUDY:
-        # Imported on first use, not at the top: breadth.study.grid imports this package.
-        import breadth.study.grid
-
-        return getattr(breadth.study.grid, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

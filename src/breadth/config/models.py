@@ -34,12 +34,14 @@ from breadth.rewards.registry import REWARDS, RewardEntry, RewardParam, reward_n
 from breadth.rewards.spec import RewardSpec, parse_reward_spec
 
 
-class _Section(BaseModel):
+class Section(BaseModel):
+    """The base of every config section (and of `breadth.study.grid.GridConfig`)."""
+
     # extra="forbid": a misspelt key in a preset or `--set` must fail loudly, not be ignored.
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
 
-class DataConfig(_Section):
+class DataConfig(Section):
     source: str = Field(
         "synthetic:arithmetic",
         description="Problem source: "
@@ -124,7 +126,7 @@ class DataConfig(_Section):
         return self
 
 
-class ModelConfig(_Section):
+class ModelConfig(Section):
     name_or_path: str | None = Field(
         None,
         description="Hub name or local path of a causal LM; empty = create the tiny "
@@ -156,14 +158,14 @@ class ModelConfig(_Section):
         return self
 
 
-class SFTConfig(_Section):
+class SFTConfig(Section):
     enabled: bool = Field(True, description="Warm-start the policy by SFT on the rendered targets.")
     epochs: float = Field(8.0, gt=0, description="SFT passes over the training set.")
     learning_rate: float = Field(3e-3, gt=0, description="SFT learning rate.")
     batch_size: int = Field(64, ge=1, description="SFT batch size per device.")
 
 
-class _RewardSpecSection(_Section):
+class _RewardSpecSection(Section):
     # extra="allow" only for the parameters of rewards registered after this module was
     # imported, which have no field: `_registered_since` checks them against the registry when
     # a config is validated, and refuses any other key as extra="forbid" would.
@@ -266,7 +268,7 @@ RewardConfig = create_model(
 )
 
 
-class RLConfig(_Section):
+class RLConfig(Section):
     enabled: bool = Field(True, description="Run GRPO after SFT.")
     max_steps: int = Field(100, ge=1, description="GRPO optimisation steps.")
     learning_rate: float = Field(1e-4, gt=0, description="GRPO learning rate.")
@@ -379,7 +381,7 @@ class RLConfig(_Section):
                             {"rl.num_generations": self.num_generations})  # fmt: skip
 
 
-class RolloutConfig(_Section):
+class RolloutConfig(Section):
     backend: Literal["transformers", "vllm", "auto"] = Field(
         "transformers",
         description="Generation backend (vllm = OpenAI-compatible server; auto = vllm on a CUDA "
@@ -406,7 +408,7 @@ class RolloutConfig(_Section):
     batch_size: int = Field(256, ge=1, description="Sequences per generate() call.")
 
 
-class EvaluationConfig(_Section):
+class EvaluationConfig(Section):
     bootstrap_samples: int = Field(500, ge=10, description="Bootstrap resamples for CIs.")
     maj_resamples: int = Field(
         32, ge=1, description="maj@k is exact (the expected vote over every k-subset) unless "
@@ -444,7 +446,7 @@ class EvaluationConfig(_Section):
     )
 
 
-class TrackingConfig(_Section):
+class TrackingConfig(Section):
     experiment: str | None = Field(
         None, description="MLflow experiment; empty = the preset name."
     )
@@ -458,7 +460,7 @@ class TrackingConfig(_Section):
     )
 
 
-class PipelineConfig(_Section):
+class PipelineConfig(Section):
     """The whole pipeline. The Prefect flow's `config` parameter is its form twin,
     `breadth.run_form.PipelineConfigForm`: the UI renders it as a form."""
 
@@ -504,14 +506,19 @@ class PipelineConfig(_Section):
 
     def flat(self) -> dict[str, Any]:
         """Dotted key -> value, for MLflow params."""
-        return _flatten(self.model_dump(mode="json"))
+        return flatten_keys(self.model_dump(mode="json"))
 
 
-def _flatten(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+def flatten_keys(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """A nested dict as dotted key -> leaf value.
+
+    >>> flatten_keys({"rl": {"reward": {"spec": "passk"}}, "seed": 0})
+    {'rl.reward.spec': 'passk', 'seed': 0}
+    """
     flat: dict[str, Any] = {}
     for key, value in tree.items():
         if isinstance(value, dict):
-            flat.update(_flatten(value, f"{prefix}{key}."))
+            flat.update(flatten_keys(value, f"{prefix}{key}."))
         else:
             flat[f"{prefix}{key}"] = value
     return flat

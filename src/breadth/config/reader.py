@@ -32,7 +32,9 @@ def available_presets() -> list[str]:
 MAX_PRESET_CHAIN = 16  # presets extending presets: deeper than this is a cycle in disguise
 
 
-def _preset_values(name: str, _chain: tuple[str, ...] = ()) -> dict[str, Any]:
+def preset_values(name: str, _chain: tuple[str, ...] = ()) -> dict[str, Any]:
+    """A preset's values as a nested dict, its `extends` chain merged in (a name or a YAML
+    file), before any `--set` and before validation."""
     path = Path(name)
     if path.suffix in {".yaml", ".yml"}:
         text = _preset_file_text(path)
@@ -71,7 +73,7 @@ def _preset_values(name: str, _chain: tuple[str, ...] = ()) -> dict[str, Any]:
         if parent in chain or len(chain) > MAX_PRESET_CHAIN:
             raise ConfigError(f"presets extend each other in a cycle: "
                               f"{' -> '.join([*chain, parent])}; remove one `extends`")  # fmt: skip
-        return _merge(_preset_values(parent, chain), values)
+        return _merge(preset_values(parent, chain), values)
     return values
 
 
@@ -202,7 +204,8 @@ def _preset_file_text(path: Path) -> str:
         raise ConfigError(f"preset file {path} cannot be read: {error.strerror}.") from None
 
 
-def _set_dotted(tree: dict[str, Any], dotted: str, value: Any) -> None:
+def set_dotted(tree: dict[str, Any], dotted: str, value: Any) -> None:
+    """Set `tree["a"]["b"] = value` for `dotted` "a.b", making the parents on the way."""
     node = tree
     *parents, leaf = dotted.split(".")
     for part in parents:
@@ -389,13 +392,13 @@ def load_config(
     >>> load_config("default", ["rl.max_steps=2"]).rl.max_steps
     2
     """
-    values = _preset_values(preset)
+    values = preset_values(preset)
     values.setdefault("preset", Path(preset).stem)
     # An invalid key is blamed on what set it: an option, else its override, else the preset.
     blame: dict[str, str] = {}
     for text in overrides or []:
         key, value = parse_override(text)
-        _set_dotted(values, key, value)
+        set_dotted(values, key, value)
         blame[key] = f"the override {text}"
     return validated(values, {**blame, **(options or {})}, fallback=f"the preset {preset}")
 

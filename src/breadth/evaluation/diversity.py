@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from breadth.evaluation.metrics import _run_starts, outcome_codes
+from breadth.evaluation.metrics import outcome_codes, run_starts
 
 __all__ = [
     "OutcomeDiversity",
@@ -72,7 +72,7 @@ def outcome_diversity(outcomes) -> OutcomeDiversity:
     # int32 sorts about twice as fast as int64; codes are < number of distinct outcomes.
     small = codes.astype(np.int32) if codes.size and codes.max() < 2**31 else codes
     flat = np.sort(small, axis=1).ravel()
-    starts = _run_starts(flat, n)
+    starts = run_starts(flat, n)
     lengths = np.diff(np.append(starts, flat.size)).astype(np.float64)
     rows = starts // n
     answered = flat[starts] >= 0

@@ -6,7 +6,7 @@ logged configs differ (fetch_runs' `config` column) are separate rows, labelled 
 that differ.
 
 Pure pandas over the frame `breadth.tracking.fetch.fetch_runs` returns and, for the intervals,
-the per-problem study frame (`breadth.tracking.study.load_study_frame`); the collapse alarm
+the per-problem study frame (`breadth.study.frame.load_study_frame`); the collapse alarm
 (`breadth.evaluation.alarm`) and the grid report (`breadth.evaluation.grid_report`) read its
 output.
 """
@@ -22,13 +22,13 @@ from collections.abc import Iterable, Mapping
 import numpy as np
 import pandas as pd
 
-from breadth.evaluation.claims import TRANSFER_SETTINGS, ClaimSettings
 from breadth.evaluation.grid_bootstrap import (
     SPLIT_COLUMNS,
     cell_intervals,
     split_by_cell,
     split_sizes,
 )
+from breadth.evaluation.grid_settings import TRANSFER_SETTINGS, ClaimSettings
 from breadth.evaluation.result import ci_names
 
 __all__ = [

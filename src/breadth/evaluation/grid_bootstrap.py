@@ -6,7 +6,7 @@ proportion's inside [0, 1], a count's at or above 0) and counts problem-sampling
 seed as well as seed noise for several. The resampling itself is the claims' too:
 `breadth.evaluation.bootstrap.hierarchical_bootstrap_means`.
 
-Input is the study frame (`breadth.tracking.study.load_study_frame`): one row per (format,
+Input is the study frame (`breadth.study.frame.load_study_frame`): one row per (format,
 objective, seed, model, problem_id) with `num_samples`, `num_correct`, `distinct_outcomes`
 and, where available, `num_options` and `search_evolutionary`.
 """
@@ -23,7 +23,7 @@ from breadth.evaluation.bootstrap import (
     percentile_interval,
     widened_for_few_seeds,
 )
-from breadth.evaluation.claims import ClaimSettings
+from breadth.evaluation.grid_settings import ClaimSettings
 from breadth.evaluation.metrics import pass_at_k
 from breadth.evaluation.transfer import solved_by_base
 

@@ -28,6 +28,7 @@ __all__ = [
     "outcome_codes",
     "pass_at_k",
     "pass_at_k_curve",
+    "run_starts",
 ]
 
 
@@ -423,7 +424,7 @@ def _distinct_vote_tables(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.
     # as int64); cumsum still counts in the platform integer.
     flat = np.sort(keys.astype(_small_int_type(keys)), axis=1).ravel()
     codes = flat >> 1  # arithmetic shift: code -1 (none) stays negative
-    starts = _run_starts(codes, m)
+    starts = run_starts(codes, m)
     ends = np.append(starts[1:], codes.size)
     correct_so_far = np.concatenate(([0], np.cumsum(flat & 1)))
     answered = codes[starts] >= 0
@@ -469,7 +470,7 @@ def _plurality_accuracy(keys: np.ndarray) -> np.ndarray:
         keys = keys.astype(np.int32)
     flat = np.sort(keys, axis=1).ravel()
     codes = flat >> 1  # arithmetic shift: code -1 (none) stays negative
-    starts = _run_starts(codes, m)
+    starts = run_starts(codes, m)
     ends = np.append(starts[1:], codes.size)
     lengths = ends - starts
     run_rows = starts // m
@@ -589,8 +590,15 @@ def _plurality_accuracy_by_sample(keys: np.ndarray) -> np.ndarray:
     return np.divide(right, voters, out=np.zeros(keys.shape[1]), where=voters > 0)
 
 
-def _run_starts(sorted_flat: np.ndarray, row_length: int) -> np.ndarray:
-    """Start index of every run of equal values in row-wise sorted data, runs split at rows."""
+def run_starts(sorted_flat: np.ndarray, row_length: int) -> np.ndarray:
+    """Start index of every run of equal values in row-wise sorted data, runs split at rows.
+
+    `row_length` values a row, rows laid end to end (`np.sort(codes, axis=1).ravel()`): the
+    runs' lengths are the counts of each distinct value per row.
+
+    >>> run_starts(np.array([1, 1, 2, 2, 2, 3]), 3).tolist()
+    [0, 2, 3, 5]
+    """
     new = np.empty(sorted_flat.size, dtype=bool)
     new[0] = True
     np.not_equal(sorted_flat[1:], sorted_flat[:-1], out=new[1:])

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 __all__ = ["SeedInterval", "holm_adjusted", "seed_means", "seed_t_interval", "t_cdf",
-           "t_quantile"]  # fmt: skip
+           "t_interval", "t_quantile"]  # fmt: skip
 
 
 def _incomplete_beta(a: float, b: float, x: float) -> float:
@@ -97,10 +97,26 @@ class SeedInterval:
 
     def at(self, confidence: float) -> tuple[float, float]:
         """(low, high) of the same t interval at another confidence (Holm's, Bonferroni's)."""
-        if self.num_seeds < 2:
-            return math.nan, math.nan
-        half = t_quantile(1.0 - (1.0 - confidence) / 2.0, self.num_seeds - 1) * self.standard_error
-        return self.estimate - half, self.estimate + half
+        return t_interval(self.estimate, self.standard_error, self.num_seeds, confidence)
+
+
+def t_interval(estimate: float | None, standard_error: float | None, num_seeds: int | None,
+               confidence: float) -> tuple[float, float]:  # fmt: skip
+    """(low, high): estimate ± the t quantile (num_seeds - 1 df) times its standard error.
+
+    The one t interval of the claims: `SeedInterval.at` and a claims-table row's
+    `interval_at` (Holm's and the equivalence levels) both read it. NaN bounds where there is
+    no estimate or fewer than two seeds (no run-to-run spread to scale).
+
+    >>> [round(v, 4) for v in t_interval(0.4, 0.1155, 3, 0.95)]
+    [-0.097, 0.897]
+    >>> t_interval(0.4, None, 3, 0.95), t_interval(0.4, 0.1, 1, 0.95)
+    ((nan, nan), (nan, nan))
+    """
+    if estimate is None or standard_error is None or not num_seeds or num_seeds < 2:
+        return math.nan, math.nan
+    half = t_quantile(1.0 - (1.0 - confidence) / 2.0, num_seeds - 1) * standard_error
+    return estimate - half, estimate + half
 
 
 def seed_means(values) -> np.ndarray:

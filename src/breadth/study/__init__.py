@@ -1,4 +1,7 @@
-"""The study: the grid of formats x objectives x seeds and its fairness rule (`grid`)."""
+"""The study: the grid of formats x objectives x seeds and its fairness rule (`grid`), the
+per-problem study frame read back from a grid's runs (`frame`), the claims measured on it
+(`claims`, decided and shown by `claim_table`, pre-registered in `claim_registry`) and their
+report (`report`)."""
 
 from breadth.study.grid import (
     DEFAULT_GRID_REWARDS,

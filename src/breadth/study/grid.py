@@ -9,15 +9,26 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
-from breadth.config.models import PipelineConfig, _Section
+from breadth.config.models import PipelineConfig, Section
 from breadth.config.reader import ConfigError, load_config
 from breadth.data.records import Format
 
-DEFAULT_GRID_REWARDS = [
-    "correctness", "correctness+ucb", "correctness+batch", "darling", "passk", "vector",
-    "correctness@entropy",
-]  # fmt: skip
+# The objectives the study compares, by the names the claims' arms use
+# (`breadth.study.claims`): a misspelt arm is then a NameError, not a row "not run".
+CORRECTNESS = "correctness"
+UCB = "correctness+ucb"
+BATCH = "correctness+batch"
+DARLING = "darling"
+PASSK = "passk"
+VECTOR = "vector"
 ENTROPY_KNOBS = ["rl.epsilon_high=0.28", "rl.top_entropy_quantile=0.2", "rl.entropy_coef=0.01"]
+# An objective is a reward spec, or SPEC@VARIANT: the variant's overrides apply after the
+# grid's shared ones. `unscaled` is the control of the objectives that set
+# rl.scale_rewards=none themselves (darling, passk): the same step size, another objective.
+VARIANTS = {"entropy": ENTROPY_KNOBS, "unscaled": ["rl.scale_rewards=none"]}
+CORRECTNESS_ENTROPY = f"{CORRECTNESS}@entropy"
+UNSCALED_CONTROL = f"{CORRECTNESS}@unscaled"
+DEFAULT_GRID_REWARDS = [CORRECTNESS, UCB, BATCH, DARLING, PASSK, VECTOR, CORRECTNESS_ENTROPY]
 # What an objective may change: the reward and the entropy knobs. Everything else (problems,
 # pool, steps, SFT start, eval set, sampling) must be equal across a grid's cells.
 OBJECTIVE_KEYS = ("rl.reward.", "rl.epsilon_high", "rl.top_entropy_quantile", "rl.entropy_coef",
@@ -33,7 +44,7 @@ PER_CELL_KEYS = {"data.format": ("formats", "--format"), "rl.reward.spec": ("rew
                  "seed": ("seeds", "--seed")}  # fmt: skip
 
 
-class GridConfig(_Section):
+class GridConfig(Section):
     """The nightly study: formats x objectives x seeds, each cell a full pipeline run.
 
     Cells differ only in the objective (reward spec and entropy knobs), their format and their
@@ -47,7 +58,8 @@ class GridConfig(_Section):
     rewards: list[str] = Field(
         default_factory=lambda: list(DEFAULT_GRID_REWARDS),
         description="Objectives to compare: reward specs; `SPEC@entropy` adds the entropy "
-        "knobs (clip-higher, top-entropy tokens, entropy bonus).",
+        "knobs (clip-higher, top-entropy tokens, entropy bonus); `SPEC@unscaled` sets "
+        "rl.scale_rewards=none (correctness@unscaled: the control of darling and passk).",
     )
     seeds: list[int] = Field(default_factory=lambda: [0, 1, 2], description="Seeds per cell.")
     overrides: list[str] = Field(
@@ -101,20 +113,21 @@ class GridConfig(_Section):
 
     @field_validator("overrides")
     @classmethod
-    def _no_entropy_knob_the_variant_sets_again(cls, overrides: list[str], info: Any) -> list[str]:
-        # `SPEC@entropy` cells apply ENTROPY_KNOBS after the shared overrides: a shared value
-        # of one of those keys would be silently replaced in them.
-        variants = [r for r in info.data.get("rewards", []) if r.endswith("@entropy")]
-        knobs = {knob.split("=", 1)[0]: knob for knob in ENTROPY_KNOBS}
-        for text in overrides if variants else []:
-            key = text.split("=", 1)[0].strip()
-            if key in knobs:
-                raise ValueError(
-                    f"{text.strip()!r} sets {key!r}, which the {', '.join(variants)} cells set "
-                    f"again ({knobs[key]}): the override would be lost there. Set it for those "
-                    f"cells in objective_overrides (e.g. {{{variants[0]!r}: [{text.strip()!r}]}}), "
-                    "or leave the @entropy objective out of this grid"
-                )
+    def _no_key_a_variant_sets_again(cls, overrides: list[str], info: Any) -> list[str]:
+        # `SPEC@VARIANT` cells apply the variant's overrides after the shared ones: a shared
+        # value of one of those keys would be silently replaced in them.
+        for name, knobs in VARIANTS.items():
+            variants = [r for r in info.data.get("rewards", []) if r.endswith(f"@{name}")]
+            keys = {knob.split("=", 1)[0]: knob for knob in knobs}
+            for text in overrides if variants else []:
+                key = text.split("=", 1)[0].strip()
+                if key in keys:
+                    raise ValueError(
+                        f"{text.strip()!r} sets {key!r}, which the {', '.join(variants)} cells "
+                        f"set again ({keys[key]}): the override would be lost there. Set it for "
+                        f"those cells in objective_overrides (e.g. {{{variants[0]!r}: "
+                        f"[{text.strip()!r}]}}), or leave the @{name} objective out of this grid"
+                    )
         return overrides
 
     @field_validator("objective_overrides")
@@ -148,12 +161,12 @@ class GridConfig(_Section):
         for fmt in self.formats:
             for reward in self.rewards:
                 spec, _, variant = reward.partition("@")
-                extra = ENTROPY_KNOBS if variant == "entropy" else []
-                if variant not in ("", "entropy"):
+                if variant and variant not in VARIANTS:
                     raise ConfigError(
                         f"grid reward {reward!r}: unknown variant {variant!r}; use SPEC or "
-                        "SPEC@entropy"
+                        + " or ".join(f"SPEC@{name}" for name in VARIANTS)
                     )
+                extra = VARIANTS.get(variant, [])
                 for seed in self.seeds:
                     overrides = [*self.overrides, f"data.format={fmt}", f"rl.reward.spec={spec}",
                                  f"seed={seed}", *extra,

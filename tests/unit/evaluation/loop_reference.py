@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from breadth.evaluation import diversity as div
-from breadth.evaluation.metrics import _run_starts
+from breadth.evaluation.metrics import run_starts
 from breadth.evaluation.samples import SamplesByProblem
 from breadth.evaluation.summary import DIVERSITY_METRICS
 
@@ -64,7 +64,7 @@ def plurality_accuracy_sorted_runs(keys: np.ndarray) -> np.ndarray:
     num_rows, m = keys.shape
     flat = np.sort(keys, axis=1).ravel()
     codes = flat >> 1
-    starts = _run_starts(codes, m)
+    starts = run_starts(codes, m)
     lengths = np.diff(np.append(starts, codes.size))
     run_rows = starts // m
     run_correct = np.add.reduceat(flat & 1, starts) / lengths

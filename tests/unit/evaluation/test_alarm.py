@@ -13,8 +13,8 @@ import pytest
 
 from breadth.evaluation import alarm
 from breadth.evaluation.alarm import AlarmResult, collapse_alarm
-from breadth.evaluation.claims import ClaimSettings
 from breadth.evaluation.grid import grid_summary
+from breadth.evaluation.grid_settings import ClaimSettings
 
 FORMATS = ("free_form", "mcq")
 REWARDS = ("correctness", "correctness+ucb", "darling")

@@ -6,9 +6,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from breadth.evaluation.claims import ClaimSettings
 from breadth.evaluation.grid import grid_summary
 from breadth.evaluation.grid_bootstrap import BOOTSTRAPPED, cell_intervals, split_by_cell
+from breadth.evaluation.grid_settings import ClaimSettings
 
 N = 8  # samples per problem
 PROPORTIONS = ("pass_at_1", "base_pass_at_1", "pass_at_kmax", "base_pass_at_kmax",

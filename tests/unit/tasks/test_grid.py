@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 from prefect.states import Completed, Failed
 
-from breadth.config import GridConfig
+from breadth.study.grid import GridConfig
 
 STUDY = GridConfig(formats=["mcq"], rewards=["correctness", "darling"], seeds=[0, 1])
 

@@ -12,7 +12,7 @@ import breadth_flows.grid_cells
 import pytest
 from prefect.states import Completed, Crashed, Failed, Running
 
-from breadth.config import GridConfig
+from breadth.study.grid import GridConfig
 
 
 class ScriptedPool:

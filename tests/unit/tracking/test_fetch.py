@@ -14,9 +14,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from breadth.evaluation.claims import ClaimSettings
 from breadth.evaluation.grid import grid_summary
 from breadth.evaluation.grid_report import plot_grid, render_table, summary_markdown
+from breadth.evaluation.grid_settings import ClaimSettings
 from breadth.evaluation.result import headline_metrics
 from breadth.evaluation.summary import evaluate_models
 from breadth.tracking.fetch import GRID_SUMMARY_KIND, CompareError, fetch_runs, previous_grid_id
@@ -265,7 +265,7 @@ def test_the_study_frame_of_runs_names_each_rows_run(store, tmp_path):
     """Two runs of one cell and seed (unlike configs) give rows the summary can tell apart."""
     from mlflow import MlflowClient
 
-    from breadth.tracking.study import study_frame_of_runs
+    from breadth.study.frame import study_frame_of_runs
 
     uri, _ = store
     client = MlflowClient(uri)

@@ -7,15 +7,15 @@ import pandas as pd
 import pytest
 
 from breadth.evaluation.bootstrap import hierarchical_bootstrap_ci
-from breadth.evaluation.claims import (
-    ClaimSettings,
+from breadth.evaluation.grid_settings import ClaimSettings
+from breadth.evaluation.seed_interval import seed_t_interval
+from breadth.study.claims import (
     claims_markdown,
     effect_text,
     evaluate_claims,
     pass_metric,
     verdict,
 )
-from breadth.evaluation.seed_interval import seed_t_interval
 
 
 @pytest.mark.parametrize(
@@ -122,7 +122,7 @@ def test_proportion_intervals_stay_in_the_unit_interval(num_seeds):
 
 
 def test_study_report_writes_the_table_and_a_curve_per_arm(tmp_path):
-    from breadth.evaluation.study_report import write_study_report
+    from breadth.study.report import write_study_report
 
     frame = pd.concat([_cells([8, 0] * 20), _cells([8, 8] * 20, objective="correctness+batch")])
     claims = evaluate_claims(frame)
@@ -205,7 +205,7 @@ def test_claim_settings_take_every_transfer_key_of_the_evaluation_config():
     # The grid flow and `compare --grid` both read the cells' split through this mapping: a
     # renamed config key would silently leave the claims at the default split.
     from breadth.config import EvaluationConfig
-    from breadth.evaluation.claims import TRANSFER_SETTINGS
+    from breadth.evaluation.grid_settings import TRANSFER_SETTINGS
 
     assert {k for k in EvaluationConfig.model_fields if k.startswith("transfer_")} == set(
         TRANSFER_SETTINGS
@@ -272,7 +272,7 @@ def test_crossover_inconclusive_when_the_interval_of_k_reaches_k_1():
 def test_claims_of_arms_the_grid_did_not_run_are_not_run(tmp_path):
     """A grid without passk, vector or darling listed their claims as `n/a | inconclusive`,
     which reads as "measured, no effect"; only the details said the arm was not in the grid."""
-    from breadth.evaluation.study_report import write_study_report
+    from breadth.study.report import write_study_report
 
     frame = pd.concat([_cells([8, 0] * 20), _cells([8, 8] * 20, objective="correctness+batch")])
     claims = evaluate_claims(frame, ClaimSettings(num_resamples=50))
@@ -308,7 +308,7 @@ def test_a_grid_without_correctness_has_its_crossover_and_format_claims_not_run(
 def test_a_single_format_grid_has_its_format_claim_not_run(tmp_path, fmt, absent):
     """A grid of one format left the format claim out of the table, where every other claim
     whose arm the grid lacks reads "not run"."""
-    from breadth.evaluation.study_report import write_study_report
+    from breadth.study.report import write_study_report
 
     frame = _cells([8, 0] * 20, fmt=fmt, **({"num_options": 4} if fmt == "mcq" else {}))
     claims = evaluate_claims(frame, ClaimSettings(num_resamples=50))

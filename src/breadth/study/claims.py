@@ -27,16 +27,24 @@ its smallest effect of interest δ (`claim_registry.DELTAS`). Verdicts:
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
-from typing import Any
+from collections.abc import Callable
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
 
 from breadth.evaluation.bootstrap import hierarchical_bootstrap_means
-from breadth.evaluation.claim_registry import DELTAS, paper_of
-from breadth.evaluation.claim_table import (
+from breadth.evaluation.grid_settings import ClaimSettings
+from breadth.evaluation.metrics import chance_pass_at_k, largest_k_above_chance, pass_at_k
+from breadth.evaluation.seed_interval import seed_means, seed_t_interval
+from breadth.evaluation.transfer import (
+    first_crossing,
+    leader,
+    options_of,
+    solved_by_base,
+)
+from breadth.study.claim_registry import DELTAS, paper_of
+from breadth.study.claim_table import (
     INCONCLUSIVE,
     MEASURED,
     NOT_RUN,
@@ -51,25 +59,21 @@ from breadth.evaluation.claim_table import (
     unadjusted_text,
     verdict,
 )
-from breadth.evaluation.metrics import chance_pass_at_k, largest_k_above_chance, pass_at_k
-from breadth.evaluation.seed_interval import seed_means, seed_t_interval
-from breadth.evaluation.transfer import (
-    DEFAULT_MIN_SPLIT,
-    DEFAULT_SPLIT_K,
-    DEFAULT_SPLIT_THRESHOLD,
-    first_crossing,
-    leader,
-    options_of,
-    solved_by_base,
+from breadth.study.grid import (
+    BATCH,
+    CORRECTNESS,
+    DARLING,
+    PASSK,
+    UCB,
+    UNSCALED_CONTROL,
+    VECTOR,
 )
 
 __all__ = [
+    "CORRECT_ANSWER_ROWS",
     "NOT_RUN",
-    "TRANSFER_SETTINGS",
-    "UNSCALED_CONTROL",
     "VERDICTS",
     "Claim",
-    "ClaimSettings",
     "claims_markdown",
     "decide_family",
     "effect_text",
@@ -78,53 +82,15 @@ __all__ = [
     "verdict",
 ]
 
-CORRECTNESS = "correctness"
-UNSCALED_CONTROL = "correctness@unscaled"
-"""The correctness objective at `rl.scale_rewards=none`: the control of the objectives that
-set it (darling, passk), so that the objective, not the step size, is what differs."""
-UNSCALED_OBJECTIVES = ("darling", "passk")
+# Every arm is named by the grid's own constants (`breadth.study.grid`), never a string that
+# must match them. The objectives that set rl.scale_rewards=none themselves are compared with
+# UNSCALED_CONTROL (correctness at none), so that the objective, not the step size, differs.
+UNSCALED_OBJECTIVES = (DARLING, PASSK)
+CORRECT_ANSWER_ROWS = (("batch", BATCH), ("pass@k objective", PASSK), ("pass@k objective", VECTOR),
+                       ("darling", DARLING))  # fmt: skip
+"""(claim, objective) of the rows of distinct correct answers, each against its control."""
 PerProblem = Callable[[pd.DataFrame], np.ndarray]
 SFT = ("", "sft")
-
-
-@dataclass(frozen=True)
-class ClaimSettings:
-    split_k: int = DEFAULT_SPLIT_K
-    """Base budget of the transfer split (`breadth.evaluation.transfer.solved_by_base`)."""
-    split_threshold: float = DEFAULT_SPLIT_THRESHOLD
-    min_split: int = DEFAULT_MIN_SPLIT
-    """A split with fewer problems (in any seed) makes its claim inconclusive."""
-    diversity_arm: str = "correctness+batch"
-    """The diversity-trained arm of the search claim."""
-    num_resamples: int = 1000
-    """Bootstrap resamples of the crossover's interval of k (the only bootstrap left)."""
-    confidence: float = 0.95
-    """Family-wise: Holm's step-down keeps the family's error at 1 - confidence."""
-    seed: int = 0
-
-    @classmethod
-    def of_evaluation(cls, evaluation: Mapping[str, Any]) -> ClaimSettings:
-        """The settings whose transfer split is the cells' own: `evaluation.transfer_*` values
-        by their name in the evaluation config (`EvaluationConfig.model_dump()`, or a run's
-        logged params, which are strings); a name absent keeps its default.
-
-        >>> s = ClaimSettings.of_evaluation({"transfer_split_k": "16", "transfer_min_split": 1})
-        >>> s.split_k, s.split_threshold, s.min_split
-        (16, 0.5, 1)
-        """
-        default = cls()
-        values = {field: type(getattr(default, field))(evaluation[key])
-                  for key, field in TRANSFER_SETTINGS.items() if evaluation.get(key) is not None}  # fmt: skip
-        return replace(default, **values)
-
-
-# The evaluation config's keys (`evaluation.<key>`) that the claims must share with the cells'
-# own transfer analysis, and their ClaimSettings fields: the one place the two are matched.
-TRANSFER_SETTINGS = {
-    "transfer_split_k": "split_k",
-    "transfer_split_threshold": "split_threshold",
-    "transfer_min_split": "min_split",
-}
 
 
 def pass_metric(k: int | None) -> PerProblem:
@@ -323,13 +289,11 @@ def _format_claims(study: Study) -> list[Claim]:
                      "pass@n"),
         _crossover(study),
         _transfer(study),
-        study.effect("historical", "Δ pass@1, ucb − correctness", ("correctness+ucb", "rl"),
+        study.effect("historical", "Δ pass@1, ucb − correctness", (UCB, "rl"),
                      rl, p1, +1, "pass@1"),
     ]  # fmt: skip
     claims += [_correct_answers(study, claim, objective)
-               for claim, objective in (("batch", "correctness+batch"),
-                                        ("pass@k objective", "passk"),
-                                        ("pass@k objective", "vector"), ("darling", "darling"))]  # fmt: skip
+               for claim, objective in CORRECT_ANSWER_ROWS]
     claims.append(_forking(study))
     claims += _search(study)
     return claims

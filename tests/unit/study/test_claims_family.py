@@ -3,6 +3,7 @@ verdict, the chance correction at large k, the independent transfer split, each 
 claim, and a small calibration simulation."""
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -14,10 +15,17 @@ from breadth.evaluation.calibration import (
     score_methods,
     seed_t,
 )
-from breadth.evaluation.claims import Claim, ClaimSettings, decide_family, evaluate_claims, verdict
+from breadth.evaluation.grid_settings import ClaimSettings
 from breadth.evaluation.metrics import chance_corrected_pass_at_k
-from breadth.evaluation.seed_interval import holm_adjusted, seed_t_interval, t_cdf, t_quantile
+from breadth.evaluation.seed_interval import (
+    holm_adjusted,
+    seed_t_interval,
+    t_cdf,
+    t_interval,
+    t_quantile,
+)
 from breadth.evaluation.summary import per_problem_table
+from breadth.study.claims import Claim, decide_family, evaluate_claims, verdict
 
 
 def _t2(q):
@@ -46,6 +54,19 @@ def test_seed_t_interval_by_hand():
     assert ci.p_value == pytest.approx(1 - t / math.sqrt(2 + t * t))
     one = seed_t_interval([[0.1, 0.3]])
     assert one.estimate == pytest.approx(0.2) and math.isnan(one.low) and math.isnan(one.p_value)
+
+
+def test_a_claim_row_and_its_seed_interval_share_one_t_interval():
+    # Holm's and the equivalence levels re-read a row's interval from its estimate and
+    # standard error: the row must give what the seed interval gives at every level.
+    ci = seed_t_interval([[0.1, 0.3], [0.4, np.nan], [0.5, 0.7]])
+    row = Claim("a", "free_form", "a", ci.estimate, ci.low, ci.high, "measured", "",
+                standard_error=ci.standard_error, num_seeds=ci.num_seeds)  # fmt: skip
+    for level in (0.95, 1 - 0.05 / 3, 1 - 2 * 0.05 / 7):
+        assert row.interval_at(level) == ci.at(level) == t_interval(
+            ci.estimate, ci.standard_error, ci.num_seeds, level)
+    assert (row.low, row.high) == ci.at(0.95)
+    assert all(map(math.isnan, replace(row, num_seeds=1).interval_at(0.95)))
 
 
 def test_holm_by_hand():
@@ -288,7 +309,7 @@ def test_calibration_mini_simulation_tells_a_calibrated_interval_from_a_wrong_on
 def test_mcq_pass_at_k_curves_stop_below_chance_099():
     # 4 options, n = 32: chance pass@32 is 0.9999, where above-chance values explode; the
     # curves stop at k = 16 (chance 0.98998), as the claims do.
-    from breadth.evaluation.study_report import pass_at_k_by_objective
+    from breadth.study.report import pass_at_k_by_objective
 
     frame = _arms({"sft": {**BASE, "num_samples": 32, "num_correct": [9, 10, 11]},
                    "correctness": {**BASE, "num_samples": 32, "num_correct": 12}},

@@ -1,16 +1,15 @@
 """The claims table's model: a row (`Claim`), its verdict, the family's Holm decisions and the
-markdown table. `breadth.evaluation.claims` measures the rows; this module decides and
+markdown table. `breadth.study.claims` measures the rows; this module decides and
 shows them (see that module's docstring and `docs/design/algorithms.md`).
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 
-from breadth.evaluation.seed_interval import holm_adjusted, t_quantile
+from breadth.evaluation.seed_interval import holm_adjusted, t_interval
 
 __all__ = [
     "INCONCLUSIVE",
@@ -75,11 +74,7 @@ class Claim:
 
     def interval_at(self, confidence: float) -> tuple[float, float]:
         """The row's t interval at another confidence (same estimate and standard error)."""
-        if self.estimate is None or self.standard_error is None or not self.num_seeds \
-                or self.num_seeds < 2:  # fmt: skip
-            return math.nan, math.nan
-        half = t_quantile(1 - (1 - confidence) / 2, self.num_seeds - 1) * self.standard_error
-        return self.estimate - half, self.estimate + half
+        return t_interval(self.estimate, self.standard_error, self.num_seeds, confidence)
 
 
 def verdict(low, high, sign: int, delta: float | None = None,

@@ -2,7 +2,7 @@
 
 Each cell's parent run carries the evaluation report as artifacts under `report/`
 (`per_problem_<model>.parquet` and, when search ran, `search.json`). The study frame has one
-row per (format, objective, seed, model, problem_id); see `breadth.evaluation.claims`.
+row per (format, objective, seed, model, problem_id); see `breadth.study.claims`.
 """
 
 from __future__ import annotations

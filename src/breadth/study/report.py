@@ -13,15 +13,15 @@ from breadth.evaluation.bootstrap import (
     percentile_interval,
     widened_for_few_seeds,
 )
-from breadth.evaluation.claims import (
+from breadth.evaluation.grid_settings import ClaimSettings
+from breadth.evaluation.metrics import largest_k_above_chance
+from breadth.evaluation.transfer import options_of
+from breadth.study.claims import (
     Claim,
-    ClaimSettings,
     Study,
     claims_markdown,
     pass_metric,
 )
-from breadth.evaluation.metrics import largest_k_above_chance
-from breadth.evaluation.transfer import options_of
 
 __all__ = ["pass_at_k_by_objective", "plot_pass_at_k_by_objective", "write_study_report"]
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pandas as pd
 
+from breadth.study.frame import grid_provenance, provenance_header
 from breadth.tracking.rest import RunRecord
-from breadth.tracking.study import grid_provenance, provenance_header
 
 
 def _provenance(monkeypatch, tags: list[dict[str, str]]) -> dict:
@@ -22,8 +22,8 @@ def _provenance(monkeypatch, tags: list[dict[str, str]]) -> dict:
         def get_run(self, run_id):
             return records[run_id]
 
-    monkeypatch.setattr("breadth.tracking.study.fetch_runs", lambda uri, grid_id: runs)
-    monkeypatch.setattr("breadth.tracking.study.tracking_client", lambda uri: Client())
+    monkeypatch.setattr("breadth.study.frame.fetch_runs", lambda uri, grid_id: runs)
+    monkeypatch.setattr("breadth.study.frame.tracking_client", lambda uri: Client())
     return grid_provenance("http://mlflow", "g1")
 
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from breadth.study.grid import PASSK, VECTOR
+
 __all__ = ["DELTAS", "PAPERS", "Smallest", "paper_of"]
 
 
@@ -52,9 +54,9 @@ PAPERS: dict[str, str] = {
                   "both improve accuracy and mitigate the diversity collapse",
     "batch": "Song, Kempe, Munos 2025 (abstract only): historical and batch exploration both "
              "improve accuracy and mitigate the diversity collapse",
-    "pass@k objective/passk": "Pass@k Training (Chen et al. 2025): not reported (no numbers "
+    f"pass@k objective/{PASSK}": "Pass@k Training (Chen et al. 2025): not reported (no numbers "
                               "held)",
-    "pass@k objective/vector": "VPO best@30, GRPO → VPO: Maze 0.432 → 0.593, MuSiQue 0.728 → "
+    f"pass@k objective/{VECTOR}": "VPO best@30, GRPO → VPO: Maze 0.432 → 0.593, MuSiQue 0.728 → "
                                "0.832, EUREQA 0.236 → 0.279, ToolRL 0.925 → 0.952",
     "darling": "DARLING (abstract only): higher pass@1 and pass@k on math than quality-only RL",
     "forking": "80/20 (Wang et al. 2025): ~20% of tokens above entropy 0.672 (Qwen3); training "

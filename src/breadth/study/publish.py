@@ -1,0 +1,48 @@
+"""A grid's claims, published: its study frame loaded back from MLflow, every claim evaluated,
+the report written. The one sequence behind `breadth compare --grid` (the CLI) and the grid
+flow's claims task (`tasks/claims.py`); what each does with the files is its own.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+# Modules, not their names: a test that fakes MLflow replaces the loader where it lives.
+from breadth.evaluation.grid_settings import ClaimSettings
+from breadth.study import claims as study_claims
+from breadth.study import frame as study_frame
+from breadth.study import report as study_report
+from breadth.study.claim_table import Claim
+
+__all__ = ["PublishedClaims", "publish_claims"]
+
+
+@dataclass(frozen=True)
+class PublishedClaims:
+    claims: list[Claim]
+    paths: list[Path]
+    """claims.md, claims.json, pass_at_k_by_objective.png and .csv (`write_study_report`)."""
+
+    @property
+    def markdown(self) -> Path:
+        """claims.md: the provenance header, the table and its details."""
+        return self.paths[0]
+
+
+def publish_claims(tracking_uri: str, grid_id: str, out_dir: Path, settings: ClaimSettings, *,
+                   command: str = "", note: str = "") -> PublishedClaims:  # fmt: skip
+    """Grid `grid_id`'s claims report in `out_dir`, its header the grid's provenance, then
+    `command` (the command line that wrote it) and `note` where given.
+
+    A grid whose cells lack their per-problem tables raises FileNotFoundError naming the run
+    (`load_study_frame`): a claim must not silently lose an arm.
+    """
+    frame = study_frame.load_study_frame(tracking_uri, grid_id)
+    header = study_frame.provenance_header(study_frame.grid_provenance(tracking_uri, grid_id),
+                                           command)  # fmt: skip
+    header += f"\n\n{note.strip()}" if note.strip() else ""
+    claims = study_claims.evaluate_claims(frame, settings)
+    paths = study_report.write_study_report(frame, claims, Path(out_dir), header=header,
+                                            settings=settings)  # fmt: skip
+    return PublishedClaims(claims, paths)

@@ -1,0 +1,108 @@
+"""`publish_claims`: the one load -> evaluate -> write sequence behind both the CLI's
+`compare --grid` and the grid flow's claims task, with MLflow faked."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import breadth_tasks.claims
+import pytest
+
+import breadth.study.publish
+from breadth.cli.runs import _write_claims
+from breadth.evaluation.grid_settings import ClaimSettings
+from breadth.study.grid import GridConfig
+from tests.unit.study.test_claims import _cells
+
+SETTINGS = ClaimSettings(num_resamples=20)
+FRAME = _cells([8, 0] * 20, seeds=(0, 1, 2))
+
+
+class _Client:
+    """An MLflow client that copies what is logged into `into/<artifact path>`."""
+
+    def __init__(self, into: Path):
+        self.into = into
+
+    def log_artifact(self, run_id, local, artifact_path=None):
+        target = self.into / (artifact_path or "")
+        if Path(local).is_dir():
+            shutil.copytree(local, target, dirs_exist_ok=True)
+        else:
+            target.mkdir(parents=True, exist_ok=True)
+            shutil.copy(local, target)
+
+    def get_run(self, run_id):
+        return SimpleNamespace(tags={})
+
+    def set_tag(self, run_id, key, value):
+        pass
+
+
+@pytest.fixture
+def calls(monkeypatch):
+    """The grid's MLflow reads faked; -> the calls of `publish_claims` (its keyword args)."""
+    seen = []
+    real = breadth.study.publish.publish_claims
+
+    def spy(uri, grid_id, out_dir, settings, **kwargs):
+        seen.append(kwargs)
+        return real(uri, grid_id, out_dir, settings, **kwargs)
+
+    monkeypatch.setattr(breadth.study.publish, "publish_claims", spy)
+    monkeypatch.setattr("breadth.study.frame.load_study_frame", lambda uri, grid_id: FRAME)
+    monkeypatch.setattr("breadth.study.frame.grid_provenance", lambda uri, grid_id: {})
+    monkeypatch.setattr("breadth.study.frame.provenance_header",
+                        lambda provenance, command="": f"# claims of g{command and ' by '}{command}")  # fmt: skip
+    return seen
+
+
+def test_the_cli_and_the_prefect_task_publish_the_same_report(calls, monkeypatch, tmp_path):
+    monkeypatch.setattr(sys, "argv", ["breadth", "compare", "--grid", "g"])
+    folder, why = _write_claims("http://127.0.0.1:9", "g", tmp_path / "cli", "", SETTINGS)
+    assert (folder, why) == (tmp_path / "cli", "")
+
+    logged, artifacts = tmp_path / "mlflow", []
+    monkeypatch.setattr(breadth_tasks.claims, "tracking_uri", lambda: "http://127.0.0.1:9")
+    monkeypatch.setattr(breadth_tasks.claims, "tracking_client", lambda uri: _Client(logged))
+    monkeypatch.setattr(breadth_tasks.claims, "claim_settings", lambda study: SETTINGS)
+    monkeypatch.setattr(breadth_tasks.claims, "create_markdown_artifact",
+                        lambda **kwargs: artifacts.append(kwargs))  # fmt: skip
+    result = breadth_tasks.claims.publish_claims.fn(GridConfig(), "g", "summary-run")
+
+    # Both went through the one sequence: the CLI names its command line, the task none.
+    assert calls == [{"command": "breadth compare --grid g", "note": ""}, {}]
+    cli, task = tmp_path / "cli", logged / "claims"
+    names = {"claims.md", "claims.json", "pass_at_k_by_objective.png",
+             "pass_at_k_by_objective.csv"}  # fmt: skip
+    assert {p.name for p in cli.iterdir()} == names
+    assert {p.name for p in task.iterdir()} == names | {"claims_table.json"}
+    for name in ("claims.json", "pass_at_k_by_objective.csv"):
+        assert (cli / name).read_text() == (task / name).read_text()
+    cli_md, task_md = (cli / "claims.md").read_text(), (task / "claims.md").read_text()
+    assert cli_md.startswith("# claims of g by breadth compare --grid g\n")
+    assert task_md.startswith("# claims of g\n")
+    assert cli_md.partition("\n")[2] == task_md.partition("\n")[2]
+    assert result["markdown"] == task_md == artifacts[0]["markdown"]
+    assert [row["claim"] for row in result["claims"]][:2] == ["sharpening", "sharpening"]
+
+
+def test_the_cli_says_why_a_grid_has_no_claims(calls, monkeypatch, tmp_path):
+    def no_tables(uri, grid_id):
+        raise FileNotFoundError("run r0 (cell) has no report/ artifacts")
+
+    monkeypatch.setattr("breadth.study.frame.load_study_frame", no_tables)
+    folder, why = _write_claims("http://127.0.0.1:9", "g", tmp_path, "a note", SETTINGS)
+    assert folder is None and why == "run r0 (cell) has no report/ artifacts"
+    assert not (tmp_path / "claims.md").exists()
+
+
+def test_a_note_follows_the_provenance_header(calls, tmp_path):
+    published = breadth.study.publish.publish_claims("uri", "g", tmp_path, SETTINGS,
+                                                     note="  why this grid ran\n")  # fmt: skip
+    assert published.markdown == tmp_path / "claims.md"
+    assert published.markdown.read_text().startswith("# claims of g\n\nwhy this grid ran\n")
+    assert published.paths[1].name == "claims.json" and len(published.claims) > 10
