@@ -42,7 +42,7 @@ import pandas as pd
 from breadth import stages
 from breadth.config import load_config
 from breadth.evaluation.claim_columns import reasoning_entropy_threshold
-from breadth.evaluation.claim_registry import DELTAS
+from breadth.study.claim_registry import DELTAS
 from breadth.evaluation.metrics import pass_at_k
 from breadth.evaluation.seed_interval import seed_t_interval
 from breadth.evaluation.sizing import decisive_half_width, seeds_needed
