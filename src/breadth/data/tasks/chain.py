@@ -2,7 +2,8 @@
 is valid.
 
     free_form  "12+7+5="                          target "12+7=19, 19+5=24. Answer: 24"
-    mcq        "12+7+5=? A)24 B)23 C)25 D)26"     target "12+7=19, 19+5=24. Answer: A"
+    mcq        "12+7+5=? A)24 B)23 C)25 D)26"
+               target "12+7=19, 19+5=24. A)24 yes; B)23 no; C)25 no; D)26 no. Answer: A"
 
 The trace adds two of the numbers, then each other number to that sum; which pair comes first
 and the order of the rest are drawn per problem (seeded), so the training targets hold every
@@ -39,7 +40,7 @@ from breadth.data.extraction import MAX_TAIL_CHARS, extract_number, format_numbe
 from breadth.data.records import Record, RenderError
 from breadth.data.synthetic import Problem
 from breadth.data.tasks.arithmetic import inline_mcq_prompt
-from breadth.data.tasks.base import Task, TaskProperties
+from breadth.data.tasks.base import Task, TaskProperties, weigh_options
 from breadth.data.tasks.countdown import row_meta
 from breadth.data.verifiers import Verification
 
@@ -96,8 +97,13 @@ class Chain(Task):
 
     def mcq_trace(self, record: Record, options: list[str], letter: str,
                   moved: dict[str, str]) -> str:
-        # The work, then the letter: no weighing of options, so the trace stays short.
-        return f"{_solution(record)}. Answer: {letter}"
+        # The work, then each option weighed against its sum, then the letter. Without the
+        # weighing (work, then the letter) the study model wrote correct work and picked the
+        # letter at chance after 768 SFT steps (pass@1 0.232, chance 0.25): finding the sum
+        # among the options in one token is a lookup it did not learn; copying the options
+        # one by one with a verdict is, as in arithmetic's trace (docs/results/tasks.md).
+        weighed, _ = weigh_options(options, letter)
+        return f"{_solution(record)}. {'; '.join(weighed)}. Answer: {letter}"
 
     def verify(self, completion: object, row: Mapping[str, Any]) -> Verification:
         numbers = _numbers(row)

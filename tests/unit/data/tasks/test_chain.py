@@ -58,7 +58,9 @@ def test_the_trace_renders_in_both_formats_and_verifies() -> None:
     assert verify(free["target"], free).correct
     mcq = render(record(), "mcq", reasoning=True)
     assert mcq["prompt"].startswith("12+7+5=? A)") and mcq["prompt"].endswith("\n")
-    assert mcq["target"] == f"12+7=19, 19+5=24. Answer: {mcq['letter']}"
+    weighed = "; ".join(f"{letter}){option} {'yes' if option == '24' else 'no'}"
+                        for letter, option in zip("ABCD", mcq["options"]))
+    assert mcq["target"] == f"12+7=19, 19+5=24. {weighed}. Answer: {mcq['letter']}"
     assert mcq["options"]["ABCD".index(mcq["letter"])] == "24"
     assert verify(mcq["target"], mcq).correct
     assert render(record(), "free_form")["target"] == "24"
