@@ -28,7 +28,7 @@ from breadth.data.expressions import (
 from breadth.data.extraction import LETTERS, canonical_number
 from breadth.data.records import Record
 from breadth.data.synthetic import Problem, int_apply
-from breadth.data.tasks.base import Task, TaskProperties, weigh_options
+from breadth.data.tasks.base import Task, TaskProperties, weighed_trace
 
 
 class Arithmetic(Task):
@@ -76,8 +76,7 @@ class Arithmetic(Task):
 
     def mcq_trace(self, record: Record, options: list[str], letter: str,
                   moved: dict[str, str]) -> str:
-        weighed, _ = weigh_options(options, letter)
-        return f"{_solution(record)}. {'; '.join(weighed)}. Answer: {letter}"
+        return weighed_trace(_solution(record), options, letter)
 
 
 def inline_mcq_prompt(stem: str, options: list[str], reasoning: bool) -> str:

@@ -152,6 +152,18 @@ def weigh_options(options: list[str], letter: str) -> tuple[list[str], list[str]
     return [f"{LETTERS[i]}){option} {verdicts[i]}" for i, option in enumerate(options)], verdicts
 
 
+def weighed_trace(work: str, options: list[str], letter: str) -> str:
+    """The work, each option weighed against its result, then the letter: copying the options
+    one by one with a verdict is what a small model learns; finding its result among them in
+    the letter's one token is a lookup it does not (docs/results/tasks.md).
+
+    >>> weighed_trace("3+4=7", ["8", "7"], "B")
+    '3+4=7. A)8 no; B)7 yes. Answer: B'
+    """
+    weighed, _ = weigh_options(options, letter)
+    return f"{work}. {'; '.join(weighed)}. Answer: {letter}"
+
+
 def remap_letters(text: str, moved: dict[str, str]) -> str:
     """Rename the option letters a rationale refers to ("Answer: C", "option (B)", "(D)", a
     closing line "E") after the options were shuffled; other capitals are left alone.
@@ -178,4 +190,4 @@ def clean_solution(solution: str | None) -> str:
 
 
 __all__ = ["DIFFICULTIES", "Task", "TaskProperties", "clean_solution", "remap_letters",
-           "weigh_options"]
+           "weigh_options", "weighed_trace"]

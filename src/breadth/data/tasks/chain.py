@@ -40,7 +40,7 @@ from breadth.data.extraction import MAX_TAIL_CHARS, extract_number, format_numbe
 from breadth.data.records import Record, RenderError
 from breadth.data.synthetic import Problem
 from breadth.data.tasks.arithmetic import inline_mcq_prompt
-from breadth.data.tasks.base import Task, TaskProperties, weigh_options
+from breadth.data.tasks.base import Task, TaskProperties, weighed_trace
 from breadth.data.tasks.countdown import row_meta
 from breadth.data.verifiers import Verification
 
@@ -97,13 +97,10 @@ class Chain(Task):
 
     def mcq_trace(self, record: Record, options: list[str], letter: str,
                   moved: dict[str, str]) -> str:
-        # The work, then each option weighed against its sum, then the letter. Without the
-        # weighing (work, then the letter) the study model wrote correct work and picked the
-        # letter at chance after 768 SFT steps (pass@1 0.232, chance 0.25): finding the sum
-        # among the options in one token is a lookup it did not learn; copying the options
-        # one by one with a verdict is, as in arithmetic's trace (docs/results/tasks.md).
-        weighed, _ = weigh_options(options, letter)
-        return f"{_solution(record)}. {'; '.join(weighed)}. Answer: {letter}"
+        # Weighed, as arithmetic's: with the work and then only the letter, the study model
+        # wrote correct work and picked the letter at chance after 768 SFT steps (pass@1
+        # 0.232, chance 0.25).
+        return weighed_trace(_solution(record), options, letter)
 
     def verify(self, completion: object, row: Mapping[str, Any]) -> Verification:
         numbers = _numbers(row)
