@@ -35,8 +35,9 @@ demo: install-run
 check: lint
 	$(PYTEST) -m "(not integration and not slow) or smoke"
 
+# The slowest 25 at the end: where the suite's time goes, in every CI log.
 test: install
-	$(PYTEST)
+	$(PYTEST) --durations=25
 
 test-unit: install
 	$(PYTEST) -m "not integration"
