@@ -96,6 +96,7 @@ def training_curves(histories: Histories, metrics: Sequence[str] = tuple(TRAININ
         for fmt, objective in arms:
             label = f"{objective}/{fmt}, {metric}"
             per_seed: dict[int, dict[int, float]] = {}
+            unlogged = []
             for (obj, form, seed), logged in sorted(histories.items()):
                 if (obj, form) != (objective, fmt):
                     continue
@@ -103,9 +104,11 @@ def training_curves(histories: Histories, metrics: Sequence[str] = tuple(TRAININ
                 if points:
                     per_seed[int(seed)] = points
                 else:
-                    notes.append(f"{label}: not logged by seed {seed} (a run from before the "
-                                 "metric was logged, or an RL stage that logged nothing); that "
-                                 "seed is left out of this curve")  # fmt: skip
+                    unlogged.append(str(seed))
+            if unlogged:
+                notes.append(f"{label}: not logged by seed {', '.join(unlogged)} (a run from "
+                             "before the metric was logged, or an RL stage that logged "
+                             "nothing); left out of this curve")  # fmt: skip
             if not per_seed:
                 continue
             common = sorted(set.intersection(*(set(p) for p in per_seed.values())))
@@ -155,6 +158,10 @@ def _collapse_rates(fmt: str, objective: str, seeds: list[int], steps: list[int]
         notes.append(f"{objective}/{fmt}: no collapse rate, {len(steps)} common step(s) "
                      "(a line needs two)")  # fmt: skip
         return cells, []
+    if len(fitted) < len(slopes):  # a NaN logged value: that seed has no line
+        unfitted = ", ".join(str(seed) for seed, s in zip(seeds, slopes) if not np.isfinite(s))
+        notes.append(f"{objective}/{fmt}: no collapse rate for seed {unfitted} (a value logged "
+                     "as NaN); its mean is over the other seeds")  # fmt: skip
     interval = seed_t_interval(np.array(fitted)[:, None], confidence)
     return cells, [{"format": fmt, "objective": objective, "estimate": interval.estimate,
                     "low": interval.low, "high": interval.high,

@@ -106,12 +106,23 @@ def test_a_missing_metric_is_noted_and_its_seed_left_out():
     assert training.rate_means.empty and training.rates["collapse_rate"].isna().all()
 
 
+def test_a_seed_without_a_line_is_noted_and_left_out_of_the_mean_rate():
+    histories = {("passk", "free_form", seed): {DISTINCT_OUTCOMES: _line(5.0, slope, [0, 1, 2])}
+                 for seed, slope in ((0, -1.0), (1, -2.0), (2, float("nan")))}  # fmt: skip
+    training = training_curves(histories, metrics=[DISTINCT_OUTCOMES])
+    row = training.rate_means.iloc[0]
+    assert (row["estimate"], row["seeds"]) == (pytest.approx(-1.5), 2)
+    assert training.notes == [("passk/free_form: no collapse rate for seed 2 (a value logged as "
+                              "NaN); its mean is over the other seeds")]  # fmt: skip
+
+
 def test_no_histories_at_all_make_an_empty_result_and_a_section_saying_so(tmp_path):
-    training = training_curves({("correctness", "mcq", 0): {}})
+    training = training_curves({("correctness", "mcq", seed): {} for seed in (0, 1)})
     assert training.empty and write_training_curves(training, tmp_path) == []
     section = collapse_section(training, [])
     assert section.startswith("## Collapse over training steps\n\nNo training histories")
-    assert "- correctness/mcq, train/breadth/distinct_outcomes_per_group: not logged" in section
+    assert ("- correctness/mcq, train/breadth/distinct_outcomes_per_group: not logged by seed "
+            "0, 1 (") in section
 
 
 def _study_histories():
