@@ -40,6 +40,9 @@ def test_the_summary_run_carries_the_claims_table(grid_run, live_stack):
     names = {f.path for f in client.list_artifacts(summary.info.run_id, "claims")}
     assert {"claims/claims.md", "claims/claims.json", "claims/pass_at_k_by_objective.png",
             "claims/claims_table.json"} <= names
+    # The training curves, read back from each cell's RL stage run (what GRPO logged).
+    assert {"claims/training_distinct_outcomes_per_group.png", "claims/training_entropy.png",
+            "claims/training_curves.csv", "claims/collapse_rates.csv"} <= names
     local = client.download_artifacts(summary.info.run_id, "claims/claims.json")
     claims = {c["claim"]: c for c in json.loads(Path(local).read_text())}
     # Both arms ran, so the sharpening row carries an estimate; with one seed it has no
@@ -76,6 +79,10 @@ def test_compare_prints_the_claims(grid_run, live_stack, tmp_path):
     for line in ("- seeds: 1", "- cells: 2 (free_form x 2 objectives", "CPU cores", "wall time"):
         assert line in report
     assert "| **sharpening** | free_form |" in report
+    # Each objective's collapse rate over its RL steps; one seed: a mean, no interval.
+    assert "## Collapse over training steps" in report
+    assert re.search(r"\| free_form \| correctness \| [-+][\d.e-]+ \| no interval \(one seed\) "
+                     r"\| 1 \| \d+ \|", report), report[report.index("## Collapse"):]
     # The committed copy says which command wrote it, and carries the note.
     assert f"breadth compare --grid {grid_run}" in report
     assert "Ran by the integration test." in report

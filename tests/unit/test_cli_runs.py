@@ -290,6 +290,7 @@ def _grid_with_splits(monkeypatch, split_ks) -> list:
     monkeypatch.setattr("breadth.study.frame.study_frame_of_runs", no_tables)
     monkeypatch.setattr("breadth.study.frame.load_study_frame",
                         lambda uri, grid_id: _cells([8, 0] * 20))  # fmt: skip
+    monkeypatch.setattr("breadth.study.frame.load_training_histories", lambda uri, frame: {})
     monkeypatch.setattr("breadth.study.frame.grid_provenance", lambda uri, grid_id: {})
     monkeypatch.setattr("breadth.study.frame.provenance_header", lambda *_: "# claims")
     monkeypatch.setattr(grid_report, "plot_grid", lambda *_: [])
@@ -423,6 +424,8 @@ def _fake_compare(monkeypatch, runs, per_problem=None, study=None):
         return study
 
     monkeypatch.setattr("breadth.study.frame.load_study_frame", study_frame)
+    # The RL training histories of the claims' "Collapse over training steps": none logged.
+    monkeypatch.setattr("breadth.study.frame.load_training_histories", lambda uri, frame: {})
     monkeypatch.setattr("breadth.study.frame.grid_provenance", lambda uri, grid_id: {})
     monkeypatch.setattr("breadth.study.frame.provenance_header", lambda *_: "# claims")
 

@@ -1,7 +1,8 @@
 """The study: the grid of formats x objectives x seeds and its fairness rule (`grid`), the
 per-problem study frame read back from a grid's runs (`frame`), the claims measured on it
-(`claims`, decided and shown by `claim_table`, pre-registered in `claim_registry`) and their
-report (`report`)."""
+(`claims`, decided and shown by `claim_table`, pre-registered in `claim_registry`), the
+collapse over training steps (`curves`, shown by `curves_report`) and their report
+(`report`)."""
 
 from breadth.study.grid import (
     DEFAULT_GRID_REWARDS,

@@ -15,10 +15,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from breadth.study.curves import TRAINING_METRICS, CellKey
 from breadth.tracking.clients import tracking_client
 from breadth.tracking.fetch import fetch_runs
+from breadth.tracking.rest import quoted
 
-__all__ = ["grid_provenance", "load_study_frame", "provenance_header",
+__all__ = ["grid_provenance", "load_study_frame", "load_training_histories", "provenance_header",
            "study_frame_from_reports", "study_frame_of_runs"]
 
 MODELS = ("sft", "rl")
@@ -90,6 +92,47 @@ def study_frame_of_runs(tracking_uri: str, runs: pd.DataFrame) -> pd.DataFrame:
         if not frames:
             raise ValueError("no cells to build a study frame from")
         return pd.concat(frames, ignore_index=True)
+
+
+def load_training_histories(
+    tracking_uri: str, frame: pd.DataFrame, metrics: Iterable[str] = tuple(TRAINING_METRICS),
+) -> dict[CellKey, dict[str, list[tuple[int, float]]]]:  # fmt: skip
+    """Each cell's RL training histories of `metrics`, for `breadth.study.curves`:
+    {(objective, format, seed): {metric: [(step, value), ...]}}, from the study frame's cells
+    (`format`, `objective`, `seed`, `run_id`: their parent runs).
+
+    The RL stage run is the one the parent's `stage_run.rl` tag names (a cached stage's run
+    belongs to an earlier pipeline run), else the parent's child run of stage `rl`. A metric
+    that run did not log, or a cell without an RL run, is left out of its dict: the curves say
+    "not logged" for it. A step logged twice (a resumed run replays its history) keeps its
+    latest value.
+    """
+    client = tracking_client(tracking_uri)
+    cells = frame[["objective", "format", "seed", "run_id"]].drop_duplicates()
+    histories: dict[CellKey, dict[str, list[tuple[int, float]]]] = {}
+    for objective, fmt, seed, run_id in cells.itertuples(index=False):
+        rl_run = _rl_stage_run(client, run_id)
+        logged: dict[str, list[tuple[int, float]]] = {}
+        for metric in metrics if rl_run else ():
+            points = sorted(client.metric_history(rl_run, metric), key=lambda m: m.timestamp)
+            latest = {int(m.step): float(m.value) for m in points}
+            if latest:
+                logged[metric] = sorted(latest.items())
+        histories[(str(objective), str(fmt), int(seed))] = logged
+    return histories
+
+
+def _rl_stage_run(client, parent_id: str) -> str | None:
+    """The id of the run that trained a cell's RL policy, or None when it has none."""
+    parent = client.get_run(parent_id)
+    if parent.tags.get("stage_run.rl"):
+        return parent.tags["stage_run.rl"]
+    children = client.search_runs(
+        [parent.experiment_id],
+        f"tags.`mlflow.parentRunId` = {quoted(parent_id, 'run id')} AND "
+        "tags.`breadth.stage` = 'rl'",
+    )  # fmt: skip
+    return max(children, key=lambda r: r.start_time or 0).run_id if children else None
 
 
 def grid_provenance(tracking_uri: str, grid_id: str) -> dict:

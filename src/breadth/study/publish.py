@@ -11,6 +11,7 @@ from pathlib import Path
 # Modules, not their names: a test that fakes MLflow replaces the loader where it lives.
 from breadth.evaluation.grid_settings import ClaimSettings
 from breadth.study import claims as study_claims
+from breadth.study import curves as study_curves
 from breadth.study import frame as study_frame
 from breadth.study import report as study_report
 from breadth.study.claim_table import Claim
@@ -22,7 +23,8 @@ __all__ = ["PublishedClaims", "publish_claims"]
 class PublishedClaims:
     claims: list[Claim]
     paths: list[Path]
-    """claims.md, claims.json, pass_at_k_by_objective.png and .csv (`write_study_report`)."""
+    """claims.md, claims.json, pass_at_k_by_objective.png and .csv, then the training curves'
+    figures and CSVs where the grid logged them (`write_study_report`)."""
 
     @property
     def markdown(self) -> Path:
@@ -33,7 +35,9 @@ class PublishedClaims:
 def publish_claims(tracking_uri: str, grid_id: str, out_dir: Path, settings: ClaimSettings, *,
                    command: str = "", note: str = "") -> PublishedClaims:  # fmt: skip
     """Grid `grid_id`'s claims report in `out_dir`, its header the grid's provenance, then
-    `command` (the command line that wrote it) and `note` where given.
+    `command` (the command line that wrote it) and `note` where given. Its "Collapse over
+    training steps" section reads each cell's RL training histories (`load_training_histories`);
+    a grid that logged none says so there.
 
     A grid whose cells lack their per-problem tables raises FileNotFoundError naming the run
     (`load_study_frame`): a claim must not silently lose an arm.
@@ -43,6 +47,8 @@ def publish_claims(tracking_uri: str, grid_id: str, out_dir: Path, settings: Cla
                                            command)  # fmt: skip
     header += f"\n\n{note.strip()}" if note.strip() else ""
     claims = study_claims.evaluate_claims(frame, settings)
+    training = study_curves.training_curves(
+        study_frame.load_training_histories(tracking_uri, frame), confidence=settings.confidence)
     paths = study_report.write_study_report(frame, claims, Path(out_dir), header=header,
-                                            settings=settings)  # fmt: skip
+                                            settings=settings, training=training)  # fmt: skip
     return PublishedClaims(claims, paths)

@@ -22,6 +22,13 @@ from breadth.study.claims import (
     claims_markdown,
     pass_metric,
 )
+from breadth.study.curves import TrainingCurves
+from breadth.study.curves_report import (
+    collapse_section,
+    panel_figure,
+    save_figure,
+    write_training_curves,
+)
 
 __all__ = ["pass_at_k_by_objective", "plot_pass_at_k_by_objective", "write_study_report"]
 
@@ -60,14 +67,9 @@ def pass_at_k_by_objective(frame: pd.DataFrame, settings: ClaimSettings) -> pd.D
 
 def plot_pass_at_k_by_objective(curves: pd.DataFrame, path: Path) -> Path:
     """One panel per format: pass@k of SFT and of each objective, 95% CI bands."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     formats = sorted(curves["format"].unique())
-    figure, axes = plt.subplots(1, len(formats), figsize=(6 * len(formats), 4.5), squeeze=False)
-    for axis, fmt in zip(axes[0], formats):
+    figure, axes = panel_figure(len(formats))
+    for axis, fmt in zip(axes, formats):
         for arm, curve in curves[curves["format"] == fmt].groupby("arm", sort=False):
             style = {"color": "black", "linestyle": "--"} if arm == "sft" else {}
             axis.plot(curve["k"], curve["estimate"], marker="o", label=arm, **style)
@@ -77,19 +79,16 @@ def plot_pass_at_k_by_objective(curves: pd.DataFrame, path: Path) -> Path:
         above = " above chance, (p - chance) / (1 - chance)" if fmt == "mcq" else ""
         axis.set(title=f"{fmt}: pass@k{above}", xlabel="k", ylabel="pass@k (95% CI band: "
                  "seeds x problems)")  # fmt: skip
-        axis.grid(alpha=0.3)
-        axis.legend(fontsize=7)
-    figure.tight_layout()
-    figure.savefig(path, dpi=120)
-    plt.close(figure)
-    return path
+    return save_figure(figure, axes, path)
 
 
 def write_study_report(
     frame: pd.DataFrame, claims: list[Claim], out_dir: Path, *, header: str = "",
-    settings: ClaimSettings | None = None,
+    settings: ClaimSettings | None = None, training: TrainingCurves | None = None,
 ) -> list[Path]:  # fmt: skip
-    """claims.md (the table), claims.json, pass_at_k_by_objective.{png,csv} -> their paths."""
+    """claims.md (the table), claims.json, pass_at_k_by_objective.{png,csv} and, given the
+    grid's `training` curves, its "Collapse over training steps" section with their figures
+    and CSVs (`breadth.study.curves_report`) -> their paths."""
     settings = settings or ClaimSettings()
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -97,9 +96,12 @@ def write_study_report(
     png = plot_pass_at_k_by_objective(curves, out / "pass_at_k_by_objective.png")
     csv = out / "pass_at_k_by_objective.csv"
     curves.to_csv(csv, index=False, float_format="%.4f")
+    training_paths = write_training_curves(training, out) if training is not None else []
+    section = ("\n" + collapse_section(training, training_paths, settings.confidence) + "\n"
+               if training is not None else "")  # fmt: skip
     table = out / "claims.md"
     table.write_text(claims_markdown(claims, header) + "\n![pass@k per objective]"
-                     "(pass_at_k_by_objective.png)\n")  # fmt: skip
+                     "(pass_at_k_by_objective.png)\n" + section)  # fmt: skip
     data = out / "claims.json"
     data.write_text(json.dumps([c.to_dict() for c in claims], indent=1))
-    return [table, data, png, csv]
+    return [table, data, png, csv, *training_paths]

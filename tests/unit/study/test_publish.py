@@ -14,11 +14,23 @@ import pytest
 import breadth.study.publish
 from breadth.cli.runs import _write_claims
 from breadth.evaluation.grid_settings import ClaimSettings
+from breadth.study.curves import DISTINCT_OUTCOMES, ENTROPY
 from breadth.study.grid import GridConfig
 from tests.unit.study.test_claims import _cells
 
 SETTINGS = ClaimSettings(num_resamples=20)
 FRAME = _cells([8, 0] * 20, seeds=(0, 1, 2))
+# FRAME's cells' RL training histories: distinct outcomes fall by 0.1 per step in seed 0,
+# 0.2 in seed 1, 0.3 in seed 2.
+HISTORIES = {
+    ("correctness", "free_form", seed): {
+        DISTINCT_OUTCOMES: [(step, 6.0 - slope * step) for step in (1, 2, 3)],
+        ENTROPY: [(step, 1.0) for step in (1, 2, 3)],
+    }
+    for seed, slope in ((0, 0.1), (1, 0.2), (2, 0.3))
+}
+TRAINING_FILES = {"training_distinct_outcomes_per_group.png", "training_entropy.png",
+                  "training_curves.csv", "collapse_rates.csv"}
 
 
 class _Client:
@@ -54,6 +66,8 @@ def calls(monkeypatch):
 
     monkeypatch.setattr(breadth.study.publish, "publish_claims", spy)
     monkeypatch.setattr("breadth.study.frame.load_study_frame", lambda uri, grid_id: FRAME)
+    monkeypatch.setattr("breadth.study.frame.load_training_histories",
+                        lambda uri, frame: HISTORIES)  # fmt: skip
     monkeypatch.setattr("breadth.study.frame.grid_provenance", lambda uri, grid_id: {})
     monkeypatch.setattr("breadth.study.frame.provenance_header",
                         lambda provenance, command="": f"# claims of g{command and ' by '}{command}")  # fmt: skip
@@ -77,10 +91,10 @@ def test_the_cli_and_the_prefect_task_publish_the_same_report(calls, monkeypatch
     assert calls == [{"command": "breadth compare --grid g", "note": ""}, {}]
     cli, task = tmp_path / "cli", logged / "claims"
     names = {"claims.md", "claims.json", "pass_at_k_by_objective.png",
-             "pass_at_k_by_objective.csv"}  # fmt: skip
+             "pass_at_k_by_objective.csv", *TRAINING_FILES}  # fmt: skip
     assert {p.name for p in cli.iterdir()} == names
     assert {p.name for p in task.iterdir()} == names | {"claims_table.json"}
-    for name in ("claims.json", "pass_at_k_by_objective.csv"):
+    for name in ("claims.json", "pass_at_k_by_objective.csv", "collapse_rates.csv"):
         assert (cli / name).read_text() == (task / name).read_text()
     cli_md, task_md = (cli / "claims.md").read_text(), (task / "claims.md").read_text()
     assert cli_md.startswith("# claims of g by breadth compare --grid g\n")
@@ -106,3 +120,25 @@ def test_a_note_follows_the_provenance_header(calls, tmp_path):
     assert published.markdown == tmp_path / "claims.md"
     assert published.markdown.read_text().startswith("# claims of g\n\nwhy this grid ran\n")
     assert published.paths[1].name == "claims.json" and len(published.claims) > 10
+
+
+def test_the_report_carries_the_collapse_over_training_steps(calls, tmp_path):
+    published = breadth.study.publish.publish_claims("uri", "g", tmp_path, SETTINGS)
+    assert {p.name for p in published.paths} >= TRAINING_FILES
+    markdown = published.markdown.read_text()
+    section = markdown[markdown.index("## Collapse over training steps"):]
+    # Slopes -0.1, -0.2, -0.3: mean -0.2, t interval -0.2 ± 4.3027 * 0.1 / sqrt(3).
+    assert "| free_form | correctness | -0.2 | [-0.448, +0.0484] | 3 | 3 |" in section
+    assert "![training_entropy](training_entropy.png)" in section
+    # FRAME has one format: the format comparison says why it is not shown.
+    assert "Not shown: it needs correctness curves in both formats" in section
+
+
+def test_a_grid_without_training_histories_says_so(calls, monkeypatch, tmp_path):
+    monkeypatch.setattr("breadth.study.frame.load_training_histories",
+                        lambda uri, frame: {("correctness", "free_form", 0): {}})  # fmt: skip
+    published = breadth.study.publish.publish_claims("uri", "g", tmp_path, SETTINGS)
+    assert not {p.name for p in tmp_path.iterdir()} & TRAINING_FILES
+    assert len(published.paths) == 4
+    assert "## Collapse over training steps\n\nNo training histories: no RL run of this grid " \
+           "logged" in published.markdown.read_text()
