@@ -42,11 +42,11 @@ import pandas as pd
 from breadth import stages
 from breadth.config import load_config
 from breadth.evaluation.claim_columns import reasoning_entropy_threshold
-from breadth.study.claim_registry import DELTAS
 from breadth.evaluation.metrics import pass_at_k
 from breadth.evaluation.seed_interval import seed_t_interval
 from breadth.evaluation.sizing import decisive_half_width, seeds_needed
 from breadth.evaluation.summary import per_problem_table
+from breadth.study.claim_registry import DELTAS
 
 # (label, claim whose δ applies, how the per-seed value is made from the SFT and RL tables)
 MEASURES = [
@@ -135,8 +135,10 @@ def main() -> None:
     parser.add_argument("--set", dest="overrides", action="append", default=[])
     parser.add_argument("--family-size", type=int, default=11,
                         help="claims in the Holm family (rows of one format's table)")
-    parser.add_argument("--cells", type=int, default=4,
+    parser.add_argument("--cells", type=int, default=5,
                         help="RL cells per seed in the projected nightly (objectives x formats)")
+    parser.add_argument("--formats", type=int, default=2,
+                        help="SFT starts per seed in the projected nightly (one per format)")
     parser.add_argument("--work", type=Path, default=Path(".breadth/pilot"))
     parser.add_argument("--out", type=Path, default=Path("docs/results/pilot.md"))
     args = parser.parse_args()
@@ -235,26 +237,29 @@ def report(args: argparse.Namespace, values: list[dict[str, float]],
     for seed, t in enumerate(times):
         lines.append(f"| {seed} | " + " | ".join(f"{t[s]:.0f}" if s in t else "reused"
                                                  for s in _STAGES) + " |")
-    lines += ["", _projection(times, args.cells, args.workers)]
+    lines += ["", _projection(times, args.cells, args.formats, args.workers, load_after[0])]
     return "\n".join(lines) + "\n"
 
 
 _STAGES = ("prepare", "init", "sft", "rollout_sft", "rl", "rollout_rl")
 
 
-def _projection(times: list[dict[str, float]], cells: int, workers: int) -> str:
-    """The nightly's wall time per seed, from the measured stages (CPU seconds / workers)."""
+def _projection(times: list[dict[str, float]], cells: int, formats: int, workers: int,
+                load: float) -> str:
+    """The nightly's wall time per seed, from the measured stages (stage seconds / workers)."""
     def mean(stage: str) -> float:
         got = [t[stage] for t in times if stage in t]
         return float(np.mean(got)) if got else math.nan
 
-    shared = sum(mean(s) for s in ("prepare", "init", "sft", "rollout_sft"))
+    start = sum(mean(s) for s in ("prepare", "init", "sft", "rollout_sft"))
     cell = mean("rl") + mean("rollout_rl")
-    per_seed = (shared + cells * cell) / workers
-    return (f"Projected nightly cost per seed, {cells} RL cells on {workers} workers: "
-            f"({shared:.0f} s shared + {cells} x {cell:.0f} s per cell) / {workers} = "
-            f"{per_seed / 60:.1f} min; 3 h holds {math.floor(3 * 3600 / per_seed) if per_seed > 0 else '-'} "
-            "seeds at that cost.")
+    per_seed = (formats * start + cells * cell) / workers
+    fits = math.floor(3 * 3600 / per_seed) if per_seed > 0 else 0
+    return (f"Projected nightly cost per seed: {formats} SFT starts (one per format) and {cells} "
+            f"RL cells on {workers} workers: ({formats} x {start:.0f} s + {cells} x {cell:.0f} s)"
+            f" / {workers} = {per_seed / 60:.1f} min, so 3 h holds {fits} seeds, at the stage "
+            f"times above (measured at load average up to {load:.1f} on {os.cpu_count()} cores: "
+            "where the load exceeded the cores, each stage ran slower than it will alone).")
 
 
 if __name__ == "__main__":
