@@ -63,6 +63,17 @@ def test_grid_dry_run_lists_validated_cells_and_starts_nothing(runner):
     assert result.output.count("free_form") == 4 and result.output.count("darling") == 2
 
 
+def test_grid_format_reward_thins_a_format_and_a_bad_one_names_the_option(runner):
+    result = runner.invoke(cli.app, ["grid", "--dry-run", "--format", "free_form",
+                                     "--format", "mcq", "--reward", "correctness",
+                                     "--reward", "darling", "--format-reward", "mcq=correctness",
+                                     "--seed", "0"])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "grid of 3 cells" in result.output and result.output.count("darling") == 1
+    bad = runner.invoke(cli.app, ["grid", "--dry-run", "--format-reward", "mcq"])
+    assert bad.exit_code == 2 and "--format-reward 'mcq': give FORMAT=REWARD" in bad.output
+
+
 def test_grid_dry_run_still_validates_every_cell(runner):
     result = runner.invoke(cli.app, ["grid", "--dry-run", "--reward", "correctness",
                                      "--set", "data.num_eval=8", "--reward", "passk:k=9"])

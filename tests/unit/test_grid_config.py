@@ -130,3 +130,25 @@ def test_the_unscaled_variant_is_correctness_at_the_step_size_of_darling_and_pas
     assert (cell[3].rl.reward.spec, cell[3].rl.scale_rewards) == ("correctness", "none")
     with pytest.raises(ValueError, match="correctness@unscaled cells set again"):
         GridConfig(rewards=["correctness", UNSCALED_CONTROL], overrides=["rl.scale_rewards=group"])
+
+
+def test_format_rewards_thins_a_format_to_some_objectives_in_the_grids_order():
+    grid = GridConfig(preset="default", formats=["free_form", "mcq"],
+                      rewards=["correctness", "correctness+batch", "correctness+ucb"],
+                      format_rewards={"mcq": ["correctness+ucb", "correctness"]}, seeds=[0])
+    cells = [(fmt, objective) for fmt, objective, _, _ in grid.cells()]
+    assert cells == [("free_form", "correctness"), ("free_form", "correctness+batch"),
+                     ("free_form", "correctness+ucb"), ("mcq", "correctness"),
+                     ("mcq", "correctness+ucb")]
+
+
+@pytest.mark.parametrize("thin,message", [
+    ({"mcq": ["correctness"]}, "format 'mcq', which is not in the grid's formats"),
+    ({"free_form": ["darling"]}, r"\['darling'\]"),
+    ({"free_form": []}, "at least one"),
+])
+def test_format_rewards_naming_what_the_grid_lacks_is_refused(thin, message):
+    grid = GridConfig(preset="default", formats=["free_form"], rewards=["correctness"],
+                      format_rewards=thin, seeds=[0])
+    with pytest.raises(ConfigError, match=message):
+        grid.cells()

@@ -89,6 +89,7 @@ def _print_cached_stage_files(files: dict[str, str]) -> None:
 # GridConfig field -> the `breadth grid` option that sets it, for errors that name the option.
 GRID_OPTIONS = {"preset": "--preset", "formats": "--format", "rewards": "--reward",
                 "seeds": "--seed", "overrides": "--set", "grid_id": "--grid-id",
+                "format_rewards": "--format-reward",
                 "cell_runner": "--cell-runner", "cell_deployment": "--cell-deployment"}  # fmt: skip
 
 
@@ -99,6 +100,10 @@ def grid(
     format_: Annotated[list[str] | None, typer.Option("--format", help="Formats (repeat).")] = None,
     reward: Annotated[list[str] | None, typer.Option(help="Reward specs (repeat).")] = None,
     seed: Annotated[list[int] | None, typer.Option(help="Seeds (repeat).")] = None,
+    format_reward: Annotated[list[str] | None, typer.Option(
+        help="FORMAT=REWARD (repeat): that format runs only the rewards named for it, e.g. "
+        "mcq=correctness; formats not named run every --reward.",
+    )] = None,
     set_: Annotated[list[str] | None, typer.Option("--set", help="Override for every cell.")] = None,
     grid_id: Annotated[str | None, typer.Option(help="Grid id tag (default: derived).")] = None,
     dry_run: Annotated[bool, typer.Option(help="List the cells (validated) and stop.")] = False,
@@ -122,6 +127,13 @@ def grid(
     for key, given in (("formats", format_), ("rewards", reward), ("seeds", seed)):
         if given:
             values[key] = given
+    for text in format_reward or []:
+        fmt, sep, objective = text.partition("=")
+        if not sep or not fmt.strip() or not objective.strip():
+            fail(f"--format-reward {text!r}: give FORMAT=REWARD, e.g. --format-reward "
+                 "mcq=correctness")
+        values.setdefault("format_rewards", {}).setdefault(fmt.strip(), []).append(
+            objective.strip())
     try:
         study = GridConfig.model_validate(values)
     except ValidationError as error:

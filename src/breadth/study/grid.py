@@ -65,6 +65,12 @@ class GridConfig(Section):
     overrides: list[str] = Field(
         default_factory=list, description="`key=value` overrides applied to every cell."
     )
+    format_rewards: dict[Format, list[str]] = Field(
+        default_factory=dict,
+        description="Thin the grid: a format listed here runs only these of `rewards`, e.g. "
+        "`{\"mcq\": [\"correctness\"]}` (the format claim needs only correctness in both "
+        "formats). A claim whose arm was left out is reported *not run*, naming the arm.",
+    )
     objective_overrides: dict[str, list[str]] = Field(
         default_factory=dict,
         description="Extra `key=value` overrides of one objective's cells, e.g. "
@@ -151,15 +157,31 @@ class GridConfig(Section):
                     )
         return overrides
 
+    def rewards_of(self, fmt: str) -> list[str]:
+        """The objectives run in format `fmt`: `format_rewards[fmt]` where given, in the order
+        of `rewards`, else all of `rewards`."""
+        kept = self.format_rewards.get(fmt)  # type: ignore[call-overload]
+        return list(self.rewards) if kept is None else [r for r in self.rewards if r in kept]
+
     def cells(self) -> list[tuple[str, str, int, PipelineConfig]]:
         """(format, objective, seed, validated config) per cell, all checked before compute."""
         unknown = sorted(set(self.objective_overrides) - set(self.rewards))
         if unknown:
             raise ConfigError(f"grid objective_overrides name objectives {unknown} that are not "
                               f"in the grid's rewards {self.rewards}")  # fmt: skip
+        for fmt, kept in self.format_rewards.items():
+            if fmt not in self.formats:
+                raise ConfigError(f"grid format_rewards names format {fmt!r}, which is not in "
+                                  f"the grid's formats {self.formats}: add it there or drop "
+                                  "the entry")  # fmt: skip
+            strays = [r for r in kept if r not in self.rewards]
+            if strays or not kept:
+                raise ConfigError(f"grid format_rewards[{fmt!r}] = {kept}: each must be one of "
+                                  f"the grid's rewards {self.rewards}, and at least one; "
+                                  f"{strays or 'none given'}")  # fmt: skip
         cells = []
         for fmt in self.formats:
-            for reward in self.rewards:
+            for reward in self.rewards_of(fmt):
                 spec, _, variant = reward.partition("@")
                 if variant and variant not in VARIANTS:
                     raise ConfigError(
