@@ -321,7 +321,7 @@ def test_deploy_puts_every_deployment_on_the_chosen_pool_and_names_them(monkeypa
     assert argv[1:4] == ["--no-prompt", "deploy", "--all"]
     assert kwargs["cwd"] == cli.stack.PROJECT_DIR  # entrypoints and the workers' code are there
     original = yaml.safe_load((cli.stack.PROJECT_DIR / "prefect.yaml").read_text())
-    assert [d["work_pool"]["name"] for d in original["deployments"]] == ["breadth-cpu"] * 2
+    assert [d["work_pool"]["name"] for d in original["deployments"]] == ["breadth-cpu"] * len(original["deployments"])
     for deployment in original["deployments"]:
         deployment["work_pool"]["name"] = "pool-x"
     assert spec == original  # the pool moved, nothing else (job variables, schedule, limits)

@@ -259,13 +259,26 @@ def test_objective_overrides_must_name_a_grid_objective():
         grid.cells()
 
 
-def test_the_default_grid_is_fair_and_shares_the_study_pool():
+def test_the_default_grid_is_the_thinned_nightly_fair_and_on_the_study_pool():
     from breadth.study.grid import GridConfig
 
     cells = GridConfig().cells()
-    assert len(cells) == 2 * 7 * 3  # formats x objectives x seeds
+    # mcq: correctness; free_form: correctness and ucb; four seeds
+    assert sorted({(c[0], c[1]) for c in cells}) == [
+        ("free_form", "correctness"), ("free_form", "correctness+ucb"), ("mcq", "correctness")]
+    assert len(cells) == 3 * 4
     assert {c[3].rl.num_problems for c in cells} == {512}
-    assert {c[3].preset for c in cells} == {"study"}
+    assert {c[3].preset for c in cells} == {"reasoning"}
+    assert {c[3].data.source for c in cells} == {"synthetic:chain"}
+
+
+def test_a_grid_that_names_its_own_objectives_is_not_thinned_by_the_nightlys_default():
+    from breadth.study.grid import GridConfig
+
+    named = GridConfig(rewards=["correctness", "darling"], seeds=[0])
+    assert named.format_rewards == {}
+    assert {(c[0], c[1]) for c in named.cells()} == {
+        (f, r) for f in ("mcq", "free_form") for r in ("correctness", "darling")}
 
 
 def test_a_preset_extends_another_and_the_ucb_preset_differs_from_study_only_in_the_reward():

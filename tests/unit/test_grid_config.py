@@ -117,7 +117,8 @@ def test_a_reward_parameter_that_fails_a_check_across_keys_names_reward_as_a_cau
     """passk's k is checked against rl.num_generations at the `rl` section: the error was
     blamed on the preset or --set alone, though --reward set k=999."""
     with pytest.raises(ConfigError) as caught:
-        GridConfig(rewards=["passk:k=999"], formats=["free_form"], seeds=[0]).cells()
+        GridConfig(preset="study", rewards=["passk:k=999"], formats=["free_form"],
+                   seeds=[0]).cells()
     assert "Fix --reward or the preset study;" in str(caught.value)
 
 

@@ -95,8 +95,9 @@ GRID_OPTIONS = {"preset": "--preset", "formats": "--format", "rewards": "--rewar
 
 @app.command()
 def grid(
-    preset: Annotated[str, typer.Option(help="Preset every cell starts from.",
-                                        autocompletion=complete_preset)] = "study",
+    preset: Annotated[str | None, typer.Option(
+        help="Preset every cell starts from (default: the nightly's, reasoning).",
+        autocompletion=complete_preset)] = None,
     format_: Annotated[list[str] | None, typer.Option("--format", help="Formats (repeat).")] = None,
     reward: Annotated[list[str] | None, typer.Option(help="Reward specs (repeat).")] = None,
     seed: Annotated[list[int] | None, typer.Option(help="Seeds (repeat).")] = None,
@@ -122,8 +123,10 @@ def grid(
     from breadth.config import describe_options
     from breadth.study.grid import GridConfig
 
-    values: dict = {"preset": preset, "overrides": set_ or [], "grid_id": grid_id,
+    values: dict = {"overrides": set_ or [], "grid_id": grid_id,
                     "cell_runner": cell_runner, "cell_deployment": cell_deployment}  # fmt: skip
+    if preset:
+        values["preset"] = preset
     for key, given in (("formats", format_), ("rewards", reward), ("seeds", seed)):
         if given:
             values[key] = given

@@ -5,17 +5,23 @@ collapse over training steps (`curves`, shown by `curves_report`) and their repo
 (`report`)."""
 
 from breadth.study.grid import (
-    DEFAULT_GRID_REWARDS,
     ENTROPY_KNOBS,
     GRID_AXIS_KEYS,
     OBJECTIVE_KEYS,
     PER_CELL_KEYS,
     RUNNER_KEYS,
+    STUDY_OBJECTIVES,
     GridConfig,
     check_fair,
 )
 
 __all__ = [
-    "DEFAULT_GRID_REWARDS", "ENTROPY_KNOBS", "GRID_AXIS_KEYS", "OBJECTIVE_KEYS", "PER_CELL_KEYS",
-    "RUNNER_KEYS", "GridConfig", "check_fair",
+    "ENTROPY_KNOBS",
+    "GRID_AXIS_KEYS",
+    "OBJECTIVE_KEYS",
+    "PER_CELL_KEYS",
+    "RUNNER_KEYS",
+    "STUDY_OBJECTIVES",
+    "GridConfig",
+    "check_fair",
 ]  # fmt: skip

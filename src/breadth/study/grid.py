@@ -7,7 +7,7 @@ import hashlib
 import json
 from typing import Any, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from breadth.config.models import PipelineConfig, Section
 from breadth.config.reader import ConfigError, load_config
@@ -28,7 +28,21 @@ ENTROPY_KNOBS = ["rl.epsilon_high=0.28", "rl.top_entropy_quantile=0.2", "rl.entr
 VARIANTS = {"entropy": ENTROPY_KNOBS, "unscaled": ["rl.scale_rewards=none"]}
 CORRECTNESS_ENTROPY = f"{CORRECTNESS}@entropy"
 UNSCALED_CONTROL = f"{CORRECTNESS}@unscaled"
-DEFAULT_GRID_REWARDS = [CORRECTNESS, UCB, BATCH, DARLING, PASSK, VECTOR, CORRECTNESS_ENTROPY]
+# Every objective the study's claims compare (the 42-cell grid of 2026-11-23 ran them all).
+STUDY_OBJECTIVES = [CORRECTNESS, UCB, BATCH, DARLING, PASSK, VECTOR, CORRECTNESS_ENTROPY]
+# The nightly (a GridConfig's defaults), sized by the power pilot (docs/results/pilot.md) to 3 h
+# on 2 cores: the chain task, whose trace, transfer split and two formats carry sharpening,
+# crossover, transfer, forking, format and historical exploration. mcq runs correctness only
+# (the format claim's arm). The claims that need several right answers per problem (batch,
+# darling, pass@k, vector, search) are the multi-answer grid's (MULTI_ANSWER_*).
+NIGHTLY_PRESET = "reasoning"
+NIGHTLY_REWARDS = [CORRECTNESS, UCB]
+NIGHTLY_FORMAT_REWARDS: dict[str, list[str]] = {"mcq": [CORRECTNESS]}
+NIGHTLY_SEEDS = [0, 1, 2, 3]
+# The multi-answer grid (pairs, free form; `breadth-grid/multi`): each objective beside the
+# control at its own step size (darling and passk set rl.scale_rewards=none).
+MULTI_ANSWER_PRESET = "multi"
+MULTI_ANSWER_REWARDS = [CORRECTNESS, UNSCALED_CONTROL, BATCH, DARLING, PASSK, VECTOR]
 # What an objective may change: the reward and the entropy knobs. Everything else (problems,
 # pool, steps, SFT start, eval set, sampling) must be equal across a grid's cells.
 OBJECTIVE_KEYS = ("rl.reward.", "rl.epsilon_high", "rl.top_entropy_quantile", "rl.entropy_coef",
@@ -51,22 +65,23 @@ class GridConfig(Section):
     seed; `cells()` refuses anything else before any compute.
     """
 
-    preset: str = Field("study", description="Preset every cell starts from.")
+    preset: str = Field(NIGHTLY_PRESET, description="Preset every cell starts from.")
     formats: list[Format] = Field(
         default_factory=lambda: ["mcq", "free_form"], description="Data formats to compare."
     )
     rewards: list[str] = Field(
-        default_factory=lambda: list(DEFAULT_GRID_REWARDS),
+        default_factory=lambda: list(NIGHTLY_REWARDS),
         description="Objectives to compare: reward specs; `SPEC@entropy` adds the entropy "
         "knobs (clip-higher, top-entropy tokens, entropy bonus); `SPEC@unscaled` sets "
         "rl.scale_rewards=none (correctness@unscaled: the control of darling and passk).",
     )
-    seeds: list[int] = Field(default_factory=lambda: [0, 1, 2], description="Seeds per cell.")
+    seeds: list[int] = Field(default_factory=lambda: list(NIGHTLY_SEEDS),
+                             description="Seeds per cell.")
     overrides: list[str] = Field(
         default_factory=list, description="`key=value` overrides applied to every cell."
     )
     format_rewards: dict[Format, list[str]] = Field(
-        default_factory=dict,
+        default_factory=lambda: {k: list(v) for k, v in NIGHTLY_FORMAT_REWARDS.items()},
         description="Thin the grid: a format listed here runs only these of `rewards`, e.g. "
         "`{\"mcq\": [\"correctness\"]}` (the format claim needs only correctness in both "
         "formats). A claim whose arm was left out is reported *not run*, naming the arm.",
@@ -156,6 +171,17 @@ class GridConfig(Section):
                         f"here: {', '.join(k + '*' if k.endswith('.') else k for k in OBJECTIVE_KEYS)}"
                     )
         return overrides
+
+    @model_validator(mode="before")
+    @classmethod
+    def _nightly_thinning_only_for_the_nightly(cls, data: Any) -> Any:
+        # The default thinning (mcq: correctness only) belongs to the default objectives and
+        # formats: a grid that names its own would lose cells it asked for (mcq darling), or
+        # name a format it does not run.
+        if isinstance(data, dict) and "format_rewards" not in data and (
+                {"rewards", "formats"} & set(data)):
+            return {**data, "format_rewards": {}}
+        return data
 
     def rewards_of(self, fmt: str) -> list[str]:
         """The objectives run in format `fmt`: `format_rewards[fmt]` where given, in the order

@@ -8,7 +8,7 @@ import pytest
 
 from breadth.evaluation.grid_settings import ClaimSettings
 from breadth.study import claims
-from breadth.study.grid import DEFAULT_GRID_REWARDS, UNSCALED_CONTROL
+from breadth.study.grid import STUDY_OBJECTIVES, UNSCALED_CONTROL
 from tests.unit.study.test_claims import _cells
 
 # Every measurement a claim reads, so that only a missing arm can leave a row not run.
@@ -20,7 +20,7 @@ def _every_objective() -> pd.DataFrame:
     return pd.concat([_cells([8, 0] * 10, seeds=(0, 1, 2), fmt=fmt, objective=objective,
                              **MEASURED)
                       for fmt in ("mcq", "free_form")
-                      for objective in [*DEFAULT_GRID_REWARDS, UNSCALED_CONTROL]],
+                      for objective in [*STUDY_OBJECTIVES, UNSCALED_CONTROL]],
                      ignore_index=True)  # fmt: skip
 
 
@@ -31,7 +31,7 @@ def _missing_arms(rows) -> list[str]:
 def test_every_arm_a_claim_compares_is_a_grid_objective():
     rows = claims.evaluate_claims(_every_objective(), ClaimSettings(num_resamples=20))
     assert not _missing_arms(rows)
-    assert ClaimSettings().diversity_arm in DEFAULT_GRID_REWARDS
+    assert ClaimSettings().diversity_arm in STUDY_OBJECTIVES
 
 
 def test_a_misspelt_arm_is_caught(monkeypatch):
@@ -45,4 +45,4 @@ def test_a_misspelt_arm_is_caught(monkeypatch):
 
 @pytest.mark.parametrize("objective", sorted({o for _, o in claims.CORRECT_ANSWER_ROWS}))
 def test_the_correct_answer_rows_compare_objectives_of_the_default_grid(objective):
-    assert objective in DEFAULT_GRID_REWARDS
+    assert objective in STUDY_OBJECTIVES
