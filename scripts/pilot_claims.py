@@ -44,29 +44,36 @@ from breadth.config import load_config
 from breadth.evaluation.claim_columns import reasoning_entropy_threshold
 from breadth.evaluation.metrics import pass_at_k
 from breadth.evaluation.seed_interval import seed_t_interval
-from breadth.evaluation.sizing import decisive_half_width, seeds_needed
+from breadth.evaluation.sizing import decisive_half_width, half_width, seeds_needed
 from breadth.evaluation.summary import per_problem_table
 from breadth.study.claim_registry import DELTAS
+from breadth.study.grid import NIGHTLY_SEEDS
 
-# (label, claim whose δ applies, how the per-seed value is made from the SFT and RL tables)
+# (label, claim whose δ applies, the claim, the claim's spread over this measure's): the
+# format claim is a difference of two formats' falls, each measured as here, so its per-seed
+# spread is ~sqrt(2) times one format's.
 MEASURES = [
-    ("Δ pass@1", "pass@1", "sharpening"),
-    ("Δ pass@n", "pass@n", "sharpening / crossover"),
-    ("Δ distinct outcomes", "distinct", "diversity (darling, batch, historical rows)"),
-    ("Δ distinct outcomes, SFT-unsolved (held-out half)", "distinct", "transfer"),
-    ("Δ forking share of reasoning tokens", "forking", "forking"),
-    ("relative fall of distinct reasoning paths (1 - RL/SFT)", "format", ("format (one format's "
-     "fall; the claim's mcq - free_form difference has ~sqrt(2) times its spread)")),
+    ("Δ pass@1", "pass@1", "sharpening", 1.0),
+    ("Δ pass@n", "pass@n", "sharpening / crossover", 1.0),
+    ("Δ distinct outcomes", "distinct", "diversity (historical row; batch on pairs)", 1.0),
+    ("Δ distinct outcomes, SFT-unsolved (held-out half)", "distinct", "transfer", 1.0),
+    ("Δ forking share of reasoning tokens", "forking", "forking", 1.0),
+    ("relative fall of distinct reasoning paths (1 - RL/SFT)", "format",
+     "format (mcq - free_form: sized at sqrt(2) x this sd)", math.sqrt(2.0)),
 ]
 
 
-def run_seed(preset: str, overrides: list[str], seed: int, work: Path) -> dict[str, Any]:
+def run_seed(preset: str, overrides: list[str], seed: int, work: Path,
+             reuse_only: bool = False) -> dict[str, Any]:
     """One seed's SFT and correctness-RL rollouts (reused when present) and stage times."""
     import torch
 
     torch.set_num_threads(1)
     config = load_config(preset, [*overrides, f"seed={seed}", "rl.reward.spec=correctness"])
     root = work / f"{config.content_hash()[:10]}-s{seed}"
+    if reuse_only and not (root / "rl.parquet").exists():
+        raise SystemExit(f"--reuse-only: seed {seed} has no rollouts at {root} (the config "
+                         "differs from the run that computed them: check the preset and --set)")
     times: dict[str, float] = {}
     rl_metrics: list[tuple[str, float, int]] = []
 
@@ -135,20 +142,34 @@ def main() -> None:
     parser.add_argument("--set", dest="overrides", action="append", default=[])
     parser.add_argument("--family-size", type=int, default=11,
                         help="claims in the Holm family (rows of one format's table)")
+    parser.add_argument("--nightly-seeds", type=int, default=len(NIGHTLY_SEEDS),
+                        help="the nightly's seeds, whose half-widths the table shows")
     parser.add_argument("--cells", type=int, default=5,
                         help="RL cells per seed in the projected nightly (objectives x formats)")
     parser.add_argument("--formats", type=int, default=2,
                         help="SFT starts per seed in the projected nightly (one per format)")
     parser.add_argument("--work", type=Path, default=Path(".breadth/pilot"))
+    parser.add_argument("--seed-set", action="append", default=[],
+                        help="SEED:key=value, an override of one seed only (e.g. a seed "
+                        "computed before a preset changed); the page's command shows it")
+    parser.add_argument("--reuse-only", action="store_true",
+                        help="only re-write the page from rollouts already under --work")
     parser.add_argument("--out", type=Path, default=Path("docs/results/pilot.md"))
     args = parser.parse_args()
     if args.seeds < 2:
         parser.error("--seeds must be at least 2: one seed has no spread to size from")
+    per_seed: dict[int, list[str]] = {}
+    for text in args.seed_set:
+        seed, sep, override = text.partition(":")
+        if not sep or not seed.strip().isdigit() or "=" not in override:
+            parser.error(f"--seed-set {text!r}: give SEED:key=value")
+        per_seed.setdefault(int(seed), []).append(override.strip())
     started, load_before = time.monotonic(), os.getloadavg()
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
                             text=True, check=False).stdout.strip()
     with ProcessPoolExecutor(max_workers=args.workers) as pool:
-        jobs = [pool.submit(run_seed, args.preset, args.overrides, seed, args.work)
+        jobs = [pool.submit(run_seed, args.preset, [*args.overrides, *per_seed.get(seed, [])],
+                            seed, args.work, args.reuse_only)
                 for seed in range(args.seeds)]
         runs = [job.result() for job in jobs]
     values = [seed_values(Path(run["root"])) for run in runs]
@@ -196,6 +217,9 @@ def report(args: argparse.Namespace, values: list[dict[str, float]],
         (f"- commit: {commit}; machine: {platform.machine()}, `nproc` = {os.cpu_count()}, load "
         f"average {load_before[0]:.1f} before / {load_after[0]:.1f} after; wall time "
         f"{wall / 60:.1f} min"),
+        ("- --reuse-only: every stage was computed by an earlier invocation (`--work`); the "
+         "stage times below are theirs, not this invocation's wall time" if args.reuse_only
+         else "- stages found under `--work` are reused; the others were computed here"),
         (f"- seeds: {seeds}; eval problems per seed: {int(values[0]['problems'])}; n = "
         f"{int(values[0]['n'])} samples per problem"),
         "- context (mean over seeds): " + "; ".join(f"{k} {v:.3f}" for k, v in context.items()),
@@ -206,46 +230,58 @@ def report(args: argparse.Namespace, values: list[dict[str, float]],
         f"sd; Holm = at alpha / {args.family_size} (the strictest step for a family of "
         f"{args.family_size} claims). δ / 2 guarantees a verdict (an interval holding 0 lies "
         f"within ±δ); δ only makes *no effect* reachable. The sd of {seeds} seeds is uncertain: "
-        "treat the sizes as lower bounds when the sd is small."),
+        "treat the sizes as lower bounds when the sd is small. The last column: the Holm "
+        f"half-width at the nightly's {args.nightly_seeds} seeds, and what it decides."),
         "",
         ("| measure | claim | δ | per-seed values | mean [95% t CI] | seed sd | seeds for δ/2 "
-        "(Holm) | seeds for δ (Holm) |"),
-        "|---|---|---|---|---|---|---|---|",
+        f"(Holm) | seeds for δ (Holm) | at {args.nightly_seeds} seeds (Holm) |"),
+        "|---|---|---|---|---|---|---|---|---|",
     ]
-    for label, delta_key, claim in MEASURES:
+    for label, delta_key, claim, spread in MEASURES:
         delta = DELTAS[delta_key].delta
         per_seed = np.array([v[label] for v in values], dtype=float)
         finite = per_seed[np.isfinite(per_seed)]
         if finite.size < 2:
             lines.append(f"| {label} | {claim} | {delta:g} | "
                          f"{', '.join(_fmt(x) for x in per_seed)} | fewer than 2 seeds with a "
-                         "value | - | - | - |")
+                         "value | - | - | - | - |")
             continue
         interval = seed_t_interval(finite[:, None])
         sd = float(finite.std(ddof=1))
+        claim_sd = sd * spread
         sizes = []
         for target in (decisive_half_width(delta), delta):
-            plain = seeds_needed(sd, target)
-            holm = seeds_needed(sd, target, family_size=args.family_size)
+            plain = seeds_needed(claim_sd, target)
+            holm = seeds_needed(claim_sd, target, family_size=args.family_size)
             sizes.append(f"{plain or '>200'} ({holm or '>200'})")
         lines.append(
             f"| {label} | {claim} | {delta:g} | {', '.join(_fmt(x) for x in per_seed)} | "
             f"{interval.estimate:+.4f} [{interval.low:+.4f}, {interval.high:+.4f}] | {sd:.4f} | "
-            f"{sizes[0]} | {sizes[1]} |")
+            f"{sizes[0]} | {sizes[1]} | "
+            f"{_at_nightly(claim_sd, delta, args.nightly_seeds, args.family_size)} |")
     lines += ["", "## Stage times (seconds, one torch thread per process)", "",
               "| seed | " + " | ".join(_STAGES) + " |", "|---" * (len(_STAGES) + 1) + "|"]
     for seed, t in enumerate(times):
         lines.append(f"| {seed} | " + " | ".join(f"{t[s]:.0f}" if s in t else "reused"
                                                  for s in _STAGES) + " |")
-    lines += ["", _projection(times, args.cells, args.formats, args.workers, load_after[0])]
+    lines += ["", _projection(times, args.cells, args.formats, args.workers)]
     return "\n".join(lines) + "\n"
+
+
+def _at_nightly(sd: float, delta: float, seeds: int, family: int) -> str:
+    """The Holm half-width at the nightly's seeds, and whether it guarantees a verdict."""
+    width = half_width(sd, seeds, family_size=family)
+    if width < decisive_half_width(delta):
+        return f"±{width:.3g}: a verdict either way"
+    if width < delta:
+        return f"±{width:.3g}: an effect or *no effect* reachable, not guaranteed"
+    return f"±{width:.3g}: wider than δ; decided only by an effect beyond it"
 
 
 _STAGES = ("prepare", "init", "sft", "rollout_sft", "rl", "rollout_rl")
 
 
-def _projection(times: list[dict[str, float]], cells: int, formats: int, workers: int,
-                load: float) -> str:
+def _projection(times: list[dict[str, float]], cells: int, formats: int, workers: int) -> str:
     """The nightly's wall time per seed, from the measured stages (stage seconds / workers)."""
     def mean(stage: str) -> float:
         got = [t[stage] for t in times if stage in t]
@@ -258,8 +294,8 @@ def _projection(times: list[dict[str, float]], cells: int, formats: int, workers
     return (f"Projected nightly cost per seed: {formats} SFT starts (one per format) and {cells} "
             f"RL cells on {workers} workers: ({formats} x {start:.0f} s + {cells} x {cell:.0f} s)"
             f" / {workers} = {per_seed / 60:.1f} min, so 3 h holds {fits} seeds, at the stage "
-            f"times above (measured at load average up to {load:.1f} on {os.cpu_count()} cores: "
-            "where the load exceeded the cores, each stage ran slower than it will alone).")
+            f"times above ({workers} seeds at a time on {os.cpu_count()} cores; other jobs on the "
+            "machine at the time slow a stage, so on a quiet machine this is an upper bound).")
 
 
 if __name__ == "__main__":
