@@ -1187,3 +1187,22 @@ def test_every_compose_service_requires_credentials_and_its_clients_send_them():
         assert set(clients) <= set(svc[worker]["environment"]), worker
     example = (INFRA / ".env.example").read_text()
     assert all(f"\n{name}=" in example for name in clients)
+
+
+def test_the_deployed_grids_are_the_grid_modules_nightly_and_multi_answer_grids():
+    """prefect.yaml spells the multi-answer grid out as parameters, and leaves the nightly to
+    GridConfig's defaults: both must stay the grids `breadth.study.grid` documents."""
+    from breadth.study.grid import (
+        MULTI_ANSWER_PRESET,
+        MULTI_ANSWER_REWARDS,
+        NIGHTLY_PRESET,
+        GridConfig,
+    )
+
+    deployments = {d["name"]: d for d in yaml.safe_load(PREFECT_YAML.read_text())["deployments"]}
+    nightly = GridConfig(**deployments["nightly"]["parameters"]["study"])
+    assert nightly.preset == NIGHTLY_PRESET and nightly.format_rewards == {"mcq": ["correctness"]}
+    multi = GridConfig(**deployments["multi"]["parameters"]["study"])
+    assert (multi.preset, multi.rewards, multi.formats) == (
+        MULTI_ANSWER_PRESET, MULTI_ANSWER_REWARDS, ["free_form"])
+    assert len(multi.cells()) == len(MULTI_ANSWER_REWARDS) * len(multi.seeds)

@@ -34,8 +34,9 @@ STUDY_OBJECTIVES = [CORRECTNESS, UCB, BATCH, DARLING, PASSK, VECTOR, CORRECTNESS
 # on 2 cores: it projects 5 seeds from free-form stage times; mcq's sequences are about twice
 # as long (docs/results/tasks.md), so 4. The chain task, whose trace, transfer split and two
 # formats carry sharpening, crossover, transfer, forking, format and historical exploration.
-# mcq runs correctness only (the format claim's arm). The claims that need several right answers per problem (batch,
-# darling, pass@k, vector, search) are the multi-answer grid's (MULTI_ANSWER_*).
+# mcq runs correctness only (the format claim's arm). The claims that need several right
+# answers per problem (batch, darling, pass@k, vector, search) are the multi-answer grid's
+# (MULTI_ANSWER_*, deployed as `breadth-grid/multi` in prefect.yaml).
 NIGHTLY_PRESET = "reasoning"
 NIGHTLY_REWARDS = [CORRECTNESS, UCB]
 NIGHTLY_FORMAT_REWARDS: dict[str, list[str]] = {"mcq": [CORRECTNESS]}
