@@ -38,11 +38,13 @@ def deployed(live_stack):
 
 
 def test_nightly_has_its_cron_schedule_and_adhoc_exists(deployed, live_stack):
-    assert {"nightly", "adhoc"} <= set(deployed)
-    schedules = _api(live_stack, "GET", f"/deployments/{deployed['nightly']['id']}/schedules")
-    crons = [s["schedule"].get("cron") for s in schedules]
-    assert "0 2 * * *" in crons
-    assert all(s["schedule"].get("timezone") == "UTC" for s in schedules)
+    assert {"nightly", "multi", "adhoc"} <= set(deployed)
+    # The chain nightly Monday to Saturday, the multi-answer grid on Sundays: never both at
+    # once on one pool.
+    for name, cron in (("nightly", "0 2 * * 1-6"), ("multi", "0 2 * * 0")):
+        schedules = _api(live_stack, "GET", f"/deployments/{deployed[name]['id']}/schedules")
+        assert cron in [s["schedule"].get("cron") for s in schedules], (name, schedules)
+        assert all(s["schedule"].get("timezone") == "UTC" for s in schedules)
     assert deployed["adhoc"]["work_pool_name"] == deployed["nightly"]["work_pool_name"] == "breadth-cpu"
 
 

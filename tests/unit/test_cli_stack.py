@@ -313,8 +313,14 @@ def test_deploy_puts_every_deployment_on_the_chosen_pool_and_names_them(monkeypa
     monkeypatch.setattr(cli.stack, "bring_up_stack", lambda: {"PREFECT_UI_URL": "http://ui:4200"})
     calls = []
     monkeypatch.setattr(cli.stack.subprocess, "run", _prefect_deploy(calls, preamble="x" * 3000))
+    # The dead-worker automation talks to the stack's Prefect server (its own test is on the
+    # stack); here, with no server, Prefect started an ephemeral one, which timed out under load.
+    automations = []
+    monkeypatch.setattr(cli.stack, "_ensure_dead_worker_automation",
+                        lambda: automations.append(True))
     result = runner.invoke(cli.app, ["deploy", "--work-pool", "pool-x"])
     assert result.exit_code == 0, result.output
+    assert automations == [True]
     created = [argv[1:] for argv, _, _ in calls if "create" in argv]
     assert created == [["work-pool", "create", "pool-x", "--type", "process"]]
     [(argv, kwargs, spec)] = [call for call in calls if call[2] is not None]
