@@ -352,8 +352,12 @@ def test_deploy_that_registers_less_than_the_file_fails_with_prefects_whole_outp
     preamble = "[/] Skipping deployment configuration due to validation errors. " + "x" * 4000
     monkeypatch.setattr(cli.stack.subprocess, "run",
                         _prefect_deploy(calls, registers, returncode, preamble))  # fmt: skip
+    automations = []
+    monkeypatch.setattr(cli.stack, "_ensure_dead_worker_automation",
+                        lambda: automations.append(True))
     result = runner.invoke(cli.app, ["deploy"])
     text = " ".join(result.output.split())
     assert result.exit_code == 2, result.output
+    assert automations == []  # nothing is set up on the server after a failed deploy
     assert says in text and "[/] Skipping deployment configuration" in text
     assert "breadth worker" not in text

@@ -349,7 +349,6 @@ def deploy(
                                   env={**full_env, "COLUMNS": "1000"}, capture_output=True,
                                   text=True, check=False)  # fmt: skip
     created = created_deployments(deployed.stdout)
-    _ensure_dead_worker_automation()
     expected = [deployment["name"] for deployment in spec["deployments"]]
     missing = [name for name in expected
                if not any(full.split("/")[-1] == name for full in created)]  # fmt: skip
@@ -358,6 +357,8 @@ def deploy(
         # its whole output says why.
         why = "failed" if deployed.returncode != 0 else f"did not register {', '.join(missing)}"
         fail(f"prefect deploy {why}:\n{escape(deployed.stdout)}\n{escape(deployed.stderr)}")
+    # After the deployments are known good: a failed deploy is reported without a server call.
+    _ensure_dead_worker_automation()
     ui = env.get("PREFECT_UI_URL")
     console.print(f"Deployed on work pool {work_pool}:", highlight=False)
     for name, deployment_id in created.items():
