@@ -271,6 +271,8 @@ def markdown_report(results: Mapping[str, EvaluationResult]) -> str:
     has_base = any(r.transfer is not None for r in results.values())
     lines += ["", "## Diversity by base-solved / base-unsolved split" if has_base
               else "## Diversity (no base model, so no base-solved / base-unsolved split)", ""]  # fmt: skip
+    if note := _split_samples_note(results):
+        lines += [note, ""]
     sizes, conclusive = _split_sizes(results), _conclusive_splits(results)
     for metric in REPORT_DIVERSITY_METRICS:
         table = diversity_by_split(results, metric)
@@ -390,6 +392,22 @@ def _n_marks(results: Mapping[str, EvaluationResult]) -> dict[str, str]:
     counts = {name: _samples_text(r) for name, r in results.items()}
     unlike = len(set(counts.values())) > 1
     return {name: f" (n={n})" if unlike else "" for name, n in counts.items()}
+
+
+def _split_samples_note(results: Mapping[str, EvaluationResult]) -> str | None:
+    """Which samples the split read and which it measured, where a transfer section exists."""
+    transfers = [r.transfer for r in results.values() if r.transfer is not None]
+    if not transfers:
+        return None
+    if all(t.held_out for t in transfers):
+        return ("The split reads the base model's first half of samples per problem; the "
+                "split columns measure every model on its other half (n/2 samples: counts such "
+                "as distinct outcomes are lower there than over all n), so the split never "
+                "selects the draw it measures.")
+    return ("**The split reads the same samples it measures** (some problem has under 2 x "
+            "evaluation.transfer_split_k base samples): a problem whose draw went "
+            "badly is both called base-unsolved and measured on that draw, a bias toward "
+            "narrowing. Sample the base at least 2 x transfer_split_k times per problem.")
 
 
 def _inconclusive_text(num_problems: int, results: Mapping[str, EvaluationResult]) -> str:

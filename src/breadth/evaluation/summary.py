@@ -15,6 +15,7 @@ Metric names are MLflow-safe (`/` and `_`, never `@`): `eval/pass_at_16`, `eval/
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -64,7 +65,10 @@ __all__ = [
     "evaluate_models",
     "evaluate_rollouts",
     "per_problem_table",
+    "second_half",
 ]
+
+log = logging.getLogger(__name__)
 
 # Per-problem diversity columns, in report order. A metric whose inputs are absent (no
 # `text`, no `entropy`, no `embedding` column) is NaN and left out of the outputs.
@@ -98,6 +102,19 @@ class SplitBudgetError(ValueError):
             f"count {fewest}: set evaluation.transfer_split_k to {fewest} or less, or sample "
             f"the base model at least {split_k} times per problem"
         )
+
+
+def second_half(samples: SamplesByProblem) -> pd.DataFrame:
+    """The rows of the second half of each problem's samples (sample_index order): the
+    transfer analysis measures them, its split reads the first half (`split_num_samples`).
+
+    >>> rows = pd.DataFrame({"problem_id": ["a"] * 3 + ["b"] * 2, "sample_index": [2, 0, 1, 0, 1],
+    ...                      "correct": [1, 0, 0, 1, 1]})
+    >>> second_half(SamplesByProblem.from_rollouts(rows))[["problem_id", "sample_index"]].values.tolist()
+    [['a', 1], ['a', 2], ['b', 1]]
+    """
+    counts = np.diff(samples.bounds)
+    return samples.rows[samples.position >= (counts // 2)[samples.group]]
 
 
 def evaluate_rollouts(
@@ -186,10 +203,21 @@ def evaluate_rollouts(
     base_name = None
     if base is not None:
         base_name = _single_model_name(base)
-        base_table = per_problem_table(base, **table_kw)
+        base_samples = SamplesByProblem.from_rollouts(base)
+        base_table = per_problem_table(base, samples=base_samples, **table_kw)
         fewest = int(base_table["num_samples"].min()) if len(base_table) else split_k
         if split_k > fewest:
             raise SplitBudgetError(split_k, fewest)
+        held_out = None
+        if split_k <= int(base_table["split_num_samples"].min()):
+            # Split on the base's first half, measure both models on their second halves.
+            held_out = tuple(per_problem_table(second_half(s), **table_kw)
+                             for s in (base_samples, samples))  # fmt: skip
+        else:
+            log.warning("transfer: the base model has fewer than 2 x split_k = %d samples on "
+                        "some problem, so the split reads the samples it measures (biased "
+                        "toward narrowing: regression to the mean); sample it at least %d times "
+                        "per problem for a held-out split", 2 * split_k, 2 * split_k)  # fmt: skip
         transfer = transfer_analysis(
             base_table,
             table,
@@ -200,6 +228,7 @@ def evaluate_rollouts(
             split_k=split_k,
             split_threshold=split_threshold,
             min_split=min_split,
+            held_out=held_out,
         )
     fmt = _single_format(rollouts)
     return EvaluationResult(

@@ -118,10 +118,14 @@ class TransferResult:
     """Problems present in both base and trained rollouts (the ones analysed)."""
     splits: dict[str, SplitMetrics]
     crossover: Crossover | None
+    held_out: bool = False
+    """True when the split read the base's first half of samples and each split was measured
+    on the other half of each model's samples; False when split and measure share samples."""
 
     def to_dict(self) -> dict:
         return {
             "num_problems": self.num_problems,
+            "held_out": self.held_out,
             "splits": {name: s.to_dict() for name, s in self.splits.items()},
             "crossover": None if self.crossover is None else self.crossover.to_dict(),
         }
@@ -254,6 +258,7 @@ def transfer_analysis(
     split_k: int = DEFAULT_SPLIT_K,
     split_threshold: float = DEFAULT_SPLIT_THRESHOLD,
     min_split: int = DEFAULT_MIN_SPLIT,
+    held_out: tuple[pd.DataFrame, pd.DataFrame] | None = None,
 ) -> TransferResult:
     """Every metric on base-solved and base-unsolved problems, base vs trained, plus crossover.
 
@@ -261,6 +266,14 @@ def transfer_analysis(
     `num_correct` and metric columns; `metrics` defaults to every numeric column they share.
     Only problems in both tables are analysed (a warning says how many were dropped). A
     metric that is NaN on every problem of a split is left out of that split.
+
+    With `held_out` (base, trained tables of the other half of each model's samples), the
+    split reads `base`'s first half (its `split_num_samples` / `split_num_correct` columns)
+    and each split's metrics are measured on `held_out`: a split and a measurement on the
+    same samples select problems whose draw went badly and then read that draw's extra wrong
+    answers, a bias toward "RL narrows" even where RL is the base (regression to the mean).
+    Without it, both use the same samples (for callers that have no halves). The crossover
+    reads the whole tables either way: it splits nothing.
 
     >>> import pandas as pd
     >>> b = pd.DataFrame({"num_samples": [4, 4], "num_correct": [3, 0], "distinct_outcomes": [3, 4]},
@@ -291,13 +304,20 @@ def transfer_analysis(
 
         numeric = [c for c in b.columns if c in t.columns and is_numeric_dtype(b[c])]
         metrics = [c for c in numeric if c not in ("num_samples", "num_correct")]
-    solved = solved_by_base(b["num_samples"].to_numpy(), b["num_correct"].to_numpy(), split_k,
-                            split_threshold, options_of(b))  # fmt: skip
+    split_counts = ("num_samples", "num_correct")
+    measured_b, measured_t = b, t
+    if held_out is not None:
+        split_counts = ("split_num_samples", "split_num_correct")
+        if missing := [c for c in split_counts if c not in b.columns]:
+            raise ValueError(f"base per-problem table lacks {missing}: a held-out transfer "
+                             "split reads the first half of its samples there")  # fmt: skip
+        measured_b, measured_t = (table.reindex(shared) for table in held_out)
+    solved = solved_by_base(b[split_counts[0]].to_numpy(), b[split_counts[1]].to_numpy(),
+                            split_k, split_threshold, options_of(b))  # fmt: skip
     splits = {}
     for offset, (name, mask) in enumerate((("solved", solved), ("unsolved", ~solved))):
-        split = _split_metrics(
-            name, b[mask], t[mask], metrics, num_resamples, confidence, seed + offset
-        )
+        split = _split_metrics(name, measured_b[mask], measured_t[mask], metrics, num_resamples,
+                               confidence, seed + offset)  # fmt: skip
         splits[name] = replace(split, conclusive=split.num_problems >= min_split)
     crossover = crossover_k(
         b["num_samples"].to_numpy(),
@@ -309,7 +329,8 @@ def transfer_analysis(
         confidence=confidence,
         seed=seed,
     )
-    return TransferResult(num_problems=len(shared), splits=splits, crossover=crossover)
+    return TransferResult(num_problems=len(shared), splits=splits, crossover=crossover,
+                          held_out=held_out is not None)  # fmt: skip
 
 
 def options_of(table: pd.DataFrame):

@@ -173,3 +173,31 @@ def test_tied_runs_log_no_crossover_finding():
     metrics = _transfer_metrics(r)
     assert metrics["transfer/has_crossover"] == 0.0
     assert "transfer/crossover_k" not in metrics
+
+
+def test_a_held_out_split_reads_the_first_half_and_measures_the_other():
+    # p1's first half (2 samples) is all wrong: base-unsolved at pass@1 >= 0.5, although all
+    # 4 samples give pass@1 = 0.5 (solved on the whole draw). Its split values come from the
+    # held-out tables (1 and 2 distinct), not from the whole-draw tables (3 and 1).
+    whole = pd.DataFrame({"num_samples": [4, 4], "num_correct": [2, 4], "split_num_samples": [2, 2],
+                          "split_num_correct": [0, 2], "distinct_outcomes": [3.0, 1.0]},
+                         index=["p1", "p2"])  # fmt: skip
+    trained = whole.assign(distinct_outcomes=[1.0, 1.0])
+    held_base = pd.DataFrame({"distinct_outcomes": [1.0, 1.0]}, index=["p1", "p2"])
+    held_trained = pd.DataFrame({"distinct_outcomes": [2.0, 1.0]}, index=["p1", "p2"])
+    r = transfer_analysis(whole, trained, ["distinct_outcomes"], num_resamples=20, split_k=1,
+                          min_split=1, held_out=(held_base, held_trained))  # fmt: skip
+    assert r.held_out and r.to_dict()["held_out"] is True
+    unsolved = r.splits["unsolved"]
+    assert unsolved.num_problems == 1
+    assert (unsolved.base["distinct_outcomes"].estimate,
+            unsolved.trained["distinct_outcomes"].estimate) == (1.0, 2.0)  # fmt: skip
+    same = transfer_analysis(whole, trained, ["distinct_outcomes"], num_resamples=20, split_k=1,
+                             min_split=1)  # fmt: skip
+    assert not same.held_out and same.splits["unsolved"].num_problems == 0
+
+
+def test_a_held_out_split_needs_the_first_half_counts():
+    table = pd.DataFrame({"num_samples": [4], "num_correct": [2]}, index=["p1"])
+    with pytest.raises(ValueError, match="split_num_samples"):
+        transfer_analysis(table, table, [], split_k=1, held_out=(table, table))
