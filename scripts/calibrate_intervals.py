@@ -7,6 +7,11 @@ this command, its seed, reps and wall time.
 
     PYTHONPATH=src .venv/bin/python scripts/calibrate_intervals.py --reps 2000 \
         --out docs/results/calibration.md
+
+By default per-problem pass rates are Beta(0.3, 2.96) (the old arithmetic task) and the seed
+sd a fixed bracket. `--from-pilot DIR` (a `scripts/pilot_claims.py` work folder, read only)
+takes both from a real run: pass rates resampled from its per-problem SFT rates, and a bracket
+of 0, 0.5, 1 and 2 times its run-to-run sd of Δ pass@1 (`calibration.pilot_variances`).
 """
 
 from __future__ import annotations
@@ -18,15 +23,43 @@ import sys
 import time
 from pathlib import Path
 
-from breadth.evaluation.calibration import Scenario, calibration_grid
+import numpy as np
+
+from breadth.evaluation.calibration import PilotVariances, Scenario, calibration_grid, read_pilot
 from breadth.evaluation.seed_interval import t_quantile
 
 TARGET = (0.035, 0.065)  # 5% +- 1.5%
 MIN_COVERAGE = 0.93
+PILOT_BRACKET = (0.0, 0.5, 1.0, 2.0)
+"""Multiples of the pilot's seed sd: an sd from a few seeds is itself uncertain (from 4 seeds
+its 95% interval spans about 0.6x to 3.7x the estimate)."""
 
 
-def markdown(rows: list[dict], args: argparse.Namespace, wall: float) -> str:
-    scenario = Scenario(1, 0.0)
+def structure(scenario: Scenario, pilot: PilotVariances | None, folder: Path | None) -> list[str]:
+    """The page's lines on what the simulation draws, and from what."""
+    if pilot is None:
+        return [(f"- structure: {scenario.num_problems} problems per seed, n = "
+                 f"{scenario.num_samples} samples per model, per-problem pass rate ~ "
+                 f"Beta({scenario.beta_a}, {scenario.beta_b}) (mean 0.092, the old arithmetic "
+                 "task's)")]  # fmt: skip
+    rates = np.asarray(pilot.pass_rates)
+    return [
+        (f"- structure from the pilot at `{folder}` ({len(pilot.seed_deltas)} seeds): "
+         f"{scenario.num_problems} problems per seed, n = {scenario.num_samples} samples per "
+         f"model, per-problem pass rate resampled from its {rates.size} per-problem SFT pass "
+         f"rates (mean {rates.mean():.3f}, sd {rates.std():.3f}; {np.mean(rates == 0):.1%} at 0, "
+         f"{np.mean(rates == 1):.1%} at 1)"),
+        (f"- seed level from the pilot: per-seed Δ pass@1 (RL - SFT) "
+         f"{', '.join(f'{d:+.4f}' for d in pilot.seed_deltas)}, sd {pilot.delta_sd:.4f}; "
+         f"problem noise of a seed's mean (its standard error, rms over seeds) "
+         f"{pilot.within_seed_se:.4f}; run-to-run sd sqrt({pilot.delta_sd:.4f}² - "
+         f"{pilot.within_seed_se:.4f}²) = **{pilot.seed_sd:.4f}**; the table's seed sds are "
+         f"{', '.join(f'{f:g}' for f in PILOT_BRACKET)} x that"),
+    ]
+
+
+def markdown(rows: list[dict], args: argparse.Namespace, wall: float, scenario: Scenario,
+             pilot: PilotVariances | None = None) -> str:  # fmt: skip
     lines = [
         "# Calibration of the claims' interval",
         "",
@@ -38,9 +71,8 @@ def markdown(rows: list[dict], args: argparse.Namespace, wall: float) -> str:
          f"bootstrap resamples: {args.resamples}"),
         (f"- machine: {platform.node()} ({platform.processor() or platform.machine()}); "
          f"wall time: {wall / 60:.1f} min"),
-        (f"- structure: {scenario.num_problems} problems per seed, n = {scenario.num_samples} "
-         f"samples per model, per-problem pass rate ~ Beta({scenario.beta_a}, {scenario.beta_b}) "
-         f"(mean 0.092); planted effect {args.effect:+g}; nominal 95% intervals"),
+        *structure(scenario, pilot, args.from_pilot),
+        f"- planted effect {args.effect:+g}; nominal 95% intervals",
         "- Monte-Carlo error: ± one standard error of each share",
         "",
         ("| seeds | seed sd | method | false positives | coverage | power at planted effect "
@@ -50,7 +82,7 @@ def markdown(rows: list[dict], args: argparse.Namespace, wall: float) -> str:
     for r in rows:
         fp, cov = r["false_positives"], r["coverage"]
         ok = TARGET[0] <= fp.value <= TARGET[1] and cov.value >= MIN_COVERAGE
-        lines.append(f"| {r['seeds']} | {r['seed_sd']:g} | {r['method']} | {fp} | {cov} | "
+        lines.append(f"| {r['seeds']} | {r['seed_sd']:.4g} | {r['method']} | {fp} | {cov} | "
                      f"{r['power']} | {r['half_width']:.4f} | {'yes' if ok else 'no'} |")  # fmt: skip
     lines += ["", "t quantiles the kept method multiplies its standard error by (two-sided):", "",
               "| seeds | 95% | Bonferroni 95% over 20 rows |", "|---|---|---|"]  # fmt: skip
@@ -66,16 +98,28 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=2000)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--seeds", type=int, nargs="+", default=[3, 5, 8])
-    parser.add_argument("--seed-sd", type=float, nargs="+", default=[0.0, 0.02, 0.04, 0.08])
+    parser.add_argument("--seed-sd", type=float, nargs="+", default=None,
+                        help="seed-level sds (default 0 0.02 0.04 0.08, or with --from-pilot "
+                             "0, 0.5, 1, 2 x the pilot's)")
+    parser.add_argument("--from-pilot", type=Path, default=None,
+                        help="a scripts/pilot_claims.py work folder (<hash>-s<seed>/ with "
+                             "sft.parquet, rl.parquet): take the problem-level pass rates and "
+                             "the seed sd from it")
     parser.add_argument("--effect", type=float, default=0.02,
                         help="planted effect for coverage and power (δ of Δ pass@1)")
     parser.add_argument("--resamples", type=int, default=400)
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
     started = time.perf_counter()
-    rows = calibration_grid(args.seeds, args.seed_sd, args.effect, args.reps, args.seed,
-                            args.resamples)  # fmt: skip
-    text = markdown(rows, args, time.perf_counter() - started)
+    scenario, pilot, seed_sds = Scenario(1, 0.0), None, args.seed_sd or [0.0, 0.02, 0.04, 0.08]
+    if args.from_pilot is not None:
+        pilot = read_pilot(args.from_pilot)
+        scenario = Scenario(1, 0.0, num_problems=pilot.num_problems,
+                            num_samples=pilot.num_samples, pass_rates=pilot.pass_rates)
+        seed_sds = args.seed_sd or [round(f * pilot.seed_sd, 4) for f in PILOT_BRACKET]
+    rows = calibration_grid(args.seeds, seed_sds, args.effect, args.reps, args.seed,
+                            args.resamples, template=scenario)  # fmt: skip
+    text = markdown(rows, args, time.perf_counter() - started, scenario, pilot)
     args.out.write_text(text)
     print(text)
 

@@ -264,6 +264,9 @@ def compare(
         help="Folder for a grid's claims report (default: OUT/claims).")] = None,
     note: Annotated[Path | None, typer.Option(
         help="Markdown placed under the claims report's header, e.g. how the grid was run.")] = None,
+    pilot: Annotated[Path | None, typer.Option(help=(
+        "A power pilot's JSON (scripts/pilot_claims.py, e.g. docs/results/pilot.json): the "
+        "claims it sized cite its seed sd and seeds needed beside the grid's own."))] = None,
     json_: Annotated[bool, typer.Option("--json", help=(
         "Print the cells, runs, plot paths and a grid's claims as JSON (files are still "
         "written)."))] = False,
@@ -280,6 +283,14 @@ def compare(
         fail("give run ids (breadth compare RUN_ID ...) or a grid (breadth compare --grid ID)")
     if note is not None and not note.is_file():
         fail(f"--note {note} is not a file")
+    pilot_sizing = None
+    if pilot is not None:
+        from breadth.study.power import read_pilot_sizing
+
+        try:
+            pilot_sizing = read_pilot_sizing(pilot)
+        except ValueError as error:
+            fail(f"--pilot: {error}")
     try:
         uri = StackSettings().mlflow_url  # MLFLOW_TRACKING_URI, else the local stack's server
         check_tracking_server(uri)
@@ -307,7 +318,8 @@ def compare(
     claims, claims_note = None, ""
     if grid_id:
         claims, claims_note = _write_claims(uri, grid_id, claims_dir,
-                                            note.read_text() if note else "", settings)  # fmt: skip
+                                            note.read_text() if note else "", settings,
+                                            pilot_sizing)  # fmt: skip
     if json_:
         print_json({
             "model": model, "k": summary.attrs.get("k"), "cells": _records(summary),
@@ -427,7 +439,7 @@ def _records(frame) -> list[dict]:
 
 
 def _write_claims(
-    uri: str, grid_id: str, folder: Path, note: str, settings
+    uri: str, grid_id: str, folder: Path, note: str, settings, pilot=None
 ) -> tuple[Path | None, str]:
     """The grid's claims report (each literature claim with its effect, CI and verdict) in
     `folder`; or None and why there is none."""
@@ -437,7 +449,7 @@ def _write_claims(
     # The report names the command that wrote it, so a committed copy says how to redo it.
     command = shlex.join(["breadth", *sys.argv[1:]])
     try:
-        publish_claims(uri, grid_id, folder, settings, command=command, note=note)
+        publish_claims(uri, grid_id, folder, settings, command=command, note=note, pilot=pilot)
     except FileNotFoundError as error:  # cells without their per-problem tables
         return None, str(error)
     return folder, ""

@@ -10,6 +10,7 @@ from dataclasses import asdict, dataclass, replace
 import numpy as np
 
 from breadth.evaluation.seed_interval import holm_adjusted, t_interval
+from breadth.study.power import UNDERPOWERED, PilotSizing, RowPower, row_power
 
 __all__ = [
     "INCONCLUSIVE",
@@ -36,7 +37,11 @@ VERDICTS = (REPRODUCED, REFUTED, NO_EFFECT, INCONCLUSIVE, NOT_RUN)
 FAMILY_MEANING = ("Verdicts read the Holm-adjusted interval over the family of measured rows "
                   "(its level in brackets); *no effect*: the Bonferroni equivalence interval "
                   "(1 − 2α/m) lies inside ±δ; δ is pre-registered per claim "
-                  "(`docs/design/algorithms.md`).")  # fmt: skip
+                  "(`docs/design/algorithms.md`). *Seeds: run / for a verdict*: the seeds the "
+                  "grid ran, and the seeds this spread of per-seed means would need for a Holm "
+                  "half-width below δ/2 (at α/m), where every interval gets a verdict; "
+                  "*underpowered*: the Holm half-width is at least δ, so no interval holding 0 "
+                  "can lie within ±δ.")  # fmt: skip
 NOT_RUN_MEANING = (f"*{NOT_RUN}*: the grid lacks an arm (or a measurement) the claim needs, so "
                    "nothing was measured: no evidence either way.")  # fmt: skip
 
@@ -68,6 +73,10 @@ class Claim:
     """Claimed sign: +1, -1, or 0 (two-sided)."""
     paper: str = ""
     """What the source paper reports, or "not reported"."""
+    delta_name: str = ""
+    """The pre-registered δ's name (`claim_registry.DELTAS`)."""
+    power: RowPower | None = None
+    """A family row's spread, Holm half-width and seeds needed (`breadth.study.power`)."""
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -103,7 +112,8 @@ def verdict(low, high, sign: int, delta: float | None = None,
     return INCONCLUSIVE
 
 
-def decide_family(claims: list[Claim], confidence: float = 0.95) -> list[Claim]:
+def decide_family(claims: list[Claim], confidence: float = 0.95,
+                  pilot: PilotSizing | None = None) -> list[Claim]:  # fmt: skip
     """Verdicts of the measured rows (`MEASURED`) as one family; other rows are unchanged.
 
     Holm's step-down on the rows' two-sided seed-t p-values. The j-th smallest p-value
@@ -112,6 +122,10 @@ def decide_family(claims: list[Claim], confidence: float = 0.95) -> list[Claim]:
     a row Holm does not reject gets the Bonferroni interval (1 - alpha / m), which then holds
     0. The equivalence check ("no effect") uses the Bonferroni TOST interval, level
     1 - 2 alpha / m, against ±δ.
+
+    Each row gets its power (`breadth.study.power.row_power`: seeds needed at alpha / m), and
+    an inconclusive row's detail opens with why: underpowered, or an interval near δ's edge;
+    with a `pilot`, the rows it sized cite its numbers beside the run's.
     """
     alpha = 1 - confidence
     family = [i for i, c in enumerate(claims) if c.verdict == MEASURED]
@@ -133,10 +147,24 @@ def decide_family(claims: list[Claim], confidence: float = 0.95) -> list[Claim]:
         if result == NO_EFFECT:
             note += (f"; equivalence interval [{equivalence[0]:+.3f}, {equivalence[1]:+.3f}] "
                      f"inside ±{c.delta:g}")  # fmt: skip
+        power = _power(c, level, m, result == INCONCLUSIVE, confidence, pilot)
+        if power is not None and power.reason:
+            note = f"{power.text(c.delta, c.estimate)}; {note}"
         out[i] = replace(c, verdict=result, adjusted_low=float(low), adjusted_high=float(high),
                          adjusted_confidence=float(level), p_holm=float(p_holm),
-                         detail=f"{note}; {c.detail}")  # fmt: skip
+                         detail=f"{note}; {c.detail}", power=power)  # fmt: skip
     return out
+
+
+def _power(c: Claim, level: float, m: int, inconclusive: bool, confidence: float,
+           pilot: PilotSizing | None) -> RowPower | None:  # fmt: skip
+    """The row's power, or None where it has no spread to size from (or no δ)."""
+    if c.delta is None or c.standard_error is None or not c.num_seeds or c.num_seeds < 2 \
+            or not np.isfinite(c.standard_error):  # fmt: skip
+        return None
+    sized = pilot.sd_of(c.claim, c.delta_name, c.format) if pilot is not None else None
+    return row_power(c.standard_error, c.num_seeds, c.delta, level, m, inconclusive,
+                     confidence, sized)  # fmt: skip
 
 
 def interval_text(claim: Claim) -> str:
@@ -183,11 +211,15 @@ def claims_markdown(claims: list[Claim], header: str = "") -> str:
     """The claims table: one row per claim and format, δ, both intervals, verdict, paper."""
     lines = [header, ""] if header else []
     lines += [("| claim | format | measure | δ | effect [Holm-adjusted CI] | unadjusted 95% CI | "
-               "verdict | paper reports |"), "|---|---|---|---|---|---|---|---|"]  # fmt: skip
+               "seeds: run / for a verdict | verdict | paper reports |"),
+              "|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
     for c in claims:
         delta = "" if c.delta is None else f"±{c.delta:g}"
+        seeds = "" if c.power is None else c.power.cell()
+        shown = (f"{c.verdict} ({UNDERPOWERED})" if c.power is not None
+                 and c.power.reason == UNDERPOWERED else c.verdict)  # fmt: skip
         lines.append(f"| **{c.claim}** | {c.format} | {c.measure} | {delta} | {effect_text(c)} | "
-                     f"{unadjusted_text(c)} | {c.verdict} | {c.paper} |")  # fmt: skip
+                     f"{unadjusted_text(c)} | {seeds} | {shown} | {c.paper} |")  # fmt: skip
     lines += ["", FAMILY_MEANING]
     if any(c.verdict == NOT_RUN for c in claims):
         lines += ["", NOT_RUN_MEANING]

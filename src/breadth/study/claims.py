@@ -68,6 +68,7 @@ from breadth.study.grid import (
     UNSCALED_CONTROL,
     VECTOR,
 )
+from breadth.study.power import PilotSizing
 
 __all__ = [
     "CORRECT_ANSWER_ROWS",
@@ -192,7 +193,8 @@ class Study:
         """The row of metric(a) - metric(b) (b=None: metric(a) alone), in the family."""
         arms = [a] if b is None else [a, b]
         base = Claim(claim, self.fmt, measure, None, None, None, NOT_RUN, "",
-                     delta=DELTAS[delta].delta, sign=sign, paper=paper_of(claim))  # fmt: skip
+                     delta=DELTAS[delta].delta, sign=sign, paper=paper_of(claim),
+                     delta_name=delta)  # fmt: skip
         if missing := self.missing(arms):
             return replace(base, detail=f"arm not in the grid: {', '.join(missing)}")
         if b is None:
@@ -231,9 +233,11 @@ def _of_seed(rows: pd.DataFrame, seed, problems) -> pd.DataFrame:
     return rows[rows["seed"] == seed].set_index("problem_id").loc[problems]
 
 
-def evaluate_claims(frame: pd.DataFrame, settings: ClaimSettings | None = None) -> list[Claim]:
-    """Every named claim, per format, with family-wise verdicts; a claim whose arms or
-    measurements the frame lacks is *not run*."""
+def evaluate_claims(frame: pd.DataFrame, settings: ClaimSettings | None = None,
+                    pilot: PilotSizing | None = None) -> list[Claim]:  # fmt: skip
+    """Every named claim, per format, with family-wise verdicts and each measured row's power;
+    a claim whose arms or measurements the frame lacks is *not run*. With a power `pilot`
+    (`breadth.study.power.read_pilot_sizing`), the rows it sized cite its numbers."""
     settings = settings or ClaimSettings()
     claims: list[Claim] = []
     formats = sorted(frame["format"].unique())
@@ -246,7 +250,7 @@ def evaluate_claims(frame: pd.DataFrame, settings: ClaimSettings | None = None) 
     # left out would not say that the comparison was never made.
     claim = _format_claim(frame, settings)
     claims.append(_guessing(claim, guessing.get("mcq", "") or guessing.get("free_form", "")))
-    return decide_family(claims, settings.confidence)
+    return decide_family(claims, settings.confidence, pilot)
 
 
 def _at_chance(study: Study) -> str:
@@ -276,7 +280,7 @@ def _guessing(claim: Claim, reason: str) -> Claim:
 def _not_run(claim: str, fmt: str, measure: str, reason: str, delta: str | None = None) -> Claim:
     return Claim(claim, fmt, measure, None, None, None, NOT_RUN, reason,
                  delta=DELTAS[delta].delta if delta else None,
-                 paper=paper_of(claim))  # fmt: skip
+                 paper=paper_of(claim), delta_name=delta or "")  # fmt: skip
 
 
 def _format_claims(study: Study) -> list[Claim]:
@@ -515,7 +519,8 @@ def _format_claim(frame: pd.DataFrame, settings: ClaimSettings) -> Claim:
     shared = sorted(set(falls["mcq"]) & set(falls["free_form"]))
     diff = np.array([[falls["mcq"][s] - falls["free_form"][s]] for s in shared])
     base = Claim("format", "both", measure, None, None, None, INCONCLUSIVE, "",
-                 delta=DELTAS["format"].delta, sign=0, paper=paper_of("format"))  # fmt: skip
+                 delta=DELTAS["format"].delta, sign=0, paper=paper_of("format"),
+                 delta_name="format")  # fmt: skip
     if len(shared) < 2:
         return replace(base, detail=f"inconclusive: {len(shared)} seed(s) in both formats")
     ci = seed_t_interval(diff, 0.95)

@@ -15,6 +15,7 @@ from breadth.study import curves as study_curves
 from breadth.study import frame as study_frame
 from breadth.study import report as study_report
 from breadth.study.claim_table import Claim
+from breadth.study.power import PilotSizing
 
 __all__ = ["PublishedClaims", "publish_claims"]
 
@@ -33,11 +34,13 @@ class PublishedClaims:
 
 
 def publish_claims(tracking_uri: str, grid_id: str, out_dir: Path, settings: ClaimSettings, *,
-                   command: str = "", note: str = "") -> PublishedClaims:  # fmt: skip
+                   command: str = "", note: str = "",
+                   pilot: PilotSizing | None = None) -> PublishedClaims:  # fmt: skip
     """Grid `grid_id`'s claims report in `out_dir`, its header the grid's provenance, then
     `command` (the command line that wrote it) and `note` where given. Its "Collapse over
     training steps" section reads each cell's RL training histories (`load_training_histories`);
-    a grid that logged none says so there.
+    a grid that logged none says so there. A power `pilot` (`read_pilot_sizing` of the file
+    the caller names) puts its seed sd and seeds needed beside the rows it sized.
 
     A grid whose cells lack their per-problem tables raises FileNotFoundError naming the run
     (`load_study_frame`): a claim must not silently lose an arm.
@@ -46,7 +49,7 @@ def publish_claims(tracking_uri: str, grid_id: str, out_dir: Path, settings: Cla
     header = study_frame.provenance_header(study_frame.grid_provenance(tracking_uri, grid_id),
                                            command)  # fmt: skip
     header += f"\n\n{note.strip()}" if note.strip() else ""
-    claims = study_claims.evaluate_claims(frame, settings)
+    claims = study_claims.evaluate_claims(frame, settings, pilot)
     training = study_curves.training_curves(
         study_frame.load_training_histories(tracking_uri, frame), confidence=settings.confidence)
     paths = study_report.write_study_report(frame, claims, Path(out_dir), header=header,

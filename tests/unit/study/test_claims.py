@@ -289,7 +289,7 @@ def test_claims_of_arms_the_grid_did_not_run_are_not_run(tmp_path):
     assert historical.estimate is None and "arm not in the grid: correctness+ucb" in historical.detail
     table, data = write_study_report(frame, claims, tmp_path)[:2]
     assert ("| **darling** | free_form | Δ distinct correct outcomes, darling − correctness@unscaled "
-            "| ±0.25 | n/a |  | not run |") in table.read_text()
+            "| ±0.25 | n/a |  |  | not run |") in table.read_text()
     assert "*not run*: the grid lacks an arm" in table.read_text()
     assert {c["verdict"] for c in json.loads(data.read_text())} >= {"not run", "reproduced"}
 
@@ -318,6 +318,6 @@ def test_a_single_format_grid_has_its_format_claim_not_run(tmp_path, fmt, absent
     assert claim.detail == f"format not in the grid: {absent}"
     table, data = write_study_report(frame, claims, tmp_path)[:2]
     assert ("| **format** | both | Δ relative fall of distinct reasoning paths (1 − RL / SFT), "
-            "mcq − free_form | ±0.1 | n/a |  | not run |") in table.read_text()
+            "mcq − free_form | ±0.1 | n/a |  |  | not run |") in table.read_text()
     [row] = [c for c in json.loads(data.read_text()) if c["claim"] == "format"]
     assert row["verdict"] == "not run" and row["estimate"] is None

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 import sys
 from pathlib import Path
@@ -88,7 +89,7 @@ def test_the_cli_and_the_prefect_task_publish_the_same_report(calls, monkeypatch
     result = breadth_tasks.claims.publish_claims.fn(GridConfig(), "g", "summary-run")
 
     # Both went through the one sequence: the CLI names its command line, the task none.
-    assert calls == [{"command": "breadth compare --grid g", "note": ""}, {}]
+    assert calls == [{"command": "breadth compare --grid g", "note": "", "pilot": None}, {}]
     cli, task = tmp_path / "cli", logged / "claims"
     names = {"claims.md", "claims.json", "pass_at_k_by_objective.png",
              "pass_at_k_by_objective.csv", *TRAINING_FILES}  # fmt: skip
@@ -142,3 +143,19 @@ def test_a_grid_without_training_histories_says_so(calls, monkeypatch, tmp_path)
     assert len(published.paths) == 4
     assert "## Collapse over training steps\n\nNo training histories: no RL run of this grid " \
            "logged" in published.markdown.read_text()
+
+
+def test_a_pilot_given_to_the_cli_reaches_the_report(calls, monkeypatch, tmp_path):
+    from breadth.study.power import read_pilot_sizing
+
+    pilot_json = tmp_path / "pilot.json"
+    pilot_json.write_text('{"seeds": [{"Δ pass@1": 0.01}, {"Δ pass@1": 0.03}], "times": []}')
+    monkeypatch.setattr(sys, "argv", ["breadth", "compare", "--grid", "g"])
+    folder, _ = _write_claims("http://127.0.0.1:9", "g", tmp_path / "cli", "", SETTINGS,
+                              read_pilot_sizing(pilot_json))  # fmt: skip
+    rows = json.loads((folder / "claims.json").read_text())
+    pass1 = next(r for r in rows if r["measure"].startswith("Δ pass@1, RL"))
+    # The pilot's sd of (0.01, 0.03) is 0.01414; FRAME's seeds agree exactly (sd 0).
+    assert pass1["power"]["pilot_sd"] == pytest.approx(0.02 / 2 ** 0.5)
+    assert pass1["power"]["seed_sd"] == 0.0 and pass1["power"]["pilot_seeds"] == 2
+    assert "(pilot: " in (folder / "claims.md").read_text()

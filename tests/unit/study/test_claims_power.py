@@ -1,0 +1,143 @@
+"""Each measured claim row's power: seed sd, Holm half-width, seeds needed, and why an
+inconclusive row is inconclusive; a pilot's numbers beside the run's when given."""
+
+import json
+import math
+
+import pandas as pd
+import pytest
+
+from breadth.evaluation.grid_settings import ClaimSettings
+from breadth.evaluation.seed_interval import seed_t_interval, t_quantile
+from breadth.study.claims import Claim, claims_markdown, decide_family, evaluate_claims
+from breadth.study.power import read_pilot_sizing
+
+
+def _row(per_seed, delta, claim="sharpening", delta_name="pass@1", fmt="free_form", sign=+1):
+    """A measured row from its per-seed means (one problem per seed)."""
+    ci = seed_t_interval([[m] for m in per_seed])
+    return Claim(claim, fmt, claim, ci.estimate, ci.low, ci.high, "measured", "seeds: 3",
+                 delta=delta, p_value=ci.p_value, standard_error=ci.standard_error,
+                 num_seeds=ci.num_seeds, sign=sign, delta_name=delta_name)  # fmt: skip
+
+
+def _first_below(sd, target, alpha):
+    """Smallest S with t(1 - alpha / 2, S - 1) * sd / sqrt(S) < target, by hand."""
+    s = 2
+    while t_quantile(1 - alpha / 2, s - 1) * sd / math.sqrt(s) >= target:
+        s += 1
+    return s
+
+
+def test_an_underpowered_row_names_the_seeds_it_needs():
+    # Per-seed means 0, 0.02, 0.04: mean 0.02, sd 0.02, se 0.02 / sqrt(3); t = sqrt(3), p =
+    # 1 - t / sqrt(2 + t²) = 0.2254. In a family of 2 (with a clear effect), Holm does not
+    # reject it: Bonferroni level 1 - 0.05 / 2, half-width t(0.9875, 2) * 0.02 / sqrt(3)
+    # = 6.205 * 0.011547 = 0.0717 >= δ = 0.02.
+    weak, strong = decide_family([_row([0.0, 0.02, 0.04], 0.02), _row([1.0, 1.01, 0.99], 0.02)])
+    assert weak.verdict == "inconclusive" and strong.verdict == "reproduced"
+    power = weak.power
+    assert power.seed_sd == pytest.approx(0.02)
+    assert power.holm_half_width == pytest.approx(t_quantile(0.9875, 2) * 0.02 / math.sqrt(3))
+    assert power.holm_half_width == pytest.approx(0.0717, abs=1e-4)
+    # Seeds for a half-width below δ / 2 = 0.01 at alpha / 2: t(0.9875, 23) * 0.02 / sqrt(24)
+    # = 2.398 * 0.004082 = 0.00979 < 0.01 <= t(0.9875, 22) * 0.02 / sqrt(23) = 0.01002.
+    assert power.seeds_for_verdict == _first_below(0.02, 0.01, 0.025) == 24
+    assert power.seeds_for_delta == _first_below(0.02, 0.02, 0.025) == 9
+    assert weak.detail.startswith("underpowered: at 3 seeds the Holm half-width ±0.0717 exceeds "
+                                  "δ = 0.02; about 24 seeds at this spread (seed sd 0.02) for a "
+                                  "verdict either way, 9 for a half-width below δ")  # fmt: skip
+    assert power.reason == "underpowered" and power.pilot_sd is None
+
+
+def test_a_decided_row_does_not_claim_underpower():
+    # The strong row is decided although its own Holm half-width (sd 0.01: ±6.205 * 0.01 /
+    # sqrt(3) = ±0.0358 at 1 - 0.05 / 2) is above δ: power numbers, but no reason and no
+    # underpower in its text.
+    _, strong = decide_family([_row([0.0, 0.02, 0.04], 0.02), _row([1.0, 1.01, 0.99], 0.02)])
+    assert strong.verdict == "reproduced" and strong.power.reason == ""
+    assert strong.power.holm_half_width > strong.delta
+    assert "underpowered" not in strong.detail and "lack of power" not in strong.detail
+    table = claims_markdown([strong])
+    assert "| 3 / " in table and "reproduced |" in table and "(underpowered)" not in table
+
+
+def test_an_interval_narrower_than_delta_at_its_edge_is_not_a_power_problem():
+    # Per-seed means 0.016, 0.03, 0.044 (δ 0.05), a family of 1: mean 0.03, sd 0.014, se
+    # 0.008083, t = 3.71, p = 1 - t / sqrt(2 + t²) = 0.0655 (not rejected). Holm interval 0.03 ± 4.303 * 0.008083 = ±0.0348 < δ, holds 0; the equivalence
+    # interval (90%) 0.03 ± 2.920 * 0.008083 = [0.0064, 0.0536] reaches past +0.05.
+    (row,) = decide_family([_row([0.016, 0.03, 0.044], 0.05, delta_name="pass@n")])
+    assert row.verdict == "inconclusive" and row.power.reason == "near δ"
+    assert row.power.holm_half_width == pytest.approx(0.0348, abs=1e-4)
+    assert row.detail.startswith("not for lack of power at δ: the Holm interval (±0.0348) is "
+                                 "narrower than δ = 0.05 but holds 0 and reaches past ±δ")
+    assert "underpowered" not in row.detail
+
+
+def _pilot(tmp_path, values):
+    path = tmp_path / "pilot.json"
+    path.write_text(json.dumps({"seeds": [{"Δ pass@1": v, "n": 32.0} for v in values],
+                                "times": []}))  # fmt: skip
+    return read_pilot_sizing(path)
+
+
+def test_the_pilots_numbers_appear_beside_the_runs_when_given(tmp_path):
+    # The pilot's per-seed Δ pass@1: sd 0.02202 (ddof 1); at alpha / 2 it needs 28 seeds for a
+    # half-width below 0.01.
+    pilot = _pilot(tmp_path, [0.0249, 0.0542, 0.0215, 0.0007])
+    rows = [_row([0.0, 0.02, 0.04], 0.02), _row([0.0, 0.02, 0.04], 0.02, claim="historical")]
+    sharpening, historical = decide_family(rows, pilot=pilot)
+    sd = pd.Series([0.0249, 0.0542, 0.0215, 0.0007]).std()
+    assert sharpening.power.pilot_sd == pytest.approx(sd)
+    assert sharpening.power.pilot_seeds == 4
+    assert sharpening.power.pilot_seeds_for_verdict == _first_below(sd, 0.01, 0.025) == 28
+    assert "; the pilot (4 seeds): seed sd 0.022, about 28 seeds for a verdict" in \
+        sharpening.detail
+    assert "3 / 24 (pilot: 28)" in claims_markdown([sharpening])
+    # ucb − correctness is a contrast the pilot did not run: no pilot numbers on it.
+    assert historical.power.pilot_sd is None and "pilot" not in historical.detail
+    # Nor on another format's row: the pilot's preset ran free-form.
+    (mcq,) = decide_family([_row([0.0, 0.02, 0.04], 0.02, fmt="mcq")], pilot=pilot)
+    assert mcq.power.pilot_sd is None
+    assert decide_family(rows)[0].power.pilot_sd is None  # no pilot given: none
+
+
+def test_a_bad_pilot_file_names_itself(tmp_path):
+    path = tmp_path / "pilot.json"
+    path.write_text("[]")
+    with pytest.raises(ValueError, match="pilot.json: not a pilot_claims.py JSON"):
+        read_pilot_sizing(path)
+
+
+def _frame(rl_extra_by_seed, problems=40, n=8):
+    """SFT solves 2 of 8 everywhere; in seed s RL solves 3 of 8 on the first
+    rl_extra_by_seed[s] problems, 2 of 8 elsewhere."""
+    rows = []
+    for seed, extra in enumerate(rl_extra_by_seed):
+        for p in range(problems):
+            for model, c in (("sft", 2), ("rl", 3 if p < extra else 2)):
+                rows.append({"format": "free_form", "objective": "correctness", "seed": seed,
+                             "model": model, "problem_id": f"p{p}", "num_samples": n,
+                             "num_correct": c, "distinct_outcomes": 2})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def test_the_claims_table_carries_power_from_the_grids_own_seeds(tmp_path):
+    # Per-seed Δ pass@1 = extra / 8 / 40: 0, 0.025, 0.05 -> sd 0.025. Δ pass@8 is 0 in every
+    # seed (pass@8 of 2 or 3 correct in 8 is 1): decided (no effect), no underpower.
+    claims = evaluate_claims(_frame([0, 8, 16]), ClaimSettings(num_resamples=20),
+                             pilot=_pilot(tmp_path, [0.0249, 0.0542, 0.0215, 0.0007]))
+    pass1 = next(c for c in claims if c.measure.startswith("Δ pass@1, RL"))
+    passn = next(c for c in claims if c.measure.startswith("Δ pass@n, RL"))
+    m = pass1.power.family_size
+    assert pass1.power.seed_sd == pytest.approx(0.025) and pass1.power.num_seeds == 3
+    assert pass1.verdict == "inconclusive" and pass1.power.reason == "underpowered"
+    needed = _first_below(0.025, 0.01, 0.05 / m)
+    assert pass1.power.seeds_for_verdict == needed
+    assert f"about {needed} seeds at this spread" in pass1.detail
+    assert "the pilot (4 seeds)" in pass1.detail
+    assert passn.verdict == "no effect" and passn.power.reason == ""
+    assert "underpowered" not in passn.detail
+    # The JSON the report writes carries it.
+    record = pass1.to_dict()["power"]
+    assert record["seeds_for_verdict"] == needed and record["pilot_seeds"] == 4
