@@ -206,7 +206,7 @@ def test_evaluate_into_a_used_folder_leaves_only_this_reports_files(inputs) -> N
     result = runner.invoke(app, ["evaluate", "--out", "r", "--rollouts", "good-rollouts.parquet"])
     assert result.exit_code == 0, result.output
     assert sorted(p.name for p in (inputs / "r").iterdir()) == [
-        "diversity.png", "metrics.json", "notes.txt", "pass_at_k.png",
+        "diversity.png", "metrics.json", "notes.txt", "paired.json", "pass_at_k.png",
         "per_problem_trained.parquet", "report.md"]  # fmt: skip
     assert f"removed {Path('r') / 'per_problem_base.parquet'}" in result.output
 

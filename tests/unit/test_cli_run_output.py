@@ -3,6 +3,7 @@ files of the stages served from the cache are (not under this run's S3 prefix)."
 
 from __future__ import annotations
 
+import json
 from contextlib import nullcontext
 
 from typer.testing import CliRunner
@@ -13,12 +14,12 @@ ENV = {"PREFECT_UI_URL": "http://127.0.0.1:4200", "BREADTH_S3_BUCKET": "breadth"
        "BREADTH_S3_ENDPOINT": "http://127.0.0.1:8333"}  # fmt: skip
 
 
-def _run(monkeypatch, cached_files):
+def _run(monkeypatch, cached_files, report="r.md"):
     import breadth_flows.in_process
     import breadth_flows.pipeline
 
     result = {"mlflow_run_id": "second", "mlflow_run_url": "http://mlflow/#/runs/second",
-              "prefect_flow_run_url": "http://prefect/flow-runs/flow-run/1", "report": "r.md",
+              "prefect_flow_run_url": "http://prefect/flow-runs/flow-run/1", "report": str(report),
               "metrics": {}, "cached_stage_files": cached_files}  # fmt: skip
     monkeypatch.setattr("breadth.cli.stack.bring_up_stack", lambda reconcile: ENV)
     monkeypatch.setattr(breadth_flows.in_process, "in_process_run", nullcontext)
@@ -46,3 +47,20 @@ def test_a_cached_re_run_says_where_the_cached_stages_files_are(monkeypatch):
 def test_a_run_that_computed_every_stage_lists_none(monkeypatch):
     output = _run(monkeypatch, {})
     assert "S3 prefix:   s3://breadth/runs/second/" in output and "Cached" not in output
+
+
+def test_the_run_prints_each_model_against_its_base_paired(monkeypatch, tmp_path):
+    (tmp_path / "paired.json").write_text(json.dumps({"rl": {"base": "sft", "differences": [
+        {"measure": "pass@1", "num_problems": 256, "direction": "up", "estimate": 0.0132,
+         "low": 0.0021, "high": 0.0254},
+        {"measure": "distinct outcomes", "num_problems": 256, "direction": "down",
+         "estimate": -0.285, "low": -0.379, "high": -0.199}]}}))  # fmt: skip
+    output = _run(monkeypatch, {}, report=tmp_path / "report.md")
+    assert "rl − sft, paired over problems (95% CI):" in output
+    assert "pass@1             +0.013 [+0.002, +0.025]  up" in output
+    assert "distinct outcomes  -0.285 [-0.379, -0.199]  down" in output
+
+
+def test_a_report_without_a_base_prints_no_paired_lines(monkeypatch, tmp_path):
+    output = _run(monkeypatch, {}, report=tmp_path / "report.md")
+    assert "paired" not in output

@@ -71,6 +71,19 @@ def run(
     )  # fmt: skip
     _print_cached_stage_files(result.get("cached_stage_files", {}))
     console.print(f"  Report:      {result['report']}", highlight=False)
+    _print_paired(Path(result["report"]).with_name("paired.json"))
+
+
+def _print_paired(path: Path) -> None:
+    """Each model against its base, paired by problem, as the report states it: the run's
+    answer in the terminal, not only behind a link."""
+    if not path.is_file():
+        return
+    for name, entry in json.loads(path.read_text(encoding="utf-8")).items():
+        console.print(f"  {name} − {entry['base']}, paired over problems (95% CI):", highlight=False)
+        for d in entry["differences"]:
+            console.print(f"    {d['measure']:<18} {d['estimate']:+.3f} [{d['low']:+.3f}, "
+                          f"{d['high']:+.3f}]  {d['direction']}", highlight=False)  # fmt: skip
 
 
 def _print_cached_stage_files(files: dict[str, str]) -> None:

@@ -70,7 +70,8 @@ def __dir__() -> list[str]:
 
 
 def write_report(results, out_dir):
-    """Write pass_at_k.png, diversity.png, report.md, metrics.json (see evaluation.report)."""
+    """Write pass_at_k.png, diversity.png, report.md, metrics.json, paired.json (see
+    evaluation.report)."""
     # Imported on use: the report loads pandas and matplotlib.
     from breadth.evaluation.report import write_report as _write_report
 

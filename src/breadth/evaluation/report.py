@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from breadth.evaluation.paired import PAIRED_MEASURES, paired_against_base
 from breadth.evaluation.summary import EvaluationResult
 from breadth.evaluation.transfer import SPLITS
 
@@ -34,7 +35,8 @@ REPORT_DIVERSITY_METRICS = ("distinct_outcomes", "distinct_correct_outcomes", "d
 
 
 def write_report(results: Mapping[str, EvaluationResult], out_dir: str | Path) -> list[Path]:
-    """Write pass_at_k.png, diversity.png, report.md, metrics.json and one
+    """Write pass_at_k.png, diversity.png, report.md, metrics.json, paired.json (each model
+    against its base, `breadth.evaluation.paired`) and one
     per_problem_<name>.parquet per model (what a study's claims are computed from); return
     their paths.
 
@@ -55,12 +57,16 @@ def write_report(results: Mapping[str, EvaluationResult], out_dir: str | Path) -
         json.dumps({name: r.to_dict() for name, r in results.items()}, indent=2, allow_nan=False),
         encoding="utf-8",
     )
+    paired = out / "paired.json"
+    paired.write_text(json.dumps({name: {"base": base, "differences": [d.to_dict() for d in diffs]}
+                                  for name, (base, diffs) in paired_against_base(results).items()},
+                                 indent=2, allow_nan=False), encoding="utf-8")  # fmt: skip
     tables = []
     for name, result in results.items():
         if result.per_problem is not None:
             tables.append(out / f"per_problem_{name}.parquet")
             result.per_problem.reset_index().to_parquet(tables[-1], index=False)
-    return [*paths, md, js, *tables]
+    return [*paths, md, js, paired, *tables]
 
 
 # Report files that not every report writes: one per model, and the search comparison's.
@@ -260,6 +266,7 @@ def markdown_report(results: Mapping[str, EvaluationResult]) -> str:
         lines.append(_row([name, _ci_text(r.diversity.get("distinct_outcomes")) + marks[name],
                            _ci_text(r.diversity.get("outcome_entropy")) + marks[name],
                            _crossover_text(cross)]))  # fmt: skip
+    lines += _paired_lines(results)
     # Models may have different sample counts (base 4, trained 16): the columns are every k of
     # any model, and a model shows "-" where it has no value, so each number sits under its k.
     ks = sorted({k for r in results.values() for k in r.ks})
@@ -294,7 +301,7 @@ def markdown_report(results: Mapping[str, EvaluationResult]) -> str:
                 ),
                 "",
             ]
-    lines += ["Files: pass_at_k.png, diversity.png, metrics.json.", ""]
+    lines += ["Files: pass_at_k.png, diversity.png, metrics.json, paired.json.", ""]
     return "\n".join(lines)
 
 
@@ -392,6 +399,30 @@ def _n_marks(results: Mapping[str, EvaluationResult]) -> dict[str, str]:
     counts = {name: _samples_text(r) for name, r in results.items()}
     unlike = len(set(counts.values())) > 1
     return {name: f" (n={n})" if unlike else "" for name, n in counts.items()}
+
+
+def _paired_lines(results: Mapping[str, EvaluationResult]) -> list[str]:
+    """The paired differences against each model's base: a table, or nothing without a base."""
+    paired = paired_against_base(results)
+    if not paired:
+        return []
+    labels = [label for _, label, _ in PAIRED_MEASURES]
+    lines = ["", "## Against the base, paired by problem (95% bootstrap CI of the difference)", "",
+             ("Per-model intervals above can overlap while the difference is clear: the "
+              "problems' difficulty is shared by both models and cancels in it. pass@n and "
+              "distinct outcomes are compared only at equal n."), "",
+             _row(["model − base", "problems", *(f"Δ {label}" for label in labels)]),
+             _row(["---"] * (len(labels) + 2))]  # fmt: skip
+    for name, (base, differences) in paired.items():
+        by_label = {d.measure: d for d in differences}
+        cells = [f"{_signed_ci_text(by_label[label].difference)} ({by_label[label].direction})"
+                 if label in by_label else "-" for label in labels]  # fmt: skip
+        lines.append(_row([f"{name} − {base}", str(differences[0].num_problems), *cells]))
+    return lines
+
+
+def _signed_ci_text(p) -> str:
+    return f"{p.estimate:+.3f} [{p.low:+.3f}, {p.high:+.3f}]"
 
 
 def _split_samples_note(results: Mapping[str, EvaluationResult]) -> str | None:

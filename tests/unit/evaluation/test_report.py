@@ -63,10 +63,11 @@ def test_write_report_writes_the_report_files_and_per_problem_tables(tmp_path):
         "diversity.png",
         "report.md",
         "metrics.json",
+        "paired.json",
         "per_problem_base.parquet",
         "per_problem_rl.parquet",
     ]
-    table = pd.read_parquet(paths[5])
+    table = pd.read_parquet(paths[6])
     expected = results["rl"].per_problem
     assert table["problem_id"].tolist() == expected.index.tolist()
     assert table["num_correct"].tolist() == expected["num_correct"].tolist()
