@@ -19,7 +19,13 @@ from breadth.tracking.names import cached_label, cached_name, lone_run_name
 from breadth.tracking.provenance import StageOrigin, stage_provenance
 from breadth.tracking.reconcile import reconcile_stale_runs
 from breadth.tracking.rest import RunRecord
-from breadth.tracking.runs import RunHandle, mlflow_ui_url, start_run, tracking_uri
+from breadth.tracking.runs import (
+    DEPLOYMENT_SERVER_WAIT_S,
+    RunHandle,
+    mlflow_ui_url,
+    start_run,
+    tracking_uri,
+)
 
 
 def git_sha() -> str:
@@ -106,6 +112,13 @@ def close_stale_runs() -> None:
         logging.getLogger("breadth.reconcile").warning("could not reconcile stale runs: %s", error)
 
 
+def server_wait_s() -> float:
+    """How long the parent run's start waits for an MLflow server that does not answer: a
+    deployment run (a worker's, nobody at its terminal) waits out a restart; a run from the
+    terminal fails in seconds with the fix."""
+    return DEPLOYMENT_SERVER_WAIT_S if runtime.deployment.id else 0.0
+
+
 def open_parent_run(config: PipelineConfig, extra_tags: dict[str, str] | None = None) -> RunHandle:
     close_stale_runs()
     experiment = config.tracking.experiment or config.preset
@@ -130,7 +143,8 @@ def open_parent_run(config: PipelineConfig, extra_tags: dict[str, str] | None = 
         "host.gpus": gpu_description(),
         **(extra_tags or {}),
     }
-    run = start_run(experiment, run_name(config, extra_tags or {}), tags=tags)
+    run = start_run(experiment, run_name(config, extra_tags or {}), tags=tags,
+                    wait_s=server_wait_s())
     run.log_params(config.flat())
     return run
 

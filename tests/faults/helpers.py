@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -136,3 +137,31 @@ def flow_run_state(stack_env: dict[str, str], flow_run_id: str) -> str | None:
     from breadth.tracking.reconcile import PrefectApi
 
     return PrefectApi(stack_env["PREFECT_API_URL"]).flow_run_state(flow_run_id)
+
+
+def descendants(pid: int) -> list[int]:
+    """Every process under `pid` (children first found, then theirs), e.g. the flow-run
+    processes a worker started, which may live in sessions of their own."""
+    found = []
+    for child in subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, check=False,
+                                text=True).stdout.split():  # fmt: skip
+        found += [int(child), *descendants(int(child))]
+    return found
+
+
+def kill_tree(pid: int) -> None:
+    """SIGKILL `pid` and everything under it at once, as a lost host would."""
+    for each in [*descendants(pid), pid]:
+        try:
+            os.kill(each, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+def wait_until(condition: Callable[[], bool], timeout_s: float, what: str) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        time.sleep(1.0)
+    raise AssertionError(f"timed out after {timeout_s:.0f}s waiting for {what}")

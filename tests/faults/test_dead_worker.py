@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from tests.faults.helpers import REPO, flow_run_state
+from tests.faults.helpers import REPO, flow_run_state, kill_tree, wait_until
 from tests.integration.helpers import PREFECT
 
 pytestmark = [pytest.mark.faults, pytest.mark.integration]
@@ -20,23 +20,6 @@ pytestmark = [pytest.mark.faults, pytest.mark.integration]
 POOL = "dead-worker-test"
 # The evaluation of proactive triggers and the state change on top of the bound itself.
 SLACK_S = 60.0
-
-
-def _descendants(pid: int) -> list[int]:
-    found = []
-    for child in subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, check=False,
-                                text=True).stdout.split():  # fmt: skip
-        found += [int(child), *_descendants(int(child))]
-    return found
-
-
-def _wait(condition, timeout_s: float, what: str) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(1.0)
-    raise AssertionError(f"timed out after {timeout_s:.0f}s waiting for {what}")
 
 
 def test_a_dead_workers_run_is_marked_crashed_within_the_bound(live_stack, tmp_path):
@@ -77,18 +60,15 @@ def _kill_a_worker_and_time_its_run(live_stack, tmp_path, env):
     try:
         run = run_deployment("breadth-waits/dead-worker", timeout=0)
         run_id = str(run.id)
-        _wait(lambda: flow_run_state(live_stack, run_id) == "RUNNING", 180, "the run to start")
+        wait_until(lambda: flow_run_state(live_stack, run_id) == "RUNNING", 180,
+                   "the run to start")
         time.sleep(5)  # its first heartbeat is sent as it starts running
         killed_at = time.monotonic()
-        for pid in [*_descendants(worker.pid), worker.pid]:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        kill_tree(worker.pid)
         worker.wait(timeout=30)
         bound = HEARTBEAT_S + MISSED_AFTER_S + SLACK_S
-        _wait(lambda: flow_run_state(live_stack, run_id) == "CRASHED", bound + 60,
-              "the dead worker's run to be marked Crashed")  # fmt: skip
+        wait_until(lambda: flow_run_state(live_stack, run_id) == "CRASHED", bound + 60,
+                   "the dead worker's run to be marked Crashed")  # fmt: skip
         took = time.monotonic() - killed_at
         print(f"\ndead worker: its run was marked Crashed {took:.0f}s after kill -9 "
               f"(heartbeat {HEARTBEAT_S}s, window {MISSED_AFTER_S}s)")

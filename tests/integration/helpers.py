@@ -82,12 +82,13 @@ PREFECT = str(Path(sys.executable).parent / "prefect")
 
 
 def start_workers(count: int, env: dict[str, str], log_dir: Path, pin_cores: bool = False,
-                  pool: str = "breadth-cpu") -> list[subprocess.Popen]:  # fmt: skip
+                  pool: str = "breadth-cpu", first_index: int = 0) -> list[subprocess.Popen]:  # fmt: skip
     """`count` process workers on `pool`, each running one flow run at a time (`--limit 1`,
     one cell per accelerator) with one torch thread; with `pin_cores`, worker i and the runs
-    it starts are held to core i (`taskset`)."""
+    it starts are held to core i (`taskset`). Workers are numbered from `first_index` (their
+    names and logs), so that workers started by separate calls stay distinct."""
     workers = []
-    for index in range(count):
+    for index in range(first_index, first_index + count):
         command = [PREFECT, "worker", "start", "--pool", pool, "--limit", "1",
                    "--name", f"grid-worker-{index}"]  # fmt: skip
         if pin_cores:

@@ -33,6 +33,10 @@ class TrackingError(RuntimeError):
     """MLflow cannot be reached; the message names the server and the fix."""
 
 
+class TrackingServerDown(TrackingError):
+    """The MLflow server does not answer: down, or restarting (a retry may pass)."""
+
+
 def metric_name(name: str) -> str:
     """MLflow rejects '@' in metric keys: pass@k -> pass_at_k.
 
@@ -262,9 +266,37 @@ def check_tracking_server(uri: str) -> None:
     try:
         MlflowRest(uri).health(timeout_s=5)
     except OSError as error:
-        raise TrackingError(
+        raise TrackingServerDown(
             f"MLflow at {without_userinfo(uri)} does not answer ({error}). {UNREACHABLE_FIX}"
         ) from None
+
+
+# How long a deployment run's start waits for an MLflow server that does not answer. A cell
+# of a nightly grid started while the server restarted (41 s under load in
+# tests/faults/test_night_of_faults.py) failed at once, and the grid lost it; a worker has
+# nobody at its terminal to read the fix, so it waits out a restart instead. Runs from the
+# terminal keep failing in seconds (wait_s=0).
+DEPLOYMENT_SERVER_WAIT_S = 300.0
+
+
+def wait_for_tracking_server(uri: str, wait_s: float, *, poll_s: float = 5.0,
+                             sleep: Any = time.sleep, clock: Any = time.monotonic) -> None:  # fmt: skip
+    """`check_tracking_server`, retried every `poll_s` for up to `wait_s` while the server
+    does not answer (a restart); a URI that names no server fails at once."""
+    deadline = clock() + wait_s
+    warned = False
+    while True:
+        try:
+            check_tracking_server(uri)
+            return
+        except TrackingServerDown as error:
+            if clock() >= deadline:
+                raise TrackingServerDown(f"{error} (waited {wait_s:.0f}s for it)") from None
+            if not warned:
+                logging.getLogger("breadth.tracking").warning(
+                    "%s Waiting up to %.0fs for it (a restart).", error, wait_s)
+                warned = True
+            sleep(poll_s)
 
 
 # MLflow 3's UI opens an experiment by its kind: without this tag on its GenAI pages (traces,
@@ -296,11 +328,16 @@ def experiment_id_of(client: Any, name: str) -> str:
 
 
 def start_run(
-    experiment: str, run_name: str, *, tags: Mapping[str, Any] | None = None
+    experiment: str, run_name: str, *, tags: Mapping[str, Any] | None = None,
+    wait_s: float = 0.0,
 ) -> RunHandle:
-    """Open a top-level run in `experiment` (created if missing)."""
+    """Open a top-level run in `experiment` (created if missing); with `wait_s`, wait that long
+    for a server that does not answer before failing (`wait_for_tracking_server`)."""
     uri = tracking_uri()
-    check_tracking_server(uri)
+    if wait_s > 0:
+        wait_for_tracking_server(uri, wait_s)
+    else:
+        check_tracking_server(uri)
     client = tracking_client(uri)
     return _create_run(client, uri, experiment_id_of(client, experiment), run_name, tags)
 

@@ -182,8 +182,8 @@ def test_the_parent_run_is_tagged_with_the_code_and_the_hardware_it_ran(monkeypa
         def log_params(self, params):
             pass
 
-    def start_run(experiment, name, tags):
-        opened.update(tags)
+    def start_run(experiment, name, tags, wait_s):
+        opened.update(tags, wait_s=wait_s)
         return Run()
 
     monkeypatch.setattr(tracking, "close_stale_runs", lambda: None)
@@ -197,4 +197,17 @@ def test_the_parent_run_is_tagged_with_the_code_and_the_hardware_it_ran(monkeypa
     assert opened["host.gpus"] == "1 x NVIDIA H100 80GB HBM3"
     assert opened["git.sha"] and opened["host.cpus"]
     assert opened["data.source"] == "synthetic:arithmetic"  # what tells a GSM8K run apart
+    assert opened["wait_s"] == 0  # from the terminal: a server that is down fails it at once
     assert ("torch" in sys.modules) == torch_before  # a cached re-run never imports torch
+
+
+def test_a_deployment_run_waits_for_a_restarting_mlflow(monkeypatch):
+    """A worker's run has nobody at its terminal: its start waits out an MLflow restart."""
+    from breadth_tasks.tracking import server_wait_s
+
+    from breadth.tracking.runs import DEPLOYMENT_SERVER_WAIT_S
+
+    monkeypatch.delenv("PREFECT__RUNTIME__DEPLOYMENT__ID", raising=False)
+    assert server_wait_s() == 0
+    monkeypatch.setenv("PREFECT__RUNTIME__DEPLOYMENT__ID", "a-deployment")
+    assert server_wait_s() == DEPLOYMENT_SERVER_WAIT_S > 60

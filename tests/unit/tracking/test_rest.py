@@ -16,10 +16,12 @@ from breadth.tracking.rest import MlflowRequestError, MlflowRest
 from breadth.tracking.runs import (
     RunHandle,
     TrackingError,
+    TrackingServerDown,
     check_tracking_server,
     log_curves,
     start_child_run,
     start_run,
+    wait_for_tracking_server,
 )
 from breadth.tracking.uploads import is_permanent
 from tests.unit.tracking.fake_mlflow import FakeMlflow
@@ -182,6 +184,59 @@ def test_a_server_that_is_down_is_named_with_the_fix(monkeypatch):
         check_tracking_server(url)
     assert f"http://127.0.0.1:{port}" in str(caught.value) and "breadth stack up" in str(caught.value)
     assert "secret" not in str(caught.value)
+
+
+def _server_answering_after(monkeypatch, refusals: int) -> None:
+    """MLflow's /health refused `refusals` times (a server restarting), then answered."""
+    answers = [OSError("Connection refused")] * refusals
+
+    def health(self, timeout_s=5):
+        if answers:
+            raise answers.pop()
+
+    monkeypatch.setattr(MlflowRest, "health", health)
+
+
+def test_a_deployment_run_waits_out_a_restarting_server(monkeypatch):
+    """A grid cell that started while MLflow restarted failed at once, and the grid lost it
+    (tests/faults/test_night_of_faults.py): with wait_s, the start polls until it answers."""
+    _server_answering_after(monkeypatch, refusals=2)
+    slept: list[float] = []
+    wait_for_tracking_server("http://127.0.0.1:5000", 60, poll_s=5, sleep=slept.append,
+                             clock=lambda: 5.0 * len(slept))  # fmt: skip
+    assert slept == [5, 5]
+
+
+def test_waiting_for_the_server_ends_with_the_fix(monkeypatch):
+    _server_answering_after(monkeypatch, refusals=100)
+    slept: list[float] = []
+    with pytest.raises(TrackingServerDown, match="waited 10s") as caught:
+        wait_for_tracking_server("http://u:secret@127.0.0.1:5000", 10, poll_s=5,
+                                 sleep=slept.append, clock=lambda: 5.0 * len(slept))  # fmt: skip
+    assert slept == [5, 5]
+    assert "http://127.0.0.1:5000" in str(caught.value) and "breadth stack up" in str(caught.value)
+    assert "secret" not in str(caught.value)
+
+
+def test_a_uri_naming_no_server_is_not_waited_for():
+    slept: list[float] = []
+    with pytest.raises(TrackingError, match="not an MLflow server URL"):
+        wait_for_tracking_server("127.0.0.1:5000", 60, sleep=slept.append)
+    assert slept == []
+
+
+def test_start_run_waits_only_when_asked(monkeypatch):
+    _server_answering_after(monkeypatch, refusals=1)
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", "http://127.0.0.1:5000")
+    with pytest.raises(TrackingServerDown):  # from the terminal: fails in seconds
+        start_run("exp", "parent")
+    waited = []
+    monkeypatch.setattr("breadth.tracking.runs.wait_for_tracking_server",
+                        lambda uri, wait_s: waited.append((uri, wait_s)))  # fmt: skip
+    monkeypatch.setattr("breadth.tracking.runs._create_run", lambda *args: "opened")
+    monkeypatch.setattr("breadth.tracking.runs.experiment_id_of", lambda client, name: "1")
+    assert start_run("exp", "parent", wait_s=30) == "opened"
+    assert waited == [("http://127.0.0.1:5000", 30)]
 
 
 def test_search_runs_and_experiments_follow_pages(fake):
