@@ -295,7 +295,10 @@ def _projection(times: list[dict[str, float]], cells: int, formats: int, workers
             f"RL cells on {workers} workers: ({formats} x {start:.0f} s + {cells} x {cell:.0f} s)"
             f" / {workers} = {per_seed / 60:.1f} min, so 3 h holds {fits} seeds, at the stage "
             f"times above ({workers} seeds at a time on {os.cpu_count()} cores; other jobs on the "
-            "machine at the time slow a stage, so on a quiet machine this is an upper bound).")
+            "machine at the time slow a stage). It prices every format's SFT and RL at the "
+            "piloted format's and leaves out search and evaluation, which the nightly runs: a "
+            "format with longer renderings (mcq's options and weighed trace) costs more, so "
+            "time one night's cells (the grid logs each) before trusting the seeds it holds.")
 
 
 if __name__ == "__main__":
