@@ -57,9 +57,9 @@ def claim_columns(s: SamplesByProblem, reasoning_threshold: float | None) -> dic
     """{column: (P,) values} in problem order of `s`; NaN where an input column is absent."""
     counts = np.diff(s.bounds)
     num = len(counts)
-    group, position = s.group, s.position
+    group = s.group
     nan = np.full(num, np.nan)
-    first_half = position < (counts // 2)[group]
+    first_half = s.first_half
     split_correct = np.bincount(group, weights=s.correct & first_half, minlength=num)
     graded = np.bincount(group, weights=(s.scores > 0) & (s.scores < 1), minlength=num) > 0
     out = {

@@ -101,6 +101,13 @@ class SamplesByProblem:
         """Index of every sample within its problem, in sample_index order."""
         return np.arange(self.bounds[-1]) - np.repeat(self.bounds[:-1], np.diff(self.bounds))
 
+    @property
+    def first_half(self) -> np.ndarray:
+        """Whether each sample is in the first half of its problem's samples (sample_index
+        order; the first floor(n / 2)): the transfer split reads it, the other half is measured."""
+        counts = np.diff(self.bounds)
+        return self.position < (counts // 2)[self.group]
+
     def by_size(self):
         """[(problem positions, (Pn, n) row-index matrix)] for each distinct sample count n."""
         counts = np.diff(self.bounds)

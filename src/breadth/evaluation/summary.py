@@ -113,8 +113,7 @@ def second_half(samples: SamplesByProblem) -> pd.DataFrame:
     >>> second_half(SamplesByProblem.from_rollouts(rows))[["problem_id", "sample_index"]].values.tolist()
     [['a', 1], ['a', 2], ['b', 1]]
     """
-    counts = np.diff(samples.bounds)
-    return samples.rows[samples.position >= (counts // 2)[samples.group]]
+    return samples.rows[~samples.first_half]
 
 
 def evaluate_rollouts(
