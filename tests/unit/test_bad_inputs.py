@@ -78,6 +78,9 @@ CONFIG_CASES = [
     (["run", "--set", "data.source=jsonl:folder.jsonl"], "folder.jsonl is a folder"),
     (["run", "--set", "model.name_or_path=./no-model"], "model.name_or_path=./no-model"),
     (["grid", "--set", "data.eval_source=hf:./no-dir"], "no-dir does not exist"),
+    # The power pilot the claims cite: read before the stack starts.
+    (["grid", "--pilot", "missing.json"], "--pilot: pilot sizing missing.json"),
+    (["grid", "--pilot", "malformed.yaml"], "not a pilot_claims.py JSON"),
 ]
 PREPARE_CASES = [
     (["--source", "jsonl:missing.jsonl"], "does not exist"),

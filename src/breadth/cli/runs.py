@@ -9,7 +9,7 @@ import shlex
 import sys
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich import box
@@ -20,6 +20,9 @@ from breadth.cli import stack
 from breadth.cli.config import complete_preset, load_or_fail
 from breadth.cli.output import console, fail, print_json
 from breadth.config import ConfigError, PipelineConfig
+
+if TYPE_CHECKING:  # the CLI imports the study modules on use, to start fast
+    from breadth.study.power import PilotSizing
 
 app = typer.Typer()
 
@@ -103,7 +106,8 @@ def _print_cached_stage_files(files: dict[str, str]) -> None:
 GRID_OPTIONS = {"preset": "--preset", "formats": "--format", "rewards": "--reward",
                 "seeds": "--seed", "overrides": "--set", "grid_id": "--grid-id",
                 "format_rewards": "--format-reward",
-                "cell_runner": "--cell-runner", "cell_deployment": "--cell-deployment"}  # fmt: skip
+                "cell_runner": "--cell-runner", "cell_deployment": "--cell-deployment",
+                "pilot": "--pilot"}  # fmt: skip
 
 
 @app.command()
@@ -128,6 +132,9 @@ def grid(
     cell_deployment: Annotated[str, typer.Option(
         help="With --cell-runner deployment: the pipeline deployment whose runs are the cells.",
     )] = "breadth-pipeline/adhoc",
+    pilot: Annotated[Path | None, typer.Option(help=(
+        "A power pilot's JSON (scripts/pilot_claims.py, e.g. docs/results/pilot.json): the "
+        "claims it sized cite its seed sd and seeds needed beside the grid's own."))] = None,
 ) -> None:
     """Run a format x reward x seed grid, then its summary, claims and collapse alarm."""
     from pydantic import ValidationError
@@ -136,8 +143,9 @@ def grid(
     from breadth.config import describe_options
     from breadth.study.grid import GridConfig
 
-    values: dict = {"overrides": set_ or [], "grid_id": grid_id,
-                    "cell_runner": cell_runner, "cell_deployment": cell_deployment}  # fmt: skip
+    values: dict = {"overrides": set_ or [], "grid_id": grid_id, "cell_runner": cell_runner,
+                    "cell_deployment": cell_deployment,
+                    "pilot": str(pilot.resolve()) if pilot else None}  # fmt: skip
     if preset:
         values["preset"] = preset
     for key, given in (("formats", format_), ("rewards", reward), ("seeds", seed)):
@@ -158,6 +166,8 @@ def grid(
         cells = study.cells()
     except (ConfigError, ValueError) as error:
         fail(str(error))
+    if pilot is not None:
+        _read_pilot(pilot)  # read again by the flow; refused here before the stack starts
     if study.cell_runner == "in_process":  # deployment cells run on their workers' files
         _fail_on_missing_paths(cells[0][3])  # the cells share their data and model
         from breadth.preflight import unique_fit_configs
@@ -183,6 +193,17 @@ def grid(
         fail(f"the grid failed: {type(error).__name__}: {error}")
     console.print(f"grid {result['grid_id']} finished in {time.monotonic() - started:.0f}s; "
                   f"compare with: breadth compare --grid {result['grid_id']}", highlight=False)
+
+
+def _read_pilot(pilot: Path) -> PilotSizing:
+    """`--pilot`'s power pilot, read, or the CLI's error naming the option."""
+    # Imported on use: `breadth --help` and the other commands do not load it.
+    from breadth.study.power import read_pilot_sizing
+
+    try:
+        return read_pilot_sizing(pilot)
+    except ValueError as error:
+        fail(f"--pilot: {error}")
 
 
 def _fail_on_missing_paths(config: PipelineConfig) -> None:
@@ -296,14 +317,7 @@ def compare(
         fail("give run ids (breadth compare RUN_ID ...) or a grid (breadth compare --grid ID)")
     if note is not None and not note.is_file():
         fail(f"--note {note} is not a file")
-    pilot_sizing = None
-    if pilot is not None:
-        from breadth.study.power import read_pilot_sizing
-
-        try:
-            pilot_sizing = read_pilot_sizing(pilot)
-        except ValueError as error:
-            fail(f"--pilot: {error}")
+    pilot_sizing = _read_pilot(pilot) if pilot is not None else None
     try:
         uri = StackSettings().mlflow_url  # MLFLOW_TRACKING_URI, else the local stack's server
         check_tracking_server(uri)

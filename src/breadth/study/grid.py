@@ -54,6 +54,8 @@ OBJECTIVE_KEYS = ("rl.reward.", "rl.epsilon_high", "rl.top_entropy_quantile", "r
                   "rl.scale_rewards")  # set by rewards whose formula needs it  # fmt: skip
 # Grid keys that say how cells run, not what they compute.
 RUNNER_KEYS = ("cell_runner", "cell_deployment")
+# What the claims report cites beside the study, not what the study is.
+REPORT_KEYS = ("pilot",)
 # Keys that differ between cells by design: the grid's own axes and the preset label.
 GRID_AXIS_KEYS = ("data.format", "seed", "preset")
 # The config key each cell sets from a grid axis (after the shared overrides, so an override
@@ -108,6 +110,13 @@ class GridConfig(Section):
         "breadth-pipeline/adhoc",
         description="cell_runner=deployment: the pipeline deployment (`flow/deployment`, "
         "registered by `breadth deploy`) whose runs are the cells.",
+    )
+    pilot: str | None = Field(
+        None,
+        description="A power pilot's JSON (scripts/pilot_claims.py, e.g. "
+        "docs/results/pilot.json; relative paths from the working directory, a deployment's "
+        "is the project folder): the claims it sized cite its seed sd and seeds needed beside "
+        "the grid's own. Read before any cell starts. Empty = the table's own power only.",
     )
 
     @field_validator("formats", "rewards", "seeds")
@@ -230,10 +239,12 @@ class GridConfig(Section):
 
     def content_hash(self) -> str:
         """Identifies 'the same study' across nights: seeds, the grid id and how cells run are
-        excluded, so a night with other seeds is still compared with the previous one."""
+        excluded, so a night with other seeds is still compared with the previous one (and
+        the pilot the report cites is not the study either)."""
         # How cells are run is not what the study is: a night on a pool compares with one
         # that ran in process.
-        payload = self.model_dump(mode="json", exclude={"grid_id", "seeds", *RUNNER_KEYS})
+        payload = self.model_dump(mode="json", exclude={"grid_id", "seeds", *RUNNER_KEYS,
+                                                        *REPORT_KEYS})  # fmt: skip
         return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
 
 
