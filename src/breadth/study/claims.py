@@ -94,8 +94,9 @@ PerProblem = Callable[[pd.DataFrame], np.ndarray]
 SFT = ("", "sft")
 
 
-def pass_metric(k: int | None) -> PerProblem:
-    """Per-problem pass@k (k=None: the problem's n), above chance for rows with options.
+def pass_metric(k: int | None, above_chance: bool = True) -> PerProblem:
+    """Per-problem pass@k (k=None: the problem's n), above chance for rows with options
+    unless `above_chance` is False (raw pass@k at k or n, no cap).
 
     Above chance *on the mean*: each problem contributes (p - chance) / (1 - mean chance of
     the rows given), so the rows' mean is (mean p - mean chance) / (1 - mean chance), and a
@@ -106,7 +107,7 @@ def pass_metric(k: int | None) -> PerProblem:
 
     def per_problem(rows: pd.DataFrame) -> np.ndarray:
         n, c = rows["num_samples"].to_numpy(), rows["num_correct"].to_numpy()
-        options = options_of(rows)
+        options = options_of(rows) if above_chance else None
         kk = int(n.min()) if k is None else k
         if options is not None and k is None:
             kk = largest_k_above_chance(options, kk)
@@ -285,11 +286,14 @@ def _not_run(claim: str, fmt: str, measure: str, reason: str, delta: str | None 
 
 def _format_claims(study: Study) -> list[Claim]:
     rl = (CORRECTNESS, "rl")
-    p1, pn = pass_metric(1), pass_metric(None)
-    n_label = _n_label(study)
+    # pass@n raw, not above chance: in a difference of two models on the same options chance
+    # cancels, and the correction only rescales it by 1 / (1 - chance pass@k), x100 at k = 16
+    # of 4 options, which put a raw Δ of -0.06 at -6 against δ = 0.05.
+    p1, pn = pass_metric(1), pass_metric(None, above_chance=False)
+    raw = "" if options_of(study.frame) is None else " (raw: chance cancels in the difference)"
     claims = [
         study.effect("sharpening", "Δ pass@1, RL − SFT (correctness)", rl, SFT, p1, +1, "pass@1"),
-        study.effect("sharpening", f"Δ pass@{n_label}, RL − SFT (correctness)", rl, SFT, pn, -1,
+        study.effect("sharpening", f"Δ pass@n{raw}, RL − SFT (correctness)", rl, SFT, pn, -1,
                      "pass@n"),
         _crossover(study),
         _transfer(study),
@@ -301,16 +305,6 @@ def _format_claims(study: Study) -> list[Claim]:
     claims.append(_forking(study))
     claims += _search(study)
     return claims
-
-
-def _n_label(study: Study) -> str:
-    """'n', or the capped k of a format with options ('16 (n capped: chance < 0.99)')."""
-    sft = study.arm(*SFT)
-    if sft is None or options_of(sft) is None:
-        return "n"
-    n = int(study.frame["num_samples"].min())
-    k = largest_k_above_chance(options_of(sft), n)
-    return "n" if k == n else f"{k} (n = {n} capped where chance pass@k ≥ 0.99)"
 
 
 def _transfer(study: Study) -> Claim:

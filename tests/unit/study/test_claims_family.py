@@ -126,9 +126,13 @@ def test_chance_correction_at_k_32_with_an_unsolved_problem():
     assert math.isnan(chance_corrected_pass_at_k(0.0, 4, 32).item())
     assert chance_corrected_pass_at_k(0.0, 4, 16).item() == pytest.approx(
         -(1 - 0.75**16) / 0.75**16)
-    # The claims cap k at 16 (chance 0.98998 < 0.99 < chance at 17) and correct the mean:
-    # per seed, RL solves 9 of 10 problems at every sample and one never (pass@16 mean 0.9);
-    # SFT is right 8 of 32 times everywhere: pass@16 = 1 - C(24,16)/C(32,16).
+
+
+def test_the_pass_at_n_row_of_a_format_with_options_is_raw():
+    """Chance cancels in RL - SFT on the same options; corrected at the capped k = 16, the
+    difference was divided by 1 - 0.98998 (x100) and a raw -0.1 read as about -10 against
+    δ = 0.05. Per seed, RL solves 9 of 10 problems at every sample and one never; SFT is
+    right 8 of 32 times everywhere, so its pass@32 is 1."""
     rows = []
     for seed in (0, 1, 2):
         for p in range(10):
@@ -137,12 +141,12 @@ def test_chance_correction_at_k_32_with_an_unsolved_problem():
                              "model": model, "problem_id": f"p{p}", "num_samples": 32,
                              "num_correct": c, "num_options": 4, "distinct_outcomes": 1})
     claims = evaluate_claims(pd.DataFrame(rows), ClaimSettings(num_resamples=20))
-    row = next(c for c in claims if c.measure.startswith("Δ pass@16"))
-    chance = 1 - 0.75**16
-    sft = 1 - math.comb(24, 16) / math.comb(32, 16)
-    assert row.estimate == pytest.approx((0.9 - chance) / (1 - chance) - (sft - chance) / (1 - chance))
-    assert row.estimate > -20  # the per-problem correction at k = 32 gave about -995
-    assert "capped where chance pass@k ≥ 0.99" in row.measure
+    (row,) = [c for c in claims if c.claim == "sharpening" and c.delta_name == "pass@n"]
+    assert row.estimate == pytest.approx(0.9 - 1.0)
+    assert row.measure.startswith("Δ pass@n (raw: chance cancels in the difference)")
+    # pass@1 stays above chance: (0.9 - 0.25) / 0.75 - (0.25 - 0.25) / 0.75.
+    (first,) = [c for c in claims if c.claim == "sharpening" and c.delta_name == "pass@1"]
+    assert first.estimate == pytest.approx(0.65 / 0.75)
 
 
 def _rollouts(rng, q, n, wrong=100_000):
