@@ -13,13 +13,15 @@ watched, cancelled or re-run from the UI on its own. A task runner (Dask, Ray) w
 from __future__ import annotations
 
 import time
+import uuid
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
+import httpx
 from breadth_flows.pipeline import pipeline
 from breadth_flows.zombies import ensure_zombie_automation
 from breadth_tasks.train import sft
-from prefect import get_client
+from prefect import get_client, runtime
 from prefect.client.schemas.filters import (
     FlowRunFilter,
     FlowRunFilterId,
@@ -30,14 +32,19 @@ from prefect.client.schemas.filters import (
 )  # fmt: skip
 from prefect.client.schemas.objects import StateType
 from prefect.deployments import run_deployment
-from prefect.exceptions import ObjectNotFound
+from prefect.exceptions import ObjectNotFound, PrefectHTTPStatusError
 from prefect.settings import PREFECT_API_URL
 
 from breadth.config import PipelineConfig
 from breadth.grid_progress import CellOutcome, progress_line
 
 Cell = tuple[str, str, int, PipelineConfig]  # (format, objective, seed, validated config)
+T = TypeVar("T")
 POLL_S = 3.0
+# A Prefect server restart (an upgrade, a crash under load, a database migration) can outlast
+# the client's own retries (PREFECT_CLIENT_MAX_RETRIES: about a minute). The cells run on
+# without it, so the grid keeps asking this long before it gives up.
+SERVER_OUTAGE_S = 900.0
 # With every cell still waiting this long, the log asks whether any worker polls the pool.
 NO_WORKER_HINT_S = 120.0
 
@@ -106,6 +113,41 @@ def run_in_process(
     return progress.outcomes
 
 
+class PrefectServerDown(RuntimeError):
+    """The Prefect server did not answer the grid for longer than SERVER_OUTAGE_S."""
+
+
+def through_outage(call: Callable[[], T], what: str, report: Callable[[str], None]) -> T:
+    """`call()`, asked again every POLL_S while the Prefect server does not answer (a refused
+    connection, a timeout, a 5xx), for up to SERVER_OUTAGE_S; reports the outage and its end.
+    A 4xx is the request's fault, not the server's: raised at once."""
+    down_since: float | None = None
+    while True:
+        try:
+            result = call()
+        except (httpx.TransportError, PrefectHTTPStatusError) as error:
+            if isinstance(error, PrefectHTTPStatusError) and error.response.status_code < 500:
+                raise
+            now = time.monotonic()
+            if down_since is None:
+                down_since = now
+                report(f"the Prefect server at {PREFECT_API_URL.value()} does not answer "
+                       f"({type(error).__name__}) while {what}; the grid keeps asking for up "
+                       f"to {SERVER_OUTAGE_S:.0f}s, and the cells run on meanwhile")  # fmt: skip
+            elif now - down_since > SERVER_OUTAGE_S:
+                raise PrefectServerDown(
+                    f"the Prefect server at {PREFECT_API_URL.value()} has not answered for "
+                    f"{now - down_since:.0f}s ({what}: {type(error).__name__}: {error}). Cells "
+                    "already submitted run on on their workers. Start the server (`breadth "
+                    "stack up`) and run the grid again: finished cells come back from the cache."
+                ) from error
+            time.sleep(POLL_S)
+            continue
+        if down_since is not None:
+            report(f"the Prefect server answers again after {time.monotonic() - down_since:.0f}s")
+        return result
+
+
 class CellDeploymentMissing(RuntimeError):
     """The deployment the grid would submit cells to is not registered; says how to fix it."""
 
@@ -123,8 +165,21 @@ def run_on_deployment(
     A cell whose worker died is marked Crashed by the server (flows/zombies.py) and submitted
     once more, to resume from its checkpoints in S3 on whichever worker takes it; crashed
     again, it is recorded as failed. No cell is waited on forever.
+
+    Through a Prefect server outage the grid keeps asking (`through_outage`); each submission
+    carries an idempotency key, so one asked again after a lost reply is not a second run.
     """
     pool = _work_pool_of(deployment)
+    # This grid run's own: a grid run again (same grid id) must get new cell runs, not these.
+    batch = str(runtime.flow_run.id or uuid.uuid4())
+
+    def submit(cell: Cell, attempt: int = 0) -> str:
+        name = cell_name(cell[0], cell[1], cell[2])
+        return through_outage(
+            lambda: _submit(cell, grid_id, study_hash, deployment, waiting,
+                            f"{batch}/{name}/{attempt}"),
+            f"submitting cell {name}", report)  # fmt: skip
+
     ensure_zombie_automation()
     waiting: dict[str, str] = {}  # flow run id -> cell name
     submitted: dict[str, Cell] = {}  # cell name -> cell, to submit a crashed one again
@@ -136,7 +191,7 @@ def run_on_deployment(
         if pair in first_of_pair and cell[3].sft.enabled:
             held.append(cell)
         else:
-            run_id = _submit(cell, grid_id, study_hash, deployment, waiting)
+            run_id = submit(cell)
             submitted[waiting[run_id]] = cell
             first_of_pair.setdefault(pair, run_id)
     report(f"{len(waiting)} of {len(cells)} cells submitted to {deployment} (work pool {pool}; "
@@ -147,15 +202,15 @@ def run_on_deployment(
     with get_client(sync_client=True) as client:
         while waiting or held:
             time.sleep(POLL_S)
-            runs = client.read_flow_runs(
-                flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=list(waiting)))
-            ) if waiting else []  # fmt: skip
+            runs = through_outage(lambda: client.read_flow_runs(
+                flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=list(waiting)))),
+                "reading the cells' states", report) if waiting else []  # fmt: skip
             for run in runs:
                 if run.state is not None and run.state.is_final():
                     name = waiting.pop(str(run.id))
                     if run.state.type == StateType.CRASHED and name not in retried:
                         retried.add(name)
-                        again = _submit(submitted[name], grid_id, study_hash, deployment, waiting)
+                        again = submit(submitted[name], attempt=1)
                         # Its pair's other cells wait on the new run's SFT, not the dead one's.
                         for pair, first in first_of_pair.items():
                             if first == str(run.id):
@@ -170,10 +225,12 @@ def run_on_deployment(
                     progress.finished(name, run.state.type.value,
                                       str(run.id), run.state.message or "", own)  # fmt: skip
             if held:
-                ready = _sft_done(client, set(first_of_pair.values()), set(waiting))
+                ready = through_outage(
+                    lambda: _sft_done(client, set(first_of_pair.values()), set(waiting)),
+                    "reading which SFT starts are trained", report)  # fmt: skip
                 for cell in [c for c in held if first_of_pair[(c[0], c[2])] in ready]:
                     held.remove(cell)
-                    run_id = _submit(cell, grid_id, study_hash, deployment, waiting)
+                    run_id = submit(cell)
                     submitted[waiting[run_id]] = cell
             started = any(r.state is not None and not r.state.is_scheduled() for r in runs)
             if not hinted and not started and not progress.outcomes and \
@@ -185,11 +242,11 @@ def run_on_deployment(
 
 
 def _submit(cell: Cell, grid_id: str, study_hash: str, deployment: str,
-            waiting: dict[str, str]) -> str:  # fmt: skip
+            waiting: dict[str, str], idempotency_key: str) -> str:  # fmt: skip
     fmt, objective, seed, config = cell
     flow_run = run_deployment(
         deployment, timeout=0, flow_run_name=run_name(grid_id, fmt, objective, seed),
-        tags=["grid-cell"],
+        tags=["grid-cell"], idempotency_key=idempotency_key,
         parameters={"config": config.model_dump(mode="json"),
                     "tags": cell_tags(grid_id, study_hash, fmt, objective, seed)},
     )  # fmt: skip

@@ -9,6 +9,7 @@ from datetime import timedelta
 from types import SimpleNamespace
 
 import breadth_flows.grid_cells
+import httpx
 import pytest
 from prefect.states import Completed, Crashed, Failed, Running
 
@@ -26,10 +27,14 @@ class ScriptedPool:
         self.crashing: dict[str, int] = {}  # cell -> how many of its runs crash
         self.runs: dict[str, dict] = {}
         self.submitted: list[tuple[int, str]] = []  # (poll, cell)
+        self.by_key: dict[str, str] = {}  # idempotency key -> run id
 
-    def run_deployment(self, name, timeout, flow_run_name, tags, parameters):
+    def run_deployment(self, name, timeout, flow_run_name, tags, parameters, idempotency_key):
         assert timeout == 0 and "grid-cell" in tags  # submitted, not waited on, one by one
+        if idempotency_key in self.by_key:  # as Prefect does: the run that key made
+            return SimpleNamespace(id=self.by_key[idempotency_key])
         run_id = str(uuid.uuid4())
+        self.by_key[idempotency_key] = run_id
         cell = parameters["tags"]["grid.cell"]
         # A run that will crash never gets as far as its SFT (its worker dies first).
         self.runs[run_id] = {"cell": cell, "since": self.poll,
@@ -169,3 +174,73 @@ def test_the_cells_waiting_on_a_crashed_first_cell_wait_for_its_retrys_sft(pool)
     held = [poll for poll, cell in pool.submitted if cell == "free_form/darling/seed0"]
     assert len(polls) == 2 and len(held) == 1
     assert held[0] > polls[1]  # after the retry's SFT, not when the first run crashed
+
+
+class ServerOutage:
+    """Wraps a scripted pool's method: it raises like a Prefect client whose server is down
+    (a refused connection, after its own retries) on its first `calls` calls."""
+
+    def __init__(self, method, calls: int, after: bool = False):
+        self.method, self.left, self.after = method, calls, after
+
+    def __call__(self, *args, **kwargs):
+        if self.left > 0:
+            self.left -= 1
+            if self.after:  # the server did the work; its reply was lost
+                self.method(*args, **kwargs)
+            raise httpx.ConnectError("[Errno 111] Connection refused")
+        return self.method(*args, **kwargs)
+
+
+def test_the_grid_keeps_polling_through_a_prefect_server_outage(pool, monkeypatch):
+    """A restart longer than the client's own retries (about a minute) no longer ends the
+    grid: it asks again, says so, and every cell is still reported."""
+    monkeypatch.setattr(pool, "read_flow_runs", ServerOutage(pool.read_flow_runs, calls=3))
+    lines: list[str] = []
+    outcomes = _run(STUDY, lines)
+    assert sorted(o.state for o in outcomes) == ["COMPLETED"] * 4
+    down = [line for line in lines if "does not answer (ConnectError)" in line]
+    assert len(down) == 1 and "reading the cells' states" in down[0]
+    assert any(line.startswith("the Prefect server answers again after") for line in lines)
+
+
+def test_a_submission_asked_again_after_a_lost_reply_is_not_a_second_run(pool, monkeypatch):
+    """The server created the run but the reply never came: asked again with the same
+    idempotency key, Prefect returns that run; the grid waits on one run per cell."""
+    lost = ServerOutage(pool.run_deployment, calls=1, after=True)
+    monkeypatch.setattr(breadth_flows.grid_cells, "run_deployment", lost)
+    outcomes = _run(STUDY, [])
+    assert len(pool.runs) == 4 and len(outcomes) == 4  # one run per cell, not five
+    assert sorted(o.state for o in outcomes) == ["COMPLETED"] * 4
+
+
+def test_a_crashed_cells_second_run_has_its_own_idempotency_key(pool):
+    """Otherwise Prefect would hand back the crashed run instead of starting a new one."""
+    pool.crashing = {"free_form/darling/seed0": 1}
+    _run(STUDY, [])
+    keys = [key for key in pool.by_key if "/free_form/darling/seed0/" in key]
+    assert len(keys) == 2 and len({pool.by_key[k] for k in keys}) == 2
+
+
+def test_a_server_down_past_the_bound_fails_the_grid_saying_what_to_do(pool, monkeypatch):
+    monkeypatch.setattr(breadth_flows.grid_cells, "SERVER_OUTAGE_S", 0.0)
+    monkeypatch.setattr(pool, "read_flow_runs", ServerOutage(pool.read_flow_runs, calls=99))
+    with pytest.raises(breadth_flows.grid_cells.PrefectServerDown,
+                       match=r"has not answered for .*breadth stack up.*from the cache"):
+        _run(STUDY, [])
+
+
+def test_a_refused_request_is_not_an_outage(pool, monkeypatch):
+    """A 4xx is the request's fault: raised at once, not asked again for 15 minutes."""
+    from prefect.exceptions import PrefectHTTPStatusError
+
+    request = httpx.Request("POST", "http://127.0.0.1:4200/api/flow_runs/filter")
+    refused = PrefectHTTPStatusError.from_httpx_error(httpx.HTTPStatusError(
+        "422", request=request, response=httpx.Response(422, request=request)))
+
+    def read_flow_runs(flow_run_filter):
+        raise refused
+
+    monkeypatch.setattr(pool, "read_flow_runs", read_flow_runs)
+    with pytest.raises(PrefectHTTPStatusError):
+        _run(STUDY, [])
