@@ -164,7 +164,25 @@ def grid_provenance(tracking_uri: str, grid_id: str) -> dict:
         "wall_minutes": round((max(ends) - min(starts)) / 60000, 1) if starts and ends else None,
         "cell_minutes": {fmt: (round(min(v), 1), round(float(np.median(v)), 1), round(max(v), 1),
                                round(sum(v), 1)) for fmt, v in minutes.items()},
+        "compute_minutes": _compute_minutes(client, runs["format"], infos),
     }  # fmt: skip
+
+
+def _compute_minutes(client, formats: Iterable[str], parents: list) -> dict[str, float]:
+    """Minutes of stage work per format, each stage run once wherever and whenever it ran:
+    a cell's `stage_run.<stage>` tags name the run that computed each stage, also when this
+    cell took it from the cache. A grid resumed from the cache (its cells' parent runs take
+    seconds) or sharing SFT starts between objectives is then still priced at its work."""
+    stage_runs: dict[str, set[str]] = {}
+    for fmt, parent in zip(formats, parents):
+        stage_runs.setdefault(fmt, set()).update(
+            run_id for key, run_id in parent.tags.items() if key.startswith("stage_run."))
+    minutes = {}
+    for fmt, run_ids in stage_runs.items():
+        spans = [(r.end_time - r.start_time) / 60000 for r in map(client.get_run, sorted(run_ids))
+                 if r.start_time and r.end_time]  # fmt: skip
+        minutes[fmt] = round(sum(spans), 1)
+    return minutes
 
 
 def provenance_header(provenance: dict, command: str = "") -> str:
@@ -183,6 +201,12 @@ def provenance_header(provenance: dict, command: str = "") -> str:
     lines += [f"- minutes per {fmt} cell (parent run start to end; min / median / max, sum): "
               f"{low} / {mid} / {high}, {total}"
               for fmt, (low, mid, high, total) in provenance.get("cell_minutes", {}).items()]
+    compute = provenance.get("compute_minutes") or {}
+    if compute:
+        lines.append("- minutes of stage work (each stage's run once, wherever and whenever it "
+                     "ran: a stage from the cache counts where it was computed): "
+                     + ", ".join(f"{fmt} {value}" for fmt, value in compute.items())
+                     + f"; {round(sum(compute.values()), 1)} in all")  # fmt: skip
     return "\n".join(lines)
 
 

@@ -9,7 +9,9 @@ from breadth.study.frame import grid_provenance, provenance_header
 from breadth.tracking.rest import RunRecord
 
 
-def _provenance(monkeypatch, tags: list[dict[str, str]]) -> dict:
+def _provenance(monkeypatch, tags: list[dict[str, str]], stage_minutes=None) -> dict:
+    """Parent runs r0, r1, ... with `tags`; `stage_minutes` {run id: minutes} are the stage
+    runs their `stage_run.*` tags may name."""
     ids = [f"r{i}" for i in range(len(tags))]
     runs = pd.DataFrame({"run_id": ids, "format": "mcq", "reward": "correctness",
                          "seed": range(len(ids))})  # fmt: skip
@@ -17,6 +19,9 @@ def _provenance(monkeypatch, tags: list[dict[str, str]]) -> dict:
                                  "host.cpus": "16", "git.sha": "a" * 40, **tag},
                                  start_time=0, end_time=60000)
                for run_id, tag in zip(ids, tags)}  # fmt: skip
+    records.update({run_id: RunRecord(run_id, "1", run_id, "FINISHED", "", {}, start_time=1000,
+                                      end_time=1000 + int(minutes * 60000))
+                    for run_id, minutes in (stage_minutes or {}).items()})  # fmt: skip
 
     class Client:
         def get_run(self, run_id):
@@ -46,3 +51,17 @@ def test_runs_without_the_tags_are_not_reported_as_gpu_less_or_clean(monkeypatch
     assert "box (16 CPU cores; GPU: none)" in header
     assert "code version not recorded" in header
     assert "uncommitted changes in 0 of 2 runs (2 not recorded or not a git checkout)" in header
+
+
+def test_stage_work_counts_each_stage_run_once_wherever_it_ran(monkeypatch):
+    """Two objectives of one seed share their SFT start (s-sft, 10 min); the second cell took
+    its RL from an earlier grid's run (old-rl, 7 min): its parent run took a minute, its work
+    did not. Each stage run counts once."""
+    provenance = _provenance(monkeypatch, [
+        {"stage_run.sft": "s-sft", "stage_run.rl": "a-rl"},
+        {"stage_run.sft": "s-sft", "stage_run.rl": "old-rl"},
+    ], stage_minutes={"s-sft": 10.0, "a-rl": 5.0, "old-rl": 7.0})
+    assert provenance["compute_minutes"] == {"mcq": 22.0}
+    header = provenance_header(provenance)
+    assert "- minutes of stage work (each stage's run once" in header
+    assert header.endswith("mcq 22.0; 22.0 in all")
