@@ -9,8 +9,8 @@ the two search stages the pipeline also runs, for their time), then:
 
 - the report's per-model headline: pass@1, pass@n and distinct outcomes with their 95%
   bootstrap intervals over problems (`evaluate_models`, what report.md prints);
-- the paired difference RL - SFT over problems of the same three, with the library's
-  bootstrap (`bootstrap_weights`, one resample of problems shared by both models), and
+- the paired difference RL - SFT over problems of the same three, as report.md's "Against the
+  base, paired by problem" section and `breadth run` print it (`paired_against_base`), and
   whether its interval excludes 0;
 - SFT's per-problem pass rates (share of problems with p = 0, 0 < p < 1, p = 1), GRPO's
   `frac_reward_zero_std` (first 5 steps and all) and reward (first and last 10 steps);
@@ -40,11 +40,10 @@ import pandas as pd
 
 from breadth import stages
 from breadth.config import PipelineConfig, load_config
-from breadth.evaluation.bootstrap import bootstrap_means, bootstrap_weights, percentile_interval
-from breadth.evaluation.metrics import pass_at_k
+from breadth.evaluation.bootstrap import DEFAULT_RESAMPLES
+from breadth.evaluation.paired import PAIRED_MEASURES, paired_against_base
 from breadth.evaluation.summary import evaluate_models, per_problem_table
 
-RESAMPLES = 1000
 METRICS = ("pass_at_1", "pass_at_n", "distinct_outcomes")
 
 
@@ -110,7 +109,8 @@ def run_seed(config: PipelineConfig, work: Path, search: bool) -> dict[str, Any]
 
 
 def compare(frames: dict[str, pd.DataFrame], config: PipelineConfig) -> dict[str, Any]:
-    """The report's per-model intervals and the paired RL - SFT differences."""
+    """The report's per-model intervals and its paired RL - SFT differences (the library's
+    `paired_against_base`, what report.md and `breadth run` print)."""
     both = pd.concat([f.assign(model=name) for name, f in frames.items()], ignore_index=True)
     results = evaluate_models(both, base_model="sft", num_bootstrap=config.evaluation.bootstrap_samples,
                               seed=config.seed, split_k=config.evaluation.transfer_split_k)  # fmt: skip
@@ -120,31 +120,23 @@ def compare(frames: dict[str, pd.DataFrame], config: PipelineConfig) -> dict[str
             "pass_at_1": _ci(result.pass_at_k[0]), "pass_at_n": _ci(result.pass_at_k[-1]),
             "distinct_outcomes": _ci(result.diversity["distinct_outcomes"]),
         }  # fmt: skip
-    tables = {name: _per_problem(frame) for name, frame in frames.items()}
-    sft, rl = tables["sft"], tables["rl"].loc[tables["sft"].index]
-    deltas = (rl[list(METRICS)] - sft[list(METRICS)]).to_numpy()
-    weights = bootstrap_weights(len(sft), RESAMPLES, seed=config.seed)
-    low, high = percentile_interval(bootstrap_means(deltas, weights))
-    paired = {m: {"estimate": round(float(deltas[:, i].mean()), 4), "low": round(float(low[i]), 4),
-                  "high": round(float(high[i]), 4),
-                  "excludes_0": bool(low[i] > 0 or high[i] < 0)}
-              for i, m in enumerate(METRICS)}  # fmt: skip
-    p = sft["pass_at_1"]
+    key_of = {label: key for key, label, _ in PAIRED_MEASURES}
+    _, differences = paired_against_base(results)["rl"]
+    paired = {key_of[d.measure]: {"estimate": round(d.difference.estimate, 4),
+                                  "low": round(d.difference.low, 4),
+                                  "high": round(d.difference.high, 4),
+                                  "excludes_0": d.direction != "no clear difference"}
+              for d in differences}  # fmt: skip
+    sft = per_problem_table(frames["sft"])
+    p = sft["num_correct"] / sft["num_samples"]
     return {
-        "num_problems": len(sft), "num_samples": int(sft["num_samples"].min()),
+        "num_problems": differences[0].num_problems, "num_samples": int(sft["num_samples"].min()),
         "per_model": per_model, "paired_delta": paired,
         "sft_p": {"zero": round(float((p == 0).mean()), 3),
                   "between": round(float(((p > 0) & (p < 1)).mean()), 3),
                   "one": round(float((p == 1).mean()), 3),
                   "quartiles": [round(float(q), 3) for q in p.quantile([0.25, 0.5, 0.75])]},
     }  # fmt: skip
-
-
-def _per_problem(frame: pd.DataFrame) -> pd.DataFrame:
-    table = per_problem_table(frame)
-    n = int(table["num_samples"].min())
-    table["pass_at_n"] = pass_at_k(table["num_samples"], table["num_correct"], n)
-    return table
 
 
 def _ci(point: Any) -> list[float]:
@@ -193,7 +185,7 @@ def markdown(rows: list[dict[str, Any]], args: argparse.Namespace, seconds: floa
             lines.append(f"| {row['seed']} | {name} | " + " | ".join(
                 f"{v[0]:.3f} [{v[1]:.3f}, {v[2]:.3f}]" for v in (m[k] for k in METRICS)) + " |")
     lines += ["", ("Paired RL - SFT over the same problems (95% bootstrap CI, "
-              f"{RESAMPLES} resamples of problems):"), "",
+              f"{DEFAULT_RESAMPLES} resamples of problems, as report.md):"), "",
               "| seed | problems x n | Δ pass@1 | Δ pass@n | Δ distinct outcomes | sharpened |",
               "|---|---|---|---|---|---|"]  # fmt: skip
     for row in rows:
@@ -217,6 +209,9 @@ def markdown(rows: list[dict[str, Any]], args: argparse.Namespace, seconds: floa
     lines += ["", "Stage times (wall and CPU seconds; load average, 1 min, before -> after):", "",
               "| seed | stage | wall s | CPU s | load |", "|---|---|---|---|---|"]
     for row in rows:
+        if row["stages"]:
+            total = sum(t["cpu_s"] for t in row["stages"].values())
+            lines.append(f"| {row['seed']} | all stages run here | | {total:.1f} | |")
         for name, t in row["stages"].items():
             lines.append(f"| {row['seed']} | {name} | {t['wall_s']} | {t['cpu_s']} | "
                          f"{t['load_before']} -> {t['load_after']} |")

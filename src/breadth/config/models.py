@@ -272,6 +272,12 @@ class RLConfig(Section):
     enabled: bool = Field(True, description="Run GRPO after SFT.")
     max_steps: int = Field(100, ge=1, description="GRPO optimisation steps.")
     learning_rate: float = Field(1e-4, gt=0, description="GRPO learning rate.")
+    warmup_steps: int = Field(
+        0, ge=0, description="GRPO steps over which the learning rate rises linearly from 0 to "
+        "rl.learning_rate (then it decays linearly to 0 at rl.max_steps). Adam's first updates "
+        "move every weight by about the learning rate: at a high rate a few warmup steps keep "
+        "the first update from damaging the SFT policy (docs/results/demo.md).",
+    )
     num_generations: int = Field(8, ge=2, description="Completions per prompt (the group size G).")
     prompts_per_step: int = Field(
         8, ge=1, description="Distinct prompts per optimisation step, over all processes "

@@ -126,6 +126,9 @@ def build_grpo_config(config: RLConfig, *, output_dir: Path, seed: int, override
         output_dir=str(output_dir),
         max_steps=config.max_steps,
         learning_rate=config.learning_rate,
+        # TRL's scheduler (linear decay to 0) is stated, not inherited, like the rest.
+        lr_scheduler_type="linear",
+        warmup_steps=config.warmup_steps,
         per_device_train_batch_size=batch,
         gradient_accumulation_steps=1,
         steps_per_generation=1,

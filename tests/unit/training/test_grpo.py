@@ -17,6 +17,14 @@ def test_prompts_per_step_is_global(tmp_path, processes):
     assert args.per_device_train_batch_size % args.num_generations == 0
 
 
+def test_warmup_steps_reach_the_trainer(tmp_path):
+    for steps in (0, 10):
+        args = build_grpo_config(RLConfig(warmup_steps=steps), output_dir=tmp_path, seed=0,
+                                 overrides={})
+        assert (args.warmup_steps, args.lr_scheduler_type) == (steps, "linear")
+        assert args.get_warmup_steps(100) == steps
+
+
 def test_a_launcher_with_another_process_count_is_refused(monkeypatch):
     monkeypatch.setenv("WORLD_SIZE", "2")
     with pytest.raises(ValueError, match=r"launched with 2 process\(es\).*rl.num_processes=1"):
