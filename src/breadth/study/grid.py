@@ -32,8 +32,8 @@ UNSCALED_CONTROL = f"{CORRECTNESS}@unscaled"
 STUDY_OBJECTIVES = [CORRECTNESS, UCB, BATCH, DARLING, PASSK, VECTOR, CORRECTNESS_ENTROPY]
 # The nightly (a GridConfig's defaults), sized by the power pilot (docs/results/pilot.md): it
 # projects 5 seeds in 3 h on 2 cores from free-form stage times; mcq's sequences are about twice
-# as long (docs/results/tasks.md), so 4. The first night measured mcq cells at 73 min each, so
-# 4 seeds take about 4 h there (docs/guide/study.md); at 3, no verdict is guaranteed at Holm
+# as long (docs/results/tasks.md), so 4. The first full night measured 342 min of stage work,
+# about 2.9 h on two workers (docs/guide/study.md); at 3 seeds, no verdict is guaranteed at Holm
 # (the pilot). The chain task, whose trace, transfer split and two
 # formats carry sharpening, crossover, transfer, forking, format and historical exploration.
 # mcq runs correctness only (the format claim's arm). The claims that need several right
