@@ -25,6 +25,8 @@ if TYPE_CHECKING:  # the CLI imports the study modules on use, to start fast
     from breadth.study.power import PilotSizing
 
 app = typer.Typer()
+PILOT_HELP = ("A power pilot's JSON (scripts/pilot_claims.py, e.g. docs/results/pilot.json): the "
+              "claims it sized cite its seed sd and seeds needed beside the grid's own.")
 
 
 @app.command()
@@ -132,9 +134,7 @@ def grid(
     cell_deployment: Annotated[str, typer.Option(
         help="With --cell-runner deployment: the pipeline deployment whose runs are the cells.",
     )] = "breadth-pipeline/adhoc",
-    pilot: Annotated[Path | None, typer.Option(help=(
-        "A power pilot's JSON (scripts/pilot_claims.py, e.g. docs/results/pilot.json): the "
-        "claims it sized cite its seed sd and seeds needed beside the grid's own."))] = None,
+    pilot: Annotated[Path | None, typer.Option(help=PILOT_HELP)] = None,
 ) -> None:
     """Run a format x reward x seed grid, then its summary, claims and collapse alarm."""
     from pydantic import ValidationError
@@ -298,9 +298,7 @@ def compare(
         help="Folder for a grid's claims report (default: OUT/claims).")] = None,
     note: Annotated[Path | None, typer.Option(
         help="Markdown placed under the claims report's header, e.g. how the grid was run.")] = None,
-    pilot: Annotated[Path | None, typer.Option(help=(
-        "A power pilot's JSON (scripts/pilot_claims.py, e.g. docs/results/pilot.json): the "
-        "claims it sized cite its seed sd and seeds needed beside the grid's own."))] = None,
+    pilot: Annotated[Path | None, typer.Option(help=PILOT_HELP)] = None,
     json_: Annotated[bool, typer.Option("--json", help=(
         "Print the cells, runs, plot paths and a grid's claims as JSON (files are still "
         "written)."))] = False,
