@@ -14,7 +14,7 @@ from prefect import flow, task
 
 
 @task(cache_key_fn=lambda _context, parameters: f"bench-bare-{parameters['index']}",
-      persist_result=True)  # fmt: skip
+      persist_result=True)
 def cached_stage(index: int) -> dict[str, str]:
     return {"stage": f"stage-{index}", "local_path": f"/tmp/stage-{index}"}
 

@@ -37,7 +37,7 @@ def run(command: list[str], env: dict[str, str]) -> None:
     done = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, check=False)
     if done.returncode:
         raise SystemExit(f"{' '.join(command)} failed ({done.returncode}):\n{done.stdout[-3000:]}"
-                         f"\n{done.stderr[-3000:]}")  # fmt: skip
+                         f"\n{done.stderr[-3000:]}")
 
 
 def main() -> None:
@@ -62,7 +62,7 @@ def main() -> None:
     tasks = len(stage_keys(load_config(args.preset, args.overrides)))
     bare = [sys.executable, str(REPO / "benchmarks" / "bare_cached_flow.py"), str(tasks)]
     result = compare((f"bare Prefect, {tasks} cached tasks", lambda: run(bare, env)),
-                     ("cached breadth run", lambda: run(command, env)), pairs=args.pairs)  # fmt: skip
+                     ("cached breadth run", lambda: run(command, env)), pairs=args.pairs)
     print(f"preset {args.preset} {' '.join(args.overrides)}")
     print(result.report("cached re-run, seconds"))
     median = sorted(result.wall["cached breadth run"])[len(result.wall["cached breadth run"]) // 2]

@@ -50,7 +50,7 @@ def train_policy(model_config: ModelConfig, problems: list, out: Path, epochs: i
         tokenizer.save_pretrained(out / "final")
         return out / "final"
     train_sft(model, tokenizer, problems * 4, SFTConfig(epochs=epochs, batch_size=32),
-              output_dir=out, seed=0)  # fmt: skip
+              output_dir=out, seed=0)
     return out / "final"
 
 
@@ -66,15 +66,15 @@ def measure(size: str, epochs: int, new_tokens: list[int], args, scratch: Path) 
         start_seconds = time.perf_counter() - started
         for tokens in new_tokens:
             config = RolloutConfig(num_samples=args.samples, max_new_tokens=tokens,
-                                   vllm_url=server.url)  # fmt: skip
+                                   vllm_url=server.url)
 
             def hf(config: RolloutConfig = config) -> list:
                 return rollout_transformers(model, tokenizer, problems, config, model_name="b",
-                                            seed=0, progress=False)  # fmt: skip
+                                            seed=0, progress=False)
 
             def vllm(config: RolloutConfig = config) -> list:
                 return rollout_vllm(policy, problems, config, model_name="b", seed=0,
-                                    progress=False)  # fmt: skip
+                                    progress=False)
 
             result = compare(("transformers", hf), ("vLLM", vllm), pairs=args.pairs)
             print(result.report(f"{size}, SFT {epochs} epochs, {tokens} new tokens"), flush=True)
@@ -88,7 +88,7 @@ def measure(size: str, epochs: int, new_tokens: list[int], args, scratch: Path) 
                 "vllm_s": statistics.median(result.wall["vLLM"]),
                 "server_start_s": start_seconds, "load": result.load_after,
                 "break_even": break_even(result, len(problems) * args.samples, start_seconds),
-            })  # fmt: skip
+            })
     return rows
 
 

@@ -52,7 +52,7 @@ def evaluate_rollouts_of(ref: str, folder: str):
     exported into `folder` and imported with the `breadth` modules swapped out meanwhile, so
     its functions keep their own module globals."""
     archive = subprocess.run(["git", "archive", ref, "src"], cwd=REPO, check=True,
-                             capture_output=True).stdout  # fmt: skip
+                             capture_output=True).stdout
     subprocess.run(["tar", "-x", "-C", folder], input=archive, check=True)
     ours = {n: m for n, m in sys.modules.items() if n == "breadth" or n.startswith("breadth.")}
     for name in ours:
@@ -75,7 +75,7 @@ def check_same(reference, result) -> None:
 
 
 def plain_pandas_evaluation(frame: pd.DataFrame, ks: list[int], num_bootstrap: int = 500,
-                            seed: int = 0) -> dict[str, tuple[float, float, float]]:  # fmt: skip
+                            seed: int = 0) -> dict[str, tuple[float, float, float]]:
     """{metric: (estimate, low, high)} for pass@k at each k and distinct outcomes, by pandas
     groupby, the Codex product per problem and a resampling loop (seeded like ours)."""
     groups = frame.groupby("problem_id")
@@ -86,13 +86,13 @@ def plain_pandas_evaluation(frame: pd.DataFrame, ks: list[int], num_bootstrap: i
         columns[f"pass@{k}"] = np.array([
             1.0 if nn - cc < k else 1.0 - np.prod(1.0 - k / np.arange(nn - cc + 1, nn + 1))
             for nn, cc in zip(n.tolist(), c.tolist())
-        ])  # fmt: skip
+        ])
     values = np.column_stack(list(columns.values()))
     draws = np.random.default_rng(seed).integers(0, len(values), size=(num_bootstrap, len(values)))
     means = np.array([values[drawn].mean(axis=0) for drawn in draws])
     low, high = np.quantile(means, [0.025, 0.975], axis=0)
     return {name: (float(values[:, j].mean()), float(low[j]), float(high[j]))
-            for j, name in enumerate(columns)}  # fmt: skip
+            for j, name in enumerate(columns)}
 
 
 def largest_difference(plain: dict[str, tuple[float, float, float]], result) -> float:
@@ -114,7 +114,7 @@ def make_rollouts(problems: int, samples: int, words: int, entropy: bool, seed: 
         "sample_index": np.tile(np.arange(samples), problems),
         "outcome": outcome, "correct": outcome == "0",
         "score": rng.random(problems * samples), "text": texts,
-    })  # fmt: skip
+    })
     if entropy:
         frame["entropy"] = list(rng.random((problems * samples, words)) * 2)
     return frame
@@ -133,7 +133,7 @@ def main() -> None:
     frame = make_rollouts(args.problems, args.samples, args.words, args.entropy)
     threshold = 1.6 if args.entropy else None
     print(f"{args.problems:,} problems x {args.samples} samples, {args.words} words per text"
-          f"{', with token entropies' if args.entropy else ''}")  # fmt: skip
+          f"{', with token entropies' if args.entropy else ''}")
     table = compare(
         ("per-problem loop (before)", lambda: per_problem_loop(frame, entropy_threshold=threshold)),
         ("vectorised table", lambda: per_problem_table(frame, entropy_threshold=threshold)),
@@ -148,14 +148,14 @@ def main() -> None:
         pairs=args.pairs,
     )
     print(whole.report("2. evaluate_rollouts beside a plain pandas evaluation of pass@k and "
-                       "distinct outcomes only", clocks=("wall", "cpu")))  # fmt: skip
+                       "distinct outcomes only", clocks=("wall", "cpu")))
     difference = largest_difference(plain_pandas_evaluation(frame, ks), evaluate_rollouts(frame))
     print(f"  agreement on pass@k and distinct outcomes (estimates, 95% interval ends): largest "
-          f"difference {difference:.2e}")  # fmt: skip
+          f"difference {difference:.2e}")
     median = statistics.median(whole.wall["evaluate_rollouts"])
     verdict = "met" if median <= TARGET_SECONDS else "MISSED"
     print(f"  target <= {TARGET_SECONDS} s (median wall of evaluate_rollouts, "
-          f"{median:.3f} s): {verdict}")  # fmt: skip
+          f"{median:.3f} s): {verdict}")
     if args.against:
         with tempfile.TemporaryDirectory() as folder:
             before_fn = evaluate_rollouts_of(args.against, folder)

@@ -39,9 +39,9 @@ TINY_CELL = [
     "rl.num_generations=4", "rl.prompts_per_step=2", "rollout.num_samples=4",
     "evaluation.bootstrap_samples=20", "evaluation.search_budget=0",
     "tracking.log_models=false", "tracking.experiment=bench-grid-workers",
-]  # fmt: skip
+]
 PORTS = ("BREADTH_S3_PORT", "BREADTH_MLFLOW_PORT", "BREADTH_PREFECT_PORT",
-         "BREADTH_WEED_MASTER_PORT", "BREADTH_WEED_VOLUME_PORT", "BREADTH_WEED_FILER_PORT")  # fmt: skip
+         "BREADTH_WEED_MASTER_PORT", "BREADTH_WEED_VOLUME_PORT", "BREADTH_WEED_FILER_PORT")
 
 
 def free_port() -> int:
@@ -71,7 +71,7 @@ class GridOnWorkers:
                        "--reward", "correctness", "--reward", "correctness+batch",
                        *(a for s in seeds for a in ("--seed", str(s))),
                        "--cell-runner", "deployment", "--grid-id", f"bench-{self.grids}",
-                       *set_args([*TINY_CELL, *self.overrides])]  # fmt: skip
+                       *set_args([*TINY_CELL, *self.overrides])]
             code, output, seconds = run_cli(command, env, timeout=1800)
         finally:
             stop_workers(running)
@@ -79,7 +79,7 @@ class GridOnWorkers:
             raise SystemExit(f"the grid with {workers} worker(s) failed:\n{output[-4000:]}")
         self.whole[workers].append(seconds)
         last = re.search(r"cell 4/4 \S+ COMPLETED after (\d+)m(\d+)s|cell 4/4 \S+ COMPLETED "
-                         r"after (\d+)s", output)  # fmt: skip
+                         r"after (\d+)s", output)
         if last is None:
             raise SystemExit(f"no 'cell 4/4' line in the grid's output:\n{output[-3000:]}")
         minutes, secs, only_secs = last.groups()
@@ -122,7 +122,7 @@ def main() -> None:
                 raise SystemExit(f"breadth deploy failed:\n{output[-3000:]}")
             grid = GridOnWorkers(env, home, args.overrides)
             result = compare(("1 worker", lambda: grid(1)), ("2 workers", lambda: grid(2)),
-                             pairs=args.pairs, warm_up=False, self_timed=True)  # fmt: skip
+                             pairs=args.pairs, warm_up=False, self_timed=True)
         finally:
             stack.down(grace_s=5)
     print("4 cells (free_form x correctness, correctness+batch x 2 seeds), each worker on one "

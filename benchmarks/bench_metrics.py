@@ -68,7 +68,7 @@ def raw_pass_at_k_curve(n: np.ndarray, c: np.ndarray, ks: list[int]) -> dict[int
     for i, (nn, cc) in enumerate(zip(n.tolist(), c.tolist())):
         for k in ks:
             out[k][i] = (1.0 if nn - cc < k else
-                         1.0 - np.prod(1.0 - k / np.arange(nn - cc + 1, nn + 1)))  # fmt: skip
+                         1.0 - np.prod(1.0 - k / np.arange(nn - cc + 1, nn + 1)))
     return out
 
 
@@ -76,7 +76,7 @@ def raw_best_of_k_curve(scores: np.ndarray, ks: list[int]) -> dict[int, np.ndarr
     """Expected best of k: rows sorted ascending, weighted by C(i-1, k-1) / C(n, k)."""
     ordered, n = np.sort(scores, axis=1), scores.shape[1]
     return {k: ordered @ np.array([math.comb(i - 1, k - 1) / math.comb(n, k)
-                                   for i in range(1, n + 1)]) for k in ks}  # fmt: skip
+                                   for i in range(1, n + 1)]) for k in ks}
 
 
 def raw_vote(codes: np.ndarray, correct: np.ndarray) -> float:
@@ -141,9 +141,9 @@ def side_by_side(codes, correct, scores, n, c, ks, args) -> None:
         (f"maj@{k}, {DEFAULT_MAJ_RESAMPLES} draws (ours forced to), first {sub.stop:,} problems",
          lambda: raw_maj_draws(codes[sub], correct[sub], k, DEFAULT_MAJ_RESAMPLES),
          lambda: maj_at_k(codes[sub], correct[sub], k, exact_work_limit=0), None),
-    ]  # fmt: skip
+    ]
     print("1. side by side, A = plain numpy (the textbook way), B = ours; ratio B / A < 1: "
-          "ours is faster")  # fmt: skip
+          "ours is faster")
     for label, raw, ours, check in cases:
         result = compare(("plain numpy", raw), ("ours", ours), pairs=args.pairs)
         print(result.report(f"  {label}"))
@@ -153,7 +153,7 @@ def side_by_side(codes, correct, scores, n, c, ks, args) -> None:
             diff = float(ours().mean() - raw().mean())
             error = 0.5 * math.sqrt(2 / (DEFAULT_MAJ_RESAMPLES * sub.stop))
             print(f"  agreement: mean over problems differs by {diff:+.4f} (independent draws; "
-                  f"standard error of the difference <= {error:.4f})")  # fmt: skip
+                  f"standard error of the difference <= {error:.4f})")
 
 
 def timed(fn, repeats: int):
@@ -203,14 +203,14 @@ def main() -> None:
     total = 0.0
     results = {}
     print(f"2. ours alone on all {args.problems:,} problems, {max(3, args.repeats)} runs after "
-          "a warm-up")  # fmt: skip
+          "a warm-up")
     print(f"  before: {load_line()}")
     print(f"  {'metric':<36} {'min':>8}   {'median':>8}   {'max':>8}")
     for name, fn in steps.items():
         times, results[name] = timed(fn, args.repeats)
         total += statistics.median(times)
         print(f"  {name:<36} {min(times):8.3f} s {statistics.median(times):8.3f} s "
-              f"{max(times):8.3f} s")  # fmt: skip
+              f"{max(times):8.3f} s")
     verdict = "met" if total < TARGET_SECONDS else "MISSED"
     print(
         f"  {'total of medians':<36} {total:8.3f} s   (target < {TARGET_SECONDS:.1f} s: {verdict})"
@@ -229,9 +229,9 @@ def main() -> None:
     # Which way maj@k went at this size: exact, or the mean of seeded draws past the work limit.
     _, resampled = results[f"maj@{args.maj_k}"]
     how = (f"the mean of {DEFAULT_MAJ_RESAMPLES} seeded draws per problem (its exact expectation "
-           "passes MAJ_EXACT_WORK_LIMIT at this size)" if resampled else "exact")  # fmt: skip
+           "passes MAJ_EXACT_WORK_LIMIT at this size)" if resampled else "exact")
     print(f"  maj@{args.maj_k} was {how}" + ("" if resampled else
-          "; the side by side in part 1 timed its draws path, forced"))  # fmt: skip
+          "; the side by side in part 1 timed its draws path, forced"))
     curve = results[f"pass@k curve ({len(ks)} ks)"]
     print("  mean pass@k:", {k: round(float(v.mean()), 4) for k, v in curve.items()})
 

@@ -59,16 +59,16 @@ def run_direct(config) -> float:
             name: timed("rollout", stages.rollout_stage, config, root / "data", policy, name,
                         root / f"{name}.parquet", progress=False)
             for name, policy in {"sft": sft, "rl": rl}.items()
-        }  # fmt: skip
+        }
         # The flow also runs the search for every policy: so does this side.
         policies = {"sft": sft, "rl": rl}
         searches = (
             {name: timed("search", stages.search_stage, config, root / "data", policy)
              for name, policy in policies.items()}
             if config.evaluation.search_budget > 0 else {}
-        )  # fmt: skip
+        )
         timed("evaluate", stages.evaluate_stage, config, rollouts, root / "report",
-              base_model="sft", searches=searches)  # fmt: skip
+              base_model="sft", searches=searches)
         return time.perf_counter() - started  # before the clean-up, as on the other side
 
 
@@ -147,12 +147,12 @@ def main() -> None:
     # The servers' CPU during each run: on a small machine it is taken from training, so it is
     # where the orchestrated side's extra wall time goes (this process's CPU is the "cpu" rows).
     meters = {f"{row['service']} server CPU": functools.partial(process_tree_cpu, row["pid"])
-              for row in stack.status() if row["pid"] is not None}  # fmt: skip
+              for row in stack.status() if row["pid"] is not None}
     direct_calls, orchestrated_calls = itertools.count(), itertools.count()
     result = compare(("direct stage functions", lambda: run_direct(next_config(direct_calls))),
                      ("Prefect + MLflow + S3",
                       lambda: run_orchestrated(next_config(orchestrated_calls))),
-                     pairs=args.pairs, self_timed=True, meters=meters)  # fmt: skip
+                     pairs=args.pairs, self_timed=True, meters=meters)
     print(f"preset {args.preset} {' '.join(args.overrides)}")
     print(result.report("whole pipeline, seconds", clocks=("wall", "cpu")))
     ratio = result.median_ratio()

@@ -97,7 +97,7 @@ def run_case(task: str, fmt: str, num: int, pairs: int, side_num: int) -> dict:
         folder = Path(out)
         write = compare(("bare pyarrow write", lambda: bare_write(rows, folder / "bare.parquet")),
                         ("write_rows", lambda: write_rows(rows, folder / "ours.parquet")),
-                        pairs=pairs)  # fmt: skip
+                        pairs=pairs)
         side_eval = int(side_num * EVAL_SHARE)
         sizes = {"train": side_num - side_eval, "eval": side_eval}
 
@@ -105,20 +105,20 @@ def run_case(task: str, fmt: str, num: int, pairs: int, side_num: int) -> dict:
             for split, count in sizes.items():
                 problems = generate(count, seed=0, difficulty=DIFFICULTY, split=split)
                 bare_write([render(record, fmt) for record in problems],
-                           folder / f"bare-{split}.parquet")  # fmt: skip
+                           folder / f"bare-{split}.parquet")
 
         def prepare() -> None:
             prepare_dataset(f"synthetic:{task}", fmt=fmt, out_dir=folder / "prepared", seed=0,
                             num_train=sizes["train"], num_eval=sizes["eval"],
-                            difficulty=DIFFICULTY)  # fmt: skip
+                            difficulty=DIFFICULTY)
 
         bare_pipeline()
         prepare()
         same = all(pq.read_table(folder / f"bare-{split}.parquet").to_pylist()
                    == pq.read_table(folder / "prepared" / f"{split}.parquet").to_pylist()
-                   for split in sizes)  # fmt: skip
+                   for split in sizes)
         end_to_end = compare(("bare generate+render+pyarrow", bare_pipeline),
-                             ("prepare_dataset", prepare), pairs=pairs)  # fmt: skip
+                             ("prepare_dataset", prepare), pairs=pairs)
     rows_total = manifest.counts["train"] + manifest.counts["eval"]
     return {
         "rows": rows_total,
@@ -146,7 +146,7 @@ def main() -> None:
     parser.add_argument("--formats", default="mcq,free_form")
     parser.add_argument("--pairs", type=int, default=3, help="side-by-side pairs per comparison")
     parser.add_argument("--side-num", type=int, default=10_000,
-                        help="problems per case in the end-to-end side by side")  # fmt: skip
+                        help="problems per case in the end-to-end side by side")
     args = parser.parse_args()
 
     print(load_line())

@@ -81,7 +81,7 @@ def bare_trl(config, dataset_dir: Path, policy_dir: Path, out_dir: Path, steps: 
     clock = step_clock()
     dataset = Dataset.from_list([{"prompt": r["prompt"], "answer": r["answer"]} for r in rows])
     trainer = GRPOTrainer(model=model, reward_funcs=[answer_suffix_match], args=args,
-                          train_dataset=dataset, processing_class=tokenizer, callbacks=[clock])  # fmt: skip
+                          train_dataset=dataset, processing_class=tokenizer, callbacks=[clock])
     trainer.train()
     trainer.save_model(str(out_dir / "final"))  # breadth's arm saves its final model too
     return median_step(clock)
@@ -116,7 +116,7 @@ def main() -> None:
     parser.add_argument("--set", dest="overrides", action="append", default=[])
     parser.add_argument("--warm-up-steps", type=int, default=20)
     parser.add_argument("--cpu-smoke", action="store_true",
-                        help="run on CPU anyway (checks the script, measures nothing useful)")  # fmt: skip
+                        help="run on CPU anyway (checks the script, measures nothing useful)")
     args = parser.parse_args()
 
     import torch
@@ -147,7 +147,7 @@ def main() -> None:
         arm(breadth_path, args.warm_up_steps)()
         result = compare(("bare TRL GRPOTrainer", arm(bare_trl, args.steps)),
                          (f"breadth reward path ({args.spec})", arm(breadth_path, args.steps)),
-                         pairs=args.pairs, warm_up=False, self_timed=True)  # fmt: skip
+                         pairs=args.pairs, warm_up=False, self_timed=True)
     first = SKIPPED_STEPS + 1 if args.steps > SKIPPED_STEPS else 1
     print(result.report(f"median step time over steps {first}..{args.steps}"))
     verdict = "ok" if result.median_ratio() <= TARGET_RATIO else "OVER"

@@ -117,7 +117,7 @@ def ratio_interval(
 
 
 def per_round_ratios(spec: dict[str, list[list[float]]], base: dict[str, list[list[float]]]
-                     ) -> dict[str, list[float]]:  # fmt: skip
+                     ) -> dict[str, list[float]]:
     """Per round: the spec's median step (cpu, wall) over correctness's in the same round, and
     the derived reward ratio from that round's medians."""
     med = statistics.median
@@ -147,14 +147,14 @@ def prepare_policy(root: Path, overrides: list[str]) -> tuple[Path, Path]:
 
 
 def run_spec(spec: str, steps: int, overrides: list[str], dataset: Path, policy: Path,
-             out_dir: Path, clock: StepClock) -> dict[str, list[float]]:  # fmt: skip
+             out_dir: Path, clock: StepClock) -> dict[str, list[float]]:
     """K GRPO steps under `spec`: CPU and wall seconds per step and reward seconds per step,
     the first step dropped."""
     from breadth.config import load_config
     from breadth.stages import rl_stage
 
     config = load_config("default", [*overrides, f"rl.reward.spec={spec}", f"rl.max_steps={steps}",
-                                     f"rl.save_steps={steps + 1}"])  # fmt: skip
+                                     f"rl.save_steps={steps + 1}"])
     wall: list[float] = []
 
     def sink(name: str, value: float, step: int) -> None:
@@ -189,7 +189,7 @@ def main() -> None:
 
     torch.set_num_threads(args.threads)
     overrides = ["data.num_train=128", "data.num_eval=4", "sft.epochs=6", "sft.batch_size=32",
-                 f"rl.learning_rate={args.learning_rate}"]  # fmt: skip
+                 f"rl.learning_rate={args.learning_rate}"]
     clock = StepClock()
     clock.install()
     print(f"before: {load_line()}")
@@ -213,7 +213,7 @@ def main() -> None:
             print(f"round {round_index + 1}/{args.repeats} done", flush=True)
 
     median = {spec: {kind: statistics.median(v) for kind, v in kinds.items()}
-              for spec, kinds in times.items()}  # fmt: skip
+              for spec, kinds in times.items()}
     base = median[BASELINE]
     rows = []
     for spec in specs:
@@ -229,30 +229,30 @@ def main() -> None:
             "median_reward_cpu_ms": 1000 * m["reward"],
             "reward_ratio_derived": (base["cpu"] + m["reward"] - base["reward"]) / base["cpu"],
             "per_round": per_round_ratios(by_round[spec], by_round[BASELINE]),
-        })  # fmt: skip
+        })
     print(f"pooled: medians over all {args.repeats} x {args.steps - 1} timed steps of each spec; "
-          "ratios over correctness's")  # fmt: skip
+          "ratios over correctness's")
     header = (f"{'spec':<22} {'steps':>5} {'cpu ms':>7} {'cpu ratio [95% CI]':>20} {'wall ms':>8} "
               f"{'wall ratio':>10} {'reward ms':>9} {'derived reward ratio':>20}  "
-              f"target <= {TARGET_RATIO}")  # fmt: skip
+              f"target <= {TARGET_RATIO}")
     print(header)
     for row in rows:
         low, high = row["step_ratio_cpu_ci95"]
         verdict = ("ok" if row["reward_ratio_derived"] <= TARGET_RATIO and low <= TARGET_RATIO
-                   else "OVER")  # fmt: skip
+                   else "OVER")
         print(f"{row['spec']:<22} {row['steps_timed']:>5} {row['median_step_cpu_ms']:>7.1f} "
               f"{row['step_ratio_cpu']:>6.3f} [{low:.2f}, {high:.2f}] {row['median_step_wall_ms']:>8.1f} "
               f"{row['step_ratio_wall']:>10.3f} {row['median_reward_cpu_ms']:>9.2f} "
-              f"{row['reward_ratio_derived']:>20.4f}  {verdict}")  # fmt: skip
+              f"{row['reward_ratio_derived']:>20.4f}  {verdict}")
     print("(ok/OVER: the derived reward ratio within the target and the measured cpu step "
-          "ratio's 95% CI not wholly above it)")  # fmt: skip
+          "ratio's 95% CI not wholly above it)")
     print(f"per round: each round's ratio (spec median / correctness median, the same round), "
-          f"min / median / max over {args.repeats} rounds")  # fmt: skip
+          f"min / median / max over {args.repeats} rounds")
     print(f"{'spec':<22} {'cpu step ratio':>24} {'wall step ratio':>24} "
-          f"{'derived reward ratio':>24}")  # fmt: skip
+          f"{'derived reward ratio':>24}")
     for row in rows:
         cells = [" / ".join(f"{v:.3f}" for v in spread(row["per_round"][kind]))
-                 for kind in ("cpu", "wall", "reward_derived")]  # fmt: skip
+                 for kind in ("cpu", "wall", "reward_derived")]
         print(f"{row['spec']:<22} " + " ".join(f"{cell:>24}" for cell in cells))
     print(
         f"total {time.perf_counter() - started:.0f} s; {args.repeats} rounds x {args.steps} steps"
@@ -260,7 +260,7 @@ def main() -> None:
     print(f"after: {load_line()}")
     if args.json:
         args.json.write_text(json.dumps({"rows": rows, "repeats": args.repeats,
-                                         "steps": args.steps, "raw": times}, indent=2))  # fmt: skip
+                                         "steps": args.steps, "raw": times}, indent=2))
 
 
 if __name__ == "__main__":

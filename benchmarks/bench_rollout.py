@@ -52,7 +52,7 @@ def train_policy(problems: list[dict[str, Any]], out: Path) -> Path:
     tokenizer = build_char_tokenizer()
     model = build_tiny_model(ModelConfig(), tokenizer, seed=0)
     train_sft(model, tokenizer, problems * 4, SFTConfig(epochs=8, batch_size=32),
-              output_dir=out, seed=0)  # fmt: skip
+              output_dir=out, seed=0)
     return out / "final"
 
 
@@ -85,7 +85,7 @@ def raw_generate(model: Any, tokenizer: Any, prompts: list[str], config: Rollout
                 **encoded, do_sample=True, temperature=config.temperature, top_p=config.top_p,
                 max_new_tokens=config.max_new_tokens, pad_token_id=tokenizer.pad_token_id,
                 eos_token_id=tokenizer.eos_token_id,
-            )  # fmt: skip
+            )
         new = output[:, encoded["input_ids"].shape[1] :]
         texts.extend(tokenizer.batch_decode(new, skip_special_tokens=True))
     return texts
@@ -111,7 +111,7 @@ def main() -> None:
     config = RolloutConfig(
         num_samples=args.samples, temperature=args.temperature,
         max_new_tokens=args.max_new_tokens,
-    )  # fmt: skip
+    )
     large = config.model_copy(update={"num_samples": args.large_n})
     model, tokenizer = load_policy(policy)
     prompts = [p["prompt"] for p in problems]
@@ -119,11 +119,11 @@ def main() -> None:
 
     def ours_hf(settings: RolloutConfig = config) -> list:
         return rollout_transformers(model, tokenizer, problems, settings, model_name="bench",
-                                    seed=0, progress=False)  # fmt: skip
+                                    seed=0, progress=False)
 
     results["b"] = compare(("raw model.generate", lambda: raw_generate(model, tokenizer, prompts,
                                                                        config)),
-                           ("our transformers backend", ours_hf), pairs=args.pairs)  # fmt: skip
+                           ("our transformers backend", ours_hf), pairs=args.pairs)
     print(results["b"].report("(b)"))
 
     started = time.perf_counter()
@@ -135,17 +135,17 @@ def main() -> None:
 
         def ours_vllm(settings: RolloutConfig = config) -> list:
             return rollout_vllm(policy, problems, settings.model_copy(update={"vllm_url": server.url}),
-                                model_name="bench", seed=0, progress=False)  # fmt: skip
+                                model_name="bench", seed=0, progress=False)
 
         results["a"] = compare(("raw HTTP", lambda: raw_http(server.url, bodies, in_flight)),
-                               ("our vLLM backend", ours_vllm), pairs=args.pairs)  # fmt: skip
+                               ("our vLLM backend", ours_vllm), pairs=args.pairs)
         print(results["a"].report("(a)"))
         results["c"] = compare(("transformers", lambda: ours_hf(large)),
-                               ("vLLM", lambda: ours_vllm(large)), pairs=args.pairs)  # fmt: skip
+                               ("vLLM", lambda: ours_vllm(large)), pairs=args.pairs)
         print(results["c"].report(f"(c) n={args.large_n}"))
 
     print(f"\n{len(problems)} problems, max_new_tokens={args.max_new_tokens}, "
-          f"temperature={args.temperature}")  # fmt: skip
+          f"temperature={args.temperature}")
     labels = {
         "a": f"(a) our vLLM backend / raw HTTP to the server (n={args.samples})",
         "b": f"(b) our transformers backend / raw model.generate (n={args.samples})",
@@ -159,7 +159,7 @@ def main() -> None:
         verdict = "" if target is None else (" ok" if median >= target else " BELOW TARGET")
         shown = "" if target is None else f"  (target >= {target:.2f}){verdict}"
         print(f"{labels[key]}: median {median:.3f} [min {throughput[0]:.3f}, "
-              f"max {throughput[-1]:.3f}]{shown}")  # fmt: skip
+              f"max {throughput[-1]:.3f}]{shown}")
 
 
 if __name__ == "__main__":  # vLLM's engine spawns workers: entry points need this guard

@@ -55,7 +55,7 @@ def main() -> None:
             (f"no CUDA vLLM environment at {env}", not env.exists() or is_cpu_build(env)),
             ("no --model folder", args.model is None or not Path(args.model).is_dir()),
         ) if absent
-    ]  # fmt: skip
+    ]
     if missing:
         print(f"skipped: {'; '.join(missing)} (this benchmark needs all three)")
         return
@@ -69,19 +69,19 @@ def main() -> None:
 
     problems = make_problems(args.problems)
     config = RolloutConfig(num_samples=args.samples, max_new_tokens=args.max_new_tokens,
-                           batch_size=args.batch_size, temperature=1.0)  # fmt: skip
+                           batch_size=args.batch_size, temperature=1.0)
     samples = len(problems) * args.samples
     dtype = "bfloat16" if torch.cuda.is_bf16_supported() else "float16"
     print(f"{torch.cuda.get_device_name()}; {parameter_count(args.model) / 1e6:.0f}M parameters; "
           f"{len(problems)} problems x {args.samples} samples, <= {args.max_new_tokens} new "
-          f"tokens; {load_line()}")  # fmt: skip
+          f"tokens; {load_line()}")
 
     model, tokenizer = load_policy(args.model, device="cuda")
     model = model.to(getattr(torch, dtype))
 
     def transformers_arm() -> None:
         rollout_transformers(model, tokenizer, problems, config, model_name="bench", seed=0,
-                             progress=False)  # fmt: skip
+                             progress=False)
 
     started = time.perf_counter()
     with VLLMServer(Path(args.model), seed=0, dtype=dtype) as server:
@@ -92,13 +92,13 @@ def main() -> None:
             rollout_vllm(args.model, problems, served, model_name="bench", seed=0, progress=False)
 
         result = compare(("transformers generate", transformers_arm), ("vLLM server", vllm_arm),
-                         pairs=args.pairs)  # fmt: skip
+                         pairs=args.pairs)
     print(result.report(f"{samples} samples per run"))
     speed_up = 1.0 / result.median_ratio()  # time ratio B / A -> throughput ratio A / B
     per_second = samples / min(result.wall["vLLM server"])
     verdict = "met" if speed_up >= TARGET_SPEED_UP else "BELOW"
     print(f"vLLM / transformers throughput (median pair): {speed_up:.2f}x "
-          f"(goal >= {TARGET_SPEED_UP:.0f}x: {verdict}); vLLM best {per_second:,.0f} samples/s")  # fmt: skip
+          f"(goal >= {TARGET_SPEED_UP:.0f}x: {verdict}); vLLM best {per_second:,.0f} samples/s")
 
 
 if __name__ == "__main__":  # vLLM's engine spawns workers: entry points need this guard

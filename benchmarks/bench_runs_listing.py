@@ -59,14 +59,14 @@ def main() -> None:
     env["PYTHONPATH"] = os.pathsep.join([str(REPO / "src"), str(REPO), env.get("PYTHONPATH", "")])
     raw = [sys.executable, "-c", RAW_CLIENT, str(args.limit)]
     ours = [str(Path(sys.executable).parent / "breadth"), "runs", "--json", "--limit",
-            str(args.limit)]  # fmt: skip
+            str(args.limit)]
     raw_ids, our_ids = listed(raw, env), listed(ours, env)
     if raw_ids != our_ids:
         raise SystemExit(f"the arms list different runs:\n  raw    {raw_ids}\n  breadth {our_ids}")
     if not our_ids:
         raise SystemExit("no pipeline runs on this stack's MLflow: run `breadth run` first")
     result = compare(("raw MlflowClient", lambda: listed(raw, env)),
-                     ("breadth runs", lambda: listed(ours, env)), pairs=args.pairs)  # fmt: skip
+                     ("breadth runs", lambda: listed(ours, env)), pairs=args.pairs)
     print(result.report(f"listing the {len(our_ids)} newest pipeline runs, seconds"))
 
 

@@ -35,7 +35,7 @@ def trl_arguments(sft, output_dir: Path, seed: int, **changes):
         output_dir=str(output_dir), num_train_epochs=sft.epochs, learning_rate=sft.learning_rate,
         per_device_train_batch_size=sft.batch_size, lr_scheduler_type="cosine", warmup_steps=10,
         seed=seed, data_seed=seed, save_strategy="no", max_length=None, **device_arguments(),
-    )  # fmt: skip
+    )
     values.update(changes)
     return SFTConfig(**values)
 
@@ -59,7 +59,7 @@ def bare_sft(config, data: Path, base: Path, out: Path, held_out: bool = False, 
     train, held_out = (as_dataset(read_rows(data / f"{s}.parquet")) for s in ("train", "eval"))
     args = trl_arguments(config.sft, out, config.seed, eval_packing=False, **changes)
     trainer = SFTTrainer(model=model, args=args, train_dataset=train, eval_dataset=held_out,
-                         processing_class=tokenizer)  # fmt: skip
+                         processing_class=tokenizer)
     trainer.train()
     trainer.save_model(str(out / "final"))
     seconds = time.perf_counter() - started
@@ -123,10 +123,10 @@ def main() -> None:
                 ("bare TRL SFTTrainer", lambda: bare_sft(config, data, base, fresh())),
                 ("breadth sft_stage", lambda: sft_stage(config, data, base, fresh())),
                 pairs=args.pairs, warm_up=False,
-            )  # fmt: skip
+            )
             print(result.report(f"SFT, {config.sft.epochs} epochs, batch {config.sft.batch_size}"))
             print(f"ratio breadth / bare (median pair): {result.median_ratio():.3f} "
-                  "(target <= 1.05)")  # fmt: skip
+                  "(target <= 1.05)")
         if not args.no_variants:
             compare_variants(config, data, base, fresh, rounds=args.variant_rounds)
 
@@ -136,7 +136,7 @@ def compare_variants(config, data: Path, base: Path, fresh, rounds: int) -> None
     batch, learning_rate = config.sft.batch_size, config.sft.learning_rate
     # Packing needs a length to pack to: the model's context.
     variants = {"default settings": {},
-                "packing": {"packing": True, "max_length": config.model.max_length}}  # fmt: skip
+                "packing": {"packing": True, "max_length": config.model.max_length}}
     for factor in (2, 4):
         variants[f"batch {batch * factor}, lr x{math.sqrt(factor):.2f}"] = {
             "per_device_train_batch_size": batch * factor,
@@ -152,7 +152,7 @@ def compare_variants(config, data: Path, base: Path, fresh, rounds: int) -> None
                 bare_sft(config, data, base, fresh(), held_out=True, **variants[name])
             )
     print(f"  {'variant':<28} {'seconds (median)':>17} {'held-out loss':>14}  "
-          "train loss by quarter of training  verdict")  # fmt: skip
+          "train loss by quarter of training  verdict")
     reference = _medians(outcomes[names[0]])
     for name in names:
         seconds, held_out, curve = _medians(outcomes[name])
@@ -162,9 +162,9 @@ def compare_variants(config, data: Path, base: Path, fresh, rounds: int) -> None
         faster = seconds < reference[0]
         verdict = ("reference" if name == names[0] else
                    f"{'same' if same else 'DIFFERENT'} loss, {seconds / reference[0]:.2f}x time"
-                   + (" -> apply" if same and faster else ""))  # fmt: skip
+                   + (" -> apply" if same and faster else ""))
         print(f"  {name:<28} {seconds:>17.1f} {held_out:>14.4f}  "
-              f"{' '.join(f'{c:.3f}' for c in curve):<34} {verdict}")  # fmt: skip
+              f"{' '.join(f'{c:.3f}' for c in curve):<34} {verdict}")
     print(f"  same loss = held-out within {HELD_OUT_TOLERANCE:.0%} and every quarter's training "
           f"loss within {CURVE_TOLERANCE:.0%} of the default's (medians over rounds)")
     print(f"  after: {load_line()}")

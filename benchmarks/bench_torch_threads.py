@@ -41,9 +41,9 @@ print(time.perf_counter() - started)
 
 def sft_seconds(policy: str, root: Path, epochs: float) -> float:
     env = {**os.environ, "OMP_WAIT_POLICY": policy, "TRANSFORMERS_VERBOSITY": "error",
-           "PYTHONPATH": os.pathsep.join([str(REPO / "src"), str(REPO)])}  # fmt: skip
+           "PYTHONPATH": os.pathsep.join([str(REPO / "src"), str(REPO)])}
     done = subprocess.run([sys.executable, "-c", ARM, str(root), str(epochs)], env=env,
-                          capture_output=True, text=True, check=True)  # fmt: skip
+                          capture_output=True, text=True, check=True)
     return float(done.stdout.strip().splitlines()[-1])
 
 
@@ -63,13 +63,13 @@ def main() -> None:
         stages.init_model_stage(config, root / "base")
         for busy in (False, True):
             burner = (subprocess.Popen([sys.executable, "-c", "while True: pass"])
-                      if busy else None)  # fmt: skip
+                      if busy else None)
             try:
                 result = compare(
                     ("ACTIVE", lambda: sft_seconds("ACTIVE", root, args.epochs)),
                     ("PASSIVE", lambda: sft_seconds("PASSIVE", root, args.epochs)),
                     pairs=args.pairs, self_timed=True,
-                )  # fmt: skip
+                )
             finally:
                 if burner is not None:
                     burner.kill()

@@ -62,7 +62,7 @@ class Comparison:
             interval = self.median_ratio_interval(clock)
             lines.append(f"  {clock:>4} ratio median, 95% CI: [{interval[0]:.3f}, {interval[1]:.3f}] "
                          "(order statistics, no distribution assumed)" if interval else
-                         f"  {clock:>4} ratio median: no 95% CI with fewer than 6 pairs")  # fmt: skip
+                         f"  {clock:>4} ratio median: no 95% CI with fewer than 6 pairs")
         for meter, per_arm in self.metered.items():
             for name in self.names:
                 lines.append(f"  {meter} during {name}: {_spread(per_arm[name], 's')}")

@@ -41,13 +41,13 @@ def grid(study: GridConfig = GridConfig()) -> dict[str, Any]:  # noqa: B008 - th
     report = get_run_logger().info
     if study.cell_runner == "deployment":
         outcomes = run_on_deployment(cells, grid_id, study.content_hash(), study.cell_deployment,
-                                     report)  # fmt: skip
+                                     report)
     else:
         outcomes = run_in_process(cells, grid_id, study.content_hash(), report)
     failed = failed_cells(outcomes)
     if len(failed) == len(outcomes):
         raise CellsFailed(f"every cell of grid {grid_id} failed, nothing to summarise: "
-                          + "; ".join(f"{o.cell}: {o.message}" for o in failed))  # fmt: skip
+                          + "; ".join(f"{o.cell}: {o.message}" for o in failed))
     summary = summarise_grid(study, grid_id, outcomes)
     claims = publish_claims(study, grid_id, summary["run_id"], pilot)
     alarm = alarm_against_previous(study, grid_id, summary)
@@ -58,4 +58,4 @@ def grid(study: GridConfig = GridConfig()) -> dict[str, Any]:  # noqa: B008 - th
             f"summary run {summary['run_id']} names the failed cells with their errors."
         )
     return {"grid_id": grid_id, "cells": len(outcomes), "summary_run": summary["run_id"],
-            "claims": claims["markdown"], "alarm": alarm}  # fmt: skip
+            "claims": claims["markdown"], "alarm": alarm}

@@ -29,7 +29,7 @@ from prefect.client.schemas.filters import (
     TaskRunFilterName,
     TaskRunFilterState,
     TaskRunFilterStateType,
-)  # fmt: skip
+)
 from prefect.client.schemas.objects import StateType
 from prefect.deployments import run_deployment
 from prefect.exceptions import ObjectNotFound, PrefectHTTPStatusError
@@ -56,7 +56,7 @@ def cell_name(fmt: str, objective: str, seed: int) -> str:
 def cell_tags(grid_id: str, study_hash: str, fmt: str, objective: str, seed: int) -> dict[str, str]:
     # grid.objective tells apart cells that share a reward spec (e.g. the entropy variant).
     return {"grid.id": grid_id, "grid.cell": cell_name(fmt, objective, seed),
-            "grid.objective": objective, "grid.config_hash": study_hash}  # fmt: skip
+            "grid.objective": objective, "grid.config_hash": study_hash}
 
 
 def run_name(grid_id: str, fmt: str, objective: str, seed: int) -> str:
@@ -72,15 +72,15 @@ class Progress:
         self.outcomes: list[CellOutcome] = []
 
     def finished(self, cell: str, state: str, flow_run: str, message: str = "",
-                 cell_seconds: float | None = None, cached: bool = False) -> None:  # fmt: skip
+                 cell_seconds: float | None = None, cached: bool = False) -> None:
         elapsed = time.monotonic() - self.started
         outcome = CellOutcome(cell, state, elapsed, flow_run,
-                              "" if state == "COMPLETED" else message, cell_seconds, cached)  # fmt: skip
+                              "" if state == "COMPLETED" else message, cell_seconds, cached)
         self.outcomes.append(outcome)
         hits = [o for o in self.outcomes if o.cached]
         hits_s = sum(o.cell_seconds or 0.0 for o in hits)
         self.report(progress_line(len(self.outcomes), self.total, elapsed, outcome, len(hits),
-                                  hits_s))  # fmt: skip
+                                  hits_s))
 
 
 def computed_nothing(state: Any) -> bool:
@@ -106,10 +106,10 @@ def run_in_process(
         state = pipeline.with_options(flow_run_name=name)(
             config=config, tags=cell_tags(grid_id, study_hash, fmt, objective, seed),
             return_state=True,
-        )  # fmt: skip
+        )
         progress.finished(cell_name(fmt, objective, seed), state.type.value, name,
                           state.message or "", time.monotonic() - began,
-                          computed_nothing(state))  # fmt: skip
+                          computed_nothing(state))
     return progress.outcomes
 
 
@@ -133,7 +133,7 @@ def through_outage(call: Callable[[], T], what: str, report: Callable[[str], Non
                 down_since = now
                 report(f"the Prefect server at {PREFECT_API_URL.value()} does not answer "
                        f"({type(error).__name__}) while {what}; the grid keeps asking for up "
-                       f"to {SERVER_OUTAGE_S:.0f}s, and the cells run on meanwhile")  # fmt: skip
+                       f"to {SERVER_OUTAGE_S:.0f}s, and the cells run on meanwhile")
             elif now - down_since > SERVER_OUTAGE_S:
                 raise PrefectServerDown(
                     f"the Prefect server at {PREFECT_API_URL.value()} has not answered for "
@@ -155,7 +155,7 @@ class CellDeploymentMissing(RuntimeError):
 def run_on_deployment(
     cells: list[Cell], grid_id: str, study_hash: str, deployment: str,
     report: Callable[[str], None],
-) -> list[CellOutcome]:  # fmt: skip
+) -> list[CellOutcome]:
     """Each cell a run of `deployment` (linked to the grid as a subflow); waits for all.
 
     The first cell of each (format, seed) is submitted at once; the others of that pair once
@@ -178,7 +178,7 @@ def run_on_deployment(
         return through_outage(
             lambda: _submit(cell, grid_id, study_hash, deployment, waiting,
                             f"{batch}/{name}/{attempt}"),
-            f"submitting cell {name}", report)  # fmt: skip
+            f"submitting cell {name}", report)
 
     ensure_zombie_automation()
     waiting: dict[str, str] = {}  # flow run id -> cell name
@@ -196,7 +196,7 @@ def run_on_deployment(
             first_of_pair.setdefault(pair, run_id)
     report(f"{len(waiting)} of {len(cells)} cells submitted to {deployment} (work pool {pool}; "
            f"start workers with `breadth worker --pool {pool}`); the other cells of each "
-           "(format, seed) follow once its SFT start is trained")  # fmt: skip
+           "(format, seed) follow once its SFT start is trained")
     progress = Progress(len(cells), report)
     hinted = False
     with get_client(sync_client=True) as client:
@@ -204,7 +204,7 @@ def run_on_deployment(
             time.sleep(POLL_S)
             runs = through_outage(lambda: client.read_flow_runs(
                 flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=list(waiting)))),
-                "reading the cells' states", report) if waiting else []  # fmt: skip
+                "reading the cells' states", report) if waiting else []
             for run in runs:
                 if run.state is not None and run.state.is_final():
                     name = waiting.pop(str(run.id))
@@ -217,39 +217,39 @@ def run_on_deployment(
                                 first_of_pair[pair] = again
                         report(f"cell {name} crashed ({run.state.message or 'no message'}); "
                                f"submitted once more as flow run {again}, to resume from its "
-                               "checkpoints")  # fmt: skip
+                               "checkpoints")
                         continue
                     # Its own run time (the pool may run several at once); whether it was all
                     # cache hits is not read back from the worker, so the ETA counts it.
                     own = run.total_run_time.total_seconds() if run.start_time else None
                     progress.finished(name, run.state.type.value,
-                                      str(run.id), run.state.message or "", own)  # fmt: skip
+                                      str(run.id), run.state.message or "", own)
             if held:
                 ready = through_outage(
                     lambda: _sft_done(client, set(first_of_pair.values()), set(waiting)),
-                    "reading which SFT starts are trained", report)  # fmt: skip
+                    "reading which SFT starts are trained", report)
                 for cell in [c for c in held if first_of_pair[(c[0], c[2])] in ready]:
                     held.remove(cell)
                     run_id = submit(cell)
                     submitted[waiting[run_id]] = cell
             started = any(r.state is not None and not r.state.is_scheduled() for r in runs)
             if not hinted and not started and not progress.outcomes and \
-                    time.monotonic() - progress.started > NO_WORKER_HINT_S:  # fmt: skip
+                    time.monotonic() - progress.started > NO_WORKER_HINT_S:
                 hinted = True
                 report(f"no cell has started after {NO_WORKER_HINT_S:.0f}s: is a worker "
-                       f"polling work pool {pool}? `breadth worker --pool {pool}`")  # fmt: skip
+                       f"polling work pool {pool}? `breadth worker --pool {pool}`")
     return progress.outcomes
 
 
 def _submit(cell: Cell, grid_id: str, study_hash: str, deployment: str,
-            waiting: dict[str, str], idempotency_key: str) -> str:  # fmt: skip
+            waiting: dict[str, str], idempotency_key: str) -> str:
     fmt, objective, seed, config = cell
     flow_run = run_deployment(
         deployment, timeout=0, flow_run_name=run_name(grid_id, fmt, objective, seed),
         tags=["grid-cell"], idempotency_key=idempotency_key,
         parameters={"config": config.model_dump(mode="json"),
                     "tags": cell_tags(grid_id, study_hash, fmt, objective, seed)},
-    )  # fmt: skip
+    )
     waiting[str(flow_run.id)] = cell_name(fmt, objective, seed)
     return str(flow_run.id)
 
@@ -266,7 +266,7 @@ def _sft_done(client: Any, first_runs: set[str], still_running: set[str]) -> set
             name=TaskRunFilterName(like_=f"{sft.name}-"),
             state=TaskRunFilterState(type=TaskRunFilterStateType(any_=[StateType.COMPLETED])),
         ),
-    )  # fmt: skip
+    )
     return ended | {str(run.flow_run_id) for run in sft_runs}
 
 

@@ -94,13 +94,13 @@ def run_pipeline(config: PipelineConfig, extra_tags: dict[str, str] | None = Non
         # The work ahead, and a warning, before training; from the data set here only: a
         # fresh worker on a cache hit does not download it for a log line.
         here = [path for path in (Path(dataset.local_path), dataset.local_path_here())
-                if (path / "manifest.json").exists()]  # fmt: skip
+                if (path / "manifest.json").exists()]
         if here:
             log_plan(config, here[0])
         # The parent's Datasets: the train and eval files, on a cache hit too.
         parent.log_inputs(dataset_inputs(config.data.source, config.data.eval_source,
                                          dataset.info.get("files", {}), dataset.s3_uri,
-                                         dataset.info["content_hash"]))  # fmt: skip
+                                         dataset.info["content_hash"]))
 
         policy = base = init_model(config, keys["init"])
         models = {}
@@ -115,21 +115,21 @@ def run_pipeline(config: PipelineConfig, extra_tags: dict[str, str] | None = Non
 
         rollouts = {name: done(rollout(config, keys[f"rollout-{name}"], parent, dataset, model,
                                        name))
-                    for name, model in models.items()}  # fmt: skip
+                    for name, model in models.items()}
         searches = {}
         if config.evaluation.search_budget > 0:
             searches = {name: done(search(config, keys[f"search-{name}"], parent, dataset, model,
                                           name))
-                        for name, model in models.items()}  # fmt: skip
+                        for name, model in models.items()}
         evaluation = done(evaluate(config, keys["evaluate"], parent, rollouts, base_name,
-                                   searches))  # fmt: skip
+                                   searches))
         report = publish_report(parent, evaluation)
         stages = [dataset, *models.values(), *rollouts.values(), *searches.values(), evaluation]
         # Which child run produced each stage: on a cache hit it is an earlier run's.
         cached, final_name = tag_stage_origins(parent, {r.stage: r.mlflow_run_id for r in stages},
-                                               name, stage_log.records)  # fmt: skip
+                                               name, stage_log.records)
         stage_log.results(evaluation.info["metrics"], len(cached),
-                          sum(1 for r in stages if r.mlflow_run_id))  # fmt: skip
+                          sum(1 for r in stages if r.mlflow_run_id))
     if final_name != name:  # every stage from the cache: the flow run says so too
         label_flow_run(None if grid_cell else final_name, [CACHED_MARK])
     # A cached stage's files stay under the run that produced it: `breadth run` says where.

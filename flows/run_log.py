@@ -27,7 +27,7 @@ def run_tags(config: PipelineConfig) -> list[str]:
     """
     return [f"preset:{config.preset}", f"format:{config.data.format}",
             f"reward:{config.rl.reward.spec}", f"seed:{config.seed}",
-            f"data:{short_source(config.data.source)}"]  # fmt: skip
+            f"data:{short_source(config.data.source)}"]
 
 
 def label_flow_run(name: str | None, tags: list[str]) -> None:
@@ -44,7 +44,7 @@ def label_flow_run(name: str | None, tags: list[str]) -> None:
         with get_client(sync_client=True) as client:
             current = client.read_flow_run(flow_run_id).tags
             client.update_flow_run(flow_run_id, name=name,
-                                   tags=list(dict.fromkeys([*current, *tags])))  # fmt: skip
+                                   tags=list(dict.fromkeys([*current, *tags])))
     except Exception as error:  # noqa: BLE001
         log.warning("could not name Prefect flow run %s %r: %s", flow_run_id, name, error)
 
@@ -59,7 +59,7 @@ class _ThisFlowRun(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         if getattr(record, "flow_run_id", None) is None and FlowRunContext.get() is None \
-                and TaskRunContext.get() is None:  # fmt: skip
+                and TaskRunContext.get() is None:
             record.flow_run_id = self.flow_run_id
         return True
 

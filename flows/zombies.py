@@ -51,7 +51,7 @@ def zombie_automation(missed_after_s: float = MISSED_AFTER_S) -> Automation:
             message=(f"No heartbeat for {missed_after_s:.0f} s: the worker running this flow run "
                      "died or lost the server (breadth's dead-worker automation)."),
         )],
-    )  # fmt: skip
+    )
 
 
 def ensure_zombie_automation(missed_after_s: float = MISSED_AFTER_S) -> str:

@@ -41,7 +41,7 @@ def structure(scenario: Scenario, pilot: PilotVariances | None, folder: Path | N
         return [(f"- structure: {scenario.num_problems} problems per seed, n = "
                  f"{scenario.num_samples} samples per model, per-problem pass rate ~ "
                  f"Beta({scenario.beta_a}, {scenario.beta_b}) (mean 0.092, the old arithmetic "
-                 "task's)")]  # fmt: skip
+                 "task's)")]
     rates = np.asarray(pilot.pass_rates)
     return [
         (f"- structure from the pilot at `{folder}` ({len(pilot.seed_deltas)} seeds): "
@@ -59,7 +59,7 @@ def structure(scenario: Scenario, pilot: PilotVariances | None, folder: Path | N
 
 
 def markdown(rows: list[dict], args: argparse.Namespace, wall: float, scenario: Scenario,
-             pilot: PilotVariances | None = None) -> str:  # fmt: skip
+             pilot: PilotVariances | None = None) -> str:
     lines = [
         "# Calibration of the claims' interval",
         "",
@@ -83,12 +83,12 @@ def markdown(rows: list[dict], args: argparse.Namespace, wall: float, scenario: 
         fp, cov = r["false_positives"], r["coverage"]
         ok = TARGET[0] <= fp.value <= TARGET[1] and cov.value >= MIN_COVERAGE
         lines.append(f"| {r['seeds']} | {r['seed_sd']:.4g} | {r['method']} | {fp} | {cov} | "
-                     f"{r['power']} | {r['half_width']:.4f} | {'yes' if ok else 'no'} |")  # fmt: skip
+                     f"{r['power']} | {r['half_width']:.4f} | {'yes' if ok else 'no'} |")
     lines += ["", "t quantiles the kept method multiplies its standard error by (two-sided):", "",
-              "| seeds | 95% | Bonferroni 95% over 20 rows |", "|---|---|---|"]  # fmt: skip
+              "| seeds | 95% | Bonferroni 95% over 20 rows |", "|---|---|---|"]
     for s in args.seeds:
         lines.append(f"| {s} | {t_quantile(0.975, s - 1):.2f} | "
-                     f"{t_quantile(1 - 0.025 / 20, s - 1):.2f} |")  # fmt: skip
+                     f"{t_quantile(1 - 0.025 / 20, s - 1):.2f} |")
     return "\n".join(lines) + "\n"
 
 
@@ -118,7 +118,7 @@ def main() -> None:
                             num_samples=pilot.num_samples, pass_rates=pilot.pass_rates)
         seed_sds = args.seed_sd or [round(f * pilot.seed_sd, 4) for f in PILOT_BRACKET]
     rows = calibration_grid(args.seeds, seed_sds, args.effect, args.reps, args.seed,
-                            args.resamples, template=scenario)  # fmt: skip
+                            args.resamples, template=scenario)
     text = markdown(rows, args, time.perf_counter() - started, scenario, pilot)
     args.out.write_text(text)
     print(text)

@@ -93,12 +93,12 @@ def run_seed(config: PipelineConfig, work: Path, search: bool) -> dict[str, Any]
         clock.run("sft", stages.sft_stage, config, data, sft / "base", sft)
     if not sft_rollouts.exists():
         clock.run("rollout_sft", stages.rollout_stage, config, data, sft / "final", "sft",
-                  sft_rollouts, progress=False)  # fmt: skip
+                  sft_rollouts, progress=False)
     if not (rl / "final").exists():
         clock.run("rl", stages.rl_stage, config, data, sft / "final", rl)
     if not rl_rollouts.exists():
         clock.run("rollout_rl", stages.rollout_stage, config, data, rl / "final", "rl",
-                  rl_rollouts, progress=False)  # fmt: skip
+                  rl_rollouts, progress=False)
     if search and config.evaluation.search_budget > 0:
         for name, policy in (("sft", sft / "final"), ("rl", rl / "final")):
             clock.run(f"search_{name}", stages.search_stage, config, data, policy)
@@ -113,20 +113,20 @@ def compare(frames: dict[str, pd.DataFrame], config: PipelineConfig) -> dict[str
     `paired_against_base`, what report.md and `breadth run` print)."""
     both = pd.concat([f.assign(model=name) for name, f in frames.items()], ignore_index=True)
     results = evaluate_models(both, base_model="sft", num_bootstrap=config.evaluation.bootstrap_samples,
-                              seed=config.seed, split_k=config.evaluation.transfer_split_k)  # fmt: skip
+                              seed=config.seed, split_k=config.evaluation.transfer_split_k)
     per_model = {}
     for name, result in results.items():
         per_model[name] = {
             "pass_at_1": _ci(result.pass_at_k[0]), "pass_at_n": _ci(result.pass_at_k[-1]),
             "distinct_outcomes": _ci(result.diversity["distinct_outcomes"]),
-        }  # fmt: skip
+        }
     key_of = {label: key for key, label, _ in PAIRED_MEASURES}
     _, differences = paired_against_base(results)["rl"]
     paired = {key_of[d.measure]: {"estimate": round(d.difference.estimate, 4),
                                   "low": round(d.difference.low, 4),
                                   "high": round(d.difference.high, 4),
                                   "excludes_0": d.direction != "no clear difference"}
-              for d in differences}  # fmt: skip
+              for d in differences}
     sft = per_problem_table(frames["sft"])
     p = sft["num_correct"] / sft["num_samples"]
     return {
@@ -136,7 +136,7 @@ def compare(frames: dict[str, pd.DataFrame], config: PipelineConfig) -> dict[str
                   "between": round(float(((p > 0) & (p < 1)).mean()), 3),
                   "one": round(float((p == 1).mean()), 3),
                   "quartiles": [round(float(q), 3) for q in p.quantile([0.25, 0.5, 0.75])]},
-    }  # fmt: skip
+    }
 
 
 def _ci(point: Any) -> list[float]:
@@ -167,7 +167,7 @@ def _grpo_figures(path: Path) -> dict[str, Any]:
             "frac_reward_zero_std_all": round(float(np.mean(zero)), 3),
             "reward_first10": round(float(np.mean(reward[:10])), 3),
             "reward_last10": round(float(np.mean(reward[-10:])), 3),
-            "s_per_step": round(end.get("train_runtime", float("nan")) / len(rows), 3)}  # fmt: skip
+            "s_per_step": round(end.get("train_runtime", float("nan")) / len(rows), 3)}
 
 
 def markdown(rows: list[dict[str, Any]], args: argparse.Namespace, seconds: float) -> str:
@@ -178,7 +178,7 @@ def markdown(rows: list[dict[str, Any]], args: argparse.Namespace, seconds: floa
              f"- preset: {args.preset}, overrides: {args.set or 'none'}",
              f"- wall time of this script: {seconds / 60:.1f} min", "",
              "Per model, as report.md prints them (95% bootstrap CI over problems):", "",
-             "| seed | model | pass@1 | pass@n | distinct outcomes |", "|---|---|---|---|---|"]  # fmt: skip
+             "| seed | model | pass@1 | pass@n | distinct outcomes |", "|---|---|---|---|---|"]
     for row in rows:
         for name in ("sft", "rl"):
             m = row["per_model"][name]
@@ -187,17 +187,17 @@ def markdown(rows: list[dict[str, Any]], args: argparse.Namespace, seconds: floa
     lines += ["", ("Paired RL - SFT over the same problems (95% bootstrap CI, "
               f"{DEFAULT_RESAMPLES} resamples of problems, as report.md):"), "",
               "| seed | problems x n | Δ pass@1 | Δ pass@n | Δ distinct outcomes | sharpened |",
-              "|---|---|---|---|---|---|"]  # fmt: skip
+              "|---|---|---|---|---|---|"]
     for row in rows:
         d = row["paired_delta"]
         sharpened = (d["pass_at_1"]["low"] > 0
                      and (d["distinct_outcomes"]["high"] < 0 or d["pass_at_n"]["high"] < 0))
         lines.append(f"| {row['seed']} | {row['num_problems']} x {row['num_samples']} | " + " | ".join(
             f"{d[m]['estimate']:+.3f} [{d[m]['low']:+.3f}, {d[m]['high']:+.3f}]"
-            for m in METRICS) + f" | {'yes' if sharpened else 'no'} |")  # fmt: skip
+            for m in METRICS) + f" | {'yes' if sharpened else 'no'} |")
     lines += ["", "SFT start and GRPO:", "",
               ("| seed | SFT p=0 / 0<p<1 / p=1 | GRPO frac_reward_zero_std (first 5 / all) | "
-              "reward (first 10 / last 10) | GRPO s/step |"), "|---|---|---|---|---|"]  # fmt: skip
+              "reward (first 10 / last 10) | GRPO s/step |"), "|---|---|---|---|---|"]
     for row in rows:
         s, g = row["sft_p"], row["grpo"]
         if not g:
@@ -205,7 +205,7 @@ def markdown(rows: list[dict[str, Any]], args: argparse.Namespace, seconds: floa
         lines.append(f"| {row['seed']} | {s['zero']:.2f} / {s['between']:.2f} / {s['one']:.2f} | "
                      f"{g['frac_reward_zero_std_first5']:.2f} / {g['frac_reward_zero_std_all']:.2f}"
                      f" | {g['reward_first10']:.2f} / {g['reward_last10']:.2f} | "
-                     f"{g['s_per_step']:.3f} |")  # fmt: skip
+                     f"{g['s_per_step']:.3f} |")
     lines += ["", "Stage times (wall and CPU seconds; load average, 1 min, before -> after):", "",
               "| seed | stage | wall s | CPU s | load |", "|---|---|---|---|---|"]
     for row in rows:

@@ -44,7 +44,7 @@ def main() -> None:
         data_dir = work / f"eval-d{difficulty}"
         stages.prepare_stage(level, data_dir)
         path = stages.rollout_stage(level, data_dir, sft_dir, "sft", work / f"d{difficulty}.parquet",
-                                    progress=False)  # fmt: skip
+                                    progress=False)
         frame = pd.read_parquet(path)
         per_problem = frame.groupby("problem_id")["correct"].agg(["count", "sum"])
         n, c = per_problem["count"].to_numpy(), per_problem["sum"].to_numpy()

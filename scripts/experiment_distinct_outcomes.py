@@ -90,7 +90,7 @@ def main() -> None:
     rl_data = root / "data"
     if args.rl_problems:
         rl_data = subset_dataset(root / "data", root / f"data-first-{args.rl_problems}",
-                                 args.rl_problems)  # fmt: skip
+                                 args.rl_problems)
         parent.set_tags({"rl_problems": args.rl_problems})
 
     runs = {}

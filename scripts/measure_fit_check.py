@@ -41,7 +41,7 @@ def write_gsm8k_style(path: Path, rows: int, rng: random.Random) -> list[int]:
             answer = rng.randint(1, 999)
             out.write(json.dumps({"id": f"q-{index}", "question": question,
                                   "answer": f"{answer}-0=<<{answer}-0={answer}>>{answer}\n"
-                                            f"#### {answer}"}, ensure_ascii=False) + "\n")  # fmt: skip
+                                            f"#### {answer}"}, ensure_ascii=False) + "\n")
             lengths.append(len(question))
     return lengths
 
@@ -58,19 +58,19 @@ def main() -> None:
         write_gsm8k_style(train, 7473, rng)
         lengths = write_gsm8k_style(test, 1319, rng)
         print(f"test questions: median {statistics.median(lengths):.0f}, "
-              f"max {max(lengths)} characters")  # fmt: skip
+              f"max {max(lengths)} characters")
         cases = {
             "default": [],
             "default, mcq": ["data.format=mcq"],
             "1,319-row eval file": [f"data.eval_source=jsonl:{test}"],
             "7,473 train + 1,319 eval files": [f"data.source=jsonl:{train}",
                                                f"data.eval_source=jsonl:{test}"],
-        }  # fmt: skip
+        }
         for name, overrides in cases.items():
             cpu, wall = cpu_seconds(), time.monotonic()
             report = fit_report(load_config("default", overrides))
             print(f"{name}: {cpu_seconds() - cpu:.1f} s CPU, {time.monotonic() - wall:.1f} s "
-                  f"wall, {len(report.found)} limit(s) exceeded")  # fmt: skip
+                  f"wall, {len(report.found)} limit(s) exceeded")
 
 
 if __name__ == "__main__":

@@ -118,12 +118,12 @@ def markdown(results: list[dict], seconds: float) -> str:
              f"- seeds: {results[0]['seeds'] if results else 0}",
              f"- wall time: {seconds / 60:.1f} min", "",
              "| candidate | SFT pass@1 | Δ pass@1 [95% CI] | Δ pass@n [95% CI] | powered |",
-             "|---|---|---|---|---|"]  # fmt: skip
+             "|---|---|---|---|---|"]
     for row in results:
         p1, pn = row["delta_pass_at_1"], row["delta_pass_at_n"]
         lines.append(f"| {row['candidate']} | {row['sft_pass_at_1']} | {p1[0]:+.4f} "
                      f"[{p1[1]:+.4f}, {p1[2]:+.4f}] | {pn[0]:+.4f} [{pn[1]:+.4f}, {pn[2]:+.4f}] "
-                     f"| {row['powered']} |")  # fmt: skip
+                     f"| {row['powered']} |")
     return "\n".join(lines) + "\n"
 
 

@@ -29,7 +29,7 @@ def widened(row: dict) -> dict:
         out[name] = [estimate, round(float(wide_low), 4), round(float(wide_high), 4)]
     # As power_analysis.py decides it: every effect beyond twice its interval's half-width.
     out["powered"] = all(abs(out[n][0]) > (out[n][2] - out[n][1])
-                         for n in ("delta_pass_at_1", "delta_pass_at_n"))  # fmt: skip
+                         for n in ("delta_pass_at_1", "delta_pass_at_n"))
     return out
 
 

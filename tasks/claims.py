@@ -35,17 +35,17 @@ def pilot_of(study: GridConfig) -> PilotSizing | None:
 
 @task(name="study-claims", cache_policy=NO_CACHE, retries=1, retry_condition_fn=retry_if_transient)
 def publish_claims(study: GridConfig, grid_id: str, summary_run_id: str,
-                   pilot: PilotSizing | None = None) -> dict[str, Any]:  # fmt: skip
+                   pilot: PilotSizing | None = None) -> dict[str, Any]:
     """Each claim's effect, CI and verdict -> `claims/` on the summary run + a Prefect artifact;
     with a `pilot` (`pilot_of`), the rows it sized cite its seed sd and seeds needed."""
     client = tracking_client(tracking_uri())
     with tempfile.TemporaryDirectory() as scratch:
         published = publish.publish_claims(tracking_uri(), grid_id, Path(scratch),
-                                           claim_settings(study), pilot=pilot)  # fmt: skip
+                                           claim_settings(study), pilot=pilot)
         client.log_artifact(summary_run_id, Path(scratch), "claims")
         markdown = published.markdown.read_text()
     rows = [c.to_dict() for c in published.claims]
     log_table(client, summary_run_id, rows, "claims/claims_table.json")
     create_markdown_artifact(key="breadth-claims", description=f"claims of grid {grid_id}",
-                             markdown=markdown)  # fmt: skip
+                             markdown=markdown)
     return {"claims": rows, "markdown": markdown}

@@ -49,14 +49,14 @@ def code_version(repo: Path = PROJECT_ROOT) -> str:
     try:
         trees = subprocess.run(["git", "rev-parse", *(f"HEAD:{f}" for f in folders)], cwd=repo,
                                capture_output=True, text=True, check=True,
-                               timeout=10).stdout.split()  # fmt: skip
+                               timeout=10).stdout.split()
         diff = subprocess.run(["git", "diff", "HEAD", "--", *folders], cwd=repo,
-                              capture_output=True, check=True, timeout=10).stdout  # fmt: skip
+                              capture_output=True, check=True, timeout=10).stdout
         # `git diff` leaves out files git does not track yet: a new module, edited, kept the
         # old keys and served stale stages. Their paths and contents count too.
         untracked = subprocess.run(["git", "ls-files", "--others", "--exclude-standard", "-z",
                                     "--", *folders], cwd=repo, capture_output=True, check=True,
-                                   timeout=10).stdout.split(b"\0")  # fmt: skip
+                                   timeout=10).stdout.split(b"\0")
     except (OSError, subprocess.SubprocessError):
         return breadth.__version__
     digest = hashlib.sha256("|".join(trees).encode() + diff)
@@ -162,7 +162,7 @@ def upload_stage_output(config: Any, folder: Path, prefix: str) -> str:
     """Upload a stage's output folder (verified), retrying through an S3 outage."""
     store = ObjectStore.from_env()
     with_retries(f"upload of {folder} to {prefix}", lambda: store.upload_dir(folder, prefix),
-                 give_up_after_s=config.tracking.upload_retry_s)  # fmt: skip
+                 give_up_after_s=config.tracking.upload_retry_s)
     return store.uri(prefix)
 
 

@@ -28,12 +28,12 @@ from breadth.tracking.runs import RunHandle, log_curves
 def evaluate(
     config: PipelineConfig, key: str, parent: RunHandle, rollouts: dict[str, StageResult],
     base_model: str, searches: dict[str, StageResult],
-) -> StageResult:  # fmt: skip
+) -> StageResult:
     out = work_dir(key)
     paths = {name: result.ensure_local() for name, result in rollouts.items()}
     comparisons = {name: search.info["comparison"] for name, search in searches.items()}
     results, written = evaluate_stage(config, paths, out / "report", base_model=base_model,
-                                      searches=comparisons)  # fmt: skip
+                                      searches=comparisons)
     metrics, curves, run_ids = {}, {}, {}
     for name, result in results.items():
         with child_run(parent, f"evaluate-{name}", key) as run:
@@ -49,7 +49,7 @@ def evaluate(
     return StageResult("evaluate", key, str(out / "report"), report_uri, run_ids[base_model],
                        {"metrics": metrics, "curves": curves, "run_ids": run_ids,
                         "report_markdown": report_md,
-                        "files": [str(p) for p in written]})  # fmt: skip
+                        "files": [str(p) for p in written]})
 
 
 @task(name="publish-report", cache_policy=NO_CACHE)
@@ -68,10 +68,10 @@ def publish_report(parent: RunHandle, evaluation: StageResult) -> str:
     # One request for every model's metrics and curves (each request is a round trip).
     models = evaluation.info["metrics"]
     headlines = {f"{name}/{key}": value for name, metrics in models.items()
-                 for key, value in headline_metrics(metrics).items()}  # fmt: skip
+                 for key, value in headline_metrics(metrics).items()}
     # ... and the pass@k curve, so the chart view overlays rl/eval/pass_at_k across runs.
     pass_curves = {f"{name}/eval/pass_at_k": evaluation.info["curves"][name]["eval/pass_at_k"]
-                   for name in models}  # fmt: skip
+                   for name in models}
     log_curves(parent, pass_curves, headlines)
     create_markdown_artifact(
         key="breadth-report",

@@ -39,7 +39,7 @@ def summarise_grid(
     with start_run(experiment, f"{grid_id}-summary", tags={
         "grid.id": grid_id, "breadth.kind": GRID_SUMMARY_KIND, "grid.config_hash": study.content_hash(),
         "prefect.flow_run_id": runtime.flow_run.id or "", "grid.failed_cells": failed[:5000],
-    }) as run, tempfile.TemporaryDirectory() as scratch:  # fmt: skip
+    }) as run, tempfile.TemporaryDirectory() as scratch:
         folder = Path(scratch)
         (folder / "summary.md").write_text(markdown)
         summary.to_csv(folder / "summary.csv", index=False)
@@ -48,7 +48,7 @@ def summarise_grid(
         run.log_params({"grid.cells": len(runs), **{f"grid.{k}": v for k, v in
                                                     study.model_dump(mode="json").items()}})
     create_markdown_artifact(key="breadth-grid", description=f"grid {grid_id}",
-                             markdown=f"[MLflow summary run]({run.url()})\n\n{markdown}")  # fmt: skip
+                             markdown=f"[MLflow summary run]({run.url()})\n\n{markdown}")
     return {"run_id": run.run_id, "summary": summary.to_dict(orient="records")}
 
 
@@ -80,18 +80,18 @@ def alarm_against_previous(study: GridConfig, grid_id: str, current: dict[str, A
     import pandas as pd
 
     previous_id = previous_grid_id(tracking_uri(), load_experiment_name(study),
-                                   study.content_hash(), grid_id)  # fmt: skip
+                                   study.content_hash(), grid_id)
     if previous_id is None:
         verdict = {"fired": False, "previous_grid": None,
-                   "markdown": "No earlier grid of this study: nothing to compare."}  # fmt: skip
+                   "markdown": "No earlier grid of this study: nothing to compare."}
     else:
         result = collapse_alarm(summary_of(fetch_runs(tracking_uri(), grid_id=previous_id), study),
-                                pd.DataFrame(current["summary"]))  # fmt: skip
+                                pd.DataFrame(current["summary"]))
         verdict = {"fired": result.fired, "previous_grid": previous_id,
-                   "markdown": result.markdown()}  # fmt: skip
+                   "markdown": result.markdown()}
     title = "COLLAPSE ALARM" if verdict["fired"] else "no collapse"
     create_markdown_artifact(key="breadth-collapse-alarm", description=title,
-                             markdown=f"# {title}\n\n{verdict['markdown']}")  # fmt: skip
+                             markdown=f"# {title}\n\n{verdict['markdown']}")
     if verdict["fired"]:
         # Marks the flow run failed (after the artifact is published): a red nightly in the UI.
         raise RuntimeError(f"collapse alarm: grid {grid_id} vs {verdict['previous_grid']}\n"

@@ -35,7 +35,7 @@ def prepare(config: PipelineConfig, key: str, parent: RunHandle) -> StageResult:
         run.log_artifact(out / "manifest.json")
         folder_uri = store.uri(f"datasets/{content_hash}")
         run.log_inputs(dataset_inputs(config.data.source, config.data.eval_source,
-                                      manifest.files, folder_uri, content_hash))  # fmt: skip
+                                      manifest.files, folder_uri, content_hash))
         run.set_tags({"dataset.hash": content_hash})
         # The files' hashes and rows travel with the result: the parent run logs them as its
         # dataset inputs on a cache hit too, without reading the data set.
@@ -56,5 +56,5 @@ def manifest_params_and_metrics(manifest: dict) -> tuple[dict[str, str], dict[st
     metrics = {name: float(manifest[name]) for name in ("bad_rows_count", "duplicates_dropped")}
     for group, prefix in (("counts", "rows"), ("available", "available")):
         metrics.update({f"{prefix}/{split}": float(n)
-                        for split, n in (manifest.get(group) or {}).items()})  # fmt: skip
+                        for split, n in (manifest.get(group) or {}).items()})
     return params, metrics

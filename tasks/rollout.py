@@ -23,12 +23,12 @@ from breadth.tracking.runs import RunHandle
 def rollout(
     config: PipelineConfig, key: str, parent: RunHandle, dataset: StageResult,
     policy: StageResult, model_name: str,
-) -> StageResult:  # fmt: skip
+) -> StageResult:
     with child_run(parent, f"rollout-{model_name}", key) as run, exclusive_work_dir(key) as out:
         run.log_params({f"rollout.{k}": v for k, v in config.rollout.model_dump().items()})
         with measured(config, f"rollout-{model_name}", dataset.ensure_local()):
             path = rollout_stage(config, dataset.ensure_local(), policy.ensure_local(),
-                                 model_name, out / f"{model_name}.parquet")  # fmt: skip
+                                 model_name, out / f"{model_name}.parquet")
         uri = ObjectStore.from_env().upload_file(path, f"runs/{parent.run_id}/rollouts/{path.name}")
         run.log_artifact(path, "rollouts")
         run.set_tags({"rollouts.s3_uri": uri})

@@ -33,7 +33,7 @@ def git_sha() -> str:
         return subprocess.run(
             ["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True,
             cwd=Path(__file__).resolve().parent,
-        ).stdout.strip()  # fmt: skip
+        ).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
 
@@ -53,12 +53,12 @@ def git_dirty(repo: Path = PROJECT_ROOT) -> str:
     """
     try:
         status = subprocess.run(["git", "status", "--porcelain"], cwd=repo, capture_output=True,
-                                text=True, check=True, timeout=10).stdout  # fmt: skip
+                                text=True, check=True, timeout=10).stdout
     except (OSError, subprocess.SubprocessError):
         return "unknown"
     # Porcelain paths are relative to the repository's root: "XY path" per line.
     changed = [line for line in status.splitlines()
-               if not line.startswith("??") or line[3:].startswith(_CODE_PREFIXES)]  # fmt: skip
+               if not line.startswith("??") or line[3:].startswith(_CODE_PREFIXES)]
     return "true" if changed else "false"
 
 
@@ -75,7 +75,7 @@ def gpu_description(timeout_s: float = 5.0) -> str:
         listing = subprocess.run(
             ["nvidia-smi", "--query-gpu=index,uuid,name", "--format=csv,noheader"],
             capture_output=True, text=True, check=True, timeout=timeout_s,
-        ).stdout  # fmt: skip
+        ).stdout
     except FileNotFoundError:
         return "0"
     except subprocess.CalledProcessError as error:  # a driver without devices exits non-zero
@@ -83,7 +83,7 @@ def gpu_description(timeout_s: float = 5.0) -> str:
     except (OSError, subprocess.SubprocessError):
         return "unknown"
     gpus = [[part.strip() for part in line.split(",", 2)] for line in listing.splitlines()
-            if line.count(",") >= 2]  # fmt: skip
+            if line.count(",") >= 2]
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
     if visible is not None:
         wanted = [entry.strip() for entry in visible.split(",") if entry.strip()]
@@ -92,7 +92,7 @@ def gpu_description(timeout_s: float = 5.0) -> str:
         # An index, or a UUID (CUDA accepts a unique prefix of one).
         chosen = [gpu for gpu in gpus
                   if any(gpu[0] == w or (w.startswith("GPU-") and gpu[1].startswith(w))
-                         for w in wanted)]  # fmt: skip
+                         for w in wanted)]
         if not chosen:
             # MIG UUIDs, which --query-gpu does not list, or an order other than nvidia-smi's
             # (CUDA_DEVICE_ORDER): there is a GPU, but which is not known here.
@@ -168,7 +168,7 @@ def run_name(config: PipelineConfig, extra_tags: dict[str, str]) -> str:
 def tag_stage_origins(
     parent: RunHandle, stage_runs: dict[str, str], name: str,
     records: Mapping[str, RunRecord] | None = None,
-) -> tuple[dict[str, str], str]:  # fmt: skip
+) -> tuple[dict[str, str], str]:
     """Say on the parent which stages ran here and which came from the cache, from which runs
     ({stage: producing child run id}; stages without a run, e.g. a model created from scratch,
     are left out), and how much (`breadth.cached`: all, none or 3/9). A run whose every stage
@@ -181,13 +181,13 @@ def tag_stage_origins(
     # Looked up side by side: one round trip's time instead of one per stage.
     with ThreadPoolExecutor(max_workers=8) as pool:
         infos = {**known, **dict(zip(missing, pool.map(lambda stage: parent.get_run(produced[stage]),
-                                                       missing)))}  # fmt: skip
+                                                       missing)))}
     origins = {stage: StageOrigin(produced[stage], infos[stage].tags.get("mlflow.parentRunId", ""),
                                   infos[stage].experiment_id)
-               for stage in produced}  # fmt: skip
+               for stage in produced}
 
     cached = {stage: origin.pipeline_run_id for stage, origin in origins.items()
-              if origin.pipeline_run_id != parent.run_id}  # fmt: skip
+              if origin.pipeline_run_id != parent.run_id}
     tags = stage_provenance(parent.run_id, origins,
                             lambda experiment, run: mlflow_ui_url(parent.tracking_uri, experiment, run))
     tags["breadth.cached"] = cached_label(len(cached), len(origins))

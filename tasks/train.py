@@ -12,7 +12,7 @@ from breadth_tasks.common import (
     retry_if_transient,
     stage_cache_key,
     upload_stage_output,
-)  # fmt: skip
+)
 from prefect import get_run_logger, task
 
 from breadth.config import PipelineConfig
@@ -33,7 +33,7 @@ from breadth.training.checkpointing import (
     newest_whole_checkpoint,
     remote_checkpoints,
     write_marker,
-)  # fmt: skip
+)
 from breadth.training.learning_signal import WATCHED, no_learning_signal
 
 
@@ -50,7 +50,7 @@ def init_model(config: PipelineConfig, key: str) -> StageResult:
 def _finish_model_stage(
     stage: str, config: PipelineConfig, key: str, run: RunHandle, parent: RunHandle,
     model_dir: Path,
-) -> StageResult:  # fmt: skip
+) -> StageResult:
     uri = upload_stage_output(config, model_dir, f"runs/{parent.run_id}/models/{stage}")
     run.set_tags({"model.s3_uri": uri})
     # In the flow the MLflow model is logged while the next stage runs ("" here, then).
@@ -74,7 +74,7 @@ def sft(
                 metrics = MetricBuffer(run, lane=writes)
                 with measured(config, "sft", dataset.ensure_local()):  # this machine's pace
                     sft_stage(config, dataset.ensure_local(), base.ensure_local(), folder,
-                              log_metric=metrics)  # fmt: skip
+                              log_metric=metrics)
                 metrics.flush()
             write_marker(model_dir, OUTPUT_COMPLETE)
         return _finish_model_stage("sft", config, key, run, parent, model_dir)
@@ -93,7 +93,7 @@ def _resume_point(store: ObjectStore, prefix: str, folder: Path, run: RunHandle)
         if (checkpoint_step(Path(name)) or 0) > resumed_step:
             store.delete_folder(f"{prefix}/{name}")
             notes.append(f"deleted the S3 copy of {name}: training from step {resumed_step} "
-                         "writes it again")  # fmt: skip
+                         "writes it again")
     for note in notes:
         get_run_logger().warning(note)
     if notes:
@@ -121,7 +121,7 @@ def _verify_checkpoints_in_s3(store: ObjectStore, prefix: str, folder: Path, con
                 raise ObjectStoreError(f"{store.uri(target)} does not match {checkpoint}: {wrong}")
 
         with_retries(f"verification of {target}", upload_and_verify,
-                     give_up_after_s=config.tracking.upload_retry_s)  # fmt: skip
+                     give_up_after_s=config.tracking.upload_retry_s)
     return len(checkpoints)
 
 
@@ -129,7 +129,7 @@ def _verify_checkpoints_in_s3(store: ObjectStore, prefix: str, folder: Path, con
 def rl(
     config: PipelineConfig, key: str, parent: RunHandle, dataset: StageResult,
     policy: StageResult,
-) -> StageResult:  # fmt: skip
+) -> StageResult:
     store = ObjectStore.from_env()
     # One prefix per training (its content key): a resumed run adds to the same checkpoints.
     prefix = f"checkpoints/{key}"
@@ -142,7 +142,7 @@ def rl(
         else:
             retry_s = config.tracking.upload_retry_s
             with BackgroundLane("S3 upload", retry_s) as uploads, \
-                    BackgroundLane("MLflow metrics", retry_s) as writes:  # fmt: skip
+                    BackgroundLane("MLflow metrics", retry_s) as writes:
                 metrics = MetricBuffer(run, lane=writes)
                 watched: dict[str, list[float]] = {name: [] for name in WATCHED}
 
@@ -163,13 +163,13 @@ def rl(
                     # history anyway); the upload queues, training goes on.
                     metrics.flush()
                     uploads.submit(f"upload of {checkpoint.name} to {prefix}",
-                                   lambda: store.upload_dir(checkpoint, f"{prefix}/{checkpoint.name}"))  # fmt: skip
+                                   lambda: store.upload_dir(checkpoint, f"{prefix}/{checkpoint.name}"))
 
                 # A resumed training's time covers part of its steps: not a pace.
                 with measured(config, "rl", dataset.ensure_local(), record=resume_from is None):
                     rl_stage(config, dataset.ensure_local(), policy.ensure_local(), folder,
                              log_metric=log_metric, on_checkpoint=on_checkpoint,
-                             resume_from=resume_from)  # fmt: skip
+                             resume_from=resume_from)
                 metrics.flush()
                 if warning := no_learning_signal(watched):
                     # The run finishes (its model is valid), but says so where users look.

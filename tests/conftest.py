@@ -14,10 +14,10 @@ import pytest
 PORT_VARIABLES = (
     "BREADTH_S3_PORT", "BREADTH_MLFLOW_PORT", "BREADTH_PREFECT_PORT",
     "BREADTH_WEED_MASTER_PORT", "BREADTH_WEED_VOLUME_PORT", "BREADTH_WEED_FILER_PORT",
-)  # fmt: skip
+)
 # Variables that would point the tests at someone else's services.
 EXTERNAL_VARIABLES = ("PREFECT_API_URL", "MLFLOW_TRACKING_URI", "BREADTH_S3_ENDPOINT",
-                      "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")  # fmt: skip
+                      "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")
 
 
 def free_port() -> int:
@@ -28,7 +28,7 @@ def free_port() -> int:
 
 @contextlib.contextmanager
 def running_local_stack(home: Path, server_env: dict[str, str] | None = None
-                        ) -> Iterator[dict[str, str]]:  # fmt: skip
+                        ) -> Iterator[dict[str, str]]:
     """The real local stack on free ports under `home`, its servers started with `server_env`
     added to the environment (e.g. a Postgres database); yields the client environment (already
     exported) and restores the environment after."""
@@ -36,7 +36,7 @@ def running_local_stack(home: Path, server_env: dict[str, str] | None = None
 
     server_env = server_env or {}
     saved = {name: os.environ.get(name) for name in (*PORT_VARIABLES, *EXTERNAL_VARIABLES,
-                                                     *server_env, "BREADTH_HOME")}  # fmt: skip
+                                                     *server_env, "BREADTH_HOME")}
     for name in EXTERNAL_VARIABLES:
         os.environ.pop(name, None)
     for name in PORT_VARIABLES:

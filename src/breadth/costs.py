@@ -91,19 +91,19 @@ def plan(config: PipelineConfig, num_train: int, num_eval: int) -> list[StageWor
         stages.append(StageWork(
             "rl", f"{rl.max_steps:,} steps x {rl.prompts_per_step} prompts x "
             f"{rl.num_generations} generations", completions, rl.max_steps,
-            completions * rl.max_completion_length))  # fmt: skip
+            completions * rl.max_completion_length))
     rollout, budget = config.rollout, config.evaluation.search_budget
     for model in evaluated_models(config):
         samples = num_eval * rollout.num_samples
         stages.append(StageWork(f"rollout-{model}", f"{num_eval:,} problems x "
                                 f"{rollout.num_samples} samples", samples, None,
-                                samples * rollout.max_new_tokens))  # fmt: skip
+                                samples * rollout.max_new_tokens))
     if budget > 0:
         for model in evaluated_models(config):
             samples = 2 * num_eval * budget
             stages.append(StageWork(f"search-{model}", f"{num_eval:,} problems x budget {budget}"
                                     ", evolution + independent", samples, None,
-                                    samples * rollout.max_new_tokens, at_most=True))  # fmt: skip
+                                    samples * rollout.max_new_tokens, at_most=True))
     return stages
 
 
@@ -116,17 +116,17 @@ def eval_heavy_warning(config: PipelineConfig, stages: list[StageWork]) -> str |
     if not trained or evaluated <= EVAL_TO_TRAIN_WARNING * trained:
         return None
     num_eval = next((w.samples // config.rollout.num_samples for w in stages
-                     if w.kind == "rollout"), 0)  # fmt: skip
+                     if w.kind == "rollout"), 0)
     keys = [f"data.num_eval (now {num_eval:,} problems)",
             f"rollout.num_samples (now {config.rollout.num_samples})"]
     if config.evaluation.search_budget:
         keys.append(f"evaluation.search_budget (now {config.evaluation.search_budget}; 0 skips "
-                    "search)")  # fmt: skip
+                    "search)")
     bound = "up to " if any(w.at_most for w in stages if w.kind == "search") else ""
     return (f"evaluation generates {bound}{evaluated:,} samples, {evaluated / trained:.0f}x the "
             f"{trained:,} completions GRPO trains on (more than {EVAL_TO_TRAIN_WARNING:g}x): "
             f"most of the run's time goes to evaluating. To lower it, set " + ", ".join(keys)
-            + ".")  # fmt: skip
+            + ".")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -148,7 +148,7 @@ def rate_key(config: PipelineConfig, kind: str) -> str:
     model = config.model
     name = model.name_or_path or (f"tiny h{model.hidden_size} l{model.num_layers} "
                                   f"a{model.num_heads} i{model.intermediate_size} "
-                                  f"ctx{model.max_length}")  # fmt: skip
+                                  f"ctx{model.max_length}")
     processes = config.rl.num_processes if kind == "rl" else 1
     pace = f"{processes} process{'es' if processes > 1 else ''}" if kind in ("sft", "rl") else (
         config.rollout.backend)
@@ -156,7 +156,7 @@ def rate_key(config: PipelineConfig, kind: str) -> str:
 
 
 def record_rate(config: PipelineConfig, work: StageWork, seconds: float, *,
-                samples: int | None = None, home: Path | None = None) -> None:  # fmt: skip
+                samples: int | None = None, home: Path | None = None) -> None:
     """Append a stage's measured pace to the rates file. `samples`: what it really drew, when
     the plan's count is an upper bound (search)."""
     if seconds <= 0:
@@ -165,7 +165,7 @@ def record_rate(config: PipelineConfig, work: StageWork, seconds: float, *,
     units = work.work * done // work.samples if work.samples else 0
     record = {"key": rate_key(config, work.kind), "stage": work.stage, "work": units,
               "samples": done, "seconds": round(seconds, 3),
-              "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}  # fmt: skip
+              "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     path = rates_path(home)
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("a", encoding="utf-8") as handle:  # one short line: appends do not interleave
@@ -204,7 +204,7 @@ def measured_rates(home: Path | None = None) -> dict[str, Rate]:
 
 
 def estimate_seconds(config: PipelineConfig, work: StageWork,
-                     rates: dict[str, Rate]) -> float | None:  # fmt: skip
+                     rates: dict[str, Rate]) -> float | None:
     """The stage's time at its measured pace, or None without a measurement."""
     rate = rates.get(rate_key(config, work.kind))
     return None if rate is None else work.work / rate.per_second
@@ -233,7 +233,7 @@ def stage_work(config: PipelineConfig, stage: str, dataset_dir: Path) -> StageWo
 
 @contextmanager
 def measured(config: PipelineConfig, stage: str, dataset_dir: Path,
-             record: bool = True) -> Iterator[dict[str, int]]:  # fmt: skip
+             record: bool = True) -> Iterator[dict[str, int]]:
     """Time the body and record the stage's pace when it finishes (not when it fails, nor
     with `record=False`, e.g. a training resumed half-way). Set `drawn["samples"]` in the
     body where the plan's count is an upper bound (search)."""
@@ -244,7 +244,7 @@ def measured(config: PipelineConfig, stage: str, dataset_dir: Path,
         return
     try:
         record_rate(config, stage_work(config, stage, dataset_dir),
-                    time.monotonic() - started, samples=drawn.get("samples"))  # fmt: skip
+                    time.monotonic() - started, samples=drawn.get("samples"))
     except (OSError, KeyError, ValueError) as error:  # a rate is a nicety: never fail a stage
         log.warning("could not record the pace of %s in %s: %s", stage, rates_path(), error)
 
@@ -257,7 +257,7 @@ def log_plan(config: PipelineConfig, dataset_dir: Path) -> None:
         stages = plan(config, *dataset_counts(dataset_dir))
     except (OSError, KeyError, ValueError) as error:
         log.warning("no plan of the run's work: the data set's manifest in %s cannot be read "
-                    "(%s)", dataset_dir, error)  # fmt: skip
+                    "(%s)", dataset_dir, error)
         return
     rates = measured_rates()
     for work in stages:
@@ -266,6 +266,6 @@ def log_plan(config: PipelineConfig, dataset_dir: Path) -> None:
         bound = "up to " if work.at_most else ""
         steps = f", {work.steps:,} steps" if work.steps else ""
         log.info("%s: %s = %s%s samples%s; %s", work.stage, work.what, bound,
-                 f"{work.samples:,}", steps, guess)  # fmt: skip
+                 f"{work.samples:,}", steps, guess)
     if warning := eval_heavy_warning(config, stages):
         log.warning(warning)

@@ -70,7 +70,7 @@ def eta_seconds(
         return None
     if cached_s > elapsed_s:
         raise ValueError(f"cache hits took {cached_s:.1f}s of {elapsed_s:.1f}s elapsed: their "
-                         "time is subtracted only for cells run one after another")  # fmt: skip
+                         "time is subtracted only for cells run one after another")
     return (elapsed_s - cached_s) / computed * (total - done)
 
 
@@ -91,7 +91,7 @@ def duration(seconds: float) -> str:
 def progress_line(
     done: int, total: int, elapsed_s: float, outcome: CellOutcome, cached: int = 0,
     cached_s: float = 0.0,
-) -> str:  # fmt: skip
+) -> str:
     """The line printed as a cell finishes (`cached`: how many of the `done` cells were cache
     hits, `cached_s` the time they took; see `eta_seconds`). "at" is the time since the grid
     started; the cell's own time is in brackets (both were once one "after", which read as the
@@ -115,7 +115,7 @@ def progress_line(
     own += ["all stages cached"] if outcome.cached else []
     brackets = f" ({', '.join(own)})" if own else ""
     return (f"cell {done}/{total} {outcome.cell} {outcome.state} at {duration(outcome.seconds)}"
-            f"{brackets}; {tail}")  # fmt: skip
+            f"{brackets}; {tail}")
 
 
 def failed_cells(outcomes: list[CellOutcome]) -> list[CellOutcome]:
@@ -145,7 +145,7 @@ def failed_cells_markdown(outcomes: list[CellOutcome]) -> str:
         "", f"## Failed cells ({len(failed)} of {len(outcomes)})", "",
         "These cells did not finish; the table above leaves them out.", "",
         "| cell | state | flow run | error |", "| --- | --- | --- | --- |", *rows,
-    ])  # fmt: skip
+    ])
 
 
 def _one_line(message: str, limit: int = 300) -> str:

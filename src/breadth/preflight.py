@@ -65,7 +65,7 @@ def missing_local_paths(config: PipelineConfig) -> list[str]:
         if wanted_file and not path.is_file():
             state = "is a folder" if path.is_dir() else "does not exist"
             problems.append(f"data.{key}={spec}: {path.resolve()} {state}; give a "
-                            f"{source.kind} file (paths are relative to {Path.cwd()})")  # fmt: skip
+                            f"{source.kind} file (paths are relative to {Path.cwd()})")
         elif not wanted_file and not path.exists():
             problems.append(f"data.{key}={spec}: {path.resolve()} does not exist")
     name = config.model.name_or_path
@@ -107,7 +107,7 @@ class CharacterReport:
             lines["data.chars_mapped"] = "; ".join(
                 f"{char!r} -> {spelling!r} x{count}"
                 for char, (spelling, count) in self.mapped.items()) + (
-                f" (in {self.rows['mapped']} rows)")  # fmt: skip
+                f" (in {self.rows['mapped']} rows)")
         if self.unknown:
             lines["data.chars_unknown"] = "; ".join(
                 f"{char!r} ({unicodedata.name(char, 'unnamed')}) x{count}"
@@ -183,7 +183,7 @@ def _fit_cache_file(config: PipelineConfig) -> Path | None:
     digest = hashlib.sha256(_fit_key(config).encode())
     for name in _FIT_CODE:
         for path in sorted((package / name).rglob("*.py")) if (package / name).is_dir() \
-                else [package / name]:  # fmt: skip
+                else [package / name]:
             digest.update(path.read_bytes())
     home = Path(os.environ.get("BREADTH_HOME", ".breadth"))
     return home / "fit" / f"{digest.hexdigest()[:32]}.pickle"
@@ -235,13 +235,13 @@ def fit_report(config: PipelineConfig, *, offline: bool = False) -> FitReport:
         with _quiet_datasets(config):
             prepare_stage(config, Path(folder))
         rows = {split: pq.read_table(Path(folder) / f"{split}.parquet", columns=_COLUMNS)
-                .to_pylist() for split in ("train", "eval")}  # fmt: skip
+                .to_pylist() for split in ("train", "eval")}
     lengths = {split: split_lengths(split, split_rows, tokens.count)
-               for split, split_rows in rows.items()}  # fmt: skip
+               for split, split_rows in rows.items()}
     limits = _limits(config, tokens)
     found = shortfalls(lengths["train"], lengths["eval"], limits)
     longest = {f"{split}_{part}": max(getattr(lengths[split], part), default=0)
-               for split in ("train", "eval") for part in ("prompt", "target")}  # fmt: skip
+               for split in ("train", "eval") for part in ("prompt", "target")}
     characters = _characters(rows, tokens)
     message = ""
     if found:
@@ -289,7 +289,7 @@ def _model_tokens(config: PipelineConfig, offline: bool) -> _ModelTokens:
             spelling=normalize,
             unknown=lambda char: any(backend.token_to_id(c) is None for c in normalize(char)),
             context=config.model.max_length, tiny=True,
-        )  # fmt: skip
+        )
     from transformers import AutoConfig, AutoTokenizer
 
     only_cached = offline and not looks_like_a_path(name)
@@ -307,7 +307,7 @@ def _model_tokens(config: PipelineConfig, offline: bool) -> _ModelTokens:
         unknown=lambda char: unk is not None and unk in tokenizer(
             char, add_special_tokens=False)["input_ids"],
         context=min(candidates, default=10**7), tiny=False,
-    )  # fmt: skip
+    )
 
 
 def _limits(config: PipelineConfig, tokens: _ModelTokens) -> TokenLimits:
@@ -323,7 +323,7 @@ def _limits(config: PipelineConfig, tokens: _ModelTokens) -> TokenLimits:
         max_new_tokens=config.rollout.max_new_tokens, sft=config.sft.enabled,
         max_completion_length=config.rl.max_completion_length if config.rl.enabled else None,
         rl_rows=config.rl.num_problems, search_prompt_extra=extra,
-    )  # fmt: skip
+    )
 
 
 def _search_prompt_extra(config: PipelineConfig, tokens: _ModelTokens) -> Callable[[int], int]:
@@ -348,7 +348,7 @@ def _characters(rows: dict[str, list[dict[str, Any]]], tokens: _ModelTokens) -> 
     """Each character of the prompts and targets that the tokenizer reads as another spelling
     (its normalizer) or as its unknown token, with how often it occurs."""
     texts = [str(row[part]) for split_rows in rows.values() for row in split_rows
-             for part in ("prompt", "target")]  # fmt: skip
+             for part in ("prompt", "target")]
     joined = "\n".join(texts)
     mapped: dict[str, tuple[str, int]] = {}
     unknown: dict[str, int] = {}
@@ -360,7 +360,7 @@ def _characters(rows: dict[str, list[dict[str, Any]]], tokens: _ModelTokens) -> 
         elif (spelling := tokens.spelling(char)) != char:
             mapped[char] = (spelling, joined.count(char))
     in_rows = {name: sum(any(char in text for char in chars) for text in texts)
-               for name, chars in (("mapped", mapped), ("unknown", unknown)) if chars}  # fmt: skip
+               for name, chars in (("mapped", mapped), ("unknown", unknown)) if chars}
     return CharacterReport(mapped, unknown, in_rows)
 
 
@@ -379,7 +379,7 @@ class _RowNames:
         where = self._where(row)
         return (f"{where}: prompt {_excerpt(row['prompt'])} ({lengths.prompt[index]} tokens), "
                 f"target {_excerpt(row['target'])} ({lengths.target[index] - EOS} tokens "
-                "+ <eos>)")  # fmt: skip
+                "+ <eos>)")
 
     def _where(self, row: dict[str, Any]) -> str:
         from breadth.data.records import row_numbering
@@ -391,7 +391,7 @@ class _RowNames:
         if spec not in self.origins:
             with _quiet_datasets(self.config):
                 loaded = load_records(spec, schema=self.config.data.schema_name,
-                                      on_bad_rows="skip")  # fmt: skip
+                                      on_bad_rows="skip")
             self.origins[spec] = {record.id: record.origin for record in loaded.records}
         origin = self.origins[spec].get(row["id"])
         if origin is None:

@@ -36,7 +36,7 @@ class StageBar:
     """
 
     def __init__(self, stage: str, total: int, unit: str, *, initial: int = 0,
-                 show: bool = True) -> None:  # fmt: skip
+                 show: bool = True) -> None:
         from tqdm.auto import tqdm
 
         self.stage, self.total, self.unit, self.show = stage, max(int(total), 0), unit, show
@@ -47,7 +47,7 @@ class StageBar:
         interactive = sys.stderr.isatty()
         self.bar: Any = tqdm(total=self.total, initial=self.done, desc=stage, unit=unit,
                              dynamic_ncols=True, disable=not show,
-                             mininterval=0.1 if interactive else 10.0)  # fmt: skip
+                             mininterval=0.1 if interactive else 10.0)
 
     def update(self, n: int) -> None:
         if n <= 0:
@@ -74,7 +74,7 @@ class StageBar:
         eta = self.eta_seconds()
         left = "ETA unknown" if eta is None else f"ETA {duration(eta)}"
         return (f"{self.stage}: {self.done:,}/{self.total:,} {self.unit}s{share}, "
-                f"{duration(time.monotonic() - self.started)} elapsed, {left}")  # fmt: skip
+                f"{duration(time.monotonic() - self.started)} elapsed, {left}")
 
     def close(self) -> None:
         if self.bar is None:
@@ -83,7 +83,7 @@ class StageBar:
         self.bar = None
         if self.show:
             log.info(f"{self.stage}: finished, {self.done:,} {self.unit}s in "
-                     f"{duration(time.monotonic() - self.started)}")  # fmt: skip
+                     f"{duration(time.monotonic() - self.started)}")
 
     def _next_mark(self, done: int) -> int:
         step = max(1, int(self.total * LOG_EVERY))

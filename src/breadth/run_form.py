@@ -40,12 +40,12 @@ def _form_of(model: type[BaseModel], validators: dict[str, Any] | None = None) -
         text = default if isinstance(default, str) else json.dumps(default)
         shown = "" if default is None else f" Default `{text}`."
         fields[name] = (typed | None, Field(None, title=field.title,
-                                            description=f"{field.description}{shown}"))  # fmt: skip
+                                            description=f"{field.description}{shown}"))
     # A section that takes keys beyond its fields (rl.reward: the parameters of rewards
     # registered after the config was made) passes them on to the config, which checks them.
     base = _OpenSection if model.model_config.get("extra") == "allow" else Section
     return create_model(f"{model.__name__}Form", __base__=base, __module__=__name__,
-                        __doc__=model.__doc__, __validators__=validators, **fields)  # fmt: skip
+                        __doc__=model.__doc__, __validators__=validators, **fields)
 
 
 class _OpenSection(Section):

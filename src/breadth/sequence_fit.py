@@ -115,7 +115,7 @@ def split_lengths(split: str, rows: Sequence[Mapping[str, Any]], count: TokenCou
         split, prompt=count(prompts, True),
         target=[n + EOS for n in count(targets, False)],
         sequence=[n + EOS for n in count([p + t for p, t in zip(prompts, targets)], True)],
-    )  # fmt: skip
+    )
 
 
 def _shortfall(keys: tuple[str, ...], needs: str, split: str, totals: Sequence[int],
@@ -210,7 +210,7 @@ def fit_message(found: Sequence[Shortfall], fitting: dict[str, int], limits: Tok
     lines = ["the rendered data does not fit the run's token limits (nothing was started):"]
     for shortfall in found:
         values = ", ".join(f"{key}={current[key]}" if key in current else key
-                           for key in shortfall.keys)  # fmt: skip
+                           for key in shortfall.keys)
         lines.append(
             f"  - {shortfall.needs} needs {shortfall.needed} tokens, over the limit of "
             f"{shortfall.limit} ({values}), in {shortfall.over:,} of {shortfall.total:,} "

@@ -267,21 +267,21 @@ def _weed_command(s: StackSettings) -> list[str]:
         f"-s3.port={s.s3_port}", f"-master.port={s.weed_master_port}",
         f"-volume.port={s.weed_volume_port}", f"-filer.port={s.weed_filer_port}",
         "-webdav=false", "-admin.ui=false", "-s3.port.iceberg=0", "-s3.port.lance=0",
-    ]  # fmt: skip
+    ]
 
 
 def _mlflow_command(s: StackSettings) -> list[str]:
     # A database given in MLFLOW_BACKEND_STORE_URI (e.g. Postgres) is read by `mlflow server`
     # from the environment, so its password stays off the command line.
     store = [] if os.environ.get("MLFLOW_BACKEND_STORE_URI") else [
-        "--backend-store-uri", f"sqlite:///{s.home / 'mlflow.db'}"]  # fmt: skip
+        "--backend-store-uri", f"sqlite:///{s.home / 'mlflow.db'}"]
     auth = ["--app-name", "basic-auth"] if s.auth_required else []
     return [
         _bin("mlflow"), "server", *store, *auth,
         "--artifacts-destination", f"s3://{s.bucket}/mlflow",
         "--serve-artifacts", "--host", s.bind, "--port", str(s.mlflow_port),
         "--workers", "1",
-    ]  # fmt: skip
+    ]
 
 
 def _prefect_command(s: StackSettings) -> list[str]:
@@ -295,13 +295,13 @@ def _mlflow_env(s: StackSettings) -> dict[str, str]:
         # Creates the admin on the first start only; never written to the ini.
         "MLFLOW_AUTH_ADMIN_PASSWORD": credentials.mlflow_password,
         "MLFLOW_FLASK_SERVER_SECRET_KEY": credentials.mlflow_secret_key,
-    }  # fmt: skip
+    }
     # MLflow (>= 3.5) refuses Host headers it does not know: a shared stack names the host
     # other machines dial, unless the environment already lists the allowed hosts.
     hosts = {} if is_loopback(s.bind) or os.environ.get("MLFLOW_SERVER_ALLOWED_HOSTS") else {
         "MLFLOW_SERVER_ALLOWED_HOSTS": ",".join(
             f"{host}{port}" for host in dict.fromkeys((s.public_host, s.host, "localhost"))
-            for port in ("", f":{s.mlflow_port}"))}  # fmt: skip
+            for port in ("", f":{s.mlflow_port}"))}
     return {
         **s.credentials(),
         **auth,
@@ -356,7 +356,7 @@ def services(settings: StackSettings) -> list[Service]:
             "prefect", s.prefect_port, s.prefect_ui_url, "PREFECT_API_URL", _prefect_command,
             _prefect_env, lambda st: _http_ok(st.prefect_api_url + "/health"),
         ),
-    ]  # fmt: skip
+    ]
 
 
 def _port_in_use(port: int) -> bool:
@@ -467,9 +467,9 @@ class LocalStack:
                 managed = "other"
                 other = started_from(service.name, service.port)
                 origin = (f"started from BREADTH_HOME={other}" if other else
-                          "another BREADTH_HOME's stack, or started by hand")  # fmt: skip
+                          "another BREADTH_HOME's stack, or started by hand")
                 state = (f"answering, but not started from BREADTH_HOME={self.settings.home} "
-                         f"({origin})")  # fmt: skip
+                         f"({origin})")
             else:
                 managed, state = "local", "stopped"
             rows.append({"service": service.name, "url": without_userinfo(service.url),
@@ -505,7 +505,7 @@ class LocalStack:
                 return False
             # Elsewhere than this stack's address, a named server's health changes nothing.
             healthy = (service.is_external() and service.url_is_local()
-                       and service.healthy(self.settings))  # fmt: skip
+                       and service.healthy(self.settings))
             return not self._uses_external(service, healthy)
 
         return [service for service in services(self.settings) if starts(service)]
@@ -561,7 +561,7 @@ class LocalStack:
         process = subprocess.Popen(
             service.command(self.settings), stdout=log, stderr=subprocess.STDOUT, env=env,
             cwd=self.settings.home, start_new_session=True,
-        )  # fmt: skip
+        )
         self._pid_file(service).write_text(str(process.pid))
         self._wait_healthy(service, process.pid)
         return "started"
@@ -594,7 +594,7 @@ class LocalStack:
             f"to free ports with BREADTH_{name.upper()}_PORT=<port> (a second stack needs its "
             "own BREADTH_S3_PORT, BREADTH_MLFLOW_PORT, BREADTH_PREFECT_PORT and weed's "
             "BREADTH_WEED_MASTER_PORT / _VOLUME_PORT / _FILER_PORT)."
-        )  # fmt: skip
+        )
 
     def _wait_healthy(self, service: Service, pid: int) -> None:
         deadline = time.monotonic() + self.start_timeout_s

@@ -32,7 +32,7 @@ WILDCARD_ADDRESSES = frozenset({"0.0.0.0", "::"})
 CLIENT_VARIABLES = (
     "MLFLOW_TRACKING_USERNAME", "MLFLOW_TRACKING_PASSWORD", "PREFECT_API_AUTH_STRING",
     "VLLM_API_KEY",
-)  # fmt: skip
+)
 
 
 class CredentialsError(RuntimeError):
@@ -88,7 +88,7 @@ class StackCredentials:
         """What every client and worker of the stack needs to be let in."""
         return dict(zip(CLIENT_VARIABLES, (
             self.mlflow_username, self.mlflow_password, self.prefect_auth_string,
-            self.vllm_api_key)))  # fmt: skip
+            self.vllm_api_key)))
 
 
 def credentials_path(home: Path) -> Path:
@@ -104,7 +104,7 @@ def load_credentials(home: Path) -> StackCredentials | None:
             given["MLFLOW_TRACKING_USERNAME"], given["MLFLOW_TRACKING_PASSWORD"],
             given["PREFECT_API_AUTH_STRING"], given["VLLM_API_KEY"],
             os.environ.get("MLFLOW_FLASK_SERVER_SECRET_KEY") or _server_secret(home),
-        )  # fmt: skip
+        )
     path = credentials_path(home)
     if any(given.values()):
         missing = ", ".join(name for name, value in given.items() if not value)
@@ -152,7 +152,7 @@ def write_credentials(home: Path, username: str = "breadth") -> StackCredentials
         mlflow_username=username, mlflow_password=secrets.token_urlsafe(24),
         prefect_auth_string=f"{username}:{secrets.token_urlsafe(24)}",
         vllm_api_key=secrets.token_urlsafe(32), mlflow_secret_key=secrets.token_hex(32),
-    )  # fmt: skip
+    )
     home.mkdir(parents=True, exist_ok=True)
     descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(descriptor, "w", encoding="utf-8") as handle:

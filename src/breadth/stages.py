@@ -29,7 +29,7 @@ def prepare_stage(config: PipelineConfig, out_dir: Path) -> Any:
         schema=data.schema_name, on_bad_rows=data.on_bad_rows, reasoning=data.reasoning,
         eval_fraction=data.eval_fraction, eval_source=data.eval_source,
         eval_only=data.eval_only, num_options=data.num_options, mixed_fill=data.mixed_fill,
-    )  # fmt: skip
+    )
 
 
 def init_model_stage(config: PipelineConfig, out_dir: Path) -> Path:
@@ -51,7 +51,7 @@ def init_model_stage(config: PipelineConfig, out_dir: Path) -> Path:
 def sft_stage(
     config: PipelineConfig, dataset_dir: Path, base_dir: Path, out_dir: Path,
     log_metric: MetricSink | None = None,
-) -> Path:  # fmt: skip
+) -> Path:
     # Imported on use: a stage loads only what it runs (torch, pandas, ...).
     from breadth.models.tiny import load_policy
     from breadth.training.sft import train_sft
@@ -59,7 +59,7 @@ def sft_stage(
     model, tokenizer = load_policy(base_dir)
     rows = read_rows(Path(dataset_dir) / "train.parquet")
     train_sft(model, tokenizer, rows, config.sft, output_dir=Path(out_dir), seed=config.seed,
-              log_metric=log_metric)  # fmt: skip
+              log_metric=log_metric)
     return Path(out_dir) / "final"
 
 
@@ -68,7 +68,7 @@ def rl_stage(
     log_metric: MetricSink | None = None,
     on_checkpoint: Callable[[Path, int], None] | None = None,
     resume_from: Path | None = None,
-) -> Path:  # fmt: skip
+) -> Path:
     """GRPO from `policy_dir` -> `out_dir/final`. With rl.num_processes > 1 or an
     rl.accelerate_config it launches the training processes itself (`breadth.training.launch`)
     and forwards their metrics and checkpoints to `log_metric` and `on_checkpoint` here."""
@@ -85,19 +85,19 @@ def rl_stage(
 
         run_grpo_processes(config, Path(dataset_dir), Path(policy_dir), Path(out_dir),
                            log_metric=log_metric, on_checkpoint=on_checkpoint,
-                           resume_from=resume_from)  # fmt: skip
+                           resume_from=resume_from)
         return Path(out_dir) / "final"
     model, tokenizer = load_policy(policy_dir)
     train_grpo(model, tokenizer, grpo_rows(config.rl, Path(dataset_dir)), config.rl,
                output_dir=Path(out_dir), seed=config.seed, log_metric=log_metric,
-               on_checkpoint=on_checkpoint, resume_from=resume_from)  # fmt: skip
+               on_checkpoint=on_checkpoint, resume_from=resume_from)
     return Path(out_dir) / "final"
 
 
 def rollout_stage(
     config: PipelineConfig, dataset_dir: Path, policy_dir: Path, model_name: str, out_path: Path,
     progress: bool = True,
-) -> Path:  # fmt: skip
+) -> Path:
     """n samples per evaluation problem -> rollouts parquet (schema in docs/design)."""
     import pandas as pd
 
@@ -110,7 +110,7 @@ def rollout_stage(
     rows = rollout_backend(rollout).rollout(
         Path(policy_dir), problems, rollout, model_name=model_name, seed=config.seed,
         progress=progress,
-    )  # fmt: skip
+    )
     out_path = Path(out_path)
     out_path.parent.mkdir(parents=True, exist_ok=True)
     pd.DataFrame(rows).to_parquet(out_path, index=False)
@@ -146,14 +146,14 @@ def search_stage(
     # so its bar may end short of the total (and the ETA is an upper bound).
     with StageBar(f"search {model_name}", 2 * budget * len(problems), "sample") as bar, \
             backend.sampler(Path(policy_dir), rollout, seed=config.seed,
-                            chunk=settings.search_chunk, on_samples=bar.update) as sampler:  # fmt: skip
+                            chunk=settings.search_chunk, on_samples=bar.update) as sampler:
         return compare_search(problems, sampler, verify, evolution)
 
 
 def evaluate_stage(
     config: PipelineConfig, rollouts: dict[str, Path], out_dir: Path, *, base_model: str,
     searches: dict[str, Any] | None = None,
-) -> tuple[dict[str, Any], list[Path]]:  # fmt: skip
+) -> tuple[dict[str, Any], list[Path]]:
     """Rollouts of every model -> EvaluationResults (trained models vs `base_model`) + report.
 
     Pure analysis of files: `searches` (model -> SearchComparison from `search_stage`) only
@@ -171,7 +171,7 @@ def evaluate_stage(
         if frame.empty:
             raise ValueError(f"rollouts are empty: {rollouts[name]} ({name}) holds no rows")
     frames = pd.concat([frame.assign(model=name) for name, frame in loaded.items()],
-                       ignore_index=True)  # fmt: skip
+                       ignore_index=True)
     evaluation = config.evaluation
     results = evaluate_models(frames, base_model=base_model,
                               num_bootstrap=evaluation.bootstrap_samples,
@@ -179,7 +179,7 @@ def evaluate_stage(
                               seed=config.seed,
                               split_k=evaluation.transfer_split_k,
                               split_threshold=evaluation.transfer_split_threshold,
-                              min_split=evaluation.transfer_min_split)  # fmt: skip
+                              min_split=evaluation.transfer_min_split)
     written = write_report(results, Path(out_dir))
     if searches:
         written.append(write_search_report(searches, Path(out_dir)))

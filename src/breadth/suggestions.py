@@ -35,7 +35,7 @@ def _closest(name: str, options: list[str], limit: int) -> list[str]:
     """The options nearly as similar as the most similar one: `rl.max_step` suggests
     `rl.max_steps`, not every key that shares the `rl.` prefix."""
     scored = sorted(((difflib.SequenceMatcher(None, name, option).ratio(), option)
-                     for option in options), key=lambda pair: (-pair[0], pair[1]))  # fmt: skip
+                     for option in options), key=lambda pair: (-pair[0], pair[1]))
     if not scored or scored[0][0] < 0.6:
         return []
     return [option for score, option in scored[:limit] if score >= scored[0][0] - 0.1]

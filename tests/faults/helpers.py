@@ -23,7 +23,7 @@ FAULT_PIPELINE = [
     f"rl.max_steps={MAX_STEPS}", f"rl.save_steps={SAVE_STEPS}", "rl.num_generations=4",
     "rl.prompts_per_step=2", "rollout.num_samples=4", "evaluation.bootstrap_samples=20",
     "evaluation.search_budget=0", "tracking.log_models=false",
-]  # fmt: skip
+]
 TIMEOUT_S = 600
 
 
@@ -38,7 +38,7 @@ def command(values: list[str]) -> list[str]:
 
 def environment(stack_env: dict[str, str], work: Path, **faults: Any) -> dict[str, str]:
     env = {**os.environ, **stack_env, "BREADTH_WORK_DIR": str(work), "CUDA_VISIBLE_DEVICES": "",
-           "TOKENIZERS_PARALLELISM": "false", "PYTHONPATH": os.pathsep.join(sys.path)}  # fmt: skip
+           "TOKENIZERS_PARALLELISM": "false", "PYTHONPATH": os.pathsep.join(sys.path)}
     env.update({f"BREADTH_FAULT_{name.upper()}": str(value) for name, value in faults.items()})
     return env
 
@@ -46,7 +46,7 @@ def environment(stack_env: dict[str, str], work: Path, **faults: Any) -> dict[st
 def start(values: list[str], env: dict[str, str], log: Path) -> subprocess.Popen:
     handle = log.open("w")
     return subprocess.Popen(command(values), env=env, cwd=REPO, stdout=handle,
-                            stderr=subprocess.STDOUT)  # fmt: skip
+                            stderr=subprocess.STDOUT)
 
 
 def finish(process: subprocess.Popen, log: Path) -> tuple[int, str]:
@@ -63,7 +63,7 @@ def run(values: list[str], env: dict[str, str], log: Path) -> tuple[int, str]:
 
 
 def wait_for(condition: Callable[[], bool], process: subprocess.Popen, log: Path,
-             what: str) -> None:  # fmt: skip
+             what: str) -> None:
     deadline = time.monotonic() + TIMEOUT_S
     while not condition():
         assert process.poll() is None, f"the run ended before {what}:\n{log.read_text()[-4000:]}"
@@ -144,7 +144,7 @@ def descendants(pid: int) -> list[int]:
     processes a worker started, which may live in sessions of their own."""
     found = []
     for child in subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, check=False,
-                                text=True).stdout.split():  # fmt: skip
+                                text=True).stdout.split():
         found += [int(child), *descendants(int(child))]
     return found
 

@@ -27,12 +27,12 @@ def test_a_dead_workers_run_is_marked_crashed_within_the_bound(live_stack, tmp_p
 
     env = {**os.environ, **live_stack}
     subprocess.run([PREFECT, "work-pool", "create", POOL, "--type", "process", "--overwrite"],
-                   env=env, cwd=REPO, check=True, capture_output=True)  # fmt: skip
+                   env=env, cwd=REPO, check=True, capture_output=True)
     deployed = subprocess.run(
         [PREFECT, "--no-prompt", "deploy", "tests/faults/sleepy_flow.py:waits", "--name",
          "dead-worker", "--pool", POOL], env=env, cwd=REPO, capture_output=True, text=True,
         check=False,
-    )  # fmt: skip
+    )
     assert deployed.returncode == 0, deployed.stdout[-3000:] + deployed.stderr[-3000:]
     # This process's Prefect settings may predate the stack's environment: name the server.
     with temporary_settings(updates={PREFECT_API_URL: live_stack["PREFECT_API_URL"]}):
@@ -56,7 +56,7 @@ def _kill_a_worker_and_time_its_run(live_stack, tmp_path, env):
         [PREFECT, "worker", "start", "--pool", POOL, "--limit", "1"], cwd=REPO, stdout=log,
         stderr=subprocess.STDOUT, start_new_session=True,
         env={**env, **heartbeat_env(), "PREFECT_WORKER_QUERY_SECONDS": "2"},
-    )  # fmt: skip
+    )
     try:
         run = run_deployment("breadth-waits/dead-worker", timeout=0)
         run_id = str(run.id)
@@ -68,7 +68,7 @@ def _kill_a_worker_and_time_its_run(live_stack, tmp_path, env):
         worker.wait(timeout=30)
         bound = HEARTBEAT_S + MISSED_AFTER_S + SLACK_S
         wait_until(lambda: flow_run_state(live_stack, run_id) == "CRASHED", bound + 60,
-                   "the dead worker's run to be marked Crashed")  # fmt: skip
+                   "the dead worker's run to be marked Crashed")
         took = time.monotonic() - killed_at
         print(f"\ndead worker: its run was marked Crashed {took:.0f}s after kill -9 "
               f"(heartbeat {HEARTBEAT_S}s, window {MISSED_AFTER_S}s)")

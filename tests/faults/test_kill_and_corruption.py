@@ -25,7 +25,7 @@ from tests.faults.helpers import (
     stage_dir,
     start,
     wait_for,
-)  # fmt: skip
+)
 
 pytestmark = [pytest.mark.faults, pytest.mark.integration]
 # Paused, then killed, inside step 5: checkpoints 2 and 4 are on disk, step 5 is in progress.
@@ -35,7 +35,7 @@ KILL_DURING_STEP = 5
 def _kill_during_step(
     values: list[str], stack_env: dict, tmp_path: Path,
     before_kill: Callable[[Path], bool] = lambda work: True,
-) -> Path:  # fmt: skip
+) -> Path:
     """Start the pipeline, SIGKILL it inside GRPO step KILL_DURING_STEP (once `before_kill`
     holds); returns the work dir."""
     work, signals, log = tmp_path / "work", tmp_path / "signals", tmp_path / "killed.log"
@@ -43,7 +43,7 @@ def _kill_during_step(
     env = environment(stack_env, work, pause_at_step=KILL_DURING_STEP, signals=signals)
     process = start(values, env, log)
     wait_for(lambda: (signals / "paused").exists() and before_kill(work), process, log,
-             f"step {KILL_DURING_STEP}")  # fmt: skip
+             f"step {KILL_DURING_STEP}")
     os.kill(process.pid, signal.SIGKILL)
     assert finish(process, log)[0] == -signal.SIGKILL
     return work
@@ -89,7 +89,7 @@ def test_kill_9_mid_grpo_then_rerun_closes_records_and_matches_an_uninterrupted_
     # Bitwise the same weights as an uninterrupted training of the same stage inputs.
     config = load_config("default", values)
     reference = rl_stage(config, stage_dir(work, "prepare"), stage_dir(work, "init") / "model",
-                         tmp_path / "reference")  # fmt: skip
+                         tmp_path / "reference")
     expected, got = _weights(reference), _weights(stage_dir(work, "rl") / "final")
     assert all(torch.equal(expected[name], got[name]) for name in expected)
 
@@ -106,7 +106,7 @@ def test_a_truncated_newest_checkpoint_falls_back_one_and_says_so(live_stack, tm
     assert "checkpoint-4 is damaged" in flat and "model.safetensors" in flat
     assert "falling back" in flat
     finished_rl = [r for r in experiment_runs(live_stack, "truncated")
-                   if r.info.run_name == "rl" and r.info.status == "FINISHED"]  # fmt: skip
+                   if r.info.run_name == "rl" and r.info.status == "FINISHED"]
     assert [r.data.tags["checkpoint.resumed_from"] for r in finished_rl] == ["checkpoint-2"]
     assert (stage_dir(work, "rl") / f"checkpoint-{MAX_STEPS}").exists()
 
@@ -129,7 +129,7 @@ def test_a_fresh_worker_with_an_empty_work_dir_resumes_grpo_from_s3(live_stack, 
     code, output = run(values, environment(live_stack, fresh), tmp_path / "rerun.log")
     assert code == 0, output[-4000:]
     (rl_run,) = [r for r in experiment_runs(live_stack, "fresh-resume")
-                 if r.info.run_name == "rl" and r.info.status == "FINISHED"]  # fmt: skip
+                 if r.info.run_name == "rl" and r.info.status == "FINISHED"]
     assert rl_run.data.tags["checkpoint.resumed_from"] == "checkpoint-4"
     assert f"checkpoints/{rl_key}/checkpoint-4" in rl_run.data.tags["checkpoint.notes"]
     assert metric_steps(live_stack, rl_run.info.run_id, "train/reward") == list(range(1, MAX_STEPS + 1))

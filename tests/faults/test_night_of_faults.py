@@ -25,7 +25,7 @@ from tests.faults.helpers import (
     start_service,
     stop_service,
     wait_until,
-)  # fmt: skip
+)
 from tests.integration.helpers import BREADTH, PREFECT, REPO, set_args, start_workers, stop_workers
 
 pytestmark = [pytest.mark.faults, pytest.mark.integration]
@@ -46,12 +46,12 @@ TINY_CELL = [
     "rl.save_steps=2", "rl.num_generations=4", "rl.prompts_per_step=2", "rollout.num_samples=4",
     "evaluation.bootstrap_samples=20", "evaluation.search_budget=0",
     "tracking.log_models=false", f"tracking.experiment={EXPERIMENT}",
-]  # fmt: skip
+]
 GRID = ["grid", "--preset", "default", "--format", "free_form",
         *(a for o in OBJECTIVES for a in ("--reward", o)),
         *(a for s in SEEDS for a in ("--seed", str(s))),
         "--cell-runner", "deployment", "--cell-deployment", DEPLOYMENT, "--grid-id", GRID_ID,
-        *set_args(TINY_CELL)]  # fmt: skip
+        *set_args(TINY_CELL)]
 GRID_TIMEOUT_S = 1500
 # The evaluation of proactive triggers and the state change on top of the bound itself, as in
 # test_dead_worker.py.
@@ -63,7 +63,7 @@ class Night:
     """The grid's process, its two workers and what happened when (for the messages)."""
 
     def __init__(self, api: str, grid: subprocess.Popen, grid_log: Path,
-                 workers: list[subprocess.Popen]):  # fmt: skip
+                 workers: list[subprocess.Popen]):
         self.api, self.grid, self.grid_log, self.workers = api, grid, grid_log, workers
         self.started = time.monotonic()
         self.timeline: list[str] = []
@@ -81,7 +81,7 @@ class Night:
         try:
             return httpx.post(self.api + "/flow_runs/filter", timeout=10, json={
                 "flow_runs": {"tags": {"all_": ["grid-cell"]}, "name": {"like_": GRID_ID}},
-            }).json()  # fmt: skip
+            }).json()
         except (httpx.HTTPError, json.JSONDecodeError):
             return []
 
@@ -95,7 +95,7 @@ class Night:
         now = datetime.now(UTC)
         return [r for r in self.cell_runs() if r["state_type"] == "RUNNING" and r["start_time"]
                 and (now - datetime.fromisoformat(r["start_time"])).total_seconds()
-                >= for_at_least_s]  # fmt: skip
+                >= for_at_least_s]
 
     def wait_for(self, condition, what: str, timeout_s: float = 900) -> None:
         def check() -> bool:
@@ -133,12 +133,12 @@ def night(live_stack, tmp_path):
     env = {**live_stack, "CUDA_VISIBLE_DEVICES": "", "OMP_NUM_THREADS": "1"}
     full = {**os.environ, **env}
     subprocess.run([PREFECT, "work-pool", "create", POOL, "--type", "process", "--overwrite"],
-                   env=full, cwd=REPO, check=True, capture_output=True)  # fmt: skip
+                   env=full, cwd=REPO, check=True, capture_output=True)
     deployed = subprocess.run(
         [PREFECT, "--no-prompt", "deploy", "flows/pipeline.py:pipeline", "--name",
          DEPLOYMENT.split("/")[1], "--pool", POOL],
         env=full, cwd=REPO, capture_output=True, text=True, check=False,
-    )  # fmt: skip
+    )
     assert deployed.returncode == 0, deployed.stdout[-3000:] + deployed.stderr[-3000:]
     # Two hosts: each worker its own work dir, so the killed one's files are lost with it.
     workers = []
@@ -146,11 +146,11 @@ def night(live_stack, tmp_path):
         (tmp_path / f"host-{index}").mkdir()
         workers += start_workers(
             1, {**env, **heartbeat_env(), "BREADTH_WORK_DIR": str(tmp_path / f"host-{index}/work")},
-            tmp_path / f"host-{index}", pool=POOL, first_index=index)  # fmt: skip
+            tmp_path / f"host-{index}", pool=POOL, first_index=index)
     grid_log = tmp_path / "grid.log"
     with grid_log.open("w") as log:
         grid = subprocess.Popen([BREADTH, *GRID], cwd=REPO, stdout=log, stderr=subprocess.STDOUT,
-                                env={**full, "BREADTH_WORK_DIR": str(tmp_path / "grid-work")})  # fmt: skip
+                                env={**full, "BREADTH_WORK_DIR": str(tmp_path / "grid-work")})
     try:
         yield Night(live_stack["PREFECT_API_URL"], grid, grid_log, workers)
     finally:
@@ -171,7 +171,7 @@ def test_a_grid_through_a_night_of_faults(night, live_stack):
     # 3. Then a worker dies mid-cell: one whose cell has run long enough to have sent its
     #    first heartbeat and be into its stages.
     night.wait_for(lambda: any(night.worker_of(r["id"]) for r in night.running(20)),
-                   "a cell running for 20 s on a worker")  # fmt: skip
+                   "a cell running for 20 s on a worker")
     victim_run = next(r for r in night.running(20) if night.worker_of(r["id"]))
     victim = night.worker_of(victim_run["id"])
     assert victim is not None
@@ -185,12 +185,12 @@ def test_a_grid_through_a_night_of_faults(night, live_stack):
 
     bound = HEARTBEAT_S + MISSED_AFTER_S + SLACK_S
     night.wait_for(lambda: victim_now().get("state_type") == "CRASHED",
-                   "the dead worker's run to be Crashed", timeout_s=bound + 120)  # fmt: skip
+                   "the dead worker's run to be Crashed", timeout_s=bound + 120)
     to_crashed = time.monotonic() - killed_at
     # Who found it: the heartbeat automation, or (the workers share this host) a pipeline
     # run's reconciliation, which sees the dead process is gone.
     night.note(f"its flow run marked Crashed {to_crashed:.0f}s after the kill: "
-               f"{(victim_now().get('state') or {}).get('message')}")  # fmt: skip
+               f"{(victim_now().get('state') or {}).get('message')}")
 
     try:
         code = night.grid.wait(timeout=GRID_TIMEOUT_S - (time.monotonic() - night.started))
@@ -200,7 +200,7 @@ def test_a_grid_through_a_night_of_faults(night, live_stack):
     night.note(f"the grid ended (exit {code}); cells: {night.states()}")
     print(f"\nnight of faults: wall time {wall:.0f}s; the dead worker's run was marked Crashed "
           f"{to_crashed:.0f}s after its SIGKILL (heartbeat {HEARTBEAT_S}s, window "
-          f"{MISSED_AFTER_S}s)\n" + "\n".join(night.timeline))  # fmt: skip
+          f"{MISSED_AFTER_S}s)\n" + "\n".join(night.timeline))
     assert to_crashed <= bound, f"Crashed {to_crashed:.0f}s after the kill, over {bound:.0f}s"
     _check_the_morning_after(night, live_stack, code)
 
@@ -219,15 +219,15 @@ def _check_the_morning_after(night: Night, live_stack: dict[str, str], code: int
         f"{r['name']} {r['state_type']}" for r in httpx.post(
             night.api + "/flow_runs/filter", timeout=30,
             json={"flow_runs": {"state": {"type": {"any_": list(OPEN_STATES)}}}}).json()
-    ]  # fmt: skip
+    ]
     assert not open_flow_runs, f"Prefect flow runs left open: {open_flow_runs}\n{night.story()}"
 
     # Every cell FINISHED (its newest parent run), or named as failed with its reason.
     parents = sorted((r for r in runs if r.data.tags.get("grid.id") == GRID_ID
-                      and "grid.cell" in r.data.tags), key=lambda r: r.info.start_time)  # fmt: skip
+                      and "grid.cell" in r.data.tags), key=lambda r: r.info.start_time)
     finished = {r.data.tags["grid.cell"]: r for r in parents if r.info.status == "FINISHED"}
     [summary] = client.search_runs([experiment], f"tags.`grid.id` = '{GRID_ID}' and "
-                                                 "tags.`breadth.kind` = 'grid-summary'")  # fmt: skip
+                                                 "tags.`breadth.kind` = 'grid-summary'")
     named = set(filter(None, summary.data.tags.get("grid.failed_cells", "").split(",")))
     markdown = Path(client.download_artifacts(summary.info.run_id, "grid/summary.md")).read_text()
     for cell in CELLS:
@@ -275,5 +275,5 @@ def _rl_run(client: Any, parent: Any) -> str:
         return parent.data.tags["stage_run.rl"]
     [child] = client.search_runs([parent.info.experiment_id],
                                  f"tags.`mlflow.parentRunId` = '{parent.info.run_id}' and "
-                                 "tags.`breadth.stage` = 'rl'")  # fmt: skip
+                                 "tags.`breadth.stage` = 'rl'")
     return child.info.run_id

@@ -25,7 +25,7 @@ from tests.faults.helpers import (
     start_service,
     stop_service,
     wait_for,
-)  # fmt: skip
+)
 
 pytestmark = [pytest.mark.faults, pytest.mark.integration]
 OUTAGE_S = 30

@@ -15,7 +15,7 @@ from tests.faults.helpers import (
     parent_run_id,
     run,
     start,
-)  # fmt: skip
+)
 
 pytestmark = [pytest.mark.faults, pytest.mark.integration]
 

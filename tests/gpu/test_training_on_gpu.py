@@ -20,7 +20,7 @@ def test_transformers_rollouts_run_on_cuda():
     model = build_tiny_model(ModelConfig(), tokenizer, seed=0).to("cuda")
     config = RolloutConfig(num_samples=4, max_new_tokens=6)
     groups = generate_samples(model, tokenizer, ["12+7=", "3+4="], num_samples=config.num_samples,
-                              temperature=1.0, top_p=1.0, max_new_tokens=6, seed=0)  # fmt: skip
+                              temperature=1.0, top_p=1.0, max_new_tokens=6, seed=0)
     assert [len(group) for group in groups] == [4, 4]
     assert all(len(s.logprobs) == len(s.entropy) > 0 for group in groups for s in group)
 

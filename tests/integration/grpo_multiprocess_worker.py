@@ -66,7 +66,7 @@ def main() -> None:
     out, rank = Path(job["out_dir"]), process_rank()
     RewardTermFunc.__call__ = recording_call(RewardTermFunc.__call__, out / f"scored.rank{rank}.jsonl")  # type: ignore[method-assign]
     grpo.add_advantage_terms = recording_advantages(grpo.add_advantage_terms,
-                                                    out / f"advantages.rank{rank}.jsonl")  # fmt: skip
+                                                    out / f"advantages.rank{rank}.jsonl")
     worker_main(sys.argv[1:])
 
 

@@ -18,7 +18,7 @@ SMALL_PIPELINE = [
     "data.num_train=200", "data.num_eval=12", "sft.epochs=1", "rl.max_steps=4",
     "rl.save_steps=2", "rl.num_generations=4", "rl.prompts_per_step=2",
     "rollout.num_samples=8", "evaluation.bootstrap_samples=50",
-]  # fmt: skip
+]
 
 
 def run_cli(args: list[str], env: dict[str, str], timeout: float = 900) -> tuple[int, str, float]:
@@ -27,7 +27,7 @@ def run_cli(args: list[str], env: dict[str, str], timeout: float = 900) -> tuple
     done = subprocess.run(
         [BREADTH, *args], env={**os.environ, **env}, cwd=REPO, capture_output=True, text=True,
         timeout=timeout, check=False,
-    )  # fmt: skip
+    )
     return done.returncode, done.stdout + done.stderr, time.monotonic() - started
 
 
@@ -49,7 +49,7 @@ def run_cli_reporting_imports(
     stderr, the heavy packages it imported: mlflow, torch, transformers, trl, pandas)."""
     done = subprocess.run([sys.executable, "-c", _LOADED_AT_EXIT, *args], cwd=REPO,
                           env={**os.environ, **env}, capture_output=True, text=True,
-                          timeout=timeout, check=False)  # fmt: skip
+                          timeout=timeout, check=False)
     stdout, marker, loaded = done.stdout.rpartition("LOADED:")
     assert marker, f"the import report is missing: {(done.stdout + done.stderr)[-2000:]}"
     return done.returncode, stdout, done.stderr, set(filter(None, loaded.strip().split(",")))
@@ -82,7 +82,7 @@ PREFECT = str(Path(sys.executable).parent / "prefect")
 
 
 def start_workers(count: int, env: dict[str, str], log_dir: Path, pin_cores: bool = False,
-                  pool: str = "breadth-cpu", first_index: int = 0) -> list[subprocess.Popen]:  # fmt: skip
+                  pool: str = "breadth-cpu", first_index: int = 0) -> list[subprocess.Popen]:
     """`count` process workers on `pool`, each running one flow run at a time (`--limit 1`,
     one cell per accelerator) with one torch thread; with `pin_cores`, worker i and the runs
     it starts are held to core i (`taskset`). Workers are numbered from `first_index` (their
@@ -90,7 +90,7 @@ def start_workers(count: int, env: dict[str, str], log_dir: Path, pin_cores: boo
     workers = []
     for index in range(first_index, first_index + count):
         command = [PREFECT, "worker", "start", "--pool", pool, "--limit", "1",
-                   "--name", f"grid-worker-{index}"]  # fmt: skip
+                   "--name", f"grid-worker-{index}"]
         if pin_cores:
             command = ["taskset", "-c", str(index % (os.cpu_count() or 1)), *command]
         log = (log_dir / f"worker-{index}.log").open("w")
@@ -98,7 +98,7 @@ def start_workers(count: int, env: dict[str, str], log_dir: Path, pin_cores: boo
             command, cwd=REPO, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
             # Polls every 2 s (default 10 s): a cell waits less for a worker to take it.
             env={**os.environ, **env, "OMP_NUM_THREADS": "1", "PREFECT_WORKER_QUERY_SECONDS": "2"},
-        ))  # fmt: skip
+        ))
     return workers
 
 

@@ -24,7 +24,7 @@ def postgres_bin_dir() -> Path | None:
     if found and shutil.which("pg_ctl"):
         return Path(found).resolve().parent
     candidates = sorted(glob.glob("/usr/lib/postgresql/*/bin"),
-                        key=lambda path: int(Path(path).parent.name))  # fmt: skip
+                        key=lambda path: int(Path(path).parent.name))
     for candidate in reversed(candidates):
         if all((Path(candidate) / name).exists() for name in SERVER_PROGRAMS):
             return Path(candidate)
@@ -35,7 +35,7 @@ def why_postgres_cannot_run() -> str | None:
     """None when a cluster can be started here; else the reason, for a pytest skip."""
     if postgres_bin_dir() is None:
         return ("PostgreSQL server programs (initdb, pg_ctl) are not installed; on Debian or "
-                "Ubuntu: apt-get install -y postgresql")  # fmt: skip
+                "Ubuntu: apt-get install -y postgresql")
     if os.geteuid() == 0:
         try:
             import pwd
@@ -82,11 +82,11 @@ class PostgresCluster:
             shutil.chown(self.root, "postgres")
             shutil.chown(password_file, "postgres")
         self._run("initdb", "-D", str(self.data_dir), "-U", self.user, "-A", "scram-sha-256",
-                  f"--pwfile={password_file}", "--no-sync")  # fmt: skip
+                  f"--pwfile={password_file}", "--no-sync")
         password_file.unlink()
         options = f"-p {self.port} -c listen_addresses=127.0.0.1 -k {self.root} -c fsync=off"
         self._run("pg_ctl", "-D", str(self.data_dir), "-l", str(self.root / "server.log"),
-                  "-o", options, "-w", "-t", "60", "start")  # fmt: skip
+                  "-o", options, "-w", "-t", "60", "start")
         return self
 
     def create_database(self, name: str) -> None:
@@ -100,7 +100,7 @@ class PostgresCluster:
 
         async def fetch() -> list[tuple]:
             connection = await asyncpg.connect(host="127.0.0.1", port=self.port, user=self.user,
-                                               password=self.password, database=database)  # fmt: skip
+                                               password=self.password, database=database)
             try:
                 return [tuple(record) for record in await connection.fetch(sql)]
             finally:

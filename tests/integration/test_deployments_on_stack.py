@@ -54,7 +54,7 @@ def _schema_fields(schema: dict, definitions: dict, prefix: str = "") -> dict[st
         ref = spec.get("$ref") or (spec.get("allOf") or [{}])[0].get("$ref")
         if ref:
             fields.update(_schema_fields(definitions[ref.split("/")[-1]], definitions,
-                                         f"{prefix}{name}."))  # fmt: skip
+                                         f"{prefix}{name}."))
         else:
             fields[f"{prefix}{name}"] = spec
     return fields
@@ -73,9 +73,9 @@ def test_parameter_schema_documents_every_config_field(deployed):
 
 def test_worker_runs_adhoc_triggered_through_the_api(deployed, live_stack, tmp_path):
     config = load_config("default", [*SMALL_PIPELINE, "rl.enabled=false",
-                                     "tracking.log_models=false"])  # fmt: skip
+                                     "tracking.log_models=false"])
     flow_run = _api(live_stack, "POST", f"/deployments/{deployed['adhoc']['id']}/create_flow_run",
-                    {"parameters": {"config": config.model_dump(mode="json")}})  # fmt: skip
+                    {"parameters": {"config": config.model_dump(mode="json")}})
     log = open(tmp_path / "worker.log", "w")  # noqa: SIM115
     # A fresh shell knows only where the stack lives (BREADTH_HOME, its ports), not its client
     # environment: `breadth worker` must give the worker all of it, MLflow and S3 included.
@@ -84,7 +84,7 @@ def test_worker_runs_adhoc_triggered_through_the_api(deployed, live_stack, tmp_p
         [str(Path(sys.executable).parent / "breadth"), "worker", "--pool", "breadth-cpu",
          "--run-once"],
         cwd=REPO, env=shell, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-    )  # fmt: skip
+    )
     try:
         deadline = time.monotonic() + 600
         state = None
@@ -101,14 +101,14 @@ def test_worker_runs_adhoc_triggered_through_the_api(deployed, live_stack, tmp_p
         while "result: " not in text and time.monotonic() < deadline:
             time.sleep(2)
             logs = _api(live_stack, "POST", "/logs/filter",
-                        {"logs": {"flow_run_id": {"any_": [flow_run["id"]]}}})  # fmt: skip
+                        {"logs": {"flow_run_id": {"any_": [flow_run["id"]]}}})
             text = "\n".join(entry["message"] for entry in logs)
     finally:
         if worker.poll() is None:
             os.killpg(worker.pid, signal.SIGTERM)
             worker.wait(timeout=30)
     runs = _api(live_stack, "POST", "/flow_runs/filter",
-                {"flow_runs": {"id": {"any_": [flow_run["id"]]}}})  # fmt: skip
+                {"flow_runs": {"id": {"any_": [flow_run["id"]]}}})
     assert json.dumps(runs[0]["parameters"]["config"]["rl"]["enabled"]) == "false"
     # On a worker too: named and tagged like its MLflow parent, breadth's lines in its log.
     assert runs[0]["name"].startswith("default·data.num_train=200·"), runs[0]["name"]

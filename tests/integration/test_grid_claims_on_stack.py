@@ -17,7 +17,7 @@ pytestmark = pytest.mark.integration
 GRID = ["grid", "--preset", "default", "--format", "free_form", "--reward", "correctness",
         "--reward", "correctness+batch", "--seed", "3",
         *set_args([*SMALL_PIPELINE, "tracking.experiment=grid-claims-test",
-                   "evaluation.search_budget=4"])]  # fmt: skip
+                   "evaluation.search_budget=4"])]
 
 
 @pytest.fixture(scope="module")
@@ -56,7 +56,7 @@ def test_the_summary_run_carries_the_claims_table(grid_run, live_stack):
     assert claims["historical"]["verdict"] == "not run"
     assert claims["historical"]["estimate"] is None
     assert all(c["verdict"] in ("reproduced", "refuted", "no effect", "inconclusive", "not run")
-               for c in claims.values())  # fmt: skip
+               for c in claims.values())
 
 
 def test_compare_prints_the_claims(grid_run, live_stack, tmp_path):
@@ -67,7 +67,7 @@ def test_compare_prints_the_claims(grid_run, live_stack, tmp_path):
     note.write_text("Ran by the integration test.\n")
     code, output, stderr, loaded = run_cli_reporting_imports(
         ["compare", "--grid", grid_run, "--out", str(tmp_path), "--claims-out",
-         str(tmp_path / "report"), "--note", str(note)], live_stack)  # fmt: skip
+         str(tmp_path / "report"), "--note", str(note)], live_stack)
     assert code == 0, (output + stderr)[-3000:]
     assert "mlflow" not in loaded
     # The terminal gets a table of the claims, not claims.md's markdown.

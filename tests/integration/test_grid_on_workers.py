@@ -18,7 +18,7 @@ from tests.integration.helpers import (
     set_args,
     start_workers,
     stop_workers,
-)  # fmt: skip
+)
 
 pytestmark = pytest.mark.integration
 
@@ -31,11 +31,11 @@ TINY_CELL = [
     "rl.num_generations=4", "rl.prompts_per_step=2", "rollout.num_samples=4",
     "evaluation.bootstrap_samples=20", "evaluation.search_budget=0",
     "tracking.log_models=false", f"tracking.experiment={EXPERIMENT}",
-]  # fmt: skip
+]
 GRID = ["grid", "--preset", "default", "--format", "free_form", "--seed", "5",
         "--reward", "correctness", "--reward", "correctness+batch", "--reward", FAILING_OBJECTIVE,
         "--cell-runner", "deployment", "--cell-deployment", DEPLOYMENT, "--grid-id", GRID_ID,
-        *set_args(TINY_CELL)]  # fmt: skip
+        *set_args(TINY_CELL)]
 
 
 @pytest.fixture(scope="module")
@@ -44,13 +44,13 @@ def grid_on_two_workers(live_stack, tmp_path_factory):
     env = {**live_stack, "BREADTH_WORK_DIR": str(logs / "work"), "CUDA_VISIBLE_DEVICES": ""}
     subprocess.run([PREFECT, "work-pool", "create", "breadth-cpu", "--type", "process",
                     "--overwrite"], env={**os.environ, **env}, cwd=REPO, check=True,
-                   capture_output=True)  # fmt: skip
+                   capture_output=True)
     deployed = subprocess.run(
         [PREFECT, "--no-prompt", "deploy",
          "tests/integration/grid_cell_flows.py:pipeline_one_objective_fails",
          "--name", "grid-test", "--pool", "breadth-cpu"],
         env={**os.environ, **env}, cwd=REPO, capture_output=True, text=True, check=False,
-    )  # fmt: skip
+    )
     assert deployed.returncode == 0, deployed.stdout[-3000:] + deployed.stderr[-3000:]
     workers = start_workers(2, env, logs)
     try:
@@ -74,11 +74,11 @@ def test_the_failing_cell_is_named_and_the_others_finish(grid_on_two_workers, li
     client = MlflowClient(live_stack["MLFLOW_TRACKING_URI"])
     experiment = client.get_experiment_by_name(EXPERIMENT).experiment_id
     cells = [r for r in client.search_runs([experiment], f"tags.`grid.id` = '{GRID_ID}'")
-             if "grid.cell" in r.data.tags]  # fmt: skip
+             if "grid.cell" in r.data.tags]
     finished = sorted(r.data.tags["grid.cell"] for r in cells if r.info.status == "FINISHED")
     assert finished == ["free_form/correctness+batch/seed5", "free_form/correctness/seed5"]
     [summary] = client.search_runs([experiment], f"tags.`grid.id` = '{GRID_ID}' and "
-                                                 "tags.`breadth.kind` = 'grid-summary'")  # fmt: skip
+                                                 "tags.`breadth.kind` = 'grid-summary'")
     assert summary.data.tags["grid.failed_cells"] == failing
     markdown = Path(client.download_artifacts(summary.info.run_id, "grid/summary.md")).read_text()
     assert "## Failed cells (1 of 3)" in markdown
@@ -105,12 +105,12 @@ def test_both_workers_took_cells(grid_on_two_workers, live_stack):
     # and this server once took over 30 s to answer one filter (a ReadTimeout, not a finding).
     runs = httpx.post(live_stack["PREFECT_API_URL"] + "/flow_runs/filter", timeout=120, json={
         "flow_runs": {"tags": {"all_": ["grid-cell"]}, "name": {"like_": GRID_ID}},
-    }).json()  # fmt: skip
+    }).json()
     assert len(runs) == 3
     # A worker logs "submitting" before it claims the run; the loser of a race logs "Aborted".
     taken = [{r["id"] for r in runs if f"submitting flow run '{r['id']}'" in log
               and f"Aborted submission of flow run '{r['id']}'" not in log}
-             for log in worker_logs]  # fmt: skip
+             for log in worker_logs]
     # Any worker of the pool takes any cell: here each took at least one.
     assert all(taken), taken
     assert taken[0] | taken[1] == {r["id"] for r in runs}

@@ -51,7 +51,7 @@ OVERRIDES = [
     "data.num_train=8", "data.num_eval=2", "data.difficulty=1", f"rl.max_steps={STEPS}",
     "rl.save_steps=2", f"rl.num_generations={GENERATIONS}", f"rl.prompts_per_step={PROMPTS}",
     "rl.max_completion_length=4", "rl.reward.spec=vector+ucb+batch",
-]  # fmt: skip
+]
 RECORDING_WORKER = "tests.integration.grpo_multiprocess_worker"
 STUCK_WORKER = "tests.integration.stuck_grpo_worker"
 TIMEOUT_S = 240
@@ -101,7 +101,7 @@ def _score(setup: Any, step: int, texts: list[str], columns: dict[str, list]) ->
     values = {}
     for term in setup.reward_funcs:
         returned = term(prompts=[""] * len(texts), completions=texts, completion_ids=None,
-                        trainer_state=SimpleNamespace(global_step=step - 1), **columns)  # fmt: skip
+                        trainer_state=SimpleNamespace(global_step=step - 1), **columns)
         pending = term.take_pending_advantage() if term.placement == "advantage" else None
         values[term.__name__] = list(pending if pending is not None else returned)
     return values
@@ -124,7 +124,7 @@ def test_two_processes_score_and_count_as_one(
     forwarded: list[tuple[str, float, int]] = []
     checkpoints: list[int] = []
     rl_stage(_config(2), dataset, policy, two, log_metric=lambda *m: forwarded.append(m),
-             on_checkpoint=lambda folder, step: checkpoints.append(step))  # fmt: skip
+             on_checkpoint=lambda folder, step: checkpoints.append(step))
     assert not _running(str(two)), "a training process outlived the run"
     assert (two / "final" / "model.safetensors").exists()
     # Process 0's metrics and checkpoints reached the launching process, once each.
@@ -133,7 +133,7 @@ def test_two_processes_score_and_count_as_one(
 
     # The single-process run, in this process, recording the same way.
     monkeypatch.setattr(RewardTermFunc, "__call__",
-                        recording_call(RewardTermFunc.__call__, one / "scored.rank0.jsonl"))  # fmt: skip
+                        recording_call(RewardTermFunc.__call__, one / "scored.rank0.jsonl"))
     one.mkdir()
     rl_stage(_config(1), dataset, policy, one)
     monkeypatch.undo()
@@ -143,7 +143,7 @@ def test_two_processes_score_and_count_as_one(
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
     monkeypatch.setattr(launch, "WORKER_MODULE", RECORDING_WORKER)
     rl_stage(_config(2, f"rl.max_steps={RESUMED_STEPS}"), dataset, policy, two,
-             on_checkpoint=lambda folder, step: checkpoints.append(step))  # fmt: skip
+             on_checkpoint=lambda folder, step: checkpoints.append(step))
     assert checkpoints == [STEPS, RESUMED_STEPS]
 
     ranks = [_records(two / f"scored.rank{rank}.jsonl") for rank in (0, 1)]
@@ -167,7 +167,7 @@ def test_two_processes_score_and_count_as_one(
         for term in terms:
             got = ranks[0][(step, term)]["values"] + ranks[1][(step, term)]["values"]
             np.testing.assert_allclose(got, expected[term], rtol=1e-9, atol=1e-12,
-                                       err_msg=f"step {step}, reward {term}")  # fmt: skip
+                                       err_msg=f"step {step}, reward {term}")
         counts = rescoring.stateful[0].state_dict()
         assert ranks[0][(step, "ucb")]["ucb_state"] == counts
         assert ranks[1][(step, "ucb")]["ucb_state"] == counts, f"rank 1 counts at step {step}"
@@ -176,7 +176,7 @@ def test_two_processes_score_and_count_as_one(
     # (TRL 1.16, scale_rewards="group": (r - group mean) / (Bessel group std + 1e-4)), each
     # process keeps its slice, and breadth adds the advantage-placed terms (weights 1) to it.
     advantages = [[json.loads(line) for line in (two / f"advantages.rank{rank}.jsonl")
-                   .read_text().splitlines()] for rank in (0, 1)]  # fmt: skip
+                   .read_text().splitlines()] for rank in (0, 1)]
     assert [len(lines) for lines in advantages] == [RESUMED_STEPS] * 2
     assert any(abs(v) > 0.1 for lines in advantages for line in lines for v in line["trl"])
     for step in range(1, RESUMED_STEPS + 1):
@@ -212,7 +212,7 @@ def test_two_processes_score_and_count_as_one(
             first = [r[(step, "vector")] for r in ranks]
             gathered = _score(whole, step, first[0]["texts"] + first[1]["texts"],
                               {k: first[0]["columns"][k] + first[1]["columns"][k]
-                               for k in first[0]["columns"]})  # fmt: skip
+                               for k in first[0]["columns"]})
             sliced = []
             for record in first:
                 part = build_trl_rewards(reward, num_generations=GENERATIONS)
@@ -233,7 +233,7 @@ def test_launcher_stops_every_worker_when_one_fails_or_the_run_times_out(
         run_grpo_processes(_config(2), dataset, policy, tmp_path, worker_module=STUCK_WORKER,
                            # Long enough for both workers to start (import torch) on a
                            # loaded machine before the launcher gives up on them.
-                           timeout_s=None if mode == "fail" else 30)  # fmt: skip
+                           timeout_s=None if mode == "fail" else 30)
     if mode == "fail":
         assert "rank 1 gives up" in str(raised.value)
     pids = [int((tmp_path / f"pid.rank{rank}").read_text()) for rank in (0, 1)]

@@ -45,7 +45,7 @@ OVERRIDES = [
     f"rl.max_steps={MAX_STEPS}", f"rl.save_steps={SAVE_STEPS}",
     f"rl.num_generations={GENERATIONS}", f"rl.prompts_per_step={PROMPTS}",
     "rl.max_completion_length=4",
-]  # fmt: skip
+]
 # The run to be killed stops mid-way through this step (after generation and scoring, before
 # the update) and waits for the kill: one finished step after checkpoint-2, one in progress.
 KILL_DURING_STEP = SAVE_STEPS + 2
@@ -56,7 +56,7 @@ def _worker(
     out: Path, record: Path, dataset: Path, policy: Path, hang_at_step: int | None = None
 ) -> list[str]:
     command = [sys.executable, str(WORKER), "--preset", PRESET, "--dataset", str(dataset),
-               "--policy", str(policy), "--out", str(out), "--record", str(record)]  # fmt: skip
+               "--policy", str(policy), "--out", str(out), "--record", str(record)]
     if hang_at_step is not None:
         command += ["--hang-at-step", str(hang_at_step)]
     for override in OVERRIDES:
@@ -71,7 +71,7 @@ def _env() -> dict[str, str]:
 def _run_to_end(command: list[str], log: Path) -> None:
     with log.open("w") as handle:
         done = subprocess.run(command, stdout=handle, stderr=subprocess.STDOUT, env=_env(),
-                              timeout=TIMEOUT_S, check=False)  # fmt: skip
+                              timeout=TIMEOUT_S, check=False)
     assert done.returncode == 0, f"{command} failed:\n{log.read_text()[-4000:]}"
 
 
@@ -80,7 +80,7 @@ def _steps(record: Path) -> list[dict[str, Any]]:
         return []
     # A kill can cut the last line short; only whole lines count.
     return [json.loads(line) for line in record.read_text().splitlines(keepends=True)
-            if line.endswith("\n")]  # fmt: skip
+            if line.endswith("\n")]
 
 
 def _tail(tmp_path: Path) -> str:

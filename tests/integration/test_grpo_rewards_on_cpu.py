@@ -26,7 +26,7 @@ COMMON = [
     "data.num_train=4", "data.num_eval=2", "data.difficulty=1", "sft.batch_size=8",
     "rl.max_steps=3", "rl.num_generations=4", "rl.prompts_per_step=2",
     "rl.max_completion_length=4", "rl.save_steps=1000",
-]  # fmt: skip
+]
 WATCHED_PARAMETER = "model.layers.0.self_attn.q_proj.weight"
 # Logged by every spec (TRL's own metrics and the batch diagnostics of the first term).
 ALWAYS_LOGGED = [
@@ -34,7 +34,7 @@ ALWAYS_LOGGED = [
     "train/clip_ratio/region_mean", "train/completions/mean_length", "train/loss",
     "train/breadth/accuracy", "train/breadth/answered",
     "train/breadth/distinct_outcomes_per_group", "train/breadth/distinct_outcome_fraction",
-]  # fmt: skip
+]
 
 # case -> (preset, extra overrides, reward component metrics that must be logged)
 CASES: dict[str, tuple[str, list[str], list[str]]] = {
@@ -100,7 +100,7 @@ KNOB_CHECKS = [
      "adaptive control moving entropy_coef away from its initial 0.01"),
     ("entropy-adaptive", "train/kl", lambda v: max(v) > 0,
      "a KL term against the reference policy (beta > 0)"),
-]  # fmt: skip
+]
 
 
 @pytest.fixture(scope="module")
@@ -135,7 +135,7 @@ def _sampled_accuracy(
         max_new_tokens=config.rl.max_completion_length,
     )
     texts = tokenizer.batch_decode(output[:, encoded["input_ids"].shape[1]:],
-                                   skip_special_tokens=True)  # fmt: skip
+                                   skip_special_tokens=True)
     verdicts = [
         verify(text, row) for text, row in zip(texts, [r for r in rows for _ in range(samples)])
     ]
@@ -159,7 +159,7 @@ def half_trained(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
         model, tokenizer = load_policy(root / "base")
         sft = config.sft.model_copy(update={"epochs": float(epochs)})
         model = train_sft(model, tokenizer, rows, sft, output_dir=root / f"sft-{epochs}",
-                          seed=config.seed)  # fmt: skip
+                          seed=config.seed)
         accuracy = _sampled_accuracy(model, tokenizer, rows, config)
         tried.append((epochs, accuracy))
         if accuracy >= ACCURACY_BAND[0]:
@@ -208,7 +208,7 @@ def test_grpo_step_moves_weights_and_logs_reward_components(
         # Placed on the advantage (the default, as published): TRL's reward sum gets zeros, and
         # the trainer logs the std of what it added to the advantages.
         spread = [m.value for m in client.get_metric_history(
-            run.run_id, f"train/breadth/{name}/advantage_std")]  # fmt: skip
+            run.run_id, f"train/breadth/{name}/advantage_std")]
         assert max(spread) > 0, (
             f"{case}: the {name} term gave the same value to every completion at every step "
             f"(std {spread}), so it cannot have shaped the update; the test data must revisit "

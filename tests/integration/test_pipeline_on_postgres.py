@@ -29,7 +29,7 @@ TINY_PIPELINE = [
     "rl.save_steps=2", "rl.num_generations=4", "rl.prompts_per_step=2",
     "rollout.num_samples=4", "evaluation.bootstrap_samples=20", "evaluation.search_budget=0",
     "tracking.experiment=postgres-test", "seed=23",
-]  # fmt: skip
+]
 
 
 @pytest.fixture(scope="module")
@@ -41,7 +41,7 @@ def postgres() -> Iterator[PostgresCluster]:
         import psycopg2  # noqa: F401 - MLflow's SQLAlchemy store connects through it
     except ImportError:
         pytest.skip("MLflow's Postgres store needs the psycopg2 driver: pip install "
-                    "psycopg2-binary")  # fmt: skip
+                    "psycopg2-binary")
     # Not under pytest's temporary folder: as root, Postgres runs as another user, who must
     # be able to reach its data folder.
     root = Path(tempfile.mkdtemp(prefix="breadth-postgres-"))
@@ -58,7 +58,7 @@ def postgres() -> Iterator[PostgresCluster]:
 
 @pytest.fixture(scope="module")
 def postgres_stack(postgres: PostgresCluster, tmp_path_factory: pytest.TempPathFactory
-                   ) -> Iterator[tuple[dict[str, str], Path]]:  # fmt: skip
+                   ) -> Iterator[tuple[dict[str, str], Path]]:
     home = tmp_path_factory.mktemp("postgres-stack-home")
     server_env = {
         "PREFECT_API_DATABASE_CONNECTION_URL": postgres.url("prefect", "postgresql+asyncpg"),

@@ -41,7 +41,7 @@ def test_cli_prints_where_to_look(two_runs):
         assert label in output
     # This run's page, not the list of all runs.
     assert re.search(r"Prefect run: \S+/flow-runs/flow-run/[0-9a-f-]{36}",
-                     output.replace("\n", "")), output[-2000:]  # fmt: skip
+                     output.replace("\n", "")), output[-2000:]
 
 
 @pytest.mark.smoke
@@ -52,7 +52,7 @@ def test_parent_run_has_a_child_per_stage_and_the_tags(two_runs, live_stack):
     parent = client.get_run(_run_id(two_runs[0][1]))
     for tag in ("prefect.flow_run_id", "prefect.flow_run_url", "git.sha", "code.version",
                 "git.dirty", "host.gpus", "config.hash", "dataset.hash", "format", "reward",
-                "model", "data.fit", "data.eval_prompt_tokens"):  # fmt: skip
+                "model", "data.fit", "data.eval_prompt_tokens"):
         assert parent.data.tags.get(tag), f"parent run lacks tag {tag}"
     assert parent.data.tags["data.fit"] == "ok"  # the flow's own check of the rows' lengths
     children = client.search_runs(
@@ -102,7 +102,7 @@ def test_compare_reads_what_the_pipeline_logged(two_runs, live_stack):
     # Every eval problem is base-solved or base-unsolved: the split sizes are read back (splits
     # this small are too small for their diversity to be reported).
     sizes = [runs[f"rl/transfer/{split}/num_problems"][0] for split in ("solved", "unsolved")
-             if f"rl/transfer/{split}/num_problems" in runs]  # fmt: skip
+             if f"rl/transfer/{split}/num_problems" in runs]
     assert sum(sizes) == 12  # data.num_eval of SMALL_PIPELINE
     # Below evaluation.transfer_min_split (20), the summary says so rather than a number.
     for column in ("distinct_solved", "distinct_unsolved"):
@@ -141,7 +141,7 @@ def test_models_load_back_with_mlflow_transformers(two_runs, live_stack):
     rl_run = client.get_run(parent.data.tags["stage_run.rl"])
     mlflow.set_tracking_uri(live_stack["MLFLOW_TRACKING_URI"])
     components = mlflow.transformers.load_model(rl_run.data.tags["model.mlflow_uri"],
-                                                return_type="components")  # fmt: skip
+                                                return_type="components")
     tokenizer = components["tokenizer"]
     assert tokenizer.decode(tokenizer("12+7=")["input_ids"]) == "12+7="
     assert components["model"].num_parameters() > 0
@@ -225,7 +225,7 @@ def test_runs_lists_the_pipeline_runs_over_rest(two_runs, live_stack):
     import json
 
     code, listed, stderr, loaded = run_cli_reporting_imports(
-        ["runs", "--json", "--experiment", "skeleton-test"], live_stack)  # fmt: skip
+        ["runs", "--json", "--experiment", "skeleton-test"], live_stack)
     assert code == 0, (listed + stderr)[-4000:]
     assert not loaded, f"`breadth runs` imported {loaded}"
     rows = json.loads(listed)

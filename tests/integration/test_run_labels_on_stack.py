@@ -26,7 +26,7 @@ def first_and_cached(live_stack):
     from mlflow import MlflowClient
 
     args = ["run", *set_args([*SMALL_PIPELINE, f"tracking.experiment={EXPERIMENT}", "seed=13",
-                              "tracking.log_models=false"])]  # fmt: skip
+                              "tracking.log_models=false"])]
     ids = []
     for _ in range(2):
         code, output, _ = run_cli(args, live_stack)
@@ -63,7 +63,7 @@ def test_the_parent_run_logs_its_train_and_eval_sets_as_dataset_inputs(first_and
     _, runs, _ = first_and_cached
     for run in runs:  # the cached re-run too
         inputs = {next(t.value for t in i.tags if t.key == "mlflow.data.context"): i.dataset
-                  for i in run.inputs.dataset_inputs}  # fmt: skip
+                  for i in run.inputs.dataset_inputs}
         assert set(inputs) == {"train", "eval"}
         assert json.loads(inputs["train"].profile) == {"num_rows": 200}
         assert json.loads(inputs["eval"].profile) == {"num_rows": 12}
@@ -91,14 +91,14 @@ def _flow_run_and_logs(flow_run_id: str, api_url: str) -> tuple[object, list[str
 
 def test_prefect_flow_runs_are_named_and_tagged_like_the_parent_and_log_breadths_lines(
     first_and_cached, live_stack,
-):  # fmt: skip
+):
     _, runs, output = first_and_cached
     for run, cached in zip(runs, (False, True), strict=True):
         flow_run, messages = _flow_run_and_logs(run.data.tags["prefect.flow_run_id"],
                                                 live_stack["PREFECT_API_URL"])
         assert flow_run.name == run.info.run_name
         assert {"preset:default", "format:free_form", "reward:correctness", "seed:13",
-                "data:arithmetic"} <= set(flow_run.tags)  # fmt: skip
+                "data:arithmetic"} <= set(flow_run.tags)
         assert ("cached" in flow_run.tags) == cached
         text = "\n".join(messages)
         assert f"breadth run {run.info.run_name.removesuffix('·cached')} (preset default" in text

@@ -22,7 +22,7 @@ pytestmark = pytest.mark.integration
 def _status(url: str, headers: dict[str, str] | None = None, body: dict | None = None) -> int:
     data = None if body is None else json.dumps(body).encode()
     request = urllib.request.Request(url, data=data, headers={
-        "Content-Type": "application/json", **(headers or {})})  # fmt: skip
+        "Content-Type": "application/json", **(headers or {})})
     try:
         with urllib.request.urlopen(request, timeout=30) as response:
             return response.status

@@ -19,7 +19,7 @@ def test_sft_prints_one_bar_and_logs_every_step_to_the_work_dir(tmp_path, capfd)
     from breadth.training.trainer_setup import TRAIN_LOG
 
     config = load_config("default", ["data.num_train=12", "data.num_eval=2", "sft.batch_size=4",
-                                     "sft.epochs=1"])  # fmt: skip
+                                     "sft.epochs=1"])
     prepare_stage(config, tmp_path / "data")
     init_model_stage(config, tmp_path / "base")
     model, tokenizer = load_policy(tmp_path / "base")
@@ -47,7 +47,7 @@ def test_sft_takes_the_steps_the_dry_run_plans_and_logs_its_progress(tmp_path, c
     from breadth.training.trainer_setup import TRAIN_LOG
 
     config = load_config("default", ["data.num_train=10", "data.num_eval=2", "sft.batch_size=4",
-                                     "sft.epochs=1.5"])  # fmt: skip
+                                     "sft.epochs=1.5"])
     prepare_stage(config, tmp_path / "data")
     init_model_stage(config, tmp_path / "base")
     model, tokenizer = load_policy(tmp_path / "base")

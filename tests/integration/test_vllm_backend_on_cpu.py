@@ -34,14 +34,14 @@ TEMPERATURE = 0.8  # not 1: checks that the log-probs are those of the tempered 
 ROLLOUT_COLUMNS = {
     *PROBLEM_COLUMNS, "sample_index", "model", "text", "token_ids", "logprobs", "entropy",
     "finish_reason", "extracted", "outcome", "correct", "score", "seed", "backend",
-}  # fmt: skip
+}
 
 
 def rollout_config(**overrides: Any) -> RolloutConfig:
     return RolloutConfig(
         backend="vllm", num_samples=NUM_SAMPLES, temperature=TEMPERATURE, max_new_tokens=8,
         **overrides,
-    )  # fmt: skip
+    )
 
 
 @pytest.fixture(scope="session")
@@ -72,13 +72,13 @@ def policy_dir(tmp_path_factory: pytest.TempPathFactory, problems: list[dict]) -
     train_sft(
         model, tokenizer, problems * 4, SFTConfig(epochs=8, learning_rate=3e-3, batch_size=32),
         output_dir=out, seed=0,
-    )  # fmt: skip
+    )
     return out / "final"
 
 
 @pytest.fixture(scope="module")
 def server(vllm_env: Path, policy_dir: Path, tmp_path_factory: pytest.TempPathFactory
-           ) -> Iterator[Any]:  # fmt: skip
+           ) -> Iterator[Any]:
     from breadth.rollout.vllm_server import VLLMServer
 
     home = tmp_path_factory.mktemp("vllm-home")
@@ -106,7 +106,7 @@ def by_problem(rows: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
 
 def accuracy_by_problem(rows: list[dict[str, Any]]) -> dict[str, float]:
     return {pid: sum(r["correct"] for r in group) / len(group)
-            for pid, group in by_problem(rows).items()}  # fmt: skip
+            for pid, group in by_problem(rows).items()}
 
 
 def test_rows_have_the_rollout_schema_and_stop_at_eos(
@@ -146,7 +146,7 @@ def test_server_returns_eos_as_the_last_token(server: Any, problems: list[dict])
     from breadth.rollout.vllm_server import served_models
 
     body = completion_request(problems[0], rollout_config(), model=served_models(server.url)[0],
-                              seed=0)  # fmt: skip
+                              seed=0)
     choices = httpx.post(f"{server.url}/v1/completions", json=body, timeout=300).json()["choices"]
     stopped = [c for c in choices if c["finish_reason"] == "stop"]
     assert stopped and all(c["token_ids"][-1] == 1 and c["stop_reason"] is None for c in stopped)
@@ -166,7 +166,7 @@ def test_log_probs_are_those_of_the_sampling_distribution(
     for row in vllm_rows[:: NUM_SAMPLES // 2]:
         prompt_ids = tokenizer(row["prompt"], add_special_tokens=False)["input_ids"]
         sampled = row["token_ids"] + ([tokenizer.eos_token_id] if row["finish_reason"] == "stop"
-                                      else [])  # fmt: skip
+                                      else [])
         ids = torch.tensor([prompt_ids + sampled])
         with torch.inference_mode():
             logits = model(ids).logits[0, len(prompt_ids) - 1 : -1].float() / TEMPERATURE
@@ -178,7 +178,7 @@ def test_log_probs_are_those_of_the_sampling_distribution(
 def test_same_seed_gives_identical_samples_across_server_restarts(
     vllm_env: Path, vllm_rows: list[dict], policy_dir: Path, problems: list[dict],
     server: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-) -> None:  # fmt: skip
+) -> None:
     """Determinism: rollout_vllm with no URL starts its own server (kept for the search of
     the same policy inside `kept_vllm_servers()`, stopped at the block's end); the same seed
     reproduces the module server's samples; another seed does not."""
@@ -191,7 +191,7 @@ def test_same_seed_gives_identical_samples_across_server_restarts(
     subset = problems[:16]
     with kept_vllm_servers():
         again = rollout_vllm(policy_dir, subset, rollout_config(), model_name="sft", seed=0,
-                             progress=False)  # fmt: skip
+                             progress=False)
         running = list((tmp_path / "run").glob("vllm-*.pid"))
         assert len(running) == 1, "the rollout's server is kept"
         with VLLMBackend().sampler(policy_dir, rollout_config(), seed=0, chunk=4) as sample:
@@ -206,13 +206,13 @@ def test_same_seed_gives_identical_samples_across_server_restarts(
         assert a["logprobs"] == pytest.approx(b["logprobs"], abs=1e-4)
 
     other = rollout_vllm(policy_dir, subset, rollout_config(vllm_url=server.url),
-                         model_name="sft", seed=1, progress=False)  # fmt: skip
+                         model_name="sft", seed=1, progress=False)
     changed = sum(a["text"] != b["text"] for a, b in zip(other, first, strict=True))
     assert changed > len(first) // 4, f"seed 1 changed only {changed}/{len(first)} samples"
 
 
 def test_problems_get_uncorrelated_samples(server: Any, policy_dir: Path, problems: list[dict]
-                                           ) -> None:  # fmt: skip
+                                           ) -> None:
     """32 copies of one prompt under different problem ids: if the seed were shared (docs/design/versions.md
     pitfall), copy a's j-th sample would equal copy b's j-th sample every time. Independent
     samples agree at the collision rate sum_x p(x)^2 estimated from all samples pooled."""
@@ -220,7 +220,7 @@ def test_problems_get_uncorrelated_samples(server: Any, policy_dir: Path, proble
 
     copies = [{**problems[0], "problem_id": f"copy-{k}"} for k in range(32)]
     rows = rollout_vllm(policy_dir, copies, rollout_config(vllm_url=server.url),
-                        model_name="sft", seed=0, progress=False)  # fmt: skip
+                        model_name="sft", seed=0, progress=False)
     texts = [[row["text"] for row in group] for group in by_problem(rows).values()]
     counts = collections.Counter(text for group in texts for text in group)
     total = sum(counts.values())
@@ -244,7 +244,7 @@ def test_accuracy_matches_the_transformers_backend(
 
     model, tokenizer = load_policy(policy_dir)
     hf_rows = rollout_transformers(model, tokenizer, problems, rollout_config(),
-                                   model_name="sft", seed=0, progress=False)  # fmt: skip
+                                   model_name="sft", seed=0, progress=False)
     vllm_acc, hf_acc = accuracy_by_problem(vllm_rows), accuracy_by_problem(hf_rows)
     diffs = [vllm_acc[pid] - hf_acc[pid] for pid in hf_acc]
     mean = sum(diffs) / len(diffs)
@@ -253,7 +253,7 @@ def test_accuracy_matches_the_transformers_backend(
     overall_hf = sum(hf_acc.values()) / len(hf_acc)
     overall_vllm = sum(vllm_acc.values()) / len(vllm_acc)
     print(f"\naccuracy: vllm {overall_vllm:.3f}, transformers {overall_hf:.3f}, "
-          f"diff {mean:+.3f} (SE {standard_error:.3f}, z {mean / standard_error:+.2f})")  # fmt: skip
+          f"diff {mean:+.3f} (SE {standard_error:.3f}, z {mean / standard_error:+.2f})")
     assert 0.05 < overall_hf < 0.95, f"the SFT policy is right {overall_hf:.0%}: test has no power"
     assert abs(mean) < 3 * standard_error, (
         f"vLLM accuracy {overall_vllm:.3f} vs transformers {overall_hf:.3f}: the difference "
@@ -281,5 +281,5 @@ def test_a_server_started_with_an_api_key_refuses_without_it_and_serves_breadth_
                 urllib.request.urlopen(request, timeout=30)
             assert refused.value.code == expected
         rows = rollout_vllm(policy_dir, problems[:4], rollout_config(vllm_url=running.url),
-                            model_name="sft", seed=0, progress=False)  # fmt: skip
+                            model_name="sft", seed=0, progress=False)
     assert len(rows) == 4 * NUM_SAMPLES

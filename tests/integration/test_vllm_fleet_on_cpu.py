@@ -35,7 +35,7 @@ def rollout_config(urls: str | list[str]) -> RolloutConfig:
     return RolloutConfig(
         backend="vllm", vllm_url=urls, num_samples=NUM_SAMPLES, temperature=1.0,
         max_new_tokens=6, batch_size=NUM_SAMPLES * IN_FLIGHT_PER_SERVER,
-    )  # fmt: skip
+    )
 
 
 @pytest.fixture(scope="module")
@@ -65,7 +65,7 @@ def policy_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def servers(vllm_env: Path, policy_dir: Path, tmp_path_factory: pytest.TempPathFactory
-            ) -> Iterator[list[Any]]:  # fmt: skip
+            ) -> Iterator[list[Any]]:
     """Two servers of the same model, started side by side (start-up is most of the time)."""
     from breadth.rollout.vllm_server import VLLMServer
 
@@ -98,7 +98,7 @@ def one_server_rows(servers: list[Any], policy_dir: Path, problems: list[dict]) 
     from breadth.rollout.vllm_backend import rollout_vllm
 
     return rollout_vllm(policy_dir, problems, rollout_config(servers[0].url), model_name="m",
-                        seed=0, progress=False)  # fmt: skip
+                        seed=0, progress=False)
 
 
 def count_answers(monkeypatch: pytest.MonkeyPatch, after_answer: Any = None) -> Counter:
@@ -125,7 +125,7 @@ def assert_same_rollouts(rows: list[dict], expected: list[dict]) -> None:
     assert len(rows) == len(expected) == NUM_PROBLEMS * NUM_SAMPLES
     for row, want in zip(rows, expected, strict=True):
         assert (row["problem_id"], row["sample_index"]) == (want["problem_id"],
-                                                            want["sample_index"])  # fmt: skip
+                                                            want["sample_index"])
         assert row["text"] == want["text"] and row["token_ids"] == want["token_ids"]
         assert row["logprobs"] == pytest.approx(want["logprobs"], abs=1e-4)
 
@@ -133,13 +133,13 @@ def assert_same_rollouts(rows: list[dict], expected: list[dict]) -> None:
 def test_two_servers_give_the_same_rollouts_as_one(
     servers: list[Any], policy_dir: Path, problems: list[dict], one_server_rows: list[dict],
     monkeypatch: pytest.MonkeyPatch,
-) -> None:  # fmt: skip
+) -> None:
     from breadth.rollout.vllm_backend import rollout_vllm
 
     answers = count_answers(monkeypatch)
     urls = [server.url for server in servers]
     rows = rollout_vllm(policy_dir, problems, rollout_config(urls), model_name="m", seed=0,
-                        progress=False)  # fmt: skip
+                        progress=False)
     assert answers == {urls[0]: NUM_PROBLEMS // 2, urls[1]: NUM_PROBLEMS // 2}
     assert_same_rollouts(rows, one_server_rows)
     distinct = len({row["text"] for row in rows})
@@ -149,7 +149,7 @@ def test_two_servers_give_the_same_rollouts_as_one(
 def test_a_server_killed_mid_run_leaves_the_run_complete_and_unchanged(
     servers: list[Any], policy_dir: Path, problems: list[dict], one_server_rows: list[dict],
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture,
-) -> None:  # fmt: skip
+) -> None:
     """Kills the second server (SIGKILL, its whole process group) right after it has answered
     a few requests; the rest of its share, in flight or to come, goes to the first."""
     from breadth.rollout.vllm_backend import rollout_vllm
@@ -164,7 +164,7 @@ def test_a_server_killed_mid_run_leaves_the_run_complete_and_unchanged(
 
     answers = count_answers(monkeypatch, kill_doomed)
     rows = rollout_vllm(policy_dir, problems, rollout_config([survivor.url, doomed.url]),
-                        model_name="m", seed=0, progress=False)  # fmt: skip
+                        model_name="m", seed=0, progress=False)
     assert killed.is_set()
     assert not doomed.healthy()
     # The doomed server answered a few before the kill (at most its in-flight requests after);

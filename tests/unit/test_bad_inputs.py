@@ -173,7 +173,7 @@ def test_evaluate_says_plainly_that_sample_counts_are_uneven(inputs) -> None:
     with warnings.catch_warnings():  # a Python warning escaping the command fails it
         warnings.simplefilter("error")
         result = runner.invoke(app, ["evaluate", "--out", "r", "--rollouts",
-                                     "uneven-rollouts.parquet"])  # fmt: skip
+                                     "uneven-rollouts.parquet"])
     text = " ".join(result.output.split())
     assert result.exit_code == 0, result.output
     assert "warning: trained: 1 of 3 problems have fewer than 4 samples ('b' (n=2))" in text
@@ -185,10 +185,10 @@ def test_evaluate_says_plainly_that_the_models_are_not_like_for_like(inputs) -> 
     """The base has problems a and b at 8 samples, the trained model only a at 4: the command
     said only, in a log line, that a problem was left out of the transfer analysis."""
     pd.DataFrame({"problem_id": ["a"] * 8 + ["b"] * 8, "correct": [True, False] * 8,
-                  "outcome": ["1", "2"] * 8}).to_parquet("base-ab.parquet")  # fmt: skip
+                  "outcome": ["1", "2"] * 8}).to_parquet("base-ab.parquet")
     result = runner.invoke(app, ["evaluate", "--out", "r", "--rollouts", "good-rollouts.parquet",
                                  "--base", "base-ab.parquet", "--set",
-                                 "evaluation.transfer_split_k=1"])  # fmt: skip
+                                 "evaluation.transfer_split_k=1"])
     text = " ".join(result.output.split())
     assert result.exit_code == 0, result.output
     assert ("warning: The models were evaluated on different problem sets: base on 2 problems, "
@@ -204,13 +204,13 @@ def test_evaluate_into_a_used_folder_leaves_only_this_reports_files(inputs) -> N
     Path("r/notes.txt").write_text("mine")
     base = ["--base", "good-rollouts.parquet", "--set", "evaluation.transfer_split_k=1"]
     assert runner.invoke(app, ["evaluate", "--out", "r", "--rollouts", "good-rollouts.parquet",
-                               *base]).exit_code == 0  # fmt: skip
+                               *base]).exit_code == 0
     assert (inputs / "r" / "per_problem_base.parquet").is_file()
     result = runner.invoke(app, ["evaluate", "--out", "r", "--rollouts", "good-rollouts.parquet"])
     assert result.exit_code == 0, result.output
     assert sorted(p.name for p in (inputs / "r").iterdir()) == [
         "diversity.png", "metrics.json", "notes.txt", "paired.json", "pass_at_k.png",
-        "per_problem_trained.parquet", "report.md"]  # fmt: skip
+        "per_problem_trained.parquet", "report.md"]
     assert f"removed {Path('r') / 'per_problem_base.parquet'}" in result.output
 
 
@@ -219,7 +219,7 @@ def test_evaluate_takes_config_keys_as_run_does(inputs) -> None:
     a --set evaluation.* value is the one the report used; --seed still sets the seed."""
     args = ["evaluate", "--rollouts", "good-rollouts.parquet", "--base", "one-sample.parquet",
             "--set", "evaluation.transfer_split_k=1", "--set", "evaluation.bootstrap_samples=12",
-            "--seed", "5"]  # fmt: skip
+            "--seed", "5"]
     result = runner.invoke(app, [*args, "--out", "r"])
     assert result.exit_code == 0, result.output
     settings = json.loads((inputs / "r" / "metrics.json").read_text())["trained"]["settings"]
@@ -241,9 +241,9 @@ def test_prepare_says_what_the_data_set_left_out(inputs) -> None:
     """Skipped rows were listed only in manifest.json, and a --num-train the source could not
     fill passed without a word."""
     Path("some-bad.jsonl").write_text(Path("bad-rows.jsonl").read_text()
-                                      + Path("good.jsonl").read_text())  # fmt: skip
+                                      + Path("good.jsonl").read_text())
     result = runner.invoke(app, ["prepare", "--out", "p", "--source", "jsonl:some-bad.jsonl",
-                                 "--on-bad-rows", "skip", "--num-train", "1000"])  # fmt: skip
+                                 "--on-bad-rows", "skip", "--num-train", "1000"])
     text = " ".join(result.output.split())
     assert result.exit_code == 0, text
     assert "skipped 1 bad row(s)" in text and "line 2, field 'answer'" in text

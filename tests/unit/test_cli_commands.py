@@ -39,11 +39,11 @@ def test_shell_completion_script_names_the_command(runner, monkeypatch):
     ("breadth stack lo", ["logs"]),
     ("breadth stack logs ml", ["mlflow"]),
     ("breadth run --preset stu", [p for p in available_presets() if p.startswith("stu")]),
-])  # fmt: skip
+])
 def test_shell_completion_completes_commands_services_and_presets(runner, words, expected):
     # What bash's completion function does: run the command with these variables set.
     env = {"_BREADTH_COMPLETE": "complete_bash", "COMP_WORDS": words,
-           "COMP_CWORD": str(len(words.split()) - 1)}  # fmt: skip
+           "COMP_CWORD": str(len(words.split()) - 1)}
     result = runner.invoke(cli.app, [], prog_name="breadth", env=env)
     assert result.exit_code == 0, result.output
     assert expected and result.output.split() == expected
@@ -60,7 +60,7 @@ def test_presets_lists_every_preset_with_a_line(runner):
 def test_grid_dry_run_lists_validated_cells_and_starts_nothing(runner):
     result = runner.invoke(cli.app, ["grid", "--dry-run", "--format", "free_form",
                                      "--reward", "correctness", "--reward", "darling",
-                                     "--seed", "0", "--seed", "1"])  # fmt: skip
+                                     "--seed", "0", "--seed", "1"])
     assert result.exit_code == 0, result.output
     assert "grid of 4 cells" in result.output
     assert result.output.count("free_form") == 4 and result.output.count("darling") == 2
@@ -70,7 +70,7 @@ def test_grid_format_reward_thins_a_format_and_a_bad_one_names_the_option(runner
     result = runner.invoke(cli.app, ["grid", "--dry-run", "--format", "free_form",
                                      "--format", "mcq", "--reward", "correctness",
                                      "--reward", "darling", "--format-reward", "mcq=correctness",
-                                     "--seed", "0"])  # fmt: skip
+                                     "--seed", "0"])
     assert result.exit_code == 0, result.output
     assert "grid of 3 cells" in result.output and result.output.count("darling") == 1
     bad = runner.invoke(cli.app, ["grid", "--dry-run", "--format-reward", "mcq"])
@@ -90,7 +90,7 @@ def test_grid_dry_run_still_validates_every_cell(runner):
     (["--seed", "0", "--seed", "0"], ["--seed", "0 given more than once"]),
     (["--reward", "darling", "--reward", "darling"], ["--reward", "'darling' given more than once"]),
     (["--set", "seed=5"], ["--set", "'seed=5'", "breadth grid --seed"]),
-])  # fmt: skip
+])
 def test_grid_option_errors_name_the_option_not_the_model(runner, args, must_mention):
     result = runner.invoke(cli.app, ["grid", "--dry-run", *args])
     assert result.exit_code == 2, result.output
@@ -105,7 +105,7 @@ def test_a_bad_reward_value_is_blamed_on_reward_not_the_preset_or_set(runner):
     """`--reward correctnes` was checked as each cell's rl.reward.spec, and the error ended
     "Fix the preset or the --set value", though neither held the typo."""
     result = runner.invoke(cli.app, ["grid", "--dry-run", "--preset", "default",
-                                     "--reward", "correctnes"])  # fmt: skip
+                                     "--reward", "correctnes"])
     output = " ".join(result.output.split())
     assert result.exit_code == 2, result.output
     assert "rl.reward.spec (from --reward)" in output and "Did you mean 'correctness'?" in output
@@ -146,7 +146,7 @@ def test_each_preset_is_described_by_a_whole_sentence(runner):
 def test_config_keys_shows_each_keys_value_in_the_preset(runner):
     """--keys listed names and help only: no default, and nothing of what a preset sets."""
     lines = runner.invoke(cli.app, ["config", "--keys", "--preset", "passk",
-                                    "--set", "rl.max_steps=7"]).output.splitlines()  # fmt: skip
+                                    "--set", "rl.max_steps=7"]).output.splitlines()
     assert any(line.startswith("rl.max_steps = 7  ") for line in lines)
     assert any(line.startswith("rl.scale_rewards = 'none'  ") for line in lines)
     assert any(line.startswith("model.name_or_path = (empty)  ") for line in lines)

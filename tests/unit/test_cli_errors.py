@@ -51,7 +51,7 @@ def test_a_stopped_service_is_named_with_the_fix(tmp_path, monkeypatch):
     ["run", "--set", "data.reasoning=true", "--set", "data.num_train=50"],
     ["grid", "--preset", "default", "--format", "free_form", "--reward", "correctness",
      "--seed", "0", "--set", "data.reasoning=true", "--set", "data.num_train=50"],
-])  # fmt: skip
+])
 def test_rows_that_do_not_fit_the_token_limits_are_refused_before_the_stack_starts(
     command, tmp_path, monkeypatch
 ):

@@ -20,7 +20,7 @@ def _run_into_closed_pipe(args: list[str]) -> subprocess.CompletedProcess:
     os.close(read_end)
     try:
         return subprocess.run(args, stdout=write_end, stderr=subprocess.PIPE, text=True,
-                              timeout=120, check=False)  # fmt: skip
+                              timeout=120, check=False)
     finally:
         os.close(write_end)
 
@@ -31,7 +31,7 @@ def _run_into_closed_pipe(args: list[str]) -> subprocess.CompletedProcess:
     ["presets"],
     ["--help"],  # typer's own rich console
     ["config", "--rewards", "--markdown"],
-])  # fmt: skip
+])
 def test_a_closed_pipe_ends_a_command_with_exit_0_and_no_traceback(args):
     done = _run_into_closed_pipe([BREADTH, *args])
     assert done.returncode == 0, done.stderr
@@ -59,7 +59,7 @@ def test_a_plain_write_into_a_closed_pipe_ends_with_exit_0():
 
 def test_head_of_the_keys_exits_0_under_pipefail():
     done = subprocess.run(["bash", "-o", "pipefail", "-c", f"'{BREADTH}' config --keys | head -1"],
-                          capture_output=True, text=True, timeout=120, check=False)  # fmt: skip
+                          capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("preset = ")
     assert "Traceback" not in done.stderr

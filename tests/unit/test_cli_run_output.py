@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 from breadth.cli import app
 
 ENV = {"PREFECT_UI_URL": "http://127.0.0.1:4200", "BREADTH_S3_BUCKET": "breadth",
-       "BREADTH_S3_ENDPOINT": "http://127.0.0.1:8333"}  # fmt: skip
+       "BREADTH_S3_ENDPOINT": "http://127.0.0.1:8333"}
 
 
 def _run(monkeypatch, cached_files, report="r.md"):
@@ -20,7 +20,7 @@ def _run(monkeypatch, cached_files, report="r.md"):
 
     result = {"mlflow_run_id": "second", "mlflow_run_url": "http://mlflow/#/runs/second",
               "prefect_flow_run_url": "http://prefect/flow-runs/flow-run/1", "report": str(report),
-              "metrics": {}, "cached_stage_files": cached_files}  # fmt: skip
+              "metrics": {}, "cached_stage_files": cached_files}
     monkeypatch.setattr("breadth.cli.stack.bring_up_stack", lambda reconcile: ENV)
     monkeypatch.setattr(breadth_flows.in_process, "in_process_run", nullcontext)
     monkeypatch.setattr(breadth_flows.pipeline, "pipeline", lambda config: result)
@@ -35,7 +35,7 @@ def test_a_cached_re_run_says_where_the_cached_stages_files_are(monkeypatch):
         "sft": "s3://breadth/runs/first/models/sft",
         "rollout-rl": "s3://breadth/runs/first/rollouts/rl.parquet",
         "evaluate": "s3://breadth/runs/first/report",
-    })  # fmt: skip
+    })
     assert "S3 prefix:   s3://breadth/runs/second/ (endpoint http://127.0.0.1:8333)" in output
     assert "Cached stages' files stay where the runs that produced them wrote them:" in output
     assert "    rollout-rl  s3://breadth/runs/first/rollouts/rl.parquet" in output
@@ -54,7 +54,7 @@ def test_the_run_prints_each_model_against_its_base_paired(monkeypatch, tmp_path
         {"measure": "pass@1", "num_problems": 256, "direction": "up", "estimate": 0.0132,
          "low": 0.0021, "high": 0.0254},
         {"measure": "distinct outcomes", "num_problems": 256, "direction": "down",
-         "estimate": -0.285, "low": -0.379, "high": -0.199}]}}))  # fmt: skip
+         "estimate": -0.285, "low": -0.379, "high": -0.199}]}}))
     output = _run(monkeypatch, {}, report=tmp_path / "report.md")
     assert "rl − sft, paired over problems (95% CI):" in output
     assert "pass@1             +0.013 [+0.002, +0.025]  up" in output

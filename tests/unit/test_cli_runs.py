@@ -44,9 +44,9 @@ def store():
                                  run_name="default·1a2b3c4d",
                                  tags={"config.hash": "1a2b3c4d", "preset": "default",
                                        "prefect.flow_run_url": PREFECT_RUN,
-                                       "breadth.cached": "all"}).info.run_id  # fmt: skip
+                                       "breadth.cached": "all"}).info.run_id
         _log(client, lone, {"sft/eval/pass_at_1": 0.25, "sft/eval/pass_at_4": 0.5,
-                            "sft/eval/distinct_outcomes": 3.0})  # fmt: skip
+                            "sft/eval/distinct_outcomes": 3.0})
         yield client.tracking_uri, cells, lone
 
 
@@ -62,12 +62,12 @@ def lone_runs():
         client = MlflowClient(f"sqlite:///{Path(fast).resolve() / 'mlflow.db'}")
         exp = client.create_experiment("adhoc")
         short, default = (_pipeline_run(client, exp, 0, 0, 0, grid=None, params=params)[0]
-                          for params in (config_params(**SHORT), config_params()))  # fmt: skip
+                          for params in (config_params(**SHORT), config_params()))
         failed = client.create_run(exp, tags={"format": "free_form", "reward": "correctness",
-                                              "seed": "0", "config.hash": "c"}).info.run_id  # fmt: skip
+                                              "seed": "0", "config.hash": "c"}).info.run_id
         client.set_terminated(failed, "FAILED")
         darling = _pipeline_run(client, exp, 0, 2, 0, grid=None,
-                                params=config_params(**SHORT))[0]  # fmt: skip
+                                params=config_params(**SHORT))[0]
         yield client.tracking_uri, short, default, failed, darling
 
 
@@ -99,7 +99,7 @@ def test_runs_filters_and_table(store, monkeypatch):
     grid = json.loads(_invoke(store, ["runs", "--json", "--grid", GRID], monkeypatch).output)
     assert sorted(row["run_id"] for row in grid) == sorted(cells)
     one = json.loads(_invoke(store, ["runs", "--json", "-n", "1", "--experiment", "grid"],
-                             monkeypatch).output)  # fmt: skip
+                             monkeypatch).output)
     assert len(one) == 1 and one[0]["run_id"] in cells
     table = _invoke(store, ["runs"], monkeypatch)
     assert table.exit_code == 0 and "default·1a2b3c4d" in table.output and "pass@16" in table.output
@@ -168,7 +168,7 @@ def test_compare_shows_runs_with_unlike_configs_as_separate_rows(lone_runs, monk
 
 @pytest.mark.parametrize("with_finished", [False, True])
 def test_compare_of_a_failed_run_is_an_error_naming_it(lone_runs, monkeypatch, tmp_path,
-                                                       with_finished):  # fmt: skip
+                                                       with_finished):
     _, _, default, failed, _ = lone_runs
     ids = [default, failed] if with_finished else [failed]
     result = _invoke(lone_runs, ["compare", *ids, "--out", str(tmp_path)], monkeypatch)
@@ -179,10 +179,10 @@ def test_compare_of_a_failed_run_is_an_error_naming_it(lone_runs, monkeypatch, t
 
 
 def test_compare_of_an_unknown_model_names_the_models_of_the_runs(lone_runs, monkeypatch,
-                                                                  tmp_path):  # fmt: skip
+                                                                  tmp_path):
     _, _, default, _, _ = lone_runs
     result = _invoke(lone_runs, ["compare", default, "--model", "nosuch", "--out", str(tmp_path)],
-                     monkeypatch)  # fmt: skip
+                     monkeypatch)
     text = " ".join(result.output.split())
     assert result.exit_code == 2, result.output
     assert "--model nosuch" in text and "rl, sft" in text
@@ -199,7 +199,7 @@ def test_runs_refused_by_the_server_says_why_and_how_to_fix_it(monkeypatch, tmp_
     with FakeMlflow() as fake:
         # /health answers; the experiment listing is refused.
         fake.failures = [(200, {}), (403, {"error_code": "PERMISSION_DENIED",
-                                           "message": "Permission denied."})]  # fmt: skip
+                                           "message": "Permission denied."})]
         result = _invoke((fake.url,), ["runs"], monkeypatch)
     text = " ".join(result.output.split())
     assert result.exit_code == 2, result.exception  # a clear error, not a traceback
@@ -228,7 +228,7 @@ def test_the_table_links_each_run_to_prefect(store, monkeypatch):
     ("localhost:5000", "It has no scheme: write http://localhost:5000."),
     ("{tmp}/mlruns", "MLflow 3 refuses a folder"),
     ("file://{tmp}/mlruns", "MLflow 3 refuses a folder"),
-])  # fmt: skip
+])
 def test_a_tracking_uri_mlflow_would_refuse_is_a_clear_error(uri, expected, monkeypatch, tmp_path):
     """Host:port without http:// (read as a folder) and a folder (MLflow 3 refuses its file
     store) ended in a traceback from inside MLflow."""
@@ -250,7 +250,7 @@ def test_compare_says_when_rows_differ_in_more_than_their_reward(lone_runs, monk
     assert "not one factor: the rows differ in more than their format and reward" in text
     assert all(key in text for key in SHORT if not key.startswith("rl.reward."))
     same = _invoke(lone_runs, ["compare", short, darling, "--out", str(tmp_path), "--json"],
-                   monkeypatch)  # fmt: skip
+                   monkeypatch)
     assert json.loads(same.output)["keys_beyond_the_rows"] == []
 
 
@@ -269,7 +269,7 @@ def _grid_with_splits(monkeypatch, split_ks) -> list:
         "rl/eval/pass_at_1": 0.5, "sft/eval/pass_at_1": 0.25,
         "config": [{"evaluation.transfer_split_k": str(k), "evaluation.transfer_min_split": "20",
                     "rl.max_steps": "100"} for k in split_ks],
-    })  # fmt: skip
+    })
     seen = []
     summary, evaluate = grid.grid_summary, claims.evaluate_claims
 
@@ -289,7 +289,7 @@ def _grid_with_splits(monkeypatch, split_ks) -> list:
     monkeypatch.setattr("breadth.tracking.fetch.fetch_runs", lambda uri, **_: runs)
     monkeypatch.setattr("breadth.study.frame.study_frame_of_runs", no_tables)
     monkeypatch.setattr("breadth.study.frame.load_study_frame",
-                        lambda uri, grid_id: _cells([8, 0] * 20))  # fmt: skip
+                        lambda uri, grid_id: _cells([8, 0] * 20))
     monkeypatch.setattr("breadth.study.frame.load_training_histories", lambda uri, frame: {})
     monkeypatch.setattr("breadth.study.frame.grid_provenance", lambda uri, grid_id: {})
     monkeypatch.setattr("breadth.study.frame.provenance_header", lambda *_: "# claims")
@@ -323,9 +323,9 @@ def test_compare_grid_refuses_runs_evaluated_with_different_splits(monkeypatch, 
 
 
 REMOTE_MLFLOW = ("https://mlflow.research-cluster.example.com/#/experiments/123456789012345678/"
-                 "runs/0123456789abcdef0123456789abcdef")  # fmt: skip
+                 "runs/0123456789abcdef0123456789abcdef")
 REMOTE_PREFECT = ("https://prefect.research-cluster.example.com/flow-runs/flow-run/"
-                  "0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0")  # fmt: skip
+                  "0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0")
 REMOTE_ROWS = [
     {"name": "study·free_form·correctness+ucb*0.5·seed2·1a2b3c4d", "status": "FINISHED",
      "started": "2025-01-01T02:00:00", "experiment": "study", "cached": "none", "model": "rl", "run_id": "0123456789abcdef0123456789abcdef",
@@ -342,7 +342,7 @@ REMOTE_ROWS = [
      "headline": {"pass@1": 0.25, "pass@16": 0.5, "distinct outcomes": 3.0},
      "mlflow_url": "http://127.0.0.1:5000/#/experiments/1/runs/00112233445566778899aabbccddeeff",
      "prefect_url": "http://127.0.0.1:4200/flow-runs/flow-run/1"},
-]  # fmt: skip
+]
 REMOTE_URLS = {row[key] for row in REMOTE_ROWS for key in ("mlflow_url", "prefect_url")} - {None}
 
 
@@ -537,6 +537,6 @@ def test_compare_grid_of_one_format_shows_its_format_claim_not_run(monkeypatch, 
     result = runner.invoke(app, ["compare", "--grid", "grid-7", "--out", str(tmp_path)])
     assert result.exit_code == 0, result.output
     [row] = [" ".join(line.split()) for line in result.output.splitlines()
-             if line.startswith("│ format ")]  # fmt: skip
+             if line.startswith("│ format ")]
     # δ, the adjusted value (n/a) and an empty unadjusted interval before the verdict.
     assert row.startswith("│ format │ both │") and row.endswith("│ ±0.1 │ n/a │ │ not run │")

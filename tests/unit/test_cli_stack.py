@@ -21,9 +21,9 @@ from breadth import cli
 from breadth.stack import LocalStack, StackSettings
 
 EXTERNAL = ("PREFECT_API_URL", "MLFLOW_TRACKING_URI", "BREADTH_S3_ENDPOINT",
-            "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")  # fmt: skip
+            "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")
 CLIENT_KEYS = {"PREFECT_API_URL", "MLFLOW_TRACKING_URI", "BREADTH_S3_ENDPOINT",
-               "BREADTH_S3_BUCKET", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"}  # fmt: skip
+               "BREADTH_S3_BUCKET", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"}
 runner = CliRunner()
 
 
@@ -81,7 +81,7 @@ def test_a_service_this_stack_started_is_not_reported_external(local_mlflow, mon
     rows = LocalStack(StackSettings()).status()
     assert _row(rows, "mlflow") | {"url": None} == {
         "service": "mlflow", "url": None, "state": f"running (pid {local_mlflow})",
-        "pid": local_mlflow, "healthy": True, "managed": "local"}  # fmt: skip
+        "pid": local_mlflow, "healthy": True, "managed": "local"}
     started = LocalStack(StackSettings()).status(started=["mlflow"])
     assert _row(started, "mlflow")["state"] == f"started (pid {local_mlflow})"
     assert _row(started, "s3")["state"] == "stopped"
@@ -116,7 +116,7 @@ def test_bringing_up_the_stack_says_what_starts_and_how_long_it_took(
 ):
     """`make demo` (`breadth run`) printed nothing for ~30 s while the stack started."""
     monkeypatch.setattr(LocalStack, "up", lambda self, only=None, reconcile=True: {
-        "s3": "started", "mlflow": "running", "prefect": "started"})  # fmt: skip
+        "s3": "started", "mlflow": "running", "prefect": "started"})
     settings = StackSettings()
     cli.stack.bring_up_stack(reconcile=False)
     text = " ".join(capsys.readouterr().out.split())
@@ -129,7 +129,7 @@ def test_bringing_up_the_stack_says_what_starts_and_how_long_it_took(
 def test_bringing_up_a_running_stack_says_nothing(home, monkeypatch, capsys, kept_environ):
     monkeypatch.setattr(LocalStack, "to_start", lambda self: [])
     monkeypatch.setattr(LocalStack, "up", lambda self, only=None, reconcile=True: {
-        "s3": "running", "mlflow": "running", "prefect": "running"})  # fmt: skip
+        "s3": "running", "mlflow": "running", "prefect": "running"})
     cli.stack.bring_up_stack(reconcile=False)
     assert capsys.readouterr().out == ""
 
@@ -158,7 +158,7 @@ def test_a_server_answering_without_this_homes_pid_file_is_not_called_stopped(ho
         server.shutdown()
     assert text.exit_code == 0 and as_json.exit_code == 0, text.output + as_json.output
     state = (f"answering, but not started from BREADTH_HOME={home} (another BREADTH_HOME's "
-             "stack, or started by hand)")  # fmt: skip
+             "stack, or started by hand)")
     mlflow = _row(json.loads(as_json.output), "mlflow")
     assert (mlflow["state"], mlflow["managed"], mlflow["healthy"]) == (state, "other", True)
     assert _row(json.loads(as_json.output), "s3")["state"] == "stopped"  # nothing answers there
@@ -184,9 +184,9 @@ def test_stack_up_says_which_port_another_homes_stack_holds_and_the_ways_out(hom
     assert result.exit_code == 2, result.output
     assert (f"error: cannot start s3: port {port} on 127.0.0.1 is taken by a server that answers "
             f"s3's health check at http://127.0.0.1:{port}, but BREADTH_HOME={home} did not "
-            "start it") in text  # fmt: skip
+            "start it") in text
     for way_out in ("`breadth stack up` / `breadth stack down` with that stack's BREADTH_HOME",
-                    'eval "$(breadth env)"', "BREADTH_S3_PORT=<port>"):  # fmt: skip
+                    'eval "$(breadth env)"', "BREADTH_S3_PORT=<port>"):
         assert way_out in text
     assert not (home / "run").exists()  # no pid file: nothing was started
 
@@ -231,7 +231,7 @@ def test_stack_logs_follow_prints_appended_lines(home, monkeypatch):
 @pytest.mark.parametrize(("args", "must_mention"), [
     (["stack", "logs", "mlfow"], ["unknown service 'mlfow'", "Did you mean 'mlflow'?"]),
     (["stack", "logs", "s3"], ["no log at", "s3.log", "breadth stack up"]),
-])  # fmt: skip
+])
 def test_stack_logs_errors_name_the_fix(home, args, must_mention):
     result = runner.invoke(cli.app, args)
     text = " ".join(result.output.split())
@@ -248,7 +248,7 @@ def test_env_prints_the_whole_client_environment_for_eval(home, tmp_path):
     script = tmp_path / "env.sh"
     script.write_text(result.output + "env -0\n")
     shell = subprocess.run(["bash", "-c", f"source {shlex.quote(str(script))}"],
-                           capture_output=True, text=True, env={}, check=True)  # fmt: skip
+                           capture_output=True, text=True, env={}, check=True)
     exported = dict(item.split("=", 1) for item in shell.stdout.split("\0") if "=" in item)
     assert {key: exported[key] for key in expected} == expected
     as_json = runner.invoke(cli.app, ["env", "--json"])
@@ -264,10 +264,10 @@ def test_worker_starts_prefect_with_the_whole_client_environment(home, monkeypat
     assert result.exit_code == 0, result.output
     [(argv, env)] = started
     assert argv[0].endswith("prefect") and argv[1:] == ["worker", "start", "--pool", "gpu-pool",
-                                                         "--limit", "2", "--run-once"]  # fmt: skip
+                                                         "--limit", "2", "--run-once"]
     assert CLIENT_KEYS <= set(env) and env["PATH"] == os.environ["PATH"]
     assert {key: env[key] for key in CLIENT_KEYS} == {
-        key: StackSettings().client_env()[key] for key in CLIENT_KEYS}  # fmt: skip
+        key: StackSettings().client_env()[key] for key in CLIENT_KEYS}
     assert dict(os.environ) == before  # the test process's own environment is untouched
 
 
@@ -297,7 +297,7 @@ def _prefect_deploy(calls, registers=None, returncode=0, preamble=""):
             if registers is None or deployment["name"] in registers:
                 name = f"{flow_names[deployment['entrypoint']]}/{deployment['name']}"
                 out.print(Panel(f"Deployment '{name}' successfully created with id "
-                                f"'{deployment['name']}{ID}'."))  # fmt: skip
+                                f"'{deployment['name']}{ID}'."))
                 out.print(f"\n\t$ prefect worker start --pool {deployment['work_pool']['name']!r}\n")
         return subprocess.CompletedProcess(argv, returncode, out.file.getvalue(), "")
 
@@ -343,7 +343,7 @@ def test_deploy_puts_every_deployment_on_the_chosen_pool_and_names_them(monkeypa
 @pytest.mark.parametrize(("registers", "returncode", "says"), [
     (["adhoc"], 0, "prefect deploy did not register nightly"),
     (None, 1, "prefect deploy failed"),
-])  # fmt: skip
+])
 def test_deploy_that_registers_less_than_the_file_fails_with_prefects_whole_output(
     monkeypatch, registers, returncode, says
 ):
@@ -351,7 +351,7 @@ def test_deploy_that_registers_less_than_the_file_fails_with_prefects_whole_outp
     calls = []
     preamble = "[/] Skipping deployment configuration due to validation errors. " + "x" * 4000
     monkeypatch.setattr(cli.stack.subprocess, "run",
-                        _prefect_deploy(calls, registers, returncode, preamble))  # fmt: skip
+                        _prefect_deploy(calls, registers, returncode, preamble))
     automations = []
     monkeypatch.setattr(cli.stack, "_ensure_dead_worker_automation",
                         lambda: automations.append(True))

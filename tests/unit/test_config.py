@@ -70,7 +70,7 @@ def test_bad_config_names_the_key_and_the_fix(preset, overrides, must_mention):
     ("tracking.experiment='2024'", "2024"),
     ("tracking.experiment=", None),
     ("model.name_or_path=null", None),
-])  # fmt: skip
+])
 def test_a_text_key_keeps_the_text_yaml_would_read_as_a_number_or_boolean(override, expected):
     key, _ = override.split("=", 1)
     section, name = key.split(".")
@@ -84,7 +84,7 @@ def _through(route: str, key: str, written: str, tmp_path):
     *sections, leaf = key.split(".")
     path = tmp_path / "mine.yaml"
     path.write_text("".join(f"{'  ' * depth}{section}:\n" for depth, section in enumerate(sections))
-                    + f"{'  ' * len(sections)}{leaf}: {written}\n")  # fmt: skip
+                    + f"{'  ' * len(sections)}{leaf}: {written}\n")
     return load_config(str(path))
 
 
@@ -106,7 +106,7 @@ def _value(config, key: str):
     ("tracking.experiment", "null", None),
     ("rollout.vllm_url", "[http://a:8000, 2024]", ["http://a:8000", "2024"]),
     ("rl.scale_rewards", "none", "none"),
-])  # fmt: skip
+])
 def test_a_preset_text_value_keeps_its_text_as_set_does(route, key, written, expected, tmp_path):
     """A preset's `experiment: no` failed with "Input should be a valid string (got False)",
     and `3.10` with "(got 3.1)", while `--set` kept the characters typed: now both do."""
@@ -122,7 +122,7 @@ def test_a_preset_text_value_keeps_its_text_as_set_does(route, key, written, exp
     ("rl.max_steps", "on", "a yes/no word in YAML, read as true; write a whole number"),
     ("sft.epochs", "yes", "write a number"),
     ("data.num_train", "false", "read as false"),
-])  # fmt: skip
+])
 def test_a_number_yaml_would_change_is_refused(route, key, written, must_mention, tmp_path):
     """`seed: 010` became 8 (YAML 1.1 octal), `max_steps: 1:30` 90 (base 60) and
     `max_steps: on` 1 (a YAML flag pydantic takes as a number), without a word."""
@@ -152,7 +152,7 @@ def test_a_number_yaml_would_change_is_refused(route, key, written, must_mention
     ("rl.adaptive_entropy", "on", True),
     ("data.difficulty", "2", 2),
     ("data.num_train", "null", None),
-])  # fmt: skip
+])
 def test_numbers_and_flags_yaml_reads_as_written_are_kept(route, key, written, expected,
                                                          tmp_path):
     assert _value(_through(route, key, written, tmp_path), key) == expected
@@ -166,7 +166,7 @@ def test_numbers_and_flags_yaml_reads_as_written_are_kept(route, key, written, e
     ("rl.learning_rate", "!!float x", "!!float x is not a number"),
     ("sft.enabled", "!!bool x", "!!bool x is not a yes/no word"),
     ("seed", "!!timestamp x", "!!timestamp x is not a date"),
-])  # fmt: skip
+])
 def test_a_value_yaml_cannot_make_is_refused_naming_the_key(route, key, written, must_mention,
                                                            tmp_path):
     """`seed: 2024-13-45` (a date by its look) and `!!int x` ended in a traceback
@@ -182,7 +182,7 @@ def test_a_value_yaml_cannot_make_is_refused_naming_the_key(route, key, written,
 
 
 @pytest.mark.parametrize("text", ["rl:\n  max_stepz: 2024-13-45\n", "2024-13-45: 1\n",
-                                  "!!int x\n", "seed: !!int '7x'\n"])  # fmt: skip
+                                  "!!int x\n", "seed: !!int '7x'\n"])
 def test_a_preset_value_yaml_cannot_make_anywhere_is_a_config_error(text, tmp_path):
     path = tmp_path / "mine.yaml"
     path.write_text(text)
@@ -209,7 +209,7 @@ def test_help_texts_keep_their_syntax_out_of_markdown_emphasis():
 
     mangled = [key for key, description in describe_keys(PipelineConfig)
                if re.search(r"\*\S|\S\*|(?<![\w`])_\w|\w_(?![\w`])",
-                            re.sub(r"`[^`]*`", "", description))]  # fmt: skip
+                            re.sub(r"`[^`]*`", "", description))]
     assert not mangled, f"wrap the syntax of these help texts in backticks: {mangled}"
 
 
@@ -230,12 +230,12 @@ def test_a_grid_whose_cells_differ_beyond_the_objective_is_refused_before_comput
         GridConfig(preset="default", formats=["free_form"], seeds=[0],
                    rewards=["correctness", "correctness+ucb"],
                    objective_overrides={"correctness+ucb": ["rl.num_problems=64",
-                                                            "data.num_eval=32"]})  # fmt: skip
+                                                            "data.num_eval=32"]})
     assert "objective_overrides['correctness+ucb'] sets 'rl.num_problems'" in str(info.value)
     # Cells that differ anyhow (e.g. a reward that sets other keys) are refused by check_fair.
     cells = [("free_form", "correctness", 0, load_config("default")),
              ("free_form", "correctness+ucb", 0,
-              load_config("default", ["rl.num_problems=64", "data.num_eval=32"]))]  # fmt: skip
+              load_config("default", ["rl.num_problems=64", "data.num_eval=32"]))]
     with pytest.raises(ConfigError) as unfair:
         check_fair(cells)
     message = str(unfair.value)
@@ -245,7 +245,7 @@ def test_a_grid_whose_cells_differ_beyond_the_objective_is_refused_before_comput
     # Reward keys are the objective: allowed, and they reach the cell.
     fair = GridConfig(preset="default", formats=["free_form"], seeds=[0],
                       rewards=["correctness", "correctness+ucb"],
-                      objective_overrides={"correctness+ucb": ["rl.reward.ucb_coef=0.5"]})  # fmt: skip
+                      objective_overrides={"correctness+ucb": ["rl.reward.ucb_coef=0.5"]})
     assert [c[3].rl.reward.ucb_coef for c in fair.cells()] == [0.2, 0.5]
 
 
@@ -391,5 +391,5 @@ def test_an_invalid_value_names_the_preset_file_or_the_override_that_gave_it(tmp
     with pytest.raises(ConfigError, match=f"config key data.format: .*\nFix the preset {preset};"):
         load_config(str(preset))
     with pytest.raises(ConfigError, match=r"rl.max_steps \(from the override rl.max_steps=0\).*"
-                                          r"\nFix the override rl.max_steps=0;"):  # fmt: skip
+                                          r"\nFix the override rl.max_steps=0;"):
         load_config(str(preset), ["data.format=mcq", "rl.max_steps=0"])

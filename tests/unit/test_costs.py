@@ -24,7 +24,7 @@ from breadth.costs import (
 SMALL = ["sft.epochs=2", "sft.batch_size=10", "rl.max_steps=3", "rl.prompts_per_step=2",
          "rl.num_generations=4", "rl.max_completion_length=5", "rollout.num_samples=5",
          "rollout.max_new_tokens=7", "evaluation.search_budget=6",
-         "evaluation.transfer_split_k=4"]  # fmt: skip
+         "evaluation.transfer_split_k=4"]
 
 
 def test_the_plan_counts_every_stage_as_by_hand():
@@ -55,7 +55,7 @@ def test_the_warning_comes_past_ten_times_the_grpo_completions_and_names_the_key
     assert warning is not None
     assert "up to 272 samples, 11x the 24 completions GRPO trains on" in warning
     for key in ("data.num_eval (now 8 problems)", "rollout.num_samples (now 5)",
-                "evaluation.search_budget (now 6"):  # fmt: skip
+                "evaluation.search_budget (now 6"):
         assert key in warning
     no_rl = load_config("default", [*SMALL, "rl.enabled=false"])
     assert eval_heavy_warning(no_rl, plan(no_rl, 25, 1000)) is None  # nothing trained by sampling
@@ -117,10 +117,10 @@ def test_run_dry_run_prints_the_work_and_estimates_only_what_was_measured(runner
     out = result.output
     assert "data: 4,000 training and 64 evaluation problems" in out
     rows = {line.split("│")[1].strip(): [cell.strip() for cell in line.split("│")[2:-1]]
-            for line in out.splitlines() if line.startswith("│")}  # fmt: skip
+            for line in out.splitlines() if line.startswith("│")}
     # 800 steps x 10 examples = 8,000 examples at 100 a second.
     assert rows["sft"][:4] == ["800 steps x batch 10 (2 epochs of 4,000 problems)", "8,000",
-                               "800", "1m20s"]  # fmt: skip
+                               "800", "1m20s"]
     assert rows["rl"][1:5] == ["24", "3", "?", "no measured rate"]
     assert rows["search-rl"][1] == "≤ 768"
     assert "estimate: at least 1m20s; no measured rate for rl, rollout-sft" in " ".join(out.split())
@@ -143,14 +143,14 @@ def test_grid_dry_run_counts_a_stage_that_cells_share_once(runner):
     from breadth.study.grid import GridConfig
 
     args = ["--format", "free_form", "--reward", "correctness", "--reward", "darling",
-            "--seed", "0", "--set", "data.num_eval=16"]  # fmt: skip
+            "--seed", "0", "--set", "data.num_eval=16"]
     result = runner.invoke(cli.app, ["grid", "--dry-run", *args])
     assert result.exit_code == 0, result.output
     cells = GridConfig(formats=["free_form"], rewards=["correctness", "darling"], seeds=[0],
-                       overrides=["data.num_eval=16"]).cells()  # fmt: skip
+                       overrides=["data.num_eval=16"]).cells()
     works = [{w.stage: w.samples for w in plan(config, 4000, 16)} for *_, config in cells]
     generated = [line.split("│")[5].strip() for line in result.output.splitlines()
-                 if line.startswith("│")]  # fmt: skip
+                 if line.startswith("│")]
     everything = sum(s for stage, s in works[0].items() if stage != "sft")
     # The second objective trains its own GRPO from the same SFT model: the SFT model's
     # rollouts and search are the first cell's.

@@ -10,12 +10,12 @@ from breadth.study.grid import GridConfig
 
 def test_cells_are_formats_x_rewards_x_seeds_with_each_config_set():
     study = GridConfig(formats=["mcq", "free_form"], rewards=["correctness", "darling@entropy"],
-                       seeds=[0, 3], overrides=["rl.max_steps=2"])  # fmt: skip
+                       seeds=[0, 3], overrides=["rl.max_steps=2"])
     cells = study.cells()
     assert [(f, r, s) for f, r, s, _ in cells] == [
         (f, r, s) for f in ("mcq", "free_form") for r in ("correctness", "darling@entropy")
         for s in (0, 3)
-    ]  # fmt: skip
+    ]
     for fmt, reward, seed, config in cells:
         assert (config.data.format, config.seed, config.rl.max_steps) == (fmt, seed, 2)
         assert config.rl.reward.spec == reward.removesuffix("@entropy")
@@ -32,7 +32,7 @@ def test_cells_refuse_an_unknown_variant():
 def test_a_cell_key_error_names_its_grid_option_and_an_override_by_its_text():
     with pytest.raises(ConfigError) as caught:
         GridConfig(preset="default", rewards=["correctnes"], seeds=[0],
-                   overrides=["rl.max_steps=abc"]).cells()  # fmt: skip
+                   overrides=["rl.max_steps=abc"]).cells()
     text = str(caught.value)
     assert "config key rl.reward.spec (from --reward):" in text
     # A shared override: not the grid's option, and named as written.
@@ -47,14 +47,14 @@ def test_content_hash_ignores_seeds_and_grid_id_but_not_the_study():
     assert base.content_hash() == same_study.content_hash()
     for other in (GridConfig(rewards=["darling"], seeds=[0]),
                   GridConfig(rewards=["correctness"], seeds=[0], formats=["mcq"]),
-                  GridConfig(rewards=["correctness"], seeds=[0], overrides=["rl.max_steps=2"])):  # fmt: skip
+                  GridConfig(rewards=["correctness"], seeds=[0], overrides=["rl.max_steps=2"])):
         assert other.content_hash() != base.content_hash()
 
 
 def test_how_cells_run_is_not_part_of_the_study():
     in_process = GridConfig(rewards=["correctness"], seeds=[0])
     on_a_pool = GridConfig(rewards=["correctness"], seeds=[0], cell_runner="deployment",
-                           cell_deployment="breadth-pipeline/gpu")  # fmt: skip
+                           cell_deployment="breadth-pipeline/gpu")
     assert in_process.content_hash() == on_a_pool.content_hash()
 
 
@@ -67,7 +67,7 @@ def test_cell_runner_names_the_allowed_values():
     ("seeds", [0, 1, 0], "0"),
     ("rewards", ["correctness", "darling", "correctness"], "'correctness'"),
     ("formats", ["mcq", "mcq"], "'mcq'"),
-])  # fmt: skip
+])
 def test_a_repeated_format_reward_or_seed_is_refused_naming_it(field, values, repeated):
     # A repeated seed would run the same cell twice and count it as one more sample.
     with pytest.raises(ValueError, match=field) as caught:
@@ -78,7 +78,7 @@ def test_a_repeated_format_reward_or_seed_is_refused_naming_it(field, values, re
 @pytest.mark.parametrize(("override", "axis"), [
     ("seed=5", "seeds"), ("data.format=mcq", "formats"), ("rl.reward.spec=darling", "rewards"),
     (" seed = 5", "seeds"),
-])  # fmt: skip
+])
 def test_overrides_may_not_set_what_each_cell_sets_itself(override, axis):
     # The cell's own seed, format and reward come after the overrides: this one would be lost.
     with pytest.raises(ValueError, match="overrides") as caught:
@@ -91,25 +91,25 @@ def test_an_entropy_knob_set_for_every_cell_is_refused_where_the_variant_sets_it
     was silently replaced there (0.28) while it held in the other cells."""
     with pytest.raises(ValueError, match="correctness@entropy cells set again") as caught:
         GridConfig(rewards=["correctness", "correctness@entropy"],
-                   overrides=["rl.epsilon_high=0.3"])  # fmt: skip
+                   overrides=["rl.epsilon_high=0.3"])
     assert "objective_overrides" in str(caught.value)
     # Without an @entropy objective it holds everywhere; through objective_overrides it wins.
     GridConfig(rewards=["correctness", "darling"], overrides=["rl.epsilon_high=0.3"])
     study = GridConfig(formats=["mcq"], seeds=[0], rewards=["correctness@entropy"],
-                       objective_overrides={"correctness@entropy": ["rl.epsilon_high=0.3"]})  # fmt: skip
+                       objective_overrides={"correctness@entropy": ["rl.epsilon_high=0.3"]})
     assert study.cells()[0][3].rl.epsilon_high == 0.3
 
 
 @pytest.mark.parametrize("override", ["seed=3", "data.format=mcq", "rl.reward.spec=darling",
-                                      "rl.max_steps=5"])  # fmt: skip
+                                      "rl.max_steps=5"])
 def test_objective_overrides_take_only_reward_and_entropy_keys(override):
     """They apply after each cell's own seed and format, and fairness lets those differ:
     `seed=3` made all three of an objective's seeds one run, counted as three samples."""
     with pytest.raises(ValueError, match=r"objective_overrides\['correctness\+ucb'\] sets"):
         GridConfig(rewards=["correctness", "correctness+ucb"],
-                   objective_overrides={"correctness+ucb": [override]})  # fmt: skip
+                   objective_overrides={"correctness+ucb": [override]})
     fine = GridConfig(rewards=["correctness", "correctness+ucb"],
-                      objective_overrides={"correctness+ucb": ["rl.reward.ucb_coef=0.5"]})  # fmt: skip
+                      objective_overrides={"correctness+ucb": ["rl.reward.ucb_coef=0.5"]})
     assert fine.objective_overrides["correctness+ucb"] == ["rl.reward.ucb_coef=0.5"]
 
 

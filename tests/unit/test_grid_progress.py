@@ -10,14 +10,14 @@ from breadth.grid_progress import (
     eta_seconds,
     failed_cells_markdown,
     progress_line,
-)  # fmt: skip
+)
 
 
 @pytest.mark.parametrize(("done", "total", "elapsed", "expected"), [
     (1, 4, 60.0, 180.0),    # one cell a minute, three left
     (2, 4, 60.0, 60.0),     # two workers finishing together halve the estimate
     (3, 3, 99.0, 0.0),
-])  # fmt: skip
+])
 def test_eta_follows_the_observed_throughput(done, total, elapsed, expected):
     assert eta_seconds(done, total, elapsed) == pytest.approx(expected)
 
@@ -30,7 +30,7 @@ def test_eta_refuses_before_any_cell_finished():
 @pytest.mark.parametrize(("seconds", "text"), [
     (0, "0s"), (59.4, "59s"), (60, "1m00s"), (3599, "59m59s"), (3600, "1h00m"),
     (26 * 3600 + 61, "26h01m"),
-])  # fmt: skip
+])
 def test_duration(seconds, text):
     assert duration(seconds) == text
 
@@ -44,7 +44,7 @@ def test_progress_line_tells_the_grid_time_from_the_cell_time():
     """`cell 3/4 ... COMPLETED after 1m24s` was the time since the grid started, read as the
     cell's (17 s)."""
     line = progress_line(3, 4, 84.0, CellOutcome("mcq/ucb/seed0", "COMPLETED", 84.0,
-                                                 cell_seconds=17.0))  # fmt: skip
+                                                 cell_seconds=17.0))
     assert line == "cell 3/4 mcq/ucb/seed0 COMPLETED at 1m24s (cell 17s); ETA 28s"
 
 
@@ -62,7 +62,7 @@ def test_eta_does_not_extrapolate_from_cache_hits():
     (2, 4, 63.0, 1, 3.0, 120.0),    # a hit after the computed cell changes nothing either
     (12, 14, 90.0, 10, 30.0, 60.0),  # a re-run: 10 hits of 3 s, 2 cells of 30 s
     (3, 5, 106.0, 2, 0.0, 212.0),   # hits' time unknown (0): charged to the computed cells
-])  # fmt: skip
+])
 def test_eta_paces_the_computed_cells_by_their_own_time_not_the_hits(
     done, total, elapsed, cached, cached_s, expected
 ):

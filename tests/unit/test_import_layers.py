@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[2]
 # The Prefect layers live in the folders tasks/ and flows/ and install as breadth_tasks and
 # breadth_flows (pyproject.toml's package-dir).
 PACKAGES = {"breadth": ROOT / "src" / "breadth", "breadth_tasks": ROOT / "tasks",
-            "breadth_flows": ROOT / "flows"}  # fmt: skip
+            "breadth_flows": ROOT / "flows"}
 
 # Lowest first, as docs/design/architecture.md lists them ("Layers"). A module may import its
 # own layer and the ones below; a name matches a module and the modules under it.
@@ -32,7 +32,7 @@ LAYERS = [
     ["breadth_tasks"],
     ["breadth_flows"],
     ["breadth.cli"],
-]  # fmt: skip
+]
 # Everything below tasks/ is the library: it never imports Prefect nor the orchestration.
 LIBRARY_TOP = LAYERS.index(["breadth.stages", "breadth.study", "breadth.preflight"])
 NOT_IN_LIBRARY = ("prefect", "breadth_tasks", "breadth_flows")
@@ -80,15 +80,15 @@ def _own(imported: str) -> str | None:
 
 IMPORTS = {name: _imports(name, path) for name, path in MODULES.items()}
 GRAPH = {name: {own for i in imported if (own := _own(i)) and own != name}
-         for name, imported in IMPORTS.items()}  # fmt: skip
+         for name, imported in IMPORTS.items()}
 
 
 def _layer(module: str) -> int:
     matches = [(len(prefix), index) for index, names in enumerate(LAYERS) for prefix in names
-               if module == prefix or module.startswith(f"{prefix}.")]  # fmt: skip
+               if module == prefix or module.startswith(f"{prefix}.")]
     if not matches:
         raise AssertionError(f"{module} is in no layer: add it to LAYERS here and to the layer "
-                             "list of docs/design/architecture.md")  # fmt: skip
+                             "list of docs/design/architecture.md")
     return max(matches)[1]
 
 
@@ -141,7 +141,7 @@ def test_no_import_cycles():
 def test_no_import_up_the_layers(module):
     up = [f"{module} (layer {_layer(module)}) imports {other} (layer {_layer(other)})"
           for other in sorted(GRAPH[module])
-          if _layer(other) > _layer(module) and (module, other) not in ALLOWED_UP]  # fmt: skip
+          if _layer(other) > _layer(module) and (module, other) not in ALLOWED_UP]
     assert not up, "; ".join(up) + ". Move the code imported down, or the importer up."
 
 

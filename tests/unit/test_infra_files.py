@@ -1175,9 +1175,9 @@ def test_every_compose_service_requires_credentials_and_its_clients_send_them():
     run: compose refuses to start without their credentials (`:?`), the servers require
     them, and the pipeline's containers send them."""
     required = {name for name, operator, _ in compose_variables(COMPOSE_FILE.read_text())
-                if operator == ":?"}  # fmt: skip
+                if operator == ":?"}
     clients = ("MLFLOW_TRACKING_USERNAME", "MLFLOW_TRACKING_PASSWORD", "PREFECT_API_AUTH_STRING",
-               "VLLM_API_KEY")  # fmt: skip
+               "VLLM_API_KEY")
     assert set(clients) | {"MLFLOW_FLASK_SERVER_SECRET_KEY"} <= required
     svc = services()
     assert "--app-name basic-auth" in "\n".join(as_list(svc["mlflow"]["command"]))

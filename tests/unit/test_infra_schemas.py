@@ -40,7 +40,7 @@ def distribution_file(distribution: str, relative: str) -> Path:
         located = metadata.distribution(distribution).locate_file(relative)
     except metadata.PackageNotFoundError:
         pytest.skip(f"{distribution} is not installed: install the dev extra "
-                    "(pip install -e '.[dev]')")  # fmt: skip
+                    "(pip install -e '.[dev]')")
     path = Path(str(located))
     assert path.exists(), f"{distribution} {metadata.version(distribution)} has no {relative}"
     return path
@@ -79,7 +79,7 @@ def test_compose_file_follows_the_compose_specification():
          "service_ready"),
         (("services", "minio", "ports"), "9000:9000", "is not of type 'array'"),
     ],
-)  # fmt: skip
+)
 def test_the_compose_schema_refuses_a_broken_file(path, value, complaint):
     """The check can fail: each edit is a mistake a person makes, and the schema names it."""
     document = yaml.safe_load(COMPOSE_FILE.read_text())
@@ -153,7 +153,7 @@ JOB_VARIABLE_SETS = {
         "image": "registry.example.com/breadth-gpu:0.1.0",
         "env": {"BREADTH_VLLM_URL": "http://vllm-0:8000,http://vllm-1:8000"},
     },
-}  # fmt: skip
+}
 
 
 @pytest.mark.parametrize("version", KUBERNETES_VERSIONS)
@@ -175,7 +175,7 @@ def test_the_gpu_pool_submits_a_valid_kubernetes_job(variables, version):
         (lambda pod: pod["containers"][0].update(ports=[{"containerPort": "http"}]), "'http'"),
         (lambda pod: pod["volumes"][0]["emptyDir"].update(medium=7), "7 is not of type"),
     ],
-)  # fmt: skip
+)
 def test_the_kubernetes_schema_refuses_a_broken_job(edit, complaint):
     """The check can fail: a misspelt field, a value outside an enum, a wrong type."""
     manifest = strict_view(worker_job_manifest({}))

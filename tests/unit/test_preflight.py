@@ -29,11 +29,11 @@ def test_files_and_folders_that_are_there_pass(tmp_path, monkeypatch):
     (tmp_path / "model" / "config.json").write_text("{}")
     (tmp_path / "hub-copy").mkdir()
     config = _config("data.source=jsonl:train.jsonl", "data.eval_source=hf:./hub-copy",
-                     "model.name_or_path=./model", "sft.enabled=false", "rl.enabled=false")  # fmt: skip
+                     "model.name_or_path=./model", "sft.enabled=false", "rl.enabled=false")
     assert missing_local_paths(config) == []
     # Hub ids are not paths: whether the cache holds them is the loader's to say.
     assert missing_local_paths(_config("data.source=hf:openai/gsm8k:main",
-                                       "model.name_or_path=Qwen/Qwen3-0.6B")) == []  # fmt: skip
+                                       "model.name_or_path=Qwen/Qwen3-0.6B")) == []
 
 
 def test_every_missing_path_is_named_with_its_key(tmp_path, monkeypatch):
@@ -41,7 +41,7 @@ def test_every_missing_path_is_named_with_its_key(tmp_path, monkeypatch):
     (tmp_path / "empty-model").mkdir()
     config = _config("data.source=parquet:gone.parquet", "data.eval_source=hf:/no/such/dir",
                      "model.name_or_path=./empty-model", "sft.enabled=false",
-                     "rl.enabled=false")  # fmt: skip
+                     "rl.enabled=false")
     problems = missing_local_paths(config)
     assert len(problems) == 3
     assert problems[0].startswith("data.source=parquet:gone.parquet:") and "does not exist" in problems[0]
@@ -77,10 +77,10 @@ def test_a_reasoning_trace_longer_than_the_completion_budget_is_refused_with_val
     fitting = re.search(r"Values that fit every row: (.*)", message).group(1)
     overrides = [part for part in fitting.split() if part != "--set"]
     assert {o.split("=")[0] for o in overrides} >= {"rl.max_completion_length",
-                                                    "rollout.max_new_tokens"}  # fmt: skip
+                                                    "rollout.max_new_tokens"}
     # The values it names do fit: the same data with them passes.
     report = check_fit(_config("data.reasoning=true", "data.num_train=50", "data.num_eval=20",
-                               *overrides))  # fmt: skip
+                               *overrides))
     assert report.found == [] and report.tags()["data.fit"] == "ok"
 
 
@@ -103,17 +103,17 @@ def test_a_gsm8k_style_eval_file_is_refused_naming_its_longest_row():
     assert "does not know: '\u00b0' (DEGREE SIGN) x1; '\u221a' (SQUARE ROOT) x1" in message
     needed = int(re.search(r"--set model\.max_length=(\d+)", message).group(1))
     assert check_fit(_config(f"data.eval_source=jsonl:{GSM8K_STYLE}", "data.num_train=50",
-                             f"model.max_length={needed}")).found == []  # fmt: skip
+                             f"model.max_length={needed}")).found == []
 
 
 def test_characters_are_mapped_where_an_ascii_spelling_exists_and_counted_otherwise():
     config = _config(f"data.eval_source=jsonl:{GSM8K_STYLE}", "data.num_train=50",
-                     "model.max_length=512")  # fmt: skip
+                     "model.max_length=512")
     report = check_fit(config)
     characters = report.characters
     # Counted in the fixture by hand: 4 right single quotes, one each of the others.
     assert characters.mapped == {"\u2019": ("'", 4), "\u2026": ("...", 1), "\u00d7": ("*", 1),
-                                 "\u2013": ("-", 1)}  # fmt: skip
+                                 "\u2013": ("-", 1)}
     assert characters.unknown == {"\u00b0": 1, "\u221a": 1}
     assert characters.rows == {"mapped": 3, "unknown": 1}
     tags = report.tags()
@@ -134,7 +134,7 @@ def test_a_grid_checks_each_distinct_data_and_limits_once():
     from breadth.study.grid import GridConfig
 
     cells = GridConfig(preset="default", formats=["mcq", "free_form"],
-                       rewards=["correctness", "ucb"], seeds=[0, 1]).cells()  # fmt: skip
+                       rewards=["correctness", "ucb"], seeds=[0, 1]).cells()
     unique = unique_fit_configs([cell[3] for cell in cells])
     assert len(cells) == 8
     assert sorted((c.data.format, c.seed) for c in unique) == [
@@ -158,7 +158,7 @@ def test_breadth_prepare_alone_keeps_every_row_as_written(tmp_path):
     from breadth.stages import read_rows
 
     result = CliRunner().invoke(app, ["prepare", "--out", str(tmp_path), "--eval-only",
-                                      "--source", f"jsonl:{GSM8K_STYLE}"])  # fmt: skip
+                                      "--source", f"jsonl:{GSM8K_STYLE}"])
     assert result.exit_code == 0, result.output
     rows = read_rows(tmp_path / "eval.parquet")
     assert len(rows) == 5
@@ -193,7 +193,7 @@ def test_a_local_models_own_context_and_tokenizer_are_used(tmp_path):
     build_tiny_model(ModelConfig(max_length=64), tokenizer, seed=0).save_pretrained(tmp_path)
     tokenizer.save_pretrained(tmp_path)
     local = (f"model.name_or_path={tmp_path}", "sft.enabled=false", "rl.enabled=false",
-             "data.num_train=20", "data.num_eval=20", "evaluation.search_budget=0")  # fmt: skip
+             "data.num_train=20", "data.num_eval=20", "evaluation.search_budget=0")
     assert check_fit(_config(*local, "rollout.max_new_tokens=50")).found == []
     with pytest.raises(ConfigError) as refused:
         check_fit(_config(*local, "rollout.max_new_tokens=60"))  # 6-token prompts + 60 > 64
@@ -207,7 +207,7 @@ def test_a_hub_model_missing_from_the_cache_is_said_not_checked_offline():
     """`breadth run` reads a hub tokenizer from the cache only (no download before the stack
     starts): one that is not there is reported unchecked, for the flow to check."""
     report = check_fit(_config("model.name_or_path=no-such-org/no-such-model",
-                               "sft.enabled=false", "rl.enabled=false"), offline=True)  # fmt: skip
+                               "sft.enabled=false", "rl.enabled=false"), offline=True)
     assert report.found == [] and "could not be read here" in report.skipped
     assert report.tags() == {"data.fit": f"not checked: {report.skipped}"}
 
@@ -216,9 +216,9 @@ def test_the_manifest_counts_the_characters_outside_ascii(tmp_path):
     from breadth.data.prepare import Manifest, prepare_dataset
 
     manifest = prepare_dataset(f"jsonl:{GSM8K_STYLE}", fmt="free_form", out_dir=tmp_path,
-                               eval_only=True)  # fmt: skip
+                               eval_only=True)
     assert manifest.characters == {"\u2019": 4, "\u2026": 1, "\u00d7": 1, "\u00b0": 1,
-                                   "\u221a": 1, "\u2013": 1}  # fmt: skip
+                                   "\u221a": 1, "\u2013": 1}
     assert Manifest.read(tmp_path).characters == manifest.characters
 
 
@@ -235,7 +235,7 @@ def test_a_synthetic_sources_verdict_is_kept_so_a_re_run_renders_nothing(tmp_pat
     fits = load_config("default", ["data.num_train=16", "data.num_eval=4"])
     assert preflight.check_fit(fits).tags() == preflight.check_fit(fits).tags()
     too_long = load_config("default", ["data.num_train=16", "data.num_eval=4",
-                                       "model.max_length=16", "rl.max_completion_length=8"])  # fmt: skip
+                                       "model.max_length=16", "rl.max_completion_length=8"])
     for _ in range(2):
         with pytest.raises(ConfigError, match="model.max_length"):
             preflight.check_fit(too_long)
@@ -243,7 +243,7 @@ def test_a_synthetic_sources_verdict_is_kept_so_a_re_run_renders_nothing(tmp_pat
     jsonl = tmp_path / "rows.jsonl"
     jsonl.write_text("".join(f'{{"question": "{i}+1=", "answer": "{i + 1}"}}\n' for i in range(40)))
     from_file = load_config("default", [f"data.source=jsonl:{jsonl}", "sft.enabled=false",
-                                        "rl.enabled=false"])  # fmt: skip
+                                        "rl.enabled=false"])
     for _ in range(2):
         preflight.check_fit(from_file)
     assert len(calls) == 4

@@ -37,7 +37,7 @@ def test_every_markdown_file_named_is_in_the_repository():
         for number, line in enumerate(path.read_text(errors="replace").splitlines(), 1)
         for name in MARKDOWN_NAME.findall(line)
         if Path(name).name not in in_repo
-    ]  # fmt: skip
+    ]
     assert not hits, "markdown files named but not in the repository:\n" + "\n".join(hits)
 
 
@@ -80,7 +80,7 @@ def _layout_block() -> str:
 
 
 @pytest.mark.parametrize("folder", ["data", "models", "rewards", "training", "rollout",
-                                    "evaluation", "tracking"])  # fmt: skip
+                                    "evaluation", "tracking"])
 def test_readme_layout_names_every_library_package(folder):
     assert f"  {folder}/" in _layout_block()
 
@@ -92,7 +92,7 @@ def test_readme_layout_names_only_modules_that_exist():
     for folder in re.findall(r"^([a-z]+/)", block, flags=re.MULTILINE):
         assert (ROOT / folder).is_dir(), f"README layout names {folder}"
     packages = {p.name for p in (ROOT / "src" / "breadth").iterdir()
-                if p.is_dir() and (p / "__init__.py").exists()}  # fmt: skip
+                if p.is_dir() and (p / "__init__.py").exists()}
     assert packages <= {f.strip("/") for f in re.findall(r"  ([a-z]+/)", block)}
 
 
@@ -129,6 +129,6 @@ def test_doc_snippets_set_the_prefect_server_before_the_prefect_cli():
         if first is None or "PREFECT_API_URL=" in lines[first]:  # names its server itself
             continue
         if not any(re.search(r'eval "\$\((?:\.venv/bin/)?breadth env\)"', line)
-                   for line in lines[:first]):  # fmt: skip
+                   for line in lines[:first]):
             missing.append(lines[first].strip())
     assert not missing, f"doc snippets run the Prefect CLI with no server set: {missing}"

@@ -62,7 +62,7 @@ def test_a_field_set_to_the_default_presets_value_overrides_the_preset(monkeypat
     """It used to be taken for a field left alone: the preset's value ran instead."""
     filled = {"rl__entropy_coef": 0.0, "rl__top_entropy_quantile": 1.0}  # entropy: 0.01, 0.2
     config = _submitted(**filled) if submitted == "the form" else \
-        {"rl": {"entropy_coef": 0.0, "top_entropy_quantile": 1.0}}  # fmt: skip
+        {"rl": {"entropy_coef": 0.0, "top_entropy_quantile": 1.0}}
     ran = _run(monkeypatch, {"preset": "entropy", "config": config})
     assert ran == load_config("entropy", ["rl.entropy_coef=0.0", "rl.top_entropy_quantile=1.0"])
     assert ran.rl.epsilon_high == 0.28  # the preset's value where the form was left empty
@@ -101,7 +101,7 @@ def test_a_whole_config_runs_as_it_is(monkeypatch, preset, given):
     field that is None in the config and set in `default` would)."""
     whole = load_config(preset, ["seed=3"])
     config = _run(monkeypatch, {"config": whole if given == "model" else
-                                whole.model_dump(mode="json")})  # fmt: skip
+                                whole.model_dump(mode="json")})
     assert config == whole and config.content_hash() == whole.content_hash()
 
 
@@ -114,7 +114,7 @@ def test_a_whole_configs_empty_fields_stay_empty_whatever_the_default_preset_set
     assert whole.data.num_train is None
     real = breadth.run_form.preset_values
     monkeypatch.setattr(breadth.run_form, "preset_values", lambda *args: {
-        **real(*args), "data": {**real(*args).get("data", {}), "num_train": 50}})  # fmt: skip
+        **real(*args), "data": {**real(*args).get("data", {}), "num_train": 50}})
     assert config_from_form(None, _form()).data.num_train == 50  # the patch holds
     assert _run(monkeypatch, {"config": whole.model_dump(mode="json")}) == whole
 
@@ -162,7 +162,7 @@ def test_every_config_field_is_an_empty_form_field_with_its_help_text_and_defaul
     schema = parameter_schema(breadth_flows.pipeline.pipeline.fn).model_dump_for_openapi()
     definitions = schema["definitions"]
     fields = _schema_fields({"properties": {"config": schema["properties"]["config"]}},
-                            definitions)  # fmt: skip
+                            definitions)
     help_text = {f"config.{key}": text for key, text in describe_keys(PipelineConfig)}
     assert set(fields) == set(help_text)
     assert all(spec["default"] is None for spec in fields.values())

@@ -43,14 +43,14 @@ def _limits(**changes):
     # The search's child prompts add their attempts to the longest eval prompt: 20 + 12 + 9.
     ({"max_new_tokens": 9, "search_prompt_extra": lambda new: 12},
      [("model.max_length", "rollout.max_new_tokens", "evaluation.search_max_attempt_chars")]),
-])  # fmt: skip
+])
 def test_each_limit_is_named_by_its_keys(changes, expected):
     assert [s.keys for s in shortfalls(TRAIN, EVAL, _limits(**changes))] == expected
 
 
 def test_a_shortfall_names_its_longest_row_and_how_many_do_not_fit():
     (found,) = shortfalls(TRAIN, EVAL, _limits(max_new_tokens=9, max_length=32, sft=True,
-                                               max_completion_length=None))  # fmt: skip
+                                               max_completion_length=None))
     assert (found.split, found.row, found.needed, found.limit, found.over, found.total) == (
         "train", 1, 33, 32, 1, 2)
 
@@ -60,20 +60,20 @@ def test_a_shortfall_names_its_longest_row_and_how_many_do_not_fit():
     {"search_prompt_extra": lambda new: 30}, {"rl_rows": 1, "max_length": 20},
     # Attempts shown in a child prompt are completions: a longer budget, a longer prompt.
     {"search_prompt_extra": lambda new: 10 + 2 * new, "max_new_tokens": 2},
-])  # fmt: skip
+])
 def test_the_fitting_values_fit_every_row(changes):
     limits = _limits(**changes)
     fitting = fitting_values(TRAIN, EVAL, limits)
     fixed = _limits(**{**changes, **{
         {"model.max_length": "max_length", "rl.max_completion_length": "max_completion_length",
          "rollout.max_new_tokens": "max_new_tokens"}[key]: value
-        for key, value in fitting.items()}})  # fmt: skip
+        for key, value in fitting.items()}})
     assert shortfalls(TRAIN, EVAL, fixed) == []
     # Only keys at fault are given, each at the least value that fits.
     for key, value in fitting.items():
         assert value > {"model.max_length": limits.max_length,
                         "rl.max_completion_length": limits.max_completion_length,
-                        "rollout.max_new_tokens": limits.max_new_tokens}[key]  # fmt: skip
+                        "rollout.max_new_tokens": limits.max_new_tokens}[key]
 
 
 def test_the_message_names_keys_values_rows_and_the_fix():
@@ -82,7 +82,7 @@ def test_the_message_names_keys_values_rows_and_the_fix():
     message = fit_message(found, fitting_values(TRAIN, EVAL, limits), limits,
                           lambda split, index: f"<{split} row {index}>",
                           {"model.max_length": 32, "rl.max_completion_length": 8,
-                           "rollout.max_new_tokens": 8})  # fmt: skip
+                           "rollout.max_new_tokens": 8})
     assert "(model.max_length=32)" in message and "<train row 1>" in message
     assert "needs 9 tokens, over the limit of 8 (rollout.max_new_tokens=8), in 1 of 2 eval rows" \
         in message
@@ -91,11 +91,11 @@ def test_the_message_names_keys_values_rows_and_the_fix():
 
 def test_a_hub_models_context_is_named_as_the_models_not_a_key():
     limits = _limits(max_length=20, max_length_key=None, sft=False, max_completion_length=None,
-                     max_new_tokens=9)  # fmt: skip
+                     max_new_tokens=9)
     found = shortfalls(TRAIN, EVAL, limits)
     assert found[0].keys == (MODEL_CONTEXT, "rollout.max_new_tokens")
     message = fit_message(found, fitting_values(TRAIN, EVAL, limits), limits,
-                          lambda split, index: "r", {"rollout.max_new_tokens": 9})  # fmt: skip
+                          lambda split, index: "r", {"rollout.max_new_tokens": 9})
     assert "--set" not in message  # no key sets a hub model's context
     assert "The model's context is 20 tokens and these rows need 29" in message
 

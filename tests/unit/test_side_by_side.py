@@ -45,7 +45,7 @@ def test_meters_record_each_rounds_increase_per_arm():
         return run
 
     result = compare(("a", arm(1.0)), ("b", arm(3.0)), pairs=3,
-                     meters={"fake meter": lambda: counter["value"]})  # fmt: skip
+                     meters={"fake meter": lambda: counter["value"]})
     assert result.metered["fake meter"] == {"a": [1.0] * 3, "b": [3.0] * 3}
     assert "fake meter during b: min 3.000s" in result.report()
 
@@ -95,6 +95,6 @@ def test_each_arm_warms_up_once_then_the_arms_alternate():
 def test_without_warm_up_each_arm_runs_once_per_pair():
     calls: list[str] = []
     result = compare(("a", lambda: calls.append("a")), ("b", lambda: calls.append("b")),
-                     pairs=3, warm_up=False)  # fmt: skip
+                     pairs=3, warm_up=False)
     assert calls == ["a", "b"] * 3
     assert "3 pairs from cold" in result.report()

@@ -82,9 +82,9 @@ def _serve_from(home, port: int, through_parent: bool):
 
     serve = [sys.executable, "-m", "http.server", "--bind", "127.0.0.1", str(port)]
     command = [sys.executable, "-c", f"import subprocess; subprocess.run({serve!r})"] \
-        if through_parent else serve  # fmt: skip
+        if through_parent else serve
     process = subprocess.Popen(command, cwd=home, start_new_session=True,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline:
         with socket.socket() as probe:
@@ -97,7 +97,7 @@ def _serve_from(home, port: int, through_parent: bool):
 
 @pytest.mark.skipif(not os.path.exists("/proc/net/tcp"), reason="reads /proc (Linux)")
 @pytest.mark.parametrize(("through_parent", "pid_file_names_it"),
-                         [(False, True), (True, True), (False, False)])  # fmt: skip
+                         [(False, True), (True, True), (False, False)])
 def test_up_and_status_name_the_home_whose_pid_file_names_the_server(
     tmp_path, monkeypatch, through_parent, pid_file_names_it
 ):
@@ -149,7 +149,7 @@ def test_stale_pid_file_is_detected_and_removed(tmp_path):
     ("service", "variable", "suffix"),
     [("s3", "BREADTH_S3_ENDPOINT", ""), ("mlflow", "MLFLOW_TRACKING_URI", ""),
      ("prefect", "PREFECT_API_URL", "/api")],
-)  # fmt: skip
+)
 def test_external_service_that_is_down_names_the_variable(
     service, variable, suffix, tmp_path, monkeypatch
 ):
@@ -261,7 +261,7 @@ def test_servers_keep_a_database_given_in_the_environment(tmp_path, monkeypatch)
     )
     monkeypatch.setenv("MLFLOW_BACKEND_STORE_URI", "postgresql://u:s3cret@db:5432/mlflow")
     monkeypatch.setenv("PREFECT_API_DATABASE_CONNECTION_URL",
-                       "postgresql+asyncpg://u:s3cret@db:5432/prefect")  # fmt: skip
+                       "postgresql+asyncpg://u:s3cret@db:5432/prefect")
     command = " ".join(by_name["mlflow"].command(settings))
     assert "--backend-store-uri" not in command and "s3cret" not in command
     assert by_name["prefect"].extra_env(settings)["PREFECT_API_DATABASE_CONNECTION_URL"] == (
@@ -280,13 +280,13 @@ def test_clients_get_quiet_libraries_unless_they_chose_otherwise(tmp_path, monke
 
 
 @pytest.mark.parametrize(("s3_action", "checks_bucket"),
-                         [("started", True), ("external", True), ("running", False)])  # fmt: skip
+                         [("started", True), ("external", True), ("running", False)])
 def test_the_bucket_is_checked_when_s3_is_new_to_the_stack(tmp_path, monkeypatch, s3_action,
-                                                            checks_bucket):  # fmt: skip
+                                                            checks_bucket):
     stack = LocalStack(StackSettings(home=tmp_path))
     checked = []
     monkeypatch.setattr(stack, "_up_one",
-                        lambda service: s3_action if service.name == "s3" else "running")  # fmt: skip
+                        lambda service: s3_action if service.name == "s3" else "running")
     monkeypatch.setattr(stack, "_ensure_bucket", lambda: checked.append(True))
     monkeypatch.setattr(stack, "reconcile", list)
     assert stack.up()["s3"] == s3_action
@@ -310,7 +310,7 @@ def test_up_reconciles_the_whole_stack_unless_told_not_to(tmp_path, monkeypatch,
                           ("http://localhost:{port}/", "running"),
                           ("http://key:secret@[::1]:{port}", "running"),
                           ("http://127.0.0.1:{other}", "external"),
-                          ("http://10.1.2.3:{port}", "external")])  # fmt: skip
+                          ("http://10.1.2.3:{port}", "external")])
 def test_a_service_this_stack_runs_is_its_own_when_the_environment_names_it(
     tmp_path, monkeypatch, endpoint, action
 ):
@@ -324,7 +324,7 @@ def test_a_service_this_stack_runs_is_its_own_when_the_environment_names_it(
 
     settings = StackSettings(home=tmp_path)
     monkeypatch.setenv("BREADTH_S3_ENDPOINT",
-                       endpoint.format(port=settings.s3_port, other=settings.s3_port + 1))  # fmt: skip
+                       endpoint.format(port=settings.s3_port, other=settings.s3_port + 1))
     monkeypatch.setattr(stack_module, "_s3_healthy", lambda _settings: True)
     stack = LocalStack(settings)
     (tmp_path / "run").mkdir()
@@ -342,7 +342,7 @@ def test_a_service_this_stack_runs_is_its_own_when_the_environment_names_it(
 @pytest.mark.parametrize(("endpoint", "action"),
                          [("http://127.0.0.1:{port}", "started"),
                           ("http://localhost:{port}/", "started"),
-                          ("http://127.0.0.1:{other}", StackError)])  # fmt: skip
+                          ("http://127.0.0.1:{other}", StackError)])
 def test_the_stacks_own_address_with_nothing_serving_it_is_started_not_refused(
     tmp_path, monkeypatch, endpoint, action
 ):
@@ -357,13 +357,13 @@ def test_the_stacks_own_address_with_nothing_serving_it_is_started_not_refused(
 
     settings = StackSettings(home=tmp_path)
     monkeypatch.setenv("BREADTH_S3_ENDPOINT",
-                       endpoint.format(port=settings.s3_port, other=settings.s3_port + 1))  # fmt: skip
+                       endpoint.format(port=settings.s3_port, other=settings.s3_port + 1))
     started = []
     monkeypatch.setattr(stack_module, "_s3_healthy", lambda _settings: bool(started))
     monkeypatch.setattr(stack_module, "_port_in_use", lambda port: False)
     monkeypatch.setattr(stack_module.subprocess, "Popen",
                         lambda command, **kwargs: started.append(command)
-                        or types.SimpleNamespace(pid=os.getpid()))  # fmt: skip
+                        or types.SimpleNamespace(pid=os.getpid()))
     stack = LocalStack(settings)
     monkeypatch.setattr(stack, "_ensure_bucket", lambda: None)
     (row,) = [row for row in stack.status() if row["service"] == "s3"]
@@ -383,7 +383,7 @@ def test_an_external_url_without_a_scheme_is_named_as_such(tmp_path, monkeypatch
     stack = LocalStack(StackSettings(home=tmp_path))
     (row,) = [row for row in stack.status() if row["service"] == "mlflow"]
     assert row["state"] == ("external, NOT answering. It has no scheme: write "
-                            "http://127.0.0.1:15999.")  # fmt: skip
+                            "http://127.0.0.1:15999.")
     with pytest.raises(StackError, match="It has no scheme: write http://127.0.0.1:15999"):
         stack.up(only=["mlflow"])
 

@@ -15,7 +15,7 @@ from breadth import stack_auth
 from breadth.stack import LocalStack, StackError, StackSettings, services
 
 CREDENTIAL_VARIABLES = (*stack_auth.CLIENT_VARIABLES, "BREADTH_BIND_ADDRESS", "BREADTH_STACK_AUTH",
-                        "MLFLOW_FLASK_SERVER_SECRET_KEY")  # fmt: skip
+                        "MLFLOW_FLASK_SERVER_SECRET_KEY")
 
 
 @pytest.fixture(autouse=True)
@@ -85,7 +85,7 @@ def test_credentials_from_the_environment_win_and_a_partial_set_is_refused(
     with pytest.raises(StackError, match="MLFLOW_TRACKING_PASSWORD, PREFECT_API_AUTH_STRING"):
         StackSettings(home=tmp_path).auth()
     for name, value in (("MLFLOW_TRACKING_PASSWORD", "pw"), ("PREFECT_API_AUTH_STRING", "ana:pw"),
-                        ("VLLM_API_KEY", "key")):  # fmt: skip
+                        ("VLLM_API_KEY", "key")):
         monkeypatch.setenv(name, value)
     credentials = StackSettings(home=tmp_path).auth()
     assert credentials is not None and credentials.mlflow_username == "ana"
@@ -152,7 +152,7 @@ def test_mlflows_secret_key_is_random_private_and_kept_not_derived_from_the_logi
         monkeypatch.setenv(name, value)
     first = stack_auth.load_credentials(tmp_path)
     assert first is not None and first.mlflow_secret_key == stack_auth.load_credentials(
-        tmp_path).mlflow_secret_key  # fmt: skip
+        tmp_path).mlflow_secret_key
     key_file = tmp_path / "mlflow_secret.key"
     assert stat.S_IMODE(key_file.stat().st_mode) == 0o600
     assert first.mlflow_secret_key not in {"ana", "pw", "ana:pw", "key"}
@@ -170,7 +170,7 @@ def test_a_shared_stack_names_the_host_others_reach_to_browsers_and_mlflow(
     settings = StackSettings(home=tmp_path)
     _, mlflow, prefect = services(settings)
     assert prefect.extra_env(settings)["PREFECT_UI_API_URL"] == (
-        f"http://gpu-box.lab:{settings.prefect_port}/api")  # fmt: skip
+        f"http://gpu-box.lab:{settings.prefect_port}/api")
     allowed = mlflow.extra_env(settings)["MLFLOW_SERVER_ALLOWED_HOSTS"].split(",")
     assert {"gpu-box.lab", f"gpu-box.lab:{settings.mlflow_port}", "127.0.0.1"} <= set(allowed)
     monkeypatch.setenv("MLFLOW_SERVER_ALLOWED_HOSTS", "only.me")  # the user's list is kept

@@ -53,7 +53,7 @@ def test_search_stage_uses_the_configured_backend_and_the_search_settings(
     backend = ScriptedBackend({row["prompt"].splitlines()[-1]: row["answer"] for row in rows})
     monkeypatch.setattr("breadth.rollout.backends.rollout_backend", lambda config: backend)
     config = load_config("default", ["evaluation.search_budget=8", "evaluation.search_chunk=3",
-                                     "evaluation.search_initial_share=0.25", "seed=5"])  # fmt: skip
+                                     "evaluation.search_initial_share=0.25", "seed=5"])
     comparison = stages.search_stage(config, folder, Path("policy"))
     assert backend.sampler_args == [(Path("policy"), 5, 3)]
     # Generation 0 draws budget * initial_share = 2 samples per problem, all 6 problems at once.
@@ -68,7 +68,7 @@ def test_evaluate_stage_is_analysis_only_and_adds_search_to_the_report(eval_dir,
     backend = ScriptedBackend({})  # never right
     monkeypatch.setattr("breadth.rollout.backends.rollout_backend", lambda config: backend)
     config = load_config("default", ["evaluation.search_budget=2",
-                                     "evaluation.bootstrap_samples=10"])  # fmt: skip
+                                     "evaluation.bootstrap_samples=10"])
     search = stages.search_stage(config, folder, Path("policy"))
     rollout_rows = [
         {**row, "sample_index": i, "model": "m", "text": row["answer"], "token_ids": [1],
@@ -76,11 +76,11 @@ def test_evaluate_stage_is_analysis_only_and_adds_search_to_the_report(eval_dir,
          "outcome": row["answer"], "correct": i == 0, "score": float(i == 0), "seed": 0,
          "backend": "transformers"}
         for row in rows for i in range(2)
-    ]  # fmt: skip
+    ]
     pd.DataFrame(rollout_rows).to_parquet(folder / "m.parquet", index=False)
     results, written = stages.evaluate_stage(config, {"m": folder / "m.parquet"},
                                              folder / "report", base_model="m",
-                                             searches={"m": search})  # fmt: skip
+                                             searches={"m": search})
     assert search.metrics()["search/evolutionary_success"] == 0.0
     assert results["m"].metrics()["eval/pass_at_1"] == pytest.approx(0.5)
     assert {p.name for p in written} >= {"search.png", "report.md"}

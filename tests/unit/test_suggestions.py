@@ -18,7 +18,7 @@ from breadth.suggestions import did_you_mean
     ("ucb", ["ucb1", "ucb2", "batch"], " Did you mean 'ucb1' or 'ucb2'?"),
     ("xyz", ["correctness", "darling"], ""),
     ("anything", [], ""),
-])  # fmt: skip
+])
 def test_did_you_mean(name, choices, expected):
     assert did_you_mean(name, choices) == expected
 
@@ -28,7 +28,7 @@ def test_did_you_mean(name, choices, expected):
     ("rl:\n  max_step: 3\n", [],
      "config key rl.max_step: Extra inputs are not permitted (got 3) Did you mean 'rl.max_steps'?"),
     (None, ["rl.reward.spec=darlin"], "unknown reward 'darlin'. Did you mean 'darling'?"),
-])  # fmt: skip
+])
 def test_config_errors_suggest_the_key_or_reward(tmp_path, preset_text, overrides, must_mention):
     preset = "default"
     if preset_text is not None:

@@ -101,7 +101,7 @@ def config(
     import yaml
 
     console.print(yaml.safe_dump(load_or_fail(preset, set_).model_dump(mode="json"),
-                                 sort_keys=False))  # fmt: skip
+                                 sort_keys=False))
 
 
 def print_rewards() -> None:
@@ -114,7 +114,7 @@ def print_rewards() -> None:
 
     table = Table(Column("reward", no_wrap=True), Column("what it gives", ratio=2),
                   Column("parameters (config key = default)", ratio=3),
-                  show_lines=True)  # fmt: skip
+                  show_lines=True)
     for entry in REWARDS.values():
         gives = _code(entry.help)
         if entry.not_in_training:

@@ -62,11 +62,11 @@ def cached_stages(keys: dict[str, str]) -> set[str]:
 
 def cost_rows(config: PipelineConfig, keys: dict[str, str], cached: set[str],
               counts: tuple[int, int],
-              rates: dict) -> list[tuple[StageWork, float | None, bool]]:  # fmt: skip
+              rates: dict) -> list[tuple[StageWork, float | None, bool]]:
     """Each computing stage's work, its estimated seconds (None: no measured rate), and
     whether the cache holds it (then it costs nothing)."""
     return [(work, estimate_seconds(config, work, rates), work.stage in cached)
-            for work in plan(config, *counts) if work.stage in keys]  # fmt: skip
+            for work in plan(config, *counts) if work.stage in keys]
 
 
 def samples_text(work: StageWork) -> str:
@@ -82,7 +82,7 @@ def print_run_plan(config: PipelineConfig) -> None:
     cached = cached_stages(keys)
     num_train, num_eval = counts = problem_counts(config, keys["prepare"])
     console.print(f"data: {num_train:,} training and {num_eval:,} evaluation problems "
-                  f"({config.data.source})", highlight=False, markup=False)  # fmt: skip
+                  f"({config.data.source})", highlight=False, markup=False)
     rates = measured_rates()
     table = Table("stage", "work", "samples", "steps", "time", "from")
     rows = cost_rows(config, keys, cached, counts, rates)
@@ -90,7 +90,7 @@ def print_run_plan(config: PipelineConfig) -> None:
         time = "cached" if held else "?" if seconds is None else duration(seconds)
         source = "the cache holds it" if held else rate_text(config, work, rates)
         table.add_row(work.stage, work.what, samples_text(work),
-                      f"{work.steps:,}" if work.steps else "-", time, source)  # fmt: skip
+                      f"{work.steps:,}" if work.steps else "-", time, source)
     Console(width=max(console.width, 150)).print(table)  # a pipe's 80 columns fold each row
     print_totals(rows)
     if warning := eval_heavy_warning(config, [work for work, _, _ in rows]):
@@ -107,15 +107,15 @@ def print_totals(rows: list[tuple[StageWork, float | None, bool]]) -> None:
     bound = "up to " if any(w.at_most for w, _ in todo) else ""
     console.print(f"to compute: {steps:,} training steps ({trained:,} SFT examples, "
                   f"{completions:,} GRPO completions), {bound}{evaluated:,} evaluation samples",
-                  highlight=False)  # fmt: skip
+                  highlight=False)
     known = sum(seconds for _, seconds in todo if seconds is not None)
     unknown = list(dict.fromkeys(w.stage for w, seconds in todo if seconds is None))
     if not todo:
         console.print("estimate: every stage is cached", highlight=False)
     elif not unknown:
         console.print(f"estimate: about {duration(known)} (prepare, model init and the "
-                      "evaluation's analysis not counted)", highlight=False)  # fmt: skip
+                      "evaluation's analysis not counted)", highlight=False)
     else:
         head = f"at least {duration(known)}; " if known else ""
         console.print(f"estimate: {head}no measured rate for {', '.join(unknown)} (each stage "
-                      f"that computes records its pace in {rates_path()})", highlight=False)  # fmt: skip
+                      f"that computes records its pace in {rates_path()})", highlight=False)

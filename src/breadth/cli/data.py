@@ -53,7 +53,7 @@ def prepare(
 
     given = {"source": source, "format": format, "eval_source": eval_source,
              "eval_fraction": eval_fraction, "schema_name": schema, "on_bad_rows": on_bad_rows,
-             "num_train": num_train, "num_eval": num_eval}  # fmt: skip
+             "num_train": num_train, "num_eval": num_eval}
     data = {key: value for key, value in given.items() if value is not None}
     data.update(eval_only=eval_only, reasoning=reasoning)
     if difficulty is not None:
@@ -73,14 +73,14 @@ def prepare(
         fail(str(error))
     counts = ", ".join(f"{manifest.counts[name]} {name}" for name in ("train", "eval"))
     console.print(f"wrote {out}: {counts} rows (content hash {manifest.content_hash})",
-                  highlight=False)  # fmt: skip
+                  highlight=False)
     for line in _what_was_left_out(manifest):
         console.print(f"  {line}", highlight=False)
     if manifest.characters:
         listed = ", ".join(f"{char!r} x{count}" for char, count in manifest.characters.items())
         console.print(f"  characters outside printable ASCII, kept as written (a run says which "
                       f"its model does not read; docs/guide/data-fit.md): {listed}",
-                      highlight=False)  # fmt: skip
+                      highlight=False)
 
 
 def _what_was_left_out(manifest: Manifest) -> list[str]:
@@ -93,17 +93,17 @@ def _what_was_left_out(manifest: Manifest) -> list[str]:
     if manifest.bad_rows_count:
         first = "; ".join(str(BadRow.from_dict(row)) for row in manifest.bad_rows[:3])
         lines.append(f"skipped {manifest.bad_rows_count} bad row(s) (--on-bad-rows skip), "
-                     f"listed in manifest.json; first: {first}")  # fmt: skip
+                     f"listed in manifest.json; first: {first}")
     if manifest.duplicates_dropped:
         lines.append(f"dropped {manifest.duplicates_dropped} exact repeat(s) of a problem")
     limited = {name: n for name, n in manifest.available.items() if n > manifest.counts[name]}
     if limited:
         lines.append("limited from " + ", ".join(f"{n} {name}" for name, n in limited.items())
-                     + " rows by --num-train / --num-eval")  # fmt: skip
+                     + " rows by --num-train / --num-eval")
     short = {name: wanted for name, wanted in manifest.limits.items()
-             if wanted is not None and wanted > manifest.counts[name]}  # fmt: skip
+             if wanted is not None and wanted > manifest.counts[name]}
     lines += [f"asked for {wanted} {name} rows, the source has only {manifest.counts[name]}"
-              for name, wanted in short.items()]  # fmt: skip
+              for name, wanted in short.items()]
     lines += [f"left out {n} record(s): {reason}" for reason, n in manifest.left_out.items() if n]
     return lines
 
@@ -172,7 +172,7 @@ def evaluate(
     for path in stale_report_files(out, written):
         path.unlink()
         console.print(f"removed {path} (an earlier report's, not this evaluation's)",
-                      highlight=False)  # fmt: skip
+                      highlight=False)
 
     # Said here too: a reader of the command's output alone must not take the numbers in
     # report.md for a paired, like-for-like comparison.
@@ -182,4 +182,4 @@ def evaluate(
         if result.uneven_samples is not None:
             console.print(f"[bold yellow]warning:[/] {name}: {result.uneven_samples.describe()}; "
                           "no sample is dropped. Re-run the short problems' rollouts, or drop "
-                          "them, to get the full curve.", highlight=False)  # fmt: skip
+                          "them, to get the full curve.", highlight=False)

@@ -73,7 +73,7 @@ def run(
     console.print(
         f"  S3 prefix:   s3://{env['BREADTH_S3_BUCKET']}/runs/{result['mlflow_run_id']}/ "
         f"(endpoint {env['BREADTH_S3_ENDPOINT']})", highlight=False,
-    )  # fmt: skip
+    )
     _print_cached_stage_files(result.get("cached_stage_files", {}))
     console.print(f"  Report:      {result['report']}", highlight=False)
     _print_paired(Path(result["report"]).with_name("paired.json"))
@@ -88,7 +88,7 @@ def _print_paired(path: Path) -> None:
         console.print(f"  {name} − {entry['base']}, paired over problems (95% CI):", highlight=False)
         for d in entry["differences"]:
             console.print(f"    {d['measure']:<18} {d['estimate']:+.3f} [{d['low']:+.3f}, "
-                          f"{d['high']:+.3f}]  {d['direction']}", highlight=False)  # fmt: skip
+                          f"{d['high']:+.3f}]  {d['direction']}", highlight=False)
 
 
 def _print_cached_stage_files(files: dict[str, str]) -> None:
@@ -98,7 +98,7 @@ def _print_cached_stage_files(files: dict[str, str]) -> None:
     if not files:
         return
     console.print("  Cached stages' files stay where the runs that produced them wrote them:",
-                  highlight=False)  # fmt: skip
+                  highlight=False)
     width = max(map(len, files))
     for stage, uri in files.items():
         console.print(f"    {stage:<{width}}  {uri}", highlight=False)
@@ -109,7 +109,7 @@ GRID_OPTIONS = {"preset": "--preset", "formats": "--format", "rewards": "--rewar
                 "seeds": "--seed", "overrides": "--set", "grid_id": "--grid-id",
                 "format_rewards": "--format-reward",
                 "cell_runner": "--cell-runner", "cell_deployment": "--cell-deployment",
-                "pilot": "--pilot"}  # fmt: skip
+                "pilot": "--pilot"}
 
 
 @app.command()
@@ -145,7 +145,7 @@ def grid(
 
     values: dict = {"overrides": set_ or [], "grid_id": grid_id, "cell_runner": cell_runner,
                     "cell_deployment": cell_deployment,
-                    "pilot": str(pilot.resolve()) if pilot else None}  # fmt: skip
+                    "pilot": str(pilot.resolve()) if pilot else None}
     if preset:
         values["preset"] = preset
     for key, given in (("formats", format_), ("rewards", reward), ("seeds", seed)):
@@ -232,7 +232,7 @@ def _fail_on_unfit_data(config: PipelineConfig) -> None:
     if report.skipped:
         console.print(f"[yellow]note:[/] the data's token lengths were not checked here: "
                       f"{report.skipped}; the run checks them once it has the model.",
-                      highlight=False)  # fmt: skip
+                      highlight=False)
     for key, line in (report.characters.summary() if report.characters else {}).items():
         said = ("characters the model's tokenizer reads as their ASCII spelling"
                 if key == "data.chars_mapped" else
@@ -257,14 +257,14 @@ def _print_cells(cells: list) -> None:
     storage = StackSettings().result_storage
     rates, counts, everything, warnings = measured_rates(), {}, [], {}
     table = Table("format", "objective", "seed", "config hash", "to generate", "time",
-                  "cached stages")  # fmt: skip
+                  "cached stages")
     computed: set[str] = set()  # stage keys an earlier cell computes: a later one reuses them
     for fmt, objective, cell_seed, config in cells:
         keys = stage_keys(config)
         cached = cached_stages(keys)
         free = cached | {stage for stage, key in keys.items() if key in computed}
         rows = cost_rows(config, keys, free, problem_counts(config, keys["prepare"], counts),
-                         rates)  # fmt: skip
+                         rates)
         computed.update(keys.values())
         everything += rows
         if warning := eval_heavy_warning(config, [work for work, _, _ in rows]):
@@ -273,11 +273,11 @@ def _print_cells(cells: list) -> None:
         generated = sum(work.samples for work, _ in todo if work.kind != "sft")
         known = sum(seconds for _, seconds in todo if seconds is not None)
         time = ("-" if not todo else duration(known) if all(s is not None for _, s in todo)
-                else f"≥ {duration(known)}" if known else "?")  # fmt: skip
+                else f"≥ {duration(known)}" if known else "?")
         held = [stage for stage in keys if stage in cached]
         shown = "all" if len(held) == len(keys) else ", ".join(held) or "none"
         table.add_row(fmt, objective, str(cell_seed), config.content_hash()[:12],
-                      f"{generated:,}", time, f"{len(held)}/{len(keys)}: {shown}")  # fmt: skip
+                      f"{generated:,}", time, f"{len(held)}/{len(keys)}: {shown}")
     Console(width=max(console.width, 160)).print(table)
     console.print(f"cache: {storage} (this machine's Prefect result storage)", highlight=False)
     print_totals(everything)
@@ -331,7 +331,7 @@ def compare(
         fail(str(error))
     try:
         summary = grid_summary(runs, _per_problem_tables(uri, runs), model=model,
-                               settings=settings)  # fmt: skip
+                               settings=settings)
     except ValueError as error:  # e.g. --model naming a model the runs were not evaluated on
         fail(f"--model {model}: {error}")
     # One folder per comparison: with one shared `compare/`, a grid's compare replaced a run
@@ -344,7 +344,7 @@ def compare(
     if grid_id:
         claims, claims_note = _write_claims(uri, grid_id, claims_dir,
                                             note.read_text() if note else "", settings,
-                                            pilot_sizing)  # fmt: skip
+                                            pilot_sizing)
     if json_:
         print_json({
             "model": model, "k": summary.attrs.get("k"), "cells": _records(summary),
@@ -354,7 +354,7 @@ def compare(
             "claims_note": claims_note or None,
             "split_cells": summary.attrs["split_cells"],
             "keys_beyond_the_rows": summary.attrs["keys_beyond_the_rows"],
-        })  # fmt: skip
+        })
         return
     # The table is wide: never squeeze it into a pipe's default 80 columns. A config column
     # (runs of a cell with unlike configs) widens it past 220: room for it, not a cropped row.
@@ -368,13 +368,13 @@ def compare(
             f"[yellow]not pooled:[/] runs of {cell} differ in config beyond the seed "
             f"({', '.join(keys) or 'config not logged on every run'}): one row per config, "
             "its `seeds` counting only runs of that config. To pool seeds, compare runs that "
-            "share every other key.", highlight=False)  # fmt: skip
+            "share every other key.", highlight=False)
     if beyond := summary.attrs["keys_beyond_the_rows"]:
         console.print(
             f"[yellow]not one factor:[/] the rows differ in more than their format and reward "
             f"({', '.join(beyond)}), so a difference between them is not the reward's alone. "
             "Compare runs that share every other key, or a grid (`breadth grid`).",
-            highlight=False)  # fmt: skip
+            highlight=False)
     replaced = " (replaced the earlier file)"
     for path in plots:
         console.print(f"wrote {path}{replaced if path in earlier else ''}", highlight=False)
@@ -385,14 +385,14 @@ def compare(
         console.print(f"wrote {claims / 'claims.md'} (the claims with their details, how the "
                       "grid ran, pass@k per objective) and claims.json beside it"
                       + (" (replacing an earlier report)" if claims / "claims.md" in earlier
-                         else ""), highlight=False)  # fmt: skip
+                         else ""), highlight=False)
     elif claims_note:
         console.print(f"no claims: {claims_note}", highlight=False)
 
 
 # Verdict colours of the terminal's claims table; "not run" is dim: nothing was measured.
 _VERDICT_STYLES = {"reproduced": "green", "refuted": "red", "no effect": "cyan",
-                   "inconclusive": "yellow", "not run": "dim"}  # fmt: skip
+                   "inconclusive": "yellow", "not run": "dim"}
 
 
 def _print_claims(rows: list[dict]) -> None:
@@ -408,13 +408,13 @@ def _print_claims(rows: list[dict]) -> None:
                   Column("measure", min_width=30), Column("δ", no_wrap=True),
                   Column("value [Holm-adjusted CI]", no_wrap=True),
                   Column("unadjusted 95%", no_wrap=True), Column("verdict", no_wrap=True),
-                  title="claims", title_justify="left")  # fmt: skip
+                  title="claims", title_justify="left")
     for c in claims:
         # Text, not markup: measures and intervals hold brackets.
         delta = "" if c.delta is None else f"±{c.delta:g}"
         table.add_row(Text(c.claim), Text(c.format), Text(c.measure), Text(delta),
                       Text(effect_text(c)), Text(unadjusted_text(c)),
-                      Text(c.verdict, style=_VERDICT_STYLES.get(c.verdict, "")))  # fmt: skip
+                      Text(c.verdict, style=_VERDICT_STYLES.get(c.verdict, "")))
     # Room for a measure on a line or two beside δ and two intervals, as the summary table
     # above gets its width (a pipe's default 80 columns leave the measure 4 characters a line).
     Console(width=max(console.width, 170)).print(table)
@@ -532,7 +532,7 @@ def list_runs(
     for row in linked:
         # The name may be cut to the width; the run id, which identifies the row, comes first.
         console.print(f"  {row['run_id']}  {row['name']}", highlight=False, markup=False,
-                      soft_wrap=False, no_wrap=True, overflow="ellipsis")  # fmt: skip
+                      soft_wrap=False, no_wrap=True, overflow="ellipsis")
         _print_links(row, "    ")
 
 
@@ -553,7 +553,7 @@ def _runs_table(rows: list[dict], names: list[str]) -> Table:
     table = Table("run id", "run", *FACT_COLUMNS, *names, "MLflow", "Prefect")
     for row in rows:
         table.add_row(row["run_id"], row["name"], *_facts(row, names),
-                      row["mlflow_url"] or "-", row["prefect_url"] or "-")  # fmt: skip
+                      row["mlflow_url"] or "-", row["prefect_url"] or "-")
     return table
 
 
@@ -562,7 +562,7 @@ def _facts(row: dict, names: list[str]) -> list[str]:
     figures, as the table shows them."""
     return [row["status"], row["started"][:16].replace("T", " "), row["experiment"],
             row.get("cached") or "-", row["model"] or "-",
-            *(_figure(row["headline"].get(name)) for name in names)]  # fmt: skip
+            *(_figure(row["headline"].get(name)) for name in names)]
 
 
 def _compact_table(rows: list[dict], names: list[str], room: int) -> Table | None:
@@ -574,7 +574,7 @@ def _compact_table(rows: list[dict], names: list[str], room: int) -> Table | Non
     body = [[f"{row['run_id']}\n{row['name']}", *_facts(row, names)] for row in rows]
     columns = list(zip(headers, *body, strict=True))
     natural = [max(len(line) for text in column for line in text.splitlines())
-               for column in columns]  # fmt: skip
+               for column in columns]
     least = [max(len(word) for text in column for word in text.split()) for column in columns]
     least[0] = max(len(row["run_id"]) for row in rows)
     # SIMPLE_HEAD without an edge: each column one space of padding and one of separator.
@@ -587,7 +587,7 @@ def _compact_table(rows: list[dict], names: list[str], room: int) -> Table | Non
         spare -= widths[i] - least[i]
     table = Table(*(Column(header, width=width, overflow="fold")
                     for header, width in zip(headers, widths, strict=True)),
-                  box=box.SIMPLE_HEAD, show_edge=False, padding=(0, 1, 0, 0))  # fmt: skip
+                  box=box.SIMPLE_HEAD, show_edge=False, padding=(0, 1, 0, 0))
     for cells in body:
         table.add_row(*cells)
     return table
@@ -599,7 +599,7 @@ def _print_blocks(rows: list[dict], names: list[str]) -> None:
     for row in rows:
         status, started, experiment, cached, model, *figures = _facts(row, names)
         shown = "  ".join(f"{name} {value}" for name, value in zip(names, figures, strict=True)
-                          if row["headline"].get(name) is not None)  # fmt: skip
+                          if row["headline"].get(name) is not None)
         for line in (f"{row['run_id']}  {status}  {started} UTC",
                      f"  {row['name']}  (experiment {experiment}, cached {cached})",
                      f"  {model}: {shown or 'no figures'}"):
@@ -618,7 +618,7 @@ def _no_runs_message(uri: str, experiment: str | None, grid_id: str | None) -> s
     """What an empty listing means: with a filter, that nothing matched it (not that MLflow is
     empty)."""
     where = "".join([f" of grid {grid_id!r}" if grid_id else "",
-                     f" in experiment {experiment!r}" if experiment else ""])  # fmt: skip
+                     f" in experiment {experiment!r}" if experiment else ""])
     if not where:
         return f"no pipeline runs in MLflow at {uri} (start one with `breadth run`)"
     hint = " (a grid's id is the grid.id tag of its runs; `breadth runs --json` lists them)"

@@ -26,7 +26,7 @@ PROJECT_DIR = Path(__file__).resolve().parents[3]
 JSON_HELP = "Print JSON instead of a table."
 # What `stack up` prints of the client environment: addresses, never secrets.
 PRINTED_ADDRESSES = ("PREFECT_API_URL", "MLFLOW_TRACKING_URI", "BREADTH_S3_ENDPOINT",
-                     "BREADTH_S3_BUCKET", "AWS_ACCESS_KEY_ID")  # fmt: skip
+                     "BREADTH_S3_BUCKET", "AWS_ACCESS_KEY_ID")
 
 
 def _stack():
@@ -65,7 +65,7 @@ def bring_up_stack(reconcile: bool = True) -> dict[str, str]:
     if starting:
         ports = ", ".join(f"{SERVICE_LABELS.get(s.name, s.name)} :{s.port}" for s in starting)
         console.print(f"Starting the local stack ({ports}; it keeps running after this command: "
-                      "`breadth stack down` stops it) ...", highlight=False)  # fmt: skip
+                      "`breadth stack down` stops it) ...", highlight=False)
     began = time.monotonic()
     env, _ = start_stack(reconcile)
     if starting:
@@ -104,7 +104,7 @@ def stack_up(json_: Annotated[bool, typer.Option("--json", help=JSON_HELP)] = Fa
     console.print(f"  export AWS_SECRET_ACCESS_KEY=... ({secret_source()})", highlight=False)
     if "MLFLOW_TRACKING_PASSWORD" in env:
         console.print("  and the MLflow, Prefect and vLLM credentials (`breadth env` prints them)",
-                      highlight=False)  # fmt: skip
+                      highlight=False)
 
 
 @stack_app.command("credentials")
@@ -124,7 +124,7 @@ def stack_credentials() -> None:
     verb = "kept" if existed else "wrote"
     console.print(f"{verb} {credentials_path(home)} (mode 0600): MLflow user "
                   f"{credentials.mlflow_username!r}, a Prefect auth string and a vLLM API key. "
-                  'Clients and workers: eval "$(breadth env)".', highlight=False)  # fmt: skip
+                  'Clients and workers: eval "$(breadth env)".', highlight=False)
 
 
 def secret_source() -> str:
@@ -169,7 +169,7 @@ def stack_logs(
     names = _service_names()
     if service is not None and service not in names:
         fail(f"unknown service {service!r}.{did_you_mean(service, names)} "
-             f"Services: {', '.join(names)}.")  # fmt: skip
+             f"Services: {', '.join(names)}.")
     paths = {name: stack.log_path(name) for name in ([service] if service else names)}
     missing = [str(path) for path in paths.values() if not path.is_file()]
     if len(missing) == len(paths):
@@ -335,10 +335,10 @@ def deploy(
     prefect = str(Path(sys.executable).parent / "prefect")
     full_env = {**os.environ, **env}
     inspect = subprocess.run([prefect, "work-pool", "inspect", work_pool], env=full_env,
-                             capture_output=True, text=True, check=False)  # fmt: skip
+                             capture_output=True, text=True, check=False)
     if inspect.returncode != 0:
         subprocess.run([prefect, "work-pool", "create", work_pool, "--type", "process"],
-                       env=full_env, check=True)  # fmt: skip
+                       env=full_env, check=True)
     spec = deployments_on_pool(work_pool)
     with tempfile.TemporaryDirectory(prefix="breadth-deploy-") as folder:
         prefect_file = Path(folder) / "prefect.yaml"
@@ -347,11 +347,11 @@ def deploy(
         # there (no pull section). Wide columns keep each result on one line.
         deployed = subprocess.run(deploy_invocation(prefect, prefect_file), cwd=PROJECT_DIR,
                                   env={**full_env, "COLUMNS": "1000"}, capture_output=True,
-                                  text=True, check=False)  # fmt: skip
+                                  text=True, check=False)
     created = created_deployments(deployed.stdout)
     expected = [deployment["name"] for deployment in spec["deployments"]]
     missing = [name for name in expected
-               if not any(full.split("/")[-1] == name for full in created)]  # fmt: skip
+               if not any(full.split("/")[-1] == name for full in created)]
     if deployed.returncode != 0 or missing:
         # Prefect exits 0 when it skips a deployment (e.g. a prefect.yaml it cannot validate):
         # its whole output says why.
@@ -367,4 +367,4 @@ def deploy(
     # The worker needs MLflow and S3 too, not just Prefect: both ways give it all of them.
     console.print(f"Start a worker with: breadth worker --pool {work_pool}\n"
                   f"  or: eval \"$(breadth env)\" && prefect worker start --pool {work_pool}",
-                  highlight=False)  # fmt: skip
+                  highlight=False)

@@ -34,5 +34,5 @@ __all__ = [
     "ModelConfig", "PipelineConfig", "RLConfig", "RewardConfig", "RolloutConfig", "SFTConfig",
     "TrackingConfig", "available_presets", "describe_keys", "describe_options", "load_config",
     "parse_override", "validated",
-]  # fmt: skip
+]
 

@@ -185,7 +185,7 @@ class _RewardSpecSection(Section):
     def _no_unknown_keys(cls, values: Any, handler: Any) -> Any:
         if isinstance(values, Mapping):
             unknown = {key: value for key, value in values.items()
-                       if key not in cls.model_fields and _late_param(cls, key) is None}  # fmt: skip
+                       if key not in cls.model_fields and _late_param(cls, key) is None}
             if unknown:
                 _NoKeys.model_validate(unknown)  # extra_forbidden at each key, as for any section
         return handler(values)
@@ -211,7 +211,7 @@ class _RewardSpecSection(Section):
         if self._parsed is None or self._parsed[0] != self.spec:
             # model_construct, or model_copy(update=...): neither validates.
             raise ValueError(f"rl.reward.spec={self.spec!r} was set without validation; "
-                             "validate the config (model_validate) to use it")  # fmt: skip
+                             "validate the config (model_validate) to use it")
         return self._parsed[1]
 
 
@@ -223,14 +223,14 @@ def _error_at(model: BaseModel, key: str, value: Any, error: ValueError) -> Vali
     """`error` as a validation error of `key` (shown as `rl.reward.<key>`), not of the whole
     section: a model validator's own errors name only its section."""
     return ValidationError.from_exception_data(type(model).__name__, [InitErrorDetails(
-        type="value_error", loc=(key,), input=value, ctx={"error": error})])  # fmt: skip
+        type="value_error", loc=(key,), input=value, ctx={"error": error})])
 
 
 def _late_params(model: type[BaseModel]) -> list[tuple[str, RewardEntry, RewardParam]]:
     """(config key, reward, parameter) of each reward parameter registered after `model` was
     made, so with no field of its own."""
     return [(key, entry, param) for entry in REWARDS.values() for param in entry.params
-            if (key := entry.config_key(param)) not in model.model_fields]  # fmt: skip
+            if (key := entry.config_key(param)) not in model.model_fields]
 
 
 def _late_param(model: type[BaseModel], key: str) -> RewardParam | None:
@@ -241,7 +241,7 @@ def reward_keys_registered_since() -> list[tuple[str, RewardParam, str]]:
     """(key under rl.reward, parameter, help) of each reward parameter registered after this
     module was imported: `breadth config --keys` lists them, `--set` and presets take them."""
     return [(key, param, f"{entry.name}: {param.help}.")
-            for key, entry, param in _late_params(RewardConfig)]  # fmt: skip
+            for key, entry, param in _late_params(RewardConfig)]
 
 
 def _reward_param_fields() -> dict[str, Any]:
@@ -254,7 +254,7 @@ def _reward_param_fields() -> dict[str, Any]:
             description = f"{entry.name}: {param.help}."
             fields[entry.config_key(param)] = (annotation, Field(
                 param.default, description=description, ge=param.ge, gt=param.gt, le=param.le
-            ))  # fmt: skip
+            ))
     return fields
 
 
@@ -384,7 +384,7 @@ class RLConfig(Section):
         they need; from the spec parsed at validation (the adapter, the trainer and the extra
         training processes build from this, and never parse the spec again)."""
         return resolve_plan(self.reward.spec, self.reward.parsed_spec, self.reward,
-                            {"rl.num_generations": self.num_generations})  # fmt: skip
+                            {"rl.num_generations": self.num_generations})
 
 
 class RolloutConfig(Section):

@@ -41,7 +41,7 @@ def preset_values(name: str, _chain: tuple[str, ...] = ()) -> dict[str, Any]:
     else:
         if name not in available_presets() and ("/" in name or path.exists()):
             raise ConfigError(f"preset {name!r} is a path but not a .yaml or .yml file; give a "
-                              f"preset file, or a preset name: {', '.join(available_presets())}.")  # fmt: skip
+                              f"preset file, or a preset name: {', '.join(available_presets())}.")
         if name not in available_presets():
             raise ConfigError(
                 f"unknown preset {name!r}.{did_you_mean(name, available_presets())} Available "
@@ -64,7 +64,7 @@ def preset_values(name: str, _chain: tuple[str, ...] = ()) -> dict[str, Any]:
         # `extends: study` starts from another preset, so a variant states only what differs.
         if not isinstance(parent, str):
             raise ConfigError(f"preset {name!r}: `extends` must name another preset or YAML "
-                              f"file, got {parent!r}")  # fmt: skip
+                              f"file, got {parent!r}")
         if Path(parent).suffix in {".yaml", ".yml"} and path.suffix in {".yaml", ".yml"}:
             # A file names its parent file as it sits beside it, wherever the command runs;
             # resolved, so a cycle is seen however its paths are spelled (../a/x.yaml).
@@ -72,7 +72,7 @@ def preset_values(name: str, _chain: tuple[str, ...] = ()) -> dict[str, Any]:
         chain = (*_chain, name)
         if parent in chain or len(chain) > MAX_PRESET_CHAIN:
             raise ConfigError(f"presets extend each other in a cycle: "
-                              f"{' -> '.join([*chain, parent])}; remove one `extends`")  # fmt: skip
+                              f"{' -> '.join([*chain, parent])}; remove one `extends`")
         return _merge(preset_values(parent, chain), values)
     return values
 
@@ -147,7 +147,7 @@ def _value_as_written(loader: yaml.SafeLoader, node: yaml.Node, key: str,
             if preset is None:
                 raise
             raise ConfigError(f"preset file {preset}, line {item.start_mark.line + 1}: "
-                              f"{error}") from None  # fmt: skip
+                              f"{error}") from None
         if isinstance(value, str):
             item.tag = _STR_TAG
 
@@ -177,7 +177,7 @@ def _constructed(loader: yaml.SafeLoader, item: yaml.ScalarNode, key: str, known
 
 
 _TAG_KINDS = {"!!timestamp": "a date", "!!int": "a whole number", "!!float": "a number",
-              "!!bool": "a yes/no word"}  # fmt: skip
+              "!!bool": "a yes/no word"}
 
 
 def _merge(base: dict[str, Any], update: dict[str, Any]) -> dict[str, Any]:
@@ -250,7 +250,7 @@ def parse_override(text: str) -> tuple[str, Any]:
         # The field only labels the run (MLflow experiment and run name): setting it would
         # name the run after a preset whose values it does not use.
         raise ConfigError(f"--set {text!r}: `preset` is only a label, it loads nothing; use "
-                          f"--preset {raw.strip()} to start from that preset.")  # fmt: skip
+                          f"--preset {raw.strip()} to start from that preset.")
     if key not in _known_keys():
         raise ConfigError(
             f"unknown config key {key!r} in --set.{did_you_mean(key, _known_keys())} Run "
@@ -295,7 +295,7 @@ def _as_written(key: str, written: str, value: Any) -> Any:
         if _YAML_1_1_OCTAL.fullmatch(written) and value != int(written.replace("_", "")):
             raise ConfigError(f"config key {key}: {written} is an octal number in YAML, read "
                               f"as {value}; write {value}, or {int(written.replace('_', ''))} "
-                              "without the zero")  # fmt: skip
+                              "without the zero")
         if _YAML_1_1_BASE_60.fullmatch(written):
             raise ConfigError(f"config key {key}: {written} is a base-60 number in YAML, read "
                               f"as {value}; write the number meant (e.g. {value})")
@@ -352,7 +352,7 @@ def _describe(error: ValidationError, options: Mapping[str, str] | None = None,
         fixes.append(options[key] if key in options else " or ".join([*within, fallback]))
     # The key list helps with a misspelt or misplaced key, not with a value an option gave.
     keys_hint = ("; `breadth config --keys` lists every key"
-                 if any(fallback in fix or "the override" in fix for fix in fixes) else "")  # fmt: skip
+                 if any(fallback in fix or "the override" in fix for fix in fixes) else "")
     return "invalid configuration:\n  " + "\n  ".join(lines) + (
         f"\nFix {' and '.join(dict.fromkeys(fixes))}{keys_hint}."
     )
@@ -385,7 +385,7 @@ def describe_options(error: ValidationError, options: dict[str, str]) -> str:
 def load_config(
     preset: str = "default", overrides: list[str] | None = None,
     options: Mapping[str, str] | None = None,
-) -> PipelineConfig:  # fmt: skip
+) -> PipelineConfig:
     """Preset YAML + `key=value` overrides -> a validated PipelineConfig; an invalid key that
     `options` maps to a command-line option is blamed on that option (see `_describe`).
 
@@ -406,7 +406,7 @@ def load_config(
 def validated(
     values: dict[str, Any], options: Mapping[str, str] | None = None,
     fallback: str = PRESET_OR_SET,
-) -> PipelineConfig:  # fmt: skip
+) -> PipelineConfig:
     """A nested dict of config values -> a PipelineConfig, or a ConfigError naming each key
     and what to fix (`_describe`)."""
     try:

@@ -280,12 +280,12 @@ def _drop_duplicates(records: list[Record]) -> tuple[list[Record], int, list[Bad
     Linear in the records: each problem's answers are counted once, and each conflict message
     is built once per (problem, answer) and names at most `_OTHERS_NAMED` other rows."""
     located = [(record.origin or RowOrigin(position, "record"), record)
-               for position, record in enumerate(records, start=1)]  # fmt: skip
+               for position, record in enumerate(records, start=1)]
     problems: dict[tuple[str, tuple[str, ...]], list[tuple[RowOrigin, Record]]] = {}
     for origin, record in located:
         problems.setdefault((record.question, record.choices), []).append((origin, record))
     answers = {key: Counter(record.answer for _, record in group)
-               for key, group in problems.items()}  # fmt: skip
+               for key, group in problems.items()}
     reasons: dict[tuple[tuple[str, tuple[str, ...]], str], str] = {}
     seen: set[str] = set()
     unique, conflicts, repeats = [], [], 0
@@ -317,7 +317,7 @@ def _conflict(record: Record, same_question: list[tuple[RowOrigin, Record]],
     """Why a row is a conflict: its answer, and where the other answers to its question are
     (the first `_OTHERS_NAMED` such rows, then how many more)."""
     others = list(islice(((origin, other) for origin, other in same_question
-                          if other.answer != record.answer), _OTHERS_NAMED))  # fmt: skip
+                          if other.answer != record.answer), _OTHERS_NAMED))
     listed = "; ".join(f"{origin} answers {other.answer!r}" for origin, other in others)
     more = len(same_question) - answers[record.answer] - len(others)
     listed += f"; and {more} more" if more > 0 else ""
@@ -337,7 +337,7 @@ def _render_all(splits: dict[str, list[Record]], fmt: str, reasoning: bool, num_
                 # A generated record has no row in a file: its place in the split stands in.
                 origin = record.origin or RowOrigin(index, f"{name} record")
                 bad.append(_in_source(BadRow.at(origin, "answer", error.reason), record.source,
-                                      spec))  # fmt: skip
+                                      spec))
     return rows, bad
 
 
@@ -350,7 +350,7 @@ def unusual_characters(rows: list[dict[str, Any]]) -> dict[str, int]:
     """
     counts = Counter(char for row in rows for part in ("prompt", "target")
                      for char in str(row[part]) if not (char.isascii() and char.isprintable())
-                     and char != "\n")  # fmt: skip
+                     and char != "\n")
     return dict(counts.most_common())
 
 

@@ -226,7 +226,7 @@ class BadRowsError(ValueError):
             listed += f"\n  ... and {more} more"
         # Each source whose rows are listed by row says what its rows count.
         numbered = dict.fromkeys(row.source or source for row in self.bad_rows
-                                 if row.unit.endswith("row"))  # fmt: skip
+                                 if row.unit.endswith("row"))
         for spec in numbered:
             within = f"{spec}: " if len(numbered) > 1 else ""
             listed += f"\n  ({within}{row_numbering(spec)})"

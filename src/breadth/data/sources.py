@@ -125,7 +125,7 @@ def _one_cause(records: list[Record], bad_rows: list[BadRow], schema: str, field
         return ""
     return (f"no row has the field {missing.pop()!r} that the {schema!r} schema reads; the rows "
             f"have {sorted(fields)}: rename the columns, or pick the schema that matches them "
-            "(data.schema_name / --schema)")  # fmt: skip
+            "(data.schema_name / --schema)")
 
 
 class SourceError(ValueError):
@@ -251,7 +251,7 @@ def _hub_splits(available: list[str], wanted: str | None) -> list[tuple[str, str
 
 def _to_records(rows: Iterator[RawRow], spec: str, schema: str,
                 columns: Mapping[str, str] | None
-                ) -> tuple[list[Record], list[BadRow], str, set[str]]:  # fmt: skip
+                ) -> tuple[list[Record], list[BadRow], str, set[str]]:
     """(records, bad rows, the schema used, the first row's fields)."""
     records: list[Record] = []
     bad_rows: list[BadRow] = []

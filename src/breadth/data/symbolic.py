@@ -205,7 +205,7 @@ class _Helpers:
             return subprocess.Popen(
                 [sys.executable, "-P", str(Path(__file__).resolve())], stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-            )  # fmt: skip
+            )
         except OSError:
             return None
 

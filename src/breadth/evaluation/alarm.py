@@ -69,7 +69,7 @@ class AlarmResult:
         # fits a flow-run page; a drop's full sentence is in the list above.
         for metric in dict.fromkeys(c.metric for c in self.compared):
             lines += ["", f"**{metric}**", "", "| cell | previous [CI] | current [CI] | verdict |",
-                      "| --- | --- | --- | --- |"]  # fmt: skip
+                      "| --- | --- | --- | --- |"]
             for c in (c for c in self.compared if c.metric == metric):
                 lines.append(
                     f"| {c.format} / {c.reward} | "
@@ -149,12 +149,12 @@ def collapse_alarm(
             comparison = _compare(
                 cell, metric, _triple(p, metric), _triple(c, metric),
                 min_relative_drop, min_relative_drop_without_ci,
-            )  # fmt: skip
+            )
             if comparison is None:
                 # A split too small to read is no missing measurement: say which it was.
                 why = "; ".join(f"{reason} in the {name} grid" for name, row in
                                 (("previous", p), ("current", c))
-                                if isinstance(reason := row.get(f"{metric}_inconclusive"), str))  # fmt: skip
+                                if isinstance(reason := row.get(f"{metric}_inconclusive"), str))
                 notes.append(f"{cell[0]} / {cell[1]}: {metric} "
                              + (f"not compared: {why}" if why else "not measured in both grids"))
             else:
@@ -188,7 +188,7 @@ def _compare(cell, metric, prev, cur, min_drop, min_drop_without_ci) -> CellComp
     else:
         verdict = f"beyond the CIs but under the {floor:.0%} floor ({relative:.0%})"
     return CellComparison(str(cell[0]), str(cell[1]), metric, p, p_low, p_high, c, c_low,
-                          c_high, dropped, verdict)  # fmt: skip
+                          c_high, dropped, verdict)
 
 
 def _triple(row: pd.Series, metric: str) -> tuple[float, float, float]:

@@ -178,7 +178,7 @@ def widened_for_few_seeds(estimate, low, high, num_seeds: int, floor, ceiling):
 def hierarchical_bootstrap_ci(
     values, num_resamples: int = DEFAULT_RESAMPLES, seed: int = 0,
     confidence: float = DEFAULT_CONFIDENCE,
-) -> ConfidenceInterval:  # fmt: skip
+) -> ConfidenceInterval:
     """Mean of a (seeds x problems) matrix with a two-level percentile bootstrap interval.
 
     Both sources of noise, training seeds and the problem sample, widen the interval, and a
@@ -197,5 +197,5 @@ def hierarchical_bootstrap_ci(
     low, high = percentile_interval(means[np.isfinite(means)], confidence)
     estimate = float(np.nanmean(matrix))
     low, high = widened_for_few_seeds(estimate, low, high, matrix.shape[0],
-                                      np.nanmin(matrix), np.nanmax(matrix))  # fmt: skip
+                                      np.nanmin(matrix), np.nanmax(matrix))
     return ConfidenceInterval(estimate, float(low), float(high))

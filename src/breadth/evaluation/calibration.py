@@ -36,7 +36,7 @@ from breadth.evaluation.seed_interval import seed_means, seed_t_interval
 
 __all__ = ["METHODS", "PilotVariances", "Rate", "Scenario", "bootstrap_over_pooled_problems",
            "calibration_grid", "hierarchical_bootstrap", "pilot_variances", "read_pilot",
-           "score_methods", "seed_bootstrap", "seed_t", "simulate_study"]  # fmt: skip
+           "score_methods", "seed_bootstrap", "seed_t", "simulate_study"]
 
 Interval = tuple[float, float]
 Method = Callable[[np.ndarray, int, float, int], Interval]
@@ -72,7 +72,7 @@ def simulate_study(scenario: Scenario, rng: np.random.Generator) -> np.ndarray:
 
 
 def hierarchical_bootstrap(matrix: np.ndarray, resamples: int, confidence: float,
-                           seed: int) -> Interval:  # fmt: skip
+                           seed: int) -> Interval:
     """Today's grid-summary interval: seeds, then problems, widened by sqrt(S / (S - 1))."""
     ci = hierarchical_bootstrap_ci(matrix, resamples, seed, confidence)
     return ci.low, ci.high
@@ -85,7 +85,7 @@ def seed_t(matrix: np.ndarray, resamples: int, confidence: float, seed: int) -> 
 
 
 def seed_bootstrap(matrix: np.ndarray, resamples: int, confidence: float,
-                   seed: int) -> Interval:  # fmt: skip
+                   seed: int) -> Interval:
     """Percentile bootstrap of the per-seed means (S of them, drawn with replacement)."""
     means = seed_means(matrix)
     draws = np.random.default_rng(seed).integers(0, means.size, size=(resamples, means.size))
@@ -94,7 +94,7 @@ def seed_bootstrap(matrix: np.ndarray, resamples: int, confidence: float,
 
 
 def bootstrap_over_pooled_problems(matrix: np.ndarray, resamples: int, confidence: float,
-                                   seed: int) -> Interval:  # fmt: skip
+                                   seed: int) -> Interval:
     """A wrong interval, kept as the simulation's negative control: every problem of every
     seed resampled as if independent, so run-to-run noise is not counted at all."""
     values = matrix[np.isfinite(matrix)]
@@ -128,7 +128,7 @@ class Rate:
 
 def score_methods(scenario: Scenario, reps: int, seed: int,
                   methods: dict[str, Method] | None = None, resamples: int = 400,
-                  confidence: float = 0.95) -> dict[str, dict[str, float | Rate]]:  # fmt: skip
+                  confidence: float = 0.95) -> dict[str, dict[str, float | Rate]]:
     """{method: {"excludes_zero", "covers", "half_width"}} over `reps` simulated studies.
 
     Every method reads the same studies (common random numbers). Under mu = 0,
@@ -155,7 +155,7 @@ def score_methods(scenario: Scenario, reps: int, seed: int,
 
 def calibration_grid(seeds: Sequence[int], seed_sds: Sequence[float], effect: float, reps: int,
                      seed: int, resamples: int = 400,
-                     template: Scenario | None = None) -> list[dict]:  # fmt: skip
+                     template: Scenario | None = None) -> list[dict]:
     """One row per (S, seed sd, method): false positives (mu = 0), coverage and power (mu =
     effect), half-width; each scenario simulated with its own seed derived from `seed`.
     `template` gives the problems, samples and pass-rate distribution (default: Beta's)."""
@@ -165,16 +165,16 @@ def calibration_grid(seeds: Sequence[int], seed_sds: Sequence[float], effect: fl
         for j, sd in enumerate(seed_sds):
             base = seed + 1000 * i + 100 * j
             null = score_methods(replace(template, num_seeds=num_seeds, seed_sd=sd, effect=0.0),
-                                 reps, base, resamples=resamples)  # fmt: skip
+                                 reps, base, resamples=resamples)
             planted = score_methods(replace(template, num_seeds=num_seeds, seed_sd=sd,
                                             effect=effect),
-                                    reps, base + 50, resamples=resamples)  # fmt: skip
+                                    reps, base + 50, resamples=resamples)
             for name in METHODS:
                 rows.append({"seeds": num_seeds, "seed_sd": sd, "method": name,
                              "false_positives": null[name]["excludes_zero"],
                              "coverage": planted[name]["covers"],
                              "power": planted[name]["excludes_zero"],
-                             "half_width": null[name]["half_width"]})  # fmt: skip
+                             "half_width": null[name]["half_width"]})
     return rows
 
 
@@ -227,14 +227,14 @@ def pilot_variances(seeds: Sequence[tuple[pd.DataFrame, pd.DataFrame]]) -> Pilot
         if rl_rate.isna().any():
             raise ValueError(f"the RL rollouts lack {int(rl_rate.isna().sum())} of SFT's "
                              "problems: the pilot's RL and SFT must be evaluated on the same "
-                             "problems")  # fmt: skip
+                             "problems")
         diff = (rl_rate - sft_rate).to_numpy(np.float64)
         rates.append(sft_rate.to_numpy(np.float64))
         deltas.append(float(diff.mean()))
         variances.append(float(diff.var(ddof=1) / diff.size))
         problems.append(diff.size)
         samples.append(int(min(sft.groupby("problem_id").size().min(),
-                               rl.groupby("problem_id").size().min())))  # fmt: skip
+                               rl.groupby("problem_id").size().min())))
     return PilotVariances(tuple(float(r) for r in np.concatenate(rates)), min(problems),
                           min(samples), tuple(deltas), math.sqrt(float(np.mean(variances))))
 
@@ -257,4 +257,4 @@ def read_pilot(folder: Path) -> PilotVariances:
     columns = ["problem_id", "correct"]
     return pilot_variances([(pd.read_parquet(roots[0] / "sft.parquet", columns=columns),
                              pd.read_parquet(roots[0] / "rl.parquet", columns=columns))
-                            for _, roots in sorted(by_seed.items())])  # fmt: skip
+                            for _, roots in sorted(by_seed.items())])

@@ -39,7 +39,7 @@ def _reasoning(rows: pd.DataFrame) -> list[np.ndarray | None]:
     if "entropy" not in rows or "text" not in rows:
         return []
     return [div.reasoning_entropies(e, as_text(t))
-            for e, t in zip(rows["entropy"].to_numpy(object), rows["text"].to_numpy(object))]  # fmt: skip
+            for e, t in zip(rows["entropy"].to_numpy(object), rows["text"].to_numpy(object))]
 
 
 def reasoning_entropy_threshold(rollouts: pd.DataFrame, quantile: float = 0.8) -> float | None:
@@ -86,5 +86,5 @@ def claim_columns(s: SamplesByProblem, reasoning_threshold: float | None) -> dic
                 above[g] += float((values > reasoning_threshold).sum())
                 total[g] += values.size
         out["reasoning_forking_share"] = np.divide(above, total, out=np.full(num, np.nan),
-                                                   where=total > 0)  # fmt: skip
+                                                   where=total > 0)
     return out

@@ -62,14 +62,14 @@ _BASE_METRICS: tuple[tuple[str, str, str, bool], ...] = (
     ("base_pass_at_kmax", "{base} pass@{k}", "eval/pass_at_{k}", False),
     ("base_distinct_unsolved", "{base} distinct, base-unsolved",
      "transfer/unsolved/base/distinct_outcomes", True),
-)  # fmt: skip
+)
 # Paired per run (same seed, same SFT warm start), then averaged: trained minus base.
 _DELTAS: tuple[tuple[str, str, str, str], ...] = (
     ("pass_at_1_delta", "Δpass@1", "pass_at_1", "base_pass_at_1"),
     ("pass_at_kmax_delta", "Δpass@{k}", "pass_at_kmax", "base_pass_at_kmax"),
     ("distinct_unsolved_delta", "Δdistinct, base-unsolved", "distinct_unsolved",
      "base_distinct_unsolved"),
-)  # fmt: skip
+)
 BOOTSTRAP_CI = "bootstrap over seeds × problems"
 RUN_CI = "the run's bootstrap over problems"
 NO_CI = "none (no per-problem tables)"
@@ -78,7 +78,7 @@ NO_CI = "none (no per-problem tables)"
 def grid_summary(
     runs: pd.DataFrame, per_problem: pd.DataFrame | None = None, model: str = "rl", *,
     base_model: str = "sft", settings: ClaimSettings | None = None,
-) -> pd.DataFrame:  # fmt: skip
+) -> pd.DataFrame:
     """One row per cell (format x reward, and `config` where the cell's runs differ in more than
     the seed, see `config_variants`): each SUMMARY_METRICS column as the mean across the
     cell's runs (seeds) with a 95% CI, the base model's reference values, the paired deltas
@@ -125,7 +125,7 @@ def grid_summary(
     if model not in models:
         held = (f"the models they hold: {', '.join(models)}; pass one of them (e.g. "
                 f"`breadth compare --model {models[0]}`)" if models
-                else "they hold none: did their evaluate stage run?")  # fmt: skip
+                else "they hold none: did their evaluate stage run?")
         raise ValueError(f"the runs hold no metrics of model {model!r} (`{model}/...`): {held}")
     settings = settings or ClaimSettings()
     k = _largest_common_k(runs, model)
@@ -136,12 +136,12 @@ def grid_summary(
     variants, split = config_variants(runs)
     rows = []
     groups = runs.assign(config=variants).groupby(["format", "reward", "config"], sort=True,
-                                                  dropna=False)  # fmt: skip
+                                                  dropna=False)
     for (fmt, reward, variant), group in groups:
         row = {"format": fmt, "reward": reward, "config": variant, "seeds": len(group), "k": k}
         for name, (values, lows, highs) in per_run.items():
             row.update(_from_runs(name, values[group.index], lows[group.index],
-                                  highs[group.index]))  # fmt: skip
+                                  highs[group.index]))
         # Only this row's own runs' rows where the study frame names runs: a cell's tables
         # pool its configs, and another cell's SFT start may come from another config.
         cell = _tables_of(per_problem, group, fmt, reward) if tables else None
@@ -156,13 +156,13 @@ def grid_summary(
         # inconclusive, and a mean of 10 problems beside conclusive columns reads as a finding.
         # Tables that share no problem with their base give no sizes: the logged ones then.
         sizes = ((split_sizes(*cell, settings) if cell is not None else {})
-                 or _logged_split_sizes(group, model))  # fmt: skip
+                 or _logged_split_sizes(group, model))
         row.update(_inconclusive_splits(sizes, settings.min_split))
         rows.append(row)
     out = pd.DataFrame(rows)
     out.attrs.update({"model": model, "base_model": base_model, "k": k, "split_cells": split,
                       "keys_beyond_the_rows": keys_beyond_the_rows(runs), "runs": len(runs),
-                      "grid_id": _one_grid(runs)})  # fmt: skip
+                      "grid_id": _one_grid(runs)})
     return out
 
 
@@ -204,7 +204,7 @@ def _inconclusive_splits(sizes: Mapping[str, int], min_split: int) -> dict:
             out[f"{name}_inconclusive"] = f"inconclusive (n={size} < {min_split})" if small else None
             if small:
                 out.update({name: math.nan, f"{name}_ci_low": math.nan,
-                            f"{name}_ci_high": math.nan})  # fmt: skip
+                            f"{name}_ci_high": math.nan})
     return out
 
 
@@ -216,9 +216,9 @@ def models_in(runs: pd.DataFrame) -> list[str]:
     ['rl', 'sft']
     """
     models = {c.split("/", 1)[0] for c in runs.columns
-              if "/" in c and pd.to_numeric(runs[c], errors="coerce").notna().any()}  # fmt: skip
+              if "/" in c and pd.to_numeric(runs[c], errors="coerce").notna().any()}
     models |= {c.removeprefix("curve_") for c in runs.columns
-               if c.startswith("curve_") and any(isinstance(v, dict) and v for v in runs[c])}  # fmt: skip
+               if c.startswith("curve_") and any(isinstance(v, dict) and v for v in runs[c])}
     return sorted(models)
 
 
@@ -249,7 +249,7 @@ def config_variants(runs: pd.DataFrame) -> tuple[pd.Series, dict[str, list[str]]
             continue
         configs = [c for c in group["config"] if isinstance(c, dict) and c]
         keys = sorted(k for k in set().union(*configs)
-                      if len({str(c.get(k, "<absent>")) for c in configs}) > 1)  # fmt: skip
+                      if len({str(c.get(k, "<absent>")) for c in configs}) > 1)
         split[f"{fmt} / {reward}"] = keys
         for index, row in group.iterrows():
             labels[index] = _label(row, keys, ids[index])
@@ -284,7 +284,7 @@ def keys_beyond_the_rows(runs: pd.DataFrame) -> list[str]:
         key for key in set().union(*configs)
         if not key.startswith(_ROW_FACTORS) and key not in within
         and len({str(c.get(key, "<absent>")) for c in configs}) > 1
-    )  # fmt: skip
+    )
 
 
 def claim_settings_of_runs(runs: pd.DataFrame) -> ClaimSettings:
@@ -318,7 +318,7 @@ def claim_settings_of_runs(runs: pd.DataFrame) -> ClaimSettings:
             by_value.setdefault(str(config.get(name, default)), []).append(run_id)
         if len(by_value) > 1:
             disagree.append(f"{name}: " + "; ".join(f"{v} (runs {', '.join(of)})"
-                                                      for v, of in sorted(by_value.items())))  # fmt: skip
+                                                      for v, of in sorted(by_value.items())))
         elif by_value:
             values[key] = next(iter(by_value))
     if disagree:
@@ -367,7 +367,7 @@ def _largest_common_k(runs: pd.DataFrame, model: str) -> int | None:
     # cell's pass@k is read at the same k.
     measured = np.column_stack([
         pd.to_numeric(runs[f"{model}/eval/pass_at_{k}"], errors="coerce").notna() for k in ks
-    ])  # fmt: skip
+    ])
     has_any = measured.any(axis=1)
     if not has_any.any():
         return None
@@ -397,7 +397,7 @@ def _per_run_values(runs, model, base_model, k) -> dict[str, tuple[pd.Series, ..
     sources += [(c, model if under else base_model, m) for c, _, m, under in _BASE_METRICS]
     for name, prefix, metric in sources:
         out[name] = (column(f"{prefix}/{metric}"),
-                     *(column(f"{prefix}/{bound}") for bound in ci_names(metric)))  # fmt: skip
+                     *(column(f"{prefix}/{bound}") for bound in ci_names(metric)))
     for name, _, trained, base in _DELTAS:
         out[name] = (out[trained][0] - out[base][0], nan, nan)
     return out

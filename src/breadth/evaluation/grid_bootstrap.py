@@ -35,7 +35,7 @@ BOOTSTRAPPED = (
     "pass_at_kmax", "base_pass_at_kmax", "pass_at_kmax_delta",
     "distinct_solved", "distinct_unsolved", "base_distinct_unsolved", "distinct_unsolved_delta",
     "search_success",
-)  # fmt: skip
+)
 # The summary columns read on one transfer split: with fewer problems than the settings'
 # `min_split` (in any seed) they are inconclusive, as the run's own report and the claims say.
 SPLIT_COLUMNS = {
@@ -53,10 +53,10 @@ def split_by_cell(frame: pd.DataFrame) -> dict[tuple[str, str], tuple[pd.DataFra
     any cell (one row per seed and problem).
     """
     sft = {fmt: rows.drop_duplicates(_KEYS)
-           for fmt, rows in frame[frame["model"] == "sft"].groupby("format")}  # fmt: skip
+           for fmt, rows in frame[frame["model"] == "sft"].groupby("format")}
     return {(fmt, objective): (rows, sft.get(fmt, rows.iloc[:0]))
             for (fmt, objective), rows in frame[frame["model"] == "rl"].groupby(
-                ["format", "objective"])}  # fmt: skip
+                ["format", "objective"])}
 
 
 def cell_intervals(
@@ -91,14 +91,14 @@ def cell_intervals(
     distinct, distinct0 = (pairs[f"distinct_outcomes{x}"].to_numpy(np.float64) for x in ("", "_base"))
     nan = np.full(len(pairs), np.nan)
     search = (pairs["search_evolutionary"].to_numpy(np.float64)
-              if "search_evolutionary" in pairs else nan)  # fmt: skip
+              if "search_evolutionary" in pairs else nan)
     p1, p1_base = _pass(n, c, 1), _pass(n0, c0, 1)
     pk, pk_base = (_pass(n, c, k), _pass(n0, c0, k)) if k is not None else (nan, nan)
     unsolved = np.where(~solved, distinct, np.nan)
     unsolved0 = np.where(~solved, distinct0, np.nan)
     columns = [p1, p1_base, p1 - p1_base, pk, pk_base, pk - pk_base,
                np.where(solved, distinct, np.nan), unsolved, unsolved0, unsolved - unsolved0,
-               search]  # fmt: skip
+               search]
     stacked = np.stack([grid(v) for v in columns], axis=-1)  # (seeds, problems, columns)
     with warnings.catch_warnings():  # a column with no value (no search stage) stays NaN
         warnings.simplefilter("ignore", RuntimeWarning)
@@ -108,7 +108,7 @@ def cell_intervals(
         floor, ceiling = np.nanmin(stacked, axis=(0, 1)), np.nanmax(stacked, axis=(0, 1))
     low, high = widened_for_few_seeds(estimate, low, high, shape[0], floor, ceiling)
     return {name: (float(e), float(lo), float(hi))
-            for name, e, lo, hi in zip(BOOTSTRAPPED, estimate, low, high)}  # fmt: skip
+            for name, e, lo, hi in zip(BOOTSTRAPPED, estimate, low, high)}
 
 
 def split_sizes(
@@ -129,16 +129,16 @@ def split_sizes(
     solved = pd.Series(_solved(pairs, settings or ClaimSettings()), index=pairs.index)
     per_seed = solved.groupby(pairs["seed"]).agg(["sum", "size"])
     return {"solved": int(per_seed["sum"].min()),
-            "unsolved": int((per_seed["size"] - per_seed["sum"]).min())}  # fmt: skip
+            "unsolved": int((per_seed["size"] - per_seed["sum"]).min())}
 
 
 def _pairs(trained: pd.DataFrame, base: pd.DataFrame) -> pd.DataFrame:
     """Trained rows beside their SFT rows (`_base` columns), per seed and problem."""
     wanted = [*_KEYS, "num_samples", "num_correct", "distinct_outcomes", "num_options",
-              "search_evolutionary"]  # fmt: skip
+              "search_evolutionary"]
     trained, base = (rows[[c for c in wanted if c in rows]] for rows in (trained, base))
     return trained.merge(base.drop(columns="search_evolutionary", errors="ignore"), on=_KEYS,
-                         suffixes=("", "_base")).sort_values(_KEYS)  # fmt: skip
+                         suffixes=("", "_base")).sort_values(_KEYS)
 
 
 def _solved(pairs: pd.DataFrame, s: ClaimSettings) -> np.ndarray:
@@ -148,7 +148,7 @@ def _solved(pairs: pd.DataFrame, s: ClaimSettings) -> np.ndarray:
         options = None
     return solved_by_base(pairs["num_samples_base"].to_numpy(), pairs["num_correct_base"].to_numpy(),
                           s.split_k, s.split_threshold,
-                          None if options is None else options.to_numpy(np.float64))  # fmt: skip
+                          None if options is None else options.to_numpy(np.float64))
 
 
 def _pass(n: np.ndarray, c: np.ndarray, k: int) -> np.ndarray:

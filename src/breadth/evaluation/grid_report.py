@@ -44,12 +44,12 @@ def _groups(summary: pd.DataFrame) -> list[tuple[str, str, list[tuple[str, str]]
          [("distinct_solved", model)]),
         ("search success (evolutionary, within the budget)", "search success",
          [("search_success", model)]),
-    ]  # fmt: skip
+    ]
     # An inconclusive split keeps its column: "inconclusive (n=...)" is what the reader needs.
     present = lambda c: any(name in summary and summary[name].notna().any()
-                            for name in (c, f"{c}_inconclusive"))  # fmt: skip
+                            for name in (c, f"{c}_inconclusive"))
     kept = [(title, short, [(c, h) for c, h in columns if present(c)])
-            for title, short, columns in groups]  # fmt: skip
+            for title, short, columns in groups]
     return [group for group in kept if group[2]]
 
 
@@ -63,7 +63,7 @@ def _cell(summary_row: Mapping[str, Any], column: str) -> str:
     if isinstance(why, str) and why:
         return why
     return estimate_text(summary_row.get(column), summary_row.get(f"{column}_ci_low"),
-                         summary_row.get(f"{column}_ci_high"))  # fmt: skip
+                         summary_row.get(f"{column}_ci_high"))
 
 
 def _caption(summary: pd.DataFrame) -> str:
@@ -110,7 +110,7 @@ def render_table(summary: pd.DataFrame) -> Table:
     # Runs of one cell with unlike configs are separate rows: the config column tells them apart.
     # One `key=value` a line, never cut: the values are what tells the rows apart.
     labels = ([summary["config"].astype(str).str.replace(", ", "\n")]
-              if _has_variants(summary) else [])  # fmt: skip
+              if _has_variants(summary) else [])
     for header in ("format", "reward"):
         table.add_column(header, no_wrap=True)
     for label in labels:
@@ -123,7 +123,7 @@ def render_table(summary: pd.DataFrame) -> Table:
         table.add_row(
             str(row["format"]), str(row["reward"]), *(label[index] for label in labels),
             str(row["seeds"]), *(_cell(row, c) for c, _ in columns),
-        )  # fmt: skip
+        )
     return table
 
 
@@ -196,7 +196,7 @@ def _plot_curves(plt, runs: pd.DataFrame, model: str, base: str, path: Path) -> 
     # Constrained layout and a tight save: titles and legends are inside the PNG, whatever
     # their length (tight_layout left a long title cut and a side legend squeezing the plot).
     fig, axes = plt.subplots(1, len(formats), figsize=(5.2 * len(formats), 4.0), squeeze=False,
-                             layout="constrained")  # fmt: skip
+                             layout="constrained")
     try:
         for ax, fmt in zip(axes[0], formats):
             cell_runs = runs[runs["format"] == fmt]
@@ -214,12 +214,12 @@ def _plot_curves(plt, runs: pd.DataFrame, model: str, base: str, path: Path) -> 
                 curve = mean_curve(group[f"curve_{model}"]) if f"curve_{model}" in group else {}
                 if curve:
                     ax.plot(list(curve), list(curve.values()), marker="o", ms=3, label=name,
-                            **colour)  # fmt: skip
+                            **colour)
                 # Unlike configs have unlike warm starts: each its own base line.
                 curve = mean_curve(group[f"curve_{base}"]) if f"curve_{base}" in group else {}
                 if split and curve:
                     ax.plot(list(curve), list(curve.values()), "--", **colour,
-                            label=None if index else f"{base} (base): dashed, same colour")  # fmt: skip
+                            label=None if index else f"{base} (base): dashed, same colour")
             ax.set_xscale("log", base=2)
             ax.set_title(f"{fmt}: {model} pass@k (mean over seeds)")
             ax.set_xlabel("k (samples)")
@@ -230,7 +230,7 @@ def _plot_curves(plt, runs: pd.DataFrame, model: str, base: str, path: Path) -> 
                 # Below the panel: never over the curves, and the panel keeps its width however
                 # long the labels (a config label is a key a line).
                 ax.legend(fontsize=7 if split else 8, ncol=1 if split else 2, frameon=False,
-                          loc="upper center", bbox_to_anchor=(0.5, -0.16))  # fmt: skip
+                          loc="upper center", bbox_to_anchor=(0.5, -0.16))
         fig.savefig(path, dpi=120, bbox_inches="tight")
     finally:
         plt.close(fig)
@@ -264,10 +264,10 @@ def _plot_tradeoff(plt, summary: pd.DataFrame, path: Path) -> Path:
                 yerr=point["yerr"],
                 fmt=markers.get(str(row["format"]), "o"), color=colours[kinds[point["index"]]],
                 capsize=3, alpha=0.85, label=label,
-            )  # fmt: skip
+            )
             if point["shared"] > 1:
                 ax.annotate(str(row["reward"]), (point["x"], point["y"]), fontsize=7,
-                            xytext=(6, 6 - 10 * point["rank"]), textcoords="offset points")  # fmt: skip
+                            xytext=(6, 6 - 10 * point["rank"]), textcoords="offset points")
         ax.set_xlim(-limit, limit)
         ax.set_ylim(-limit, limit)
         ax.axhline(0, color="grey", linewidth=0.8)
@@ -277,12 +277,12 @@ def _plot_tradeoff(plt, summary: pd.DataFrame, path: Path) -> Path:
         with_ci = sum(p["has_ci"] for p in points)
         bars = ("95% CI bars" if with_ci == len(points) else
                 f"95% CI bars on {with_ci} of {len(points)} cells" if with_ci else
-                "no CI bars: no per-problem tables to resample")  # fmt: skip
+                "no CI bars: no per-problem tables to resample")
         ax.set_title(f"pass@1 cost vs pass@{k} gain, one point per cell\n({bars})", fontsize=10)
         ax.grid(True, alpha=0.3)
         if ax.get_legend_handles_labels()[0]:
             ax.legend(fontsize=7, ncol=2, frameon=False, loc="upper center",
-                      bbox_to_anchor=(0.5, -0.1))  # fmt: skip
+                      bbox_to_anchor=(0.5, -0.1))
         fig.savefig(path, dpi=120, bbox_inches="tight")
     finally:
         plt.close(fig)
@@ -303,7 +303,7 @@ def tradeoff_points(summary: pd.DataFrame) -> list[dict[str, Any]]:
         if finite(x) and finite(y):
             xerr, yerr = _err(row, "pass_at_1_delta"), _err(row, "pass_at_kmax_delta")
             points.append({"index": index, "x": float(x), "y": float(y), "xerr": xerr,
-                           "yerr": yerr, "has_ci": xerr is not None and yerr is not None})  # fmt: skip
+                           "yerr": yerr, "has_ci": xerr is not None and yerr is not None})
     places: dict[tuple[float, float], int] = {}
     for point in points:
         place = (round(point["x"], 3), round(point["y"], 3))

@@ -47,7 +47,7 @@ class ClaimSettings:
         """
         default = cls()
         values = {field: type(getattr(default, field))(evaluation[key])
-                  for key, field in TRANSFER_SETTINGS.items() if evaluation.get(key) is not None}  # fmt: skip
+                  for key, field in TRANSFER_SETTINGS.items() if evaluation.get(key) is not None}
         return replace(default, **values)
 
 

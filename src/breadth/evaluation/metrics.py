@@ -187,7 +187,7 @@ DEFAULT_MAJ_RESAMPLES = 32
 
 
 def maj_at_k(outcomes, correct, k: int, *, num_resamples: int = DEFAULT_MAJ_RESAMPLES,
-             seed: int = 0, exact_work_limit: float | None = None) -> np.ndarray:  # fmt: skip
+             seed: int = 0, exact_work_limit: float | None = None) -> np.ndarray:
     """Majority-vote accuracy of k samples drawn without replacement, per problem.
 
     The expected value, over all C(n, k) equally likely k-subsets of a problem's n samples,
@@ -214,7 +214,7 @@ def maj_at_k(outcomes, correct, k: int, *, num_resamples: int = DEFAULT_MAJ_RESA
 
 def maj_at_k_curve(outcomes, correct, ks: Iterable[int] | None = None, *,
                    num_resamples: int = DEFAULT_MAJ_RESAMPLES, seed: int = 0,
-                   exact_work_limit: float | None = None) -> dict[int, np.ndarray]:  # fmt: skip
+                   exact_work_limit: float | None = None) -> dict[int, np.ndarray]:
     """maj_at_k at several k (default 1, 2, 4, ..., n), reading each problem's outcomes once.
 
     k = 2 of a (right), a, b: the pair {a, a} scores 1, each of the two {a, b} ties, 1/2.
@@ -223,7 +223,7 @@ def maj_at_k_curve(outcomes, correct, ks: Iterable[int] | None = None, *,
     {1: [0.6666666666666666], 2: [0.6666666666666666], 3: [1.0]}
     """
     values, resampled = maj_at_k_estimates(outcomes, correct, ks, num_resamples=num_resamples,
-                                           seed=seed, exact_work_limit=exact_work_limit)  # fmt: skip
+                                           seed=seed, exact_work_limit=exact_work_limit)
     if resampled:  # the values alone do not say so: maj_at_k_estimates returns it
         warnings.warn(
             f"maj@k at k = {', '.join(map(str, resampled))} is the mean of {num_resamples} "
@@ -314,7 +314,7 @@ def _exact_vote_work(counts: np.ndarray, k: int) -> float:
 
 
 def _expected_plurality_accuracy(counts: np.ndarray, right: np.ndarray, n: int, k: int
-                                 ) -> np.ndarray:  # fmt: skip
+                                 ) -> np.ndarray:
     """Exact expected `_plurality_accuracy` of a uniform k-subset of n samples, per row of an
     outcome table (`_distinct_vote_tables`: samples and correct samples of each outcome).
 
@@ -361,7 +361,7 @@ def _expected_plurality_accuracy(counts: np.ndarray, right: np.ndarray, n: int, 
 
 
 def _winning_share(counts: np.ndarray, share: np.ndarray, pmf: np.ndarray, n: int, k: int
-                   ) -> np.ndarray:  # fmt: skip
+                   ) -> np.ndarray:
     """`_expected_plurality_accuracy` times pmf[n, k], for rows of (counts, share)."""
     value = np.zeros(counts.shape[0])
     answered = counts.sum(axis=1)
@@ -625,7 +625,7 @@ MAX_CHANCE = 0.99
 
 
 def chance_corrected_pass_at_k(pass_at_k_value, num_options, k,
-                               max_chance: float = MAX_CHANCE) -> np.ndarray:  # fmt: skip
+                               max_chance: float = MAX_CHANCE) -> np.ndarray:
     """(p - chance) / (1 - chance): 0 at random guessing, 1 at perfect; negative below chance.
 
     NaN where chance reaches `max_chance` (a single option, or k so large that guessing

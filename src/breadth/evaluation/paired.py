@@ -58,7 +58,7 @@ class PairedDifference:
 
     def to_dict(self) -> dict:
         return {"measure": self.measure, "num_problems": self.num_problems,
-                "direction": self.direction, **self.difference.to_dict()}  # fmt: skip
+                "direction": self.direction, **self.difference.to_dict()}
 
 
 def paired_differences(
@@ -102,7 +102,7 @@ def paired_differences(
     estimate = diffs.mean(axis=0)
     return [PairedDifference(label, len(shared),
                              ConfidenceInterval(float(estimate[j]), float(low[j]), float(high[j])))
-            for j, label in enumerate(labels)]  # fmt: skip
+            for j, label in enumerate(labels)]
 
 
 def paired_against_base(

@@ -31,7 +31,7 @@ __all__ = [
 # Distinct correct outcomes beside distinct outcomes: on a task with several right answers,
 # the diversity that costs no accuracy.
 REPORT_DIVERSITY_METRICS = ("distinct_outcomes", "distinct_correct_outcomes", "distinct_outcome_fraction",
-                            "outcome_entropy")  # fmt: skip
+                            "outcome_entropy")
 
 
 def write_report(results: Mapping[str, EvaluationResult], out_dir: str | Path) -> list[Path]:
@@ -60,7 +60,7 @@ def write_report(results: Mapping[str, EvaluationResult], out_dir: str | Path) -
     paired = out / "paired.json"
     paired.write_text(json.dumps({name: {"base": base, "differences": [d.to_dict() for d in diffs]}
                                   for name, (base, diffs) in paired_against_base(results).items()},
-                                 indent=2, allow_nan=False), encoding="utf-8")  # fmt: skip
+                                 indent=2, allow_nan=False), encoding="utf-8")
     tables = []
     for name, result in results.items():
         if result.per_problem is not None:
@@ -139,10 +139,10 @@ def write_search_report(searches: Mapping[str, Any], out_dir: str | Path) -> Pat
         for result, style in ((comparison.evolutionary, "-"), (comparison.independent, "--")):
             points = result.success_curve()
             axis.plot([p[0] for p in points], [p[1] for p in points], style, marker="o",
-                      label=f"{name} {result.method}")  # fmt: skip
+                      label=f"{name} {result.method}")
     axis.set_xscale("log", base=2)
     axis.set(xlabel="samples per problem", ylabel="share of problems solved",
-             title="Evolutionary search vs independent sampling (same budget)")  # fmt: skip
+             title="Evolutionary search vs independent sampling (same budget)")
     axis.grid(alpha=0.3)
     axis.legend(fontsize=8)
     figure.tight_layout()
@@ -231,9 +231,9 @@ def _bars(
     splits = [s for s in (*SPLITS, "all") if s in table]
     sizes, conclusive = _split_sizes(results), _conclusive_splits(results)
     ticks = [s if s not in sizes else f"{s}\n({_problems(sizes[s])}"
-             + (")" if conclusive.get(s, True) else ": inconclusive)") for s in splits]  # fmt: skip
+             + (")" if conclusive.get(s, True) else ": inconclusive)") for s in splits]
     heights = {name: [table[s].get(name, math.nan) if conclusive.get(s, True) else math.nan
-                      for s in splits] for name in results}  # fmt: skip
+                      for s in splits] for name in results}
     return ticks, heights
 
 
@@ -244,7 +244,7 @@ def markdown_report(results: Mapping[str, EvaluationResult]) -> str:
     # markdown preview cut a wide table off at the page's width.
     lines = ["# breadth evaluation report", "",
              "## Headline metrics (95% bootstrap CI over problems)", "",
-             *(_samples_line(name, results[name]) for name in names), ""]  # fmt: skip
+             *(_samples_line(name, results[name]) for name in names), ""]
     lines += [line for note in comparability_notes(results) for line in (f"**Note:** {note}", "")]
     lines += [_row(["model", "pass@1", "pass@n", "maj@n", "best-of-n"]), _row(["---"] * 5)]
     # n is each model's own sample count: where the models' differ (base 4, trained 16), each
@@ -253,10 +253,10 @@ def markdown_report(results: Mapping[str, EvaluationResult]) -> str:
     for name in names:
         r = results[name]
         at_n = [_ci_text(curve[-1]) + (f" (n={curve[-1].k})" if uneven else "")
-                for curve in (r.pass_at_k, r.maj_at_k, r.best_of_k)]  # fmt: skip
+                for curve in (r.pass_at_k, r.maj_at_k, r.best_of_k)]
         lines.append(_row([name, _ci_text(r.pass_at_k[0]), *at_n]))
     lines += ["", _row(["model", "distinct outcomes", "outcome entropy", "crossover k"]),
-              _row(["---"] * 4)]  # fmt: skip
+              _row(["---"] * 4)]
     # Diversity counts grow with the sample count: at unlike n each value says its n, as the
     # headline's pass@n does (marks are empty when every model has the same n).
     marks = _n_marks(results)
@@ -265,19 +265,19 @@ def markdown_report(results: Mapping[str, EvaluationResult]) -> str:
         cross = r.transfer.crossover if r.transfer is not None else None
         lines.append(_row([name, _ci_text(r.diversity.get("distinct_outcomes")) + marks[name],
                            _ci_text(r.diversity.get("outcome_entropy")) + marks[name],
-                           _crossover_text(cross)]))  # fmt: skip
+                           _crossover_text(cross)]))
     lines += _paired_lines(results)
     # Models may have different sample counts (base 4, trained 16): the columns are every k of
     # any model, and a model shows "-" where it has no value, so each number sits under its k.
     ks = sorted({k for r in results.values() for k in r.ks})
     lines += ["", "## pass@k", "", _row(["model", *[f"k={k}" for k in ks]]),
-              _row(["---"] * (len(ks) + 1))]  # fmt: skip
+              _row(["---"] * (len(ks) + 1))]
     for name in names:
         at = {p.k: p.estimate for p in results[name].pass_at_k}
         lines.append(_row([name, *[f"{at[k]:.3f}" if k in at else "-" for k in ks]]))
     has_base = any(r.transfer is not None for r in results.values())
     lines += ["", "## Diversity by base-solved / base-unsolved split" if has_base
-              else "## Diversity (no base model, so no base-solved / base-unsolved split)", ""]  # fmt: skip
+              else "## Diversity (no base model, so no base-solved / base-unsolved split)", ""]
     if note := _split_samples_note(results):
         lines += [note, ""]
     sizes, conclusive = _split_sizes(results), _conclusive_splits(results)
@@ -288,7 +288,7 @@ def markdown_report(results: Mapping[str, EvaluationResult]) -> str:
         for name in names:
             lines.append(_row([name, *[
                 _num(table[s].get(name, math.nan)) + marks[name] if conclusive.get(s, True)
-                else _inconclusive_text(sizes[s], results) for s in splits]]))  # fmt: skip
+                else _inconclusive_text(sizes[s], results) for s in splits]]))
         lines.append("")
     for name in names:
         r = results[name]
@@ -370,16 +370,16 @@ def _problem_sets_note(results: Mapping[str, EvaluationResult]) -> str | None:
     each = ", ".join(f"{name} on {_problems(r.num_problems)}" for name, r in results.items())
     sets = "both sets" if len(results) == 2 else "every set"
     common = ("how many are in every set is not known" if shared is None
-              else f"{_problems(shared)} {'is' if shared == 1 else 'are'} in {sets}")  # fmt: skip
+              else f"{_problems(shared)} {'is' if shared == 1 else 'are'} in {sets}")
     paired = ""
     if transfers:
         in_both = {t.num_problems for t in transfers}
         only = f" ({in_both.pop()})" if len(in_both) == 1 else ""
         paired = (" The split tables and the crossover compare each model with the base on "
-                  f"only the problems both have{only}.")  # fmt: skip
+                  f"only the problems both have{only}.")
     return (f"The models were evaluated on different problem sets: {each}; {common}. "
             "Each model's headline values and pass@k curve average over its own problems, so "
-            f"they are not a paired comparison.{paired}")  # fmt: skip
+            f"they are not a paired comparison.{paired}")
 
 
 def _problems(count: int) -> str:
@@ -412,11 +412,11 @@ def _paired_lines(results: Mapping[str, EvaluationResult]) -> list[str]:
               "problems' difficulty is shared by both models and cancels in it. pass@n and "
               "distinct outcomes are compared only at equal n."), "",
              _row(["model − base", "problems", *(f"Δ {label}" for label in labels)]),
-             _row(["---"] * (len(labels) + 2))]  # fmt: skip
+             _row(["---"] * (len(labels) + 2))]
     for name, (base, differences) in paired.items():
         by_label = {d.measure: d for d in differences}
         cells = [f"{_signed_ci_text(by_label[label].difference)} ({by_label[label].direction})"
-                 if label in by_label else "-" for label in labels]  # fmt: skip
+                 if label in by_label else "-" for label in labels]
         lines.append(_row([f"{name} − {base}", str(differences[0].num_problems), *cells]))
     return lines
 
@@ -444,7 +444,7 @@ def _split_samples_note(results: Mapping[str, EvaluationResult]) -> str | None:
 def _inconclusive_text(num_problems: int, results: Mapping[str, EvaluationResult]) -> str:
     """Why a split shows no number: its size, the threshold, and the key that sets it."""
     least = next((r.transfer_min_split for r in results.values()
-                  if r.transfer is not None and r.transfer_min_split is not None), None)  # fmt: skip
+                  if r.transfer is not None and r.transfer_min_split is not None), None)
     if least is None:
         return f"inconclusive ({num_problems} problems, below evaluation.transfer_min_split)"
     return f"inconclusive ({num_problems} problems < evaluation.transfer_min_split = {least})"
@@ -460,7 +460,7 @@ def _samples_line(name: str, r: EvaluationResult) -> str:
     return (f"- {name}: {r.num_problems} problems, {u.fewest} to {u.most} samples per problem. "
             f"**Warning: uneven sample counts.** {u.describe()} (n = {k_max} below); no sample "
             "is dropped, but a short problem's diversity counts fewer samples. Re-run the short "
-            "problems' rollouts, or drop them, to get the full curve.")  # fmt: skip
+            "problems' rollouts, or drop them, to get the full curve.")
 
 
 def _row(cells) -> str:

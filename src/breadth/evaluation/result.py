@@ -47,7 +47,7 @@ _HEADLINE = (
     "eval/best_of_{k}", "eval/distinct_outcomes", "transfer/solved/distinct_outcomes",
     "transfer/unsolved/distinct_outcomes", "transfer/unsolved/base/distinct_outcomes",
     "transfer/crossover_k", "search/evolutionary_success", "search/independent_success",
-)  # fmt: skip
+)
 
 
 def headline_metrics(metrics: dict[str, float]) -> dict[str, float]:
@@ -59,7 +59,7 @@ def headline_metrics(metrics: dict[str, float]) -> dict[str, float]:
     ['eval/pass_at_1', 'eval/pass_at_4', 'eval_ci/low/pass_at_1']
     """
     ks = [int(n.rsplit("_", 1)[1]) for n in metrics
-          if n.startswith("eval/pass_at_") and n.rsplit("_", 1)[1].isdigit()]  # fmt: skip
+          if n.startswith("eval/pass_at_") and n.rsplit("_", 1)[1].isdigit()]
     k = max(ks, default=None)
     wanted = {name.format(k=k) for name in _HEADLINE if k is not None or "{k}" not in name}
     wanted |= {bound for name in wanted for bound in ci_names(name)}
@@ -201,16 +201,16 @@ class EvaluationResult:
         u = self.uneven_samples
         if u is None:
             return {"fewest": self.num_samples, "most": self.num_samples, "problems_below_most": 0,
-                    "problems_by_count": {self.num_samples: self.num_problems}}  # fmt: skip
+                    "problems_by_count": {self.num_samples: self.num_problems}}
         return {"fewest": u.fewest, "most": u.most, "problems_below_most": len(u.short),
-                "problems_by_count": u.problems_by_count()}  # fmt: skip
+                "problems_by_count": u.problems_by_count()}
 
     def curves(self) -> dict[str, list[tuple[int, float]]]:
         """Curves to log as one metric each with step=k: {"eval/pass_at_k": [(k, value), ...]},
         their bounds as `eval_ci/low/pass_at_k` and `eval_ci/high/pass_at_k`."""
         out = {}
         for name, curve in (("eval/pass_at_k", self.pass_at_k), ("eval/maj_at_k", self.maj_at_k),
-                            ("eval/best_of_k", self.best_of_k)):  # fmt: skip
+                            ("eval/best_of_k", self.best_of_k)):
             low, high = ci_names(name)
             out[name] = [(p.k, p.estimate) for p in curve]
             out[low] = [(p.k, p.low) for p in curve]

@@ -130,7 +130,7 @@ class SamplesByProblem:
         for members, idx in self.by_size():
             best_curve = best_of_k_curve(self.scores[idx], ks)
             maj_curve, drawn = maj_at_k_estimates(self.codes[idx], self.correct[idx], ks,
-                                                  num_resamples=maj_resamples, seed=seed)  # fmt: skip
+                                                  num_resamples=maj_resamples, seed=seed)
             resampled.update(drawn)
             for j, k in enumerate(ks):
                 maj[members, j] = maj_curve[k]

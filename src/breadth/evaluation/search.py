@@ -79,7 +79,7 @@ class EvolutionConfig:
 
     def __post_init__(self) -> None:
         positive = ("sample_budget", "initial_samples", "children_per_generation",
-                    "population_size", "num_parents", "tournament_size", "max_attempt_chars")  # fmt: skip
+                    "population_size", "num_parents", "tournament_size", "max_attempt_chars")
         for name in positive:
             if getattr(self, name) < 1:
                 raise ValueError(f"EvolutionConfig.{name} must be >= 1, got {getattr(self, name)}")

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 __all__ = ["SeedInterval", "holm_adjusted", "seed_means", "seed_t_interval", "t_cdf",
-           "t_interval", "t_quantile"]  # fmt: skip
+           "t_interval", "t_quantile"]
 
 
 def _incomplete_beta(a: float, b: float, x: float) -> float:
@@ -32,14 +32,14 @@ def _incomplete_beta(a: float, b: float, x: float) -> float:
     if x > (a + 1.0) / (a + b + 2.0):  # the fraction converges fast only below the mean
         return 1.0 - _incomplete_beta(b, a, 1.0 - x)
     front = math.exp(math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b)
-                     + a * math.log(x) + b * math.log1p(-x)) / a  # fmt: skip
+                     + a * math.log(x) + b * math.log1p(-x)) / a
     tiny = 1e-300
     c, d = 1.0, 1.0 - (a + b) * x / (a + 1.0)
     d = 1.0 / (d if abs(d) > tiny else tiny)
     result = d
     for m in range(1, 400):
         for numerator in (m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m)),
-                          -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1))):  # fmt: skip
+                          -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1))):
             d = 1.0 + numerator * d
             d = 1.0 / (d if abs(d) > tiny else tiny)
             c = 1.0 + numerator / c
@@ -101,7 +101,7 @@ class SeedInterval:
 
 
 def t_interval(estimate: float | None, standard_error: float | None, num_seeds: int | None,
-               confidence: float) -> tuple[float, float]:  # fmt: skip
+               confidence: float) -> tuple[float, float]:
     """(low, high): estimate ± the t quantile (num_seeds - 1 df) times its standard error.
 
     The one t interval of the claims: `SeedInterval.at` and a claims-table row's

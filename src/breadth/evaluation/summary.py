@@ -156,7 +156,7 @@ def evaluate_rollouts(
     # The claims' forking tokens: the reasoning's, at the base model's cut-off (the answer
     # line excluded), as for the whole text above.
     reasoning_threshold = reasoning_entropy_threshold(base if base is not None else rollouts,
-                                                      entropy_quantile)  # fmt: skip
+                                                      entropy_quantile)
     table_kw = {
         "entropy_threshold": entropy_threshold,
         "reasoning_threshold": reasoning_threshold,
@@ -180,7 +180,7 @@ def evaluate_rollouts(
     n_arr, c_arr = table["num_samples"].to_numpy(), table["num_correct"].to_numpy()
     pass_matrix = np.stack([pass_at_k(n_arr, c_arr, k) for k in ks], axis=1)
     maj_matrix, best_matrix, maj_resampled = samples.maj_and_best(ks, maj_resamples=maj_resamples,
-                                                                  seed=seed)  # fmt: skip
+                                                                  seed=seed)
     present = [
         m for m in DIVERSITY_METRICS if not table[m].isna().all()
     ]  # a metric without its input column (text, entropy, ...) is left out
@@ -190,7 +190,7 @@ def evaluate_rollouts(
     )
     estimate, low, high = _intervals(columns, weights, confidence)
     intervals = [ConfidenceInterval(float(e), float(lo), float(hi))
-                 for e, lo, hi in zip(estimate, low, high)]  # fmt: skip
+                 for e, lo, hi in zip(estimate, low, high)]
     curves = {name_: [] for name_ in ("pass", "maj", "best")}
     for i, name_ in enumerate(curves):
         for j, k in enumerate(ks):
@@ -211,12 +211,12 @@ def evaluate_rollouts(
         if split_k <= int(base_table["split_num_samples"].min()):
             # Split on the base's first half, measure both models on their second halves.
             held_out = tuple(per_problem_table(second_half(s), **table_kw)
-                             for s in (base_samples, samples))  # fmt: skip
+                             for s in (base_samples, samples))
         else:
             log.warning("transfer: the base model has fewer than 2 x split_k = %d samples on "
                         "some problem, so the split reads the samples it measures (biased "
                         "toward narrowing: regression to the mean); sample it at least %d times "
-                        "per problem for a held-out split", 2 * split_k, 2 * split_k)  # fmt: skip
+                        "per problem for a held-out split", 2 * split_k, 2 * split_k)
         transfer = transfer_analysis(
             base_table,
             table,

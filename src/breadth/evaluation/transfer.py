@@ -134,7 +134,7 @@ class TransferResult:
 def solved_by_base(
     num_samples, num_correct, split_k: int = DEFAULT_SPLIT_K,
     threshold: float = DEFAULT_SPLIT_THRESHOLD, num_options=None,
-) -> np.ndarray:  # fmt: skip
+) -> np.ndarray:
     """Base-solved at a fixed budget: the base model's pass@split_k >= threshold.
 
     With `num_options` (multiple choice), pass@split_k is taken above chance,
@@ -310,14 +310,14 @@ def transfer_analysis(
         split_counts = ("split_num_samples", "split_num_correct")
         if missing := [c for c in split_counts if c not in b.columns]:
             raise ValueError(f"base per-problem table lacks {missing}: a held-out transfer "
-                             "split reads the first half of its samples there")  # fmt: skip
+                             "split reads the first half of its samples there")
         measured_b, measured_t = (table.reindex(shared) for table in held_out)
     solved = solved_by_base(b[split_counts[0]].to_numpy(), b[split_counts[1]].to_numpy(),
-                            split_k, split_threshold, options_of(b))  # fmt: skip
+                            split_k, split_threshold, options_of(b))
     splits = {}
     for offset, (name, mask) in enumerate((("solved", solved), ("unsolved", ~solved))):
         split = _split_metrics(name, measured_b[mask], measured_t[mask], metrics, num_resamples,
-                               confidence, seed + offset)  # fmt: skip
+                               confidence, seed + offset)
         splits[name] = replace(split, conclusive=split.num_problems >= min_split)
     crossover = crossover_k(
         b["num_samples"].to_numpy(),
@@ -330,7 +330,7 @@ def transfer_analysis(
         seed=seed,
     )
     return TransferResult(num_problems=len(shared), splits=splits, crossover=crossover,
-                          held_out=held_out is not None)  # fmt: skip
+                          held_out=held_out is not None)
 
 
 def options_of(table: pd.DataFrame):

@@ -41,7 +41,7 @@ ASCII_SPELLINGS = {
     "\u00d7": "*", "\u00f7": "/",  # multiplication and division signs
     "\u00a0": " ", "\u2002": " ", "\u2003": " ", "\u2007": " ", "\u2009": " ", "\u202f": " ",
     "\t": " ", "\r\n": "\n", "\r": "\n",
-}  # fmt: skip
+}
 
 
 def build_char_backend() -> Tokenizer:

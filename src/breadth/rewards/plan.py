@@ -56,7 +56,7 @@ class RewardPlan:
 def resolve_plan(
     text: str, spec: RewardSpec, reward_config: Any | None,
     group_sizes: Mapping[str, int | None] | None = None,
-) -> RewardPlan:  # fmt: skip
+) -> RewardPlan:
     """The plan of the parsed spec `spec` (written as `text`): each parameter inline, else
     `reward_config`'s field `<name>_<param>`, else its default; ValueError when a term cannot
     work with `group_sizes` (config key -> size, e.g. {"rl.num_generations": 8})."""

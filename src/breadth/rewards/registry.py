@@ -57,7 +57,7 @@ class RewardParam:
         if self.choices:
             return "one of " + ", ".join(self.choices)
         parts = [f"{op} {bound:g}" for op, bound in ((">=", self.ge), (">", self.gt),
-                                                     ("<=", self.le)) if bound is not None]  # fmt: skip
+                                                     ("<=", self.le)) if bound is not None]
         return ", ".join(parts)
 
     def check(self, value: Any, where: str) -> ParamValue:
@@ -175,11 +175,11 @@ def reward_table_markdown() -> str:
 
 
 register(RewardEntry("correctness", CorrectnessReward, "1 when the verifier accepts, else 0.",
-                     base=True))  # fmt: skip
+                     base=True))
 register(RewardEntry(
     "format", FormatReward, "A bonus when an answer could be extracted.",
     (RewardParam("bonus", 0.1, "bonus for a well-formed answer line", ge=0),),
-))  # fmt: skip
+))
 PLACEMENT_HELP = ("advantage: added to GRPO's normalised advantage, as the outcome-based "
                   "exploration paper does; reward: added to the reward before normalisation "
                   "(a deviation)")
@@ -201,14 +201,14 @@ register(RewardEntry(
                     choices=UCB_APPLY_TO),
         RewardParam("placement", "advantage", PLACEMENT_HELP, choices=PLACEMENTS),
     ),
-))  # fmt: skip
+))
 register(RewardEntry(
     "batch", BatchRepetitionReward, "Minus a within-group repetition penalty.",
     (
         RewardParam("coef", 0.5, "repetition penalty coefficient", ge=0),
         RewardParam("placement", "advantage", PLACEMENT_HELP, choices=PLACEMENTS),
     ),
-))  # fmt: skip
+))
 register(RewardEntry(
     "darling", DarlingReward, "Correctness times within-group diversity (DARLING).",
     (
@@ -219,12 +219,12 @@ register(RewardEntry(
                     "equivalent", ge=0, le=1),
     ),
     base=True,
-))  # fmt: skip
+))
 register(RewardEntry(
     "passk", PassKReward, "Pass@k advantages (sets scale_rewards=none).",
     (RewardParam("k", 4, "target k; 1 <= k < rl.num_generations", ge=1),),
     base=True,
-))  # fmt: skip
+))
 register(RewardEntry(
     "vector", VectorReward,
     "Set-level vector reward over (correctness, score, uniqueness), seeded by the run's seed.",
@@ -233,7 +233,7 @@ register(RewardEntry(
         RewardParam("alpha", 1.0, "Dirichlet concentration", gt=0),
     ),
     base=True,
-))  # fmt: skip
+))
 register(RewardEntry(
     "unlikeliness", UnlikelinessReward,
     "Correctness times (1 - beta * likelihood rank / G).",
@@ -241,4 +241,4 @@ register(RewardEntry(
     base=True,
     not_in_training="it needs each completion's sampling log-prob (a `completion_mean_logprob` "
     "column), which TRL's GRPOTrainer does not pass to reward functions.",
-))  # fmt: skip
+))

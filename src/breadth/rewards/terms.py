@@ -148,7 +148,7 @@ class UCBReward(RewardTermFunc):
 
     def __init__(self, name: str, scorer: BatchScorer, **kw: Any):
         base = {key: kw.pop(key) for key in ("log_batch_diagnostics", "seed", "placement")
-                if key in kw}  # fmt: skip
+                if key in kw}
         super().__init__(name, scorer, **base)
         self.ucb = OutcomeUCB(**kw)
 
@@ -162,7 +162,7 @@ class UCBReward(RewardTermFunc):
         # Bonuses of the whole batch come from earlier batches only: update afterwards. Every
         # process calls this once per reward call, so the all-gather runs in step on all of them.
         local = [(str(group.problem_id), list(batch.outcomes[group.rows])) for group in groups
-                 if batch.train_only(group, self.__name__)]  # fmt: skip
+                 if batch.train_only(group, self.__name__)]
         for updates in self.gather_objects(local):
             for problem_id, outcomes in updates:
                 self.ucb.update(problem_id, outcomes)

@@ -85,7 +85,7 @@ def build_trl_rewards(
     for index, term in enumerate(plan.terms):
         term.term.check_group_sizes(term.params, sizes)
         func = term.term(term.name, scorer, log_batch_diagnostics=index == 0, seed=seed,
-                         **term.params)  # fmt: skip
+                         **term.params)
         func.gather_objects = gather_objects
         funcs.append(func)
     weights = [term.weight for term in plan.terms]

@@ -80,11 +80,11 @@ def choose_backend(
             return BackendChoice(
                 "vllm", "auto: no CUDA device, but a running vLLM server is configured: no "
                 "server start to pay, and vLLM samples faster than transformers on CPU too",
-            )  # fmt: skip
+            )
         return BackendChoice(
             "transformers", "auto: no CUDA device and no running vLLM server: on CPU a server "
             "start costs more than vLLM's faster sampling saves at these rollout sizes",
-        )  # fmt: skip
+        )
     parameters = parameter_count(policy_dir)
     if parameters < VLLM_ON_GPU_MIN_PARAMETERS:
         return BackendChoice(

@@ -24,14 +24,14 @@ class RolloutBackend(Protocol):
     def rollout(
         self, policy_dir: Path, problems: Sequence[Mapping[str, Any]], config: RolloutConfig,
         *, model_name: str, seed: int, progress: bool = True,
-    ) -> list[dict[str, Any]]:  # fmt: skip
+    ) -> list[dict[str, Any]]:
         """n samples for every problem -> rollout rows, deterministic for a given seed."""
         ...
 
     def sampler(
         self, policy_dir: Path, config: RolloutConfig, *, seed: int, chunk: int,
         on_samples: Callable[[int], None] | None = None,
-    ) -> AbstractContextManager[Sampler]:  # fmt: skip
+    ) -> AbstractContextManager[Sampler]:
         """A Sampler over this policy, valid inside the `with` block (the policy stays loaded
         or served between calls); `chunk` bounds the prompts sent in one generation call;
         `on_samples(count)` hears of samples as they are drawn, within a call (progress)."""
@@ -46,5 +46,5 @@ def rollout_backend(config: RolloutConfig) -> RolloutBackend:
 
     backends: dict[str, type[RolloutBackend]] = {
         "transformers": TransformersBackend, "vllm": VLLMBackend,
-    }  # fmt: skip
+    }
     return backends[config.backend]()

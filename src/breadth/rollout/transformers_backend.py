@@ -40,7 +40,7 @@ def generate_samples(
         check_rows_fit([n + max_new_tokens for n in lengths], limit,
                        what=f"a prompt + rollout.max_new_tokens={max_new_tokens}",
                        rows=list(prompts), fix="raise model.max_length (the tiny model), lower "
-                       "rollout.max_new_tokens, or give shorter problems")  # fmt: skip
+                       "rollout.max_new_tokens, or give shorter problems")
     encoded = {name: tensor.to(model.device) for name, tensor in encoded.items()}
     torch.manual_seed(seed)
     with torch.inference_mode():
@@ -96,7 +96,7 @@ def rollout_transformers(
     per_batch = max(1, config.batch_size // config.num_samples)
     rows: list[dict[str, Any]] = []
     with StageBar(f"rollout {model_name}", len(problems) * config.num_samples, "sample",
-                  show=progress) as bar:  # fmt: skip
+                  show=progress) as bar:
         for start in range(0, len(problems), per_batch):
             chunk = problems[start : start + per_batch]
             groups = generate_samples(
@@ -104,16 +104,16 @@ def rollout_transformers(
                 num_samples=config.num_samples, temperature=config.temperature,
                 top_p=config.top_p, max_new_tokens=config.max_new_tokens,
                 seed=request_seed(seed, chunk[0]["problem_id"]),
-            )  # fmt: skip
+            )
             for problem, samples in zip(chunk, groups, strict=True):
                 rows.extend(rollout_rows(problem, samples, model=model_name,
-                                         backend="transformers", seed=seed))  # fmt: skip
+                                         backend="transformers", seed=seed))
             bar.update(len(chunk) * config.num_samples)
     return rows
 
 
 def transformers_sampler(model: Any, tokenizer: Any, config: RolloutConfig, chunk: int = 64,
-                         on_samples: Callable[[int], None] | None = None):  # fmt: skip
+                         on_samples: Callable[[int], None] | None = None):
     """A `breadth.evaluation.search.Sampler` over this backend: (prompts, n, seed) -> texts;
     `on_samples(count)` hears of each chunk's samples as they are drawn (progress)."""
 
@@ -124,7 +124,7 @@ def transformers_sampler(model: Any, tokenizer: Any, config: RolloutConfig, chun
                 model, tokenizer, prompts[start : start + chunk], num_samples=n,
                 temperature=config.temperature, top_p=config.top_p,
                 max_new_tokens=config.max_new_tokens, seed=seed + start,
-            )  # fmt: skip
+            )
             texts.extend([sample.text for sample in group] for group in groups)
             if on_samples is not None:
                 on_samples(len(groups) * n)
@@ -139,15 +139,15 @@ class TransformersBackend:
     def rollout(
         self, policy_dir: Path, problems: Sequence[Mapping[str, Any]], config: RolloutConfig,
         *, model_name: str, seed: int, progress: bool = True,
-    ) -> list[dict[str, Any]]:  # fmt: skip
+    ) -> list[dict[str, Any]]:
         model, tokenizer = load_policy(policy_dir)
         return rollout_transformers(model, tokenizer, problems, config, model_name=model_name,
-                                    seed=seed, progress=progress)  # fmt: skip
+                                    seed=seed, progress=progress)
 
     @contextlib.contextmanager
     def sampler(
         self, policy_dir: Path, config: RolloutConfig, *, seed: int, chunk: int,
         on_samples: Callable[[int], None] | None = None,
-    ) -> Iterator[Any]:  # fmt: skip
+    ) -> Iterator[Any]:
         model, tokenizer = load_policy(policy_dir)
         yield transformers_sampler(model, tokenizer, config, chunk=chunk, on_samples=on_samples)

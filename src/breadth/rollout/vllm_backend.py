@@ -42,7 +42,7 @@ CONNECT_TIMEOUT_S = 10.0
 def completion_request(
     problem: Mapping[str, Any], config: RolloutConfig, *, model: str, seed: int,
     stop_token_ids: Sequence[int] = (),
-) -> dict[str, Any]:  # fmt: skip
+) -> dict[str, Any]:
     """The JSON body of one completions request: all n samples of one problem, its own seed.
 
     >>> body = completion_request({"problem_id": "p1", "prompt": "1+2="}, RolloutConfig(),
@@ -107,7 +107,7 @@ def samples_from_choices(
                 text=choice["text"], token_ids=token_ids, logprobs=logprobs, entropy=[],
                 finish_reason=finish_reason,
             )
-        )  # fmt: skip
+        )
     return samples
 
 
@@ -130,7 +130,7 @@ def request_timeout() -> Any:
 @contextlib.contextmanager
 def vllm_endpoints(
     policy_dir: str | Path, config: RolloutConfig, *, seed: int
-) -> Iterator[list[str]]:  # fmt: skip
+) -> Iterator[list[str]]:
     """The base URLs to send requests to: the configured servers, or a server for `policy_dir`
     started here (kept for later stages inside `kept_vllm_servers()`)."""
     urls = resolve_vllm_urls(config.vllm_url)
@@ -183,7 +183,7 @@ def rollout_vllm(
             ThreadPoolExecutor(max_workers=in_flight) as pool,
             StageBar(f"rollout {model_name} (vllm)", len(problems), "problem",
                      show=progress) as bar,
-        ):  # fmt: skip
+        ):
             futures = {
                 pool.submit(
                     fleet.post, client,
@@ -192,7 +192,7 @@ def rollout_vllm(
                     str(problem["problem_id"]), index,
                 ): index
                 for index, problem in enumerate(problems)
-            }  # fmt: skip
+            }
             try:
                 for future in as_completed(futures):
                     groups[futures[future]] = samples_from_choices(
@@ -216,15 +216,15 @@ class VLLMBackend:
     def rollout(
         self, policy_dir: Path, problems: Sequence[Mapping[str, Any]], config: RolloutConfig,
         *, model_name: str, seed: int, progress: bool = True,
-    ) -> list[dict[str, Any]]:  # fmt: skip
+    ) -> list[dict[str, Any]]:
         return rollout_vllm(policy_dir, problems, config, model_name=model_name, seed=seed,
-                            progress=progress)  # fmt: skip
+                            progress=progress)
 
     @contextlib.contextmanager
     def sampler(
         self, policy_dir: Path, config: RolloutConfig, *, seed: int, chunk: int,
         on_samples: Callable[[int], None] | None = None,
-    ) -> Iterator[Any]:  # fmt: skip
+    ) -> Iterator[Any]:
         """The same servers for the whole search; each call sends one request per prompt (the
         servers batch them), at most `chunk` in flight per server."""
         import httpx
@@ -243,7 +243,7 @@ class VLLMBackend:
 
 def _fleet_sampler(fleet: VLLMFleet, client: Any, pool: ThreadPoolExecutor,
                    config: RolloutConfig, eos: int | None,
-                   on_samples: Callable[[int], None] | None = None) -> Any:  # fmt: skip
+                   on_samples: Callable[[int], None] | None = None) -> Any:
     """search's Sampler over a fleet: (prompts, n, seed) -> n texts per prompt, in order;
     `on_samples(n)` hears of each prompt's n samples as its answer is read (progress)."""
 
@@ -254,9 +254,9 @@ def _fleet_sampler(fleet: VLLMFleet, client: Any, pool: ThreadPoolExecutor,
                                model="search", seed=call_seed,
                                stop_token_ids=[eos] if eos is not None else [])
             for i, prompt in enumerate(prompts)
-        ]  # fmt: skip
+        ]
         answers = pool.map(lambda ib: fleet.post(client, ib[1], f"prompt-{ib[0]}", ib[0]),
-                           enumerate(bodies))  # fmt: skip
+                           enumerate(bodies))
         texts = []
         for answer in answers:  # in prompt order, as each arrives
             texts.append([c["text"] for c in sorted(answer["choices"], key=lambda c: c["index"])])

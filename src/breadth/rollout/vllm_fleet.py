@@ -48,7 +48,7 @@ def post_completion(client: Any, url: str, body: Mapping[str, Any], problem_id: 
         hint = ""
         if "max_model_len" in response.text or "maximum context length" in response.text:
             hint = (" Lower rollout.max_new_tokens, or serve the model with a larger "
-                    "--max-model-len.")  # fmt: skip
+                    "--max-model-len.")
         error_type = ServerFailure if response.status_code >= 500 else VLLMServerError
         raise error_type(
             f"vLLM at {url} answered {response.status_code} for problem {problem_id}: "
@@ -124,7 +124,7 @@ class VLLMFleet:
             self.failed[url] = reason
             live = [u for u in self.served if u not in self.failed]
         log.warning("vLLM server %s failed and is taken out (%s); %d left: %s",
-                    url, reason, len(live), live)  # fmt: skip
+                    url, reason, len(live), live)
 
     def post(self, client: Any, body: Mapping[str, Any], problem_id: str, index: int) -> dict:
         """Send one completions request (`index` picks the first server) and return the
@@ -134,7 +134,7 @@ class VLLMFleet:
                 continue
             try:
                 return post_completion(client, url, {**body, "model": self.served[url]},
-                                       problem_id)  # fmt: skip
+                                       problem_id)
             except ServerFailure as error:
                 self.take_out(url, str(error))
         raise VLLMServerError(

@@ -37,7 +37,7 @@ def start_server(policy_dir: Path, config: RolloutConfig, seed: int) -> VLLMServ
     return VLLMServer(
         Path(policy_dir), seed=seed, tensor_parallel=config.vllm_tensor_parallel,
         gpu_memory_utilization=config.vllm_gpu_memory_utilization,
-    ).start()  # fmt: skip
+    ).start()
 
 
 @dataclass
@@ -50,7 +50,7 @@ class KeptServers:
     def server_for(self, policy_dir: Path, config: RolloutConfig, seed: int) -> VLLMServer:
         """The kept server of this policy and settings, started (or restarted) if needed."""
         key: ServerKey = (str(Path(policy_dir).resolve()), config.vllm_tensor_parallel,
-                          config.vllm_gpu_memory_utilization)  # fmt: skip
+                          config.vllm_gpu_memory_utilization)
         with self._lock:
             kept = self.servers.pop(key, None)
             if kept is not None and kept.healthy():
@@ -60,7 +60,7 @@ class KeptServers:
                 log.warning("the kept vLLM server for %s stopped answering; restarting it", key[0])
                 kept.stop(grace_s=5)
             share = VLLMServer(Path(policy_dir),
-                               gpu_memory_utilization=key[2]).memory_share()  # fmt: skip
+                               gpu_memory_utilization=key[2]).memory_share()
             while self.servers and self.total_share() + share > MAX_KEPT_SHARE:
                 _, oldest = self.servers.popitem(last=False)
                 log.info("stopping the vLLM server for %s to make room", oldest.model_dir)

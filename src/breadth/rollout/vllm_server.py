@@ -94,7 +94,7 @@ def server_command(
     dtype: str = "float32", cpu: bool = True, served_model_name: str | None = None,
     tensor_parallel: int = 1, gpu_memory_utilization: float | None = None,
     extra_args: tuple[str, ...] = (),
-) -> list[str]:  # fmt: skip
+) -> list[str]:
     """The command line that serves `model_dir` (CPU or GPU flags).
 
     `--logprobs-mode processed_logprobs`: report log-probs of the distribution actually sampled
@@ -119,7 +119,7 @@ def server_command(
         "--logprobs-mode", "processed_logprobs", "--disable-log-stats",
         "--gpu-memory-utilization", str(gpu_memory_utilization),
         "--tensor-parallel-size", str(tensor_parallel), *(CPU_FLAGS if cpu else ()),
-    ]  # fmt: skip
+    ]
     if served_model_name:
         command += ["--served-model-name", served_model_name]
     return command + list(extra_args)
@@ -220,7 +220,7 @@ class VLLMServer:
             max_model_len=self.max_model_len or model_max_length(Path(self.model_dir)),
             served_model_name=self.served_model_name, tensor_parallel=self.tensor_parallel,
             gpu_memory_utilization=self.memory_share(), extra_args=self.extra_args,
-        )  # fmt: skip
+        )
 
     def memory_share(self) -> float:
         """The share of GPU memory (of host RAM, with the CPU build) the server reserves."""
@@ -258,7 +258,7 @@ class VLLMServer:
             self.process = subprocess.Popen(
                 command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                 env=env, start_new_session=True,
-            )  # fmt: skip
+            )
         self.pid_path.write_text(str(self.process.pid))
         try:
             self._wait_healthy()

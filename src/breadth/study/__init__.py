@@ -24,4 +24,4 @@ __all__ = [
     "STUDY_OBJECTIVES",
     "GridConfig",
     "check_fair",
-]  # fmt: skip
+]

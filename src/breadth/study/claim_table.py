@@ -41,9 +41,9 @@ FAMILY_MEANING = ("Verdicts read the Holm-adjusted interval over the family of m
                   "grid ran, and the seeds this spread of per-seed means would need for a Holm "
                   "half-width below δ/2 (at α/m), where every interval gets a verdict; "
                   "*underpowered*: the Holm half-width is at least δ, so no interval holding 0 "
-                  "can lie within ±δ.")  # fmt: skip
+                  "can lie within ±δ.")
 NOT_RUN_MEANING = (f"*{NOT_RUN}*: the grid lacks an arm (or a measurement) the claim needs, so "
-                   "nothing was measured: no evidence either way.")  # fmt: skip
+                   "nothing was measured: no evidence either way.")
 
 
 @dataclass(frozen=True)
@@ -87,7 +87,7 @@ class Claim:
 
 
 def verdict(low, high, sign: int, delta: float | None = None,
-            equivalence: tuple[float, float] | None = None) -> str:  # fmt: skip
+            equivalence: tuple[float, float] | None = None) -> str:
     """reproduced / refuted / no effect / inconclusive from an (adjusted) interval, the
     claimed sign (+1, -1; 0 for two-sided), δ and the equivalence interval.
 
@@ -102,7 +102,7 @@ def verdict(low, high, sign: int, delta: float | None = None,
     'reproduced'
     """
     if delta is not None and equivalence is not None and np.isfinite(equivalence).all() \
-            and -delta < equivalence[0] and equivalence[1] < delta:  # fmt: skip
+            and -delta < equivalence[0] and equivalence[1] < delta:
         return NO_EFFECT
     if low is None or high is None or not np.isfinite([low, high]).all():
         return INCONCLUSIVE
@@ -113,7 +113,7 @@ def verdict(low, high, sign: int, delta: float | None = None,
 
 
 def decide_family(claims: list[Claim], confidence: float = 0.95,
-                  pilot: PilotSizing | None = None) -> list[Claim]:  # fmt: skip
+                  pilot: PilotSizing | None = None) -> list[Claim]:
     """Verdicts of the measured rows (`MEASURED`) as one family; other rows are unchanged.
 
     Holm's step-down on the rows' two-sided seed-t p-values. The j-th smallest p-value
@@ -146,25 +146,25 @@ def decide_family(claims: list[Claim], confidence: float = 0.95,
         note = f"family of {m}; Holm p = {p_holm:.3g} (unadjusted {c.p_value:.3g})"
         if result == NO_EFFECT:
             note += (f"; equivalence interval [{equivalence[0]:+.3f}, {equivalence[1]:+.3f}] "
-                     f"inside ±{c.delta:g}")  # fmt: skip
+                     f"inside ±{c.delta:g}")
         power = _power(c, level, m, result == INCONCLUSIVE, confidence, pilot)
         if power is not None and power.reason:
             note = f"{power.text(c.delta, c.estimate)}; {note}"
         out[i] = replace(c, verdict=result, adjusted_low=float(low), adjusted_high=float(high),
                          adjusted_confidence=float(level), p_holm=float(p_holm),
-                         detail=f"{note}; {c.detail}", power=power)  # fmt: skip
+                         detail=f"{note}; {c.detail}", power=power)
     return out
 
 
 def _power(c: Claim, level: float, m: int, inconclusive: bool, confidence: float,
-           pilot: PilotSizing | None) -> RowPower | None:  # fmt: skip
+           pilot: PilotSizing | None) -> RowPower | None:
     """The row's power, or None where it has no spread to size from (or no δ)."""
     if c.delta is None or c.standard_error is None or not c.num_seeds or c.num_seeds < 2 \
-            or not np.isfinite(c.standard_error):  # fmt: skip
+            or not np.isfinite(c.standard_error):
         return None
     sized = pilot.sd_of(c.claim, c.delta_name, c.format) if pilot is not None else None
     return row_power(c.standard_error, c.num_seeds, c.delta, level, m, inconclusive,
-                     confidence, sized)  # fmt: skip
+                     confidence, sized)
 
 
 def interval_text(claim: Claim) -> str:
@@ -191,12 +191,12 @@ def effect_text(c: Claim) -> str:
     """
     if c.claim == "crossover":
         return " ".join(["none" if c.estimate is None else f"k = {c.estimate:g}",
-                         f"[{_k(c.low)}, {_k(c.high)}]"])  # fmt: skip
+                         f"[{_k(c.low)}, {_k(c.high)}]"])
     if c.estimate is None:
         return "n/a"
     if c.adjusted_low is not None and c.adjusted_high is not None:
         return (f"{c.estimate:+.3f} [{c.adjusted_low:+.3f}, {c.adjusted_high:+.3f}] "
-                f"({100 * c.adjusted_confidence:.4g}%)")  # fmt: skip
+                f"({100 * c.adjusted_confidence:.4g}%)")
     return interval_text(c)
 
 
@@ -212,14 +212,14 @@ def claims_markdown(claims: list[Claim], header: str = "") -> str:
     lines = [header, ""] if header else []
     lines += [("| claim | format | measure | δ | effect [Holm-adjusted CI] | unadjusted 95% CI | "
                "seeds: run / for a verdict | verdict | paper reports |"),
-              "|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
+              "|---|---|---|---|---|---|---|---|---|"]
     for c in claims:
         delta = "" if c.delta is None else f"±{c.delta:g}"
         seeds = "" if c.power is None else c.power.cell()
         shown = (f"{c.verdict} ({UNDERPOWERED})" if c.power is not None
-                 and c.power.reason == UNDERPOWERED else c.verdict)  # fmt: skip
+                 and c.power.reason == UNDERPOWERED else c.verdict)
         lines.append(f"| **{c.claim}** | {c.format} | {c.measure} | {delta} | {effect_text(c)} | "
-                     f"{unadjusted_text(c)} | {seeds} | {shown} | {c.paper} |")  # fmt: skip
+                     f"{unadjusted_text(c)} | {seeds} | {shown} | {c.paper} |")
     lines += ["", FAMILY_MEANING]
     if any(c.verdict == NOT_RUN for c in claims):
         lines += ["", NOT_RUN_MEANING]

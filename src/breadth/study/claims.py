@@ -88,7 +88,7 @@ __all__ = [
 # UNSCALED_CONTROL (correctness at none), so that the objective, not the step size, differs.
 UNSCALED_OBJECTIVES = (DARLING, PASSK)
 CORRECT_ANSWER_ROWS = (("batch", BATCH), ("pass@k objective", PASSK), ("pass@k objective", VECTOR),
-                       ("darling", DARLING))  # fmt: skip
+                       ("darling", DARLING))
 """(claim, objective) of the rows of distinct correct answers, each against its control."""
 PerProblem = Callable[[pd.DataFrame], np.ndarray]
 SFT = ("", "sft")
@@ -155,7 +155,7 @@ class Study:
         return [objective or "sft" for objective, model in arms if self.arm(objective, model) is None]
 
     def aligned(self, arms: list[tuple[str, str]], metric: PerProblem,
-                mask: Callable[[pd.DataFrame], np.ndarray] | None = None):  # fmt: skip
+                mask: Callable[[pd.DataFrame], np.ndarray] | None = None):
         """(seeds x problems x arms) of metric, NaN outside `mask`; or (None, reason).
 
         Problems are nested in seeds (each seed prepares its own): row s holds seed s's
@@ -173,29 +173,29 @@ class Study:
             by_seed = [f[f["seed"] == seed] for f in frames]
             problems = sorted(set.intersection(*(set(f["problem_id"]) for f in by_seed)))
             values = np.stack([np.asarray(metric(_of_seed(f, seed, problems)), np.float64)
-                               for f in by_seed], axis=-1)  # (P, A)  # fmt: skip
+                               for f in by_seed], axis=-1)  # (P, A)
             if mask is not None:
                 keep = mask(_of_seed(self.arm(*SFT), seed, problems))
                 values[~np.asarray(keep, bool)] = np.nan
             rows.append(values)
         width = max(len(r) for r in rows)
         matrix = np.stack([np.pad(r, ((0, width - len(r)), (0, 0)), constant_values=np.nan)
-                           for r in rows])  # fmt: skip
+                           for r in rows])
         return matrix, f"seeds: {len(seeds)}, problems per seed: {[len(r) for r in rows]}"
 
     def paired(self, a: tuple[str, str], b: tuple[str, str], metric: PerProblem,
-               mask: Callable[[pd.DataFrame], np.ndarray] | None = None):  # fmt: skip
+               mask: Callable[[pd.DataFrame], np.ndarray] | None = None):
         """(seeds x problems) of metric(a) - metric(b) on the problems both evaluated."""
         values, detail = self.aligned([a, b], metric, mask)
         return (None, detail) if values is None else (values[..., 0] - values[..., 1], detail)
 
     def effect(self, claim: str, measure: str, a, b, metric: PerProblem, sign: int,
-               delta: str, mask=None, min_split: bool = False) -> Claim:  # fmt: skip
+               delta: str, mask=None, min_split: bool = False) -> Claim:
         """The row of metric(a) - metric(b) (b=None: metric(a) alone), in the family."""
         arms = [a] if b is None else [a, b]
         base = Claim(claim, self.fmt, measure, None, None, None, NOT_RUN, "",
                      delta=DELTAS[delta].delta, sign=sign, paper=paper_of(claim),
-                     delta_name=delta)  # fmt: skip
+                     delta_name=delta)
         if missing := self.missing(arms):
             return replace(base, detail=f"arm not in the grid: {', '.join(missing)}")
         if b is None:
@@ -213,13 +213,13 @@ class Study:
                 # reads as a finding (the grid summary and the run's report show none either).
                 return replace(base, verdict=INCONCLUSIVE,
                                detail=f"inconclusive (n = {int(sizes.min())} < "
-                                      f"{self.settings.min_split}); {detail}")  # fmt: skip
+                                      f"{self.settings.min_split}); {detail}")
         if not np.isfinite(matrix).any():
             return replace(base, verdict=INCONCLUSIVE, detail=f"no finite values ({detail})")
         ci = seed_t_interval(matrix, self.settings.confidence)
         base = replace(base, estimate=ci.estimate, low=_float(ci.low), high=_float(ci.high),
                        standard_error=_float(ci.standard_error), num_seeds=ci.num_seeds,
-                       p_value=_float(ci.p_value))  # fmt: skip
+                       p_value=_float(ci.p_value))
         if ci.num_seeds < 2:
             return replace(base, verdict=INCONCLUSIVE,
                            detail=f"inconclusive: one seed has no run-to-run spread; {detail}")
@@ -235,7 +235,7 @@ def _of_seed(rows: pd.DataFrame, seed, problems) -> pd.DataFrame:
 
 
 def evaluate_claims(frame: pd.DataFrame, settings: ClaimSettings | None = None,
-                    pilot: PilotSizing | None = None) -> list[Claim]:  # fmt: skip
+                    pilot: PilotSizing | None = None) -> list[Claim]:
     """Every named claim, per format, with family-wise verdicts and each measured row's power;
     a claim whose arms or measurements the frame lacks is *not run*. With a power `pilot`
     (`breadth.study.power.read_pilot_sizing`), the rows it sized cite its numbers."""
@@ -268,7 +268,7 @@ def _at_chance(study: Study) -> str:
     if ci.num_seeds < 2 or ci.low > 0:  # one seed: the rows say so themselves
         return ""
     return (f"the SFT start is not above chance: pass@1 above chance "
-            f"{ci.estimate:+.3f} [{ci.low:+.3f}, {ci.high:+.3f}]")  # fmt: skip
+            f"{ci.estimate:+.3f} [{ci.low:+.3f}, {ci.high:+.3f}]")
 
 
 def _guessing(claim: Claim, reason: str) -> Claim:
@@ -281,7 +281,7 @@ def _guessing(claim: Claim, reason: str) -> Claim:
 def _not_run(claim: str, fmt: str, measure: str, reason: str, delta: str | None = None) -> Claim:
     return Claim(claim, fmt, measure, None, None, None, NOT_RUN, reason,
                  delta=DELTAS[delta].delta if delta else None,
-                 paper=paper_of(claim), delta_name=delta or "")  # fmt: skip
+                 paper=paper_of(claim), delta_name=delta or "")
 
 
 def _format_claims(study: Study) -> list[Claim]:
@@ -299,7 +299,7 @@ def _format_claims(study: Study) -> list[Claim]:
         _transfer(study),
         study.effect("historical", "Δ pass@1, ucb − correctness", (UCB, "rl"),
                      rl, p1, +1, "pass@1"),
-    ]  # fmt: skip
+    ]
     claims += [_correct_answers(study, claim, objective)
                for claim, objective in CORRECT_ANSWER_ROWS]
     claims.append(_forking(study))
@@ -318,27 +318,27 @@ def _transfer(study: Study) -> Claim:
     """
     s = study.settings
     measure = (f"Δ distinct outcomes (held-out half), RL − SFT, base-unsolved "
-               f"({_split_rule(study)}, on SFT's other half)")  # fmt: skip
+               f"({_split_rule(study)}, on SFT's other half)")
     needed = ("split_num_samples", "split_num_correct", "heldout_distinct_outcomes")
     if absent := [name for name in needed if not study.has(name)]:
         return _not_run("transfer", study.fmt, measure,
                         f"the per-problem tables lack the held-out halves ({', '.join(absent)}): "
                         "a split on the measured samples is biased toward narrowing; re-run the "
-                        "cells' evaluation", "distinct")  # fmt: skip
+                        "cells' evaluation", "distinct")
     sft = study.arm(*SFT)
     fewest = int(sft["split_num_samples"].min()) if sft is not None else 0
     if sft is not None and s.split_k > fewest:
         return _not_run("transfer", study.fmt, measure,
                         f"split budget split_k={s.split_k} exceeds the split half's {fewest} "
-                        "samples: lower evaluation.transfer_split_k", "distinct")  # fmt: skip
+                        "samples: lower evaluation.transfer_split_k", "distinct")
 
     def unsolved(base_rows: pd.DataFrame) -> np.ndarray:
         return ~solved_by_base(base_rows["split_num_samples"], base_rows["split_num_correct"],
-                               s.split_k, s.split_threshold, options_of(base_rows))  # fmt: skip
+                               s.split_k, s.split_threshold, options_of(base_rows))
 
     return study.effect("transfer", measure, (CORRECTNESS, "rl"), SFT,
                         column("heldout_distinct_outcomes"), -1, "distinct", mask=unsolved,
-                        min_split=True)  # fmt: skip
+                        min_split=True)
 
 
 def _split_rule(study: Study) -> str:
@@ -372,18 +372,18 @@ def _correct_answers_row(study: Study, claim: str, objective: str) -> Claim:
     if not study.has("distinct_correct_outcomes"):
         return _not_run(claim, study.fmt, measure, "the per-problem tables lack "
                         "distinct_correct_outcomes: re-run the cells' evaluation",
-                        "distinct_correct")  # fmt: skip
+                        "distinct_correct")
     if reason := _single_answer(study):
         return _not_run(claim, study.fmt, measure, reason, "distinct_correct")
     arm, correct = (objective, "rl"), column("distinct_correct_outcomes")
     if study.arm(*arm) is not None and study.arm(control, "rl") is None and unscaled:
         confounded = study.effect(claim, "", arm, (CORRECTNESS, "rl"), correct, +1,
-                                  "distinct_correct")  # fmt: skip
+                                  "distinct_correct")
         return _not_run(claim, study.fmt, measure,
                         f"arm not in the grid: {control} ({objective} runs at "
                         "rl.scale_rewards=none; against correctness at group the objective and "
                         f"the step size change together: that confounded Δ is "
-                        f"{interval_text(confounded)})", "distinct_correct")  # fmt: skip
+                        f"{interval_text(confounded)})", "distinct_correct")
     row = study.effect(claim, measure, arm, (control, "rl"), correct, +1, "distinct_correct")
     cost = study.effect(claim, "", arm, (control, "rl"), pass_metric(1), +1, "pass@1")
     notes = [f"pass@1 cost {interval_text(cost)}"]
@@ -391,7 +391,7 @@ def _correct_answers_row(study: Study, claim: str, objective: str) -> Claim:
         other = study.effect(claim, "", arm, (CORRECTNESS, "rl"), correct, +1, "distinct_correct")
         notes.append(f"against correctness at scale_rewards=group {interval_text(other)}")
     distinct = study.effect(claim, "", arm, (control, "rl"), column("distinct_outcomes"), +1,
-                            "distinct")  # fmt: skip
+                            "distinct")
     notes.append(f"Δ distinct outcomes {interval_text(distinct)}")
     return _with_note(row, "; ".join(notes))
 
@@ -399,13 +399,13 @@ def _correct_answers_row(study: Study, claim: str, objective: str) -> Claim:
 def _forking(study: Study) -> Claim:
     rl = (CORRECTNESS, "rl")
     measure = ("Δ share of reasoning tokens above SFT's 80th-percentile reasoning entropy, "
-               "RL − SFT (answer line excluded)")  # fmt: skip
+               "RL − SFT (answer line excluded)")
     if not study.has("reasoning_forking_share"):
         return _not_run("forking", study.fmt, measure,
                         "no token entropies of the reasoning (reasoning_forking_share): needs "
-                        "a trace task and per-token entropies aligned with the text", "forking")  # fmt: skip
+                        "a trace task and per-token entropies aligned with the text", "forking")
     forks = study.effect("forking", measure, rl, SFT, column("reasoning_forking_share"), +1,
-                         "forking")  # fmt: skip
+                         "forking")
     answers = study.effect("forking", "", rl, SFT, column("distinct_outcomes"), -1, "distinct")
     return _with_note(forks, f"Δ distinct outcomes {interval_text(answers)}")
 
@@ -416,19 +416,19 @@ def _search(study: Study) -> list[Claim]:
     s = study.settings
     rows = [("evolutionary − independent success at equal budget (correctness)", None),
             ((f"Δ (evolutionary − independent success), {s.diversity_arm} − correctness, "
-              "equal budget"), (CORRECTNESS, "rl"))]  # fmt: skip
+              "equal budget"), (CORRECTNESS, "rl"))]
     arm = (CORRECTNESS, "rl")
     reason = ""
     if not (study.has("search_evolutionary") and study.has("search_independent")):
         reason = "no search results in the grid"
     elif not study.has("graded_score") or not (study.frame["graded_score"] > 0).any():
         reason = ("no signal to climb: one right answer and a binary score (no graded_score "
-                  "strictly between 0 and 1)")  # fmt: skip
+                  "strictly between 0 and 1)")
     if reason:
         return [_not_run("search", study.fmt, measure, reason, "search") for measure, _ in rows]
     return [study.effect("search", rows[0][0], arm, None, search_gain, +1, "search"),
             study.effect("search", rows[1][0], (s.diversity_arm, "rl"), rows[1][1], search_gain,
-                         +1, "search")]  # fmt: skip
+                         +1, "search")]
 
 
 def _crossover(study: Study) -> Claim:
@@ -450,7 +450,7 @@ def _crossover(study: Study) -> Claim:
     top = n if options is None else largest_k_above_chance(options, n)
     ks = [k for k in (1, 2, 4, 8, 16, 32, 64, 128, 256) if k <= top]
     stacked = np.stack([study.paired(rl_arm, SFT, pass_metric(k))[0] for k in ks],
-                       axis=-1)  # (S, P, K) of RL - SFT  # fmt: skip
+                       axis=-1)  # (S, P, K) of RL - SFT
     s = study.settings
     # SFT - RL: transfer's base - trained, so the crossing rule is read the same way.
     boot = -hierarchical_bootstrap_means(stacked, s.num_resamples, s.seed)  # (B, K)
@@ -479,7 +479,7 @@ def _crossover(study: Study) -> Claim:
     return Claim("crossover", study.fmt, measure, k_of(index), k_of(low_i), k_of(high_i), result,
                  f"not in the Holm family (a k, not a mean): two-level bootstrap of the curves; "
                  f"ks tried: {ks}; 'beyond' means past k = {ks[-1]}; k = 1 means RL is not "
-                 f"ahead even at k = 1{tie}", paper=paper_of("crossover"))  # fmt: skip
+                 f"ahead even at k = 1{tie}", paper=paper_of("crossover"))
 
 
 def _format_claim(frame: pd.DataFrame, settings: ClaimSettings) -> Claim:
@@ -494,7 +494,7 @@ def _format_claim(frame: pd.DataFrame, settings: ClaimSettings) -> Claim:
     measure = "Δ relative fall of distinct reasoning paths (1 − RL / SFT), mcq − free_form"
     if absent := [fmt for fmt in ("mcq", "free_form") if not (frame["format"] == fmt).any()]:
         return _not_run("format", "both", measure, f"format not in the grid: {', '.join(absent)}",
-                        "format")  # fmt: skip
+                        "format")
     falls = {}
     studies = {fmt: Study(frame, fmt, settings) for fmt in ("mcq", "free_form")}
     for fmt, study in studies.items():
@@ -505,7 +505,7 @@ def _format_claim(frame: pd.DataFrame, settings: ClaimSettings) -> Claim:
         if not study.has("distinct_reasoning"):
             return _not_run("format", "both", measure,
                             f"no distinct_reasoning for {fmt}: the per-problem tables need "
-                            "the sample texts of a trace task", "format")  # fmt: skip
+                            "the sample texts of a trace task", "format")
         stacked, _ = study.aligned([(CORRECTNESS, "rl"), SFT], column("distinct_reasoning"))
         seeds = sorted(set(study.arm(*SFT)["seed"]) & set(study.arm(CORRECTNESS, "rl")["seed"]))
         rl_means, sft_means = seed_means(stacked[..., 0]), seed_means(stacked[..., 1])
@@ -514,7 +514,7 @@ def _format_claim(frame: pd.DataFrame, settings: ClaimSettings) -> Claim:
     diff = np.array([[falls["mcq"][s] - falls["free_form"][s]] for s in shared])
     base = Claim("format", "both", measure, None, None, None, INCONCLUSIVE, "",
                  delta=DELTAS["format"].delta, sign=0, paper=paper_of("format"),
-                 delta_name="format")  # fmt: skip
+                 delta_name="format")
     if len(shared) < 2:
         return replace(base, detail=f"inconclusive: {len(shared)} seed(s) in both formats")
     ci = seed_t_interval(diff, 0.95)
@@ -524,7 +524,7 @@ def _format_claim(frame: pd.DataFrame, settings: ClaimSettings) -> Claim:
                    standard_error=ci.standard_error, num_seeds=ci.num_seeds, p_value=ci.p_value,
                    detail=f"fall mcq {mean_fall['mcq']:+.3f}, free_form "
                           f"{mean_fall['free_form']:+.3f}; seeds: {len(shared)}; two-sided: "
-                          "reproduced when the formats' falls differ")  # fmt: skip
+                          "reproduced when the formats' falls differ")
 
 
 def _with_note(claim: Claim, note: str) -> Claim:

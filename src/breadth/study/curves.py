@@ -24,7 +24,7 @@ import pandas as pd
 from breadth.evaluation.seed_interval import seed_t_interval
 
 __all__ = ["DISTINCT_OUTCOMES", "ENTROPY", "TRAINING_METRICS", "CellKey", "Histories",
-           "TrainingCurves", "least_squares_slope", "training_curves"]  # fmt: skip
+           "TrainingCurves", "least_squares_slope", "training_curves"]
 
 # The names as the RL stage run logs them: the reward scorer's per-step diagnostic
 # (`breadth.rewards.scoring.batch_diagnostics`) and TRL's mean token entropy, both under the
@@ -84,7 +84,7 @@ def least_squares_slope(steps: Sequence[float], values: Sequence[float]) -> floa
 
 
 def training_curves(histories: Histories, metrics: Sequence[str] = tuple(TRAINING_METRICS),
-                    confidence: float = 0.95) -> TrainingCurves:  # fmt: skip
+                    confidence: float = 0.95) -> TrainingCurves:
     """Per metric, format, objective and step: the mean over seeds and its t interval; per
     cell and per (format, objective): the collapse rate of `DISTINCT_OUTCOMES`.
 
@@ -108,14 +108,14 @@ def training_curves(histories: Histories, metrics: Sequence[str] = tuple(TRAININ
             if unlogged:
                 notes.append(f"{label}: not logged by seed {', '.join(unlogged)} (a run from "
                              "before the metric was logged, or an RL stage that logged "
-                             "nothing); left out of this curve")  # fmt: skip
+                             "nothing); left out of this curve")
             if not per_seed:
                 continue
             common = sorted(set.intersection(*(set(p) for p in per_seed.values())))
             dropped = {seed: len(p) - len(common) for seed, p in per_seed.items()}
             align_rows.append({"metric": metric, "format": fmt, "objective": objective,
                                "seeds": len(per_seed), "common_steps": len(common),
-                               "dropped_points": sum(dropped.values())})  # fmt: skip
+                               "dropped_points": sum(dropped.values())})
             if any(dropped.values()):
                 each = ", ".join(f"seed {s}: {n}" for s, n in dropped.items() if n)
                 notes.append(f"{label}: {sum(dropped.values())} logged points dropped at steps "
@@ -127,10 +127,10 @@ def training_curves(histories: Histories, metrics: Sequence[str] = tuple(TRAININ
                 interval = seed_t_interval(values[:, j : j + 1], confidence)
                 curve_rows.append({"metric": metric, "format": fmt, "objective": objective,
                                    "step": step, "mean": interval.estimate, "low": interval.low,
-                                   "high": interval.high, "seeds": interval.num_seeds})  # fmt: skip
+                                   "high": interval.high, "seeds": interval.num_seeds})
             if metric == DISTINCT_OUTCOMES:
                 rates = _collapse_rates(fmt, objective, sorted(per_seed), common, values,
-                                        confidence, notes)  # fmt: skip
+                                        confidence, notes)
                 rate_rows += rates[0]
                 mean_rows += rates[1]
     return TrainingCurves(
@@ -143,26 +143,26 @@ def training_curves(histories: Histories, metrics: Sequence[str] = tuple(TRAININ
         alignment=pd.DataFrame(align_rows, columns=["metric", "format", "objective", "seeds",
                                                     "common_steps", "dropped_points"]),
         notes=notes,
-    )  # fmt: skip
+    )
 
 
 def _collapse_rates(fmt: str, objective: str, seeds: list[int], steps: list[int],
                     values: np.ndarray, confidence: float,
-                    notes: list[str]) -> tuple[list[dict], list[dict]]:  # fmt: skip
+                    notes: list[str]) -> tuple[list[dict], list[dict]]:
     """Each seed's slope over the common steps, and their mean with its t interval."""
     slopes = [least_squares_slope(steps, row) for row in values]
     cells = [{"format": fmt, "objective": objective, "seed": seed, "collapse_rate": slope,
-              "steps": len(steps)} for seed, slope in zip(seeds, slopes)]  # fmt: skip
+              "steps": len(steps)} for seed, slope in zip(seeds, slopes)]
     fitted = [s for s in slopes if np.isfinite(s)]
     if not fitted:
         notes.append(f"{objective}/{fmt}: no collapse rate, {len(steps)} common step(s) "
-                     "(a line needs two)")  # fmt: skip
+                     "(a line needs two)")
         return cells, []
     if len(fitted) < len(slopes):  # a NaN logged value: that seed has no line
         unfitted = ", ".join(str(seed) for seed, s in zip(seeds, slopes) if not np.isfinite(s))
         notes.append(f"{objective}/{fmt}: no collapse rate for seed {unfitted} (a value logged "
-                     "as NaN); its mean is over the other seeds")  # fmt: skip
+                     "as NaN); its mean is over the other seeds")
     interval = seed_t_interval(np.array(fitted)[:, None], confidence)
     return cells, [{"format": fmt, "objective": objective, "estimate": interval.estimate,
                     "low": interval.low, "high": interval.high,
-                    "seeds": interval.num_seeds}]  # fmt: skip
+                    "seeds": interval.num_seeds}]

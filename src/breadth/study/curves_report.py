@@ -71,12 +71,12 @@ def write_training_curves(training: TrainingCurves, out: Path) -> list[Path]:
     paths = []
     for metric, rows in curves.groupby("metric", sort=False):
         panels = [(f"{fmt}: {TRAINING_METRICS.get(metric, metric)} over GRPO steps", part)
-                  for fmt, part in rows.groupby("format", sort=True)]  # fmt: skip
+                  for fmt, part in rows.groupby("format", sort=True)]
         paths.append(_figure(panels, "objective", out / f"training_{_slug(metric)}.png"))
     side = curves[(curves["objective"] == CORRECTNESS) & curves["format"].isin(FORMATS)]
     if set(side["format"]) == set(FORMATS):
         panels = [(f"{CORRECTNESS}: {TRAINING_METRICS.get(metric, metric)}, mcq vs free_form",
-                   rows) for metric, rows in side.groupby("metric", sort=False)]  # fmt: skip
+                   rows) for metric, rows in side.groupby("metric", sort=False)]
         paths.append(_figure(panels, "format", out / f"format_curves_{CORRECTNESS}.png"))
     paths.append(out / "training_curves.csv")
     curves.to_csv(paths[-1], index=False, float_format="%.6g")
@@ -86,7 +86,7 @@ def write_training_curves(training: TrainingCurves, out: Path) -> list[Path]:
          for (fmt, objective), r in training.rates.rename(columns={"collapse_rate": "rate"})
          .groupby(["format", "objective"])],
         columns=["format", "objective", "per_seed"],
-    )  # fmt: skip
+    )
     paths.append(out / "collapse_rates.csv")
     training.rate_means.merge(per_seed, on=["format", "objective"], how="outer").to_csv(
         paths[-1], index=False, float_format="%.6g")
@@ -95,7 +95,7 @@ def write_training_curves(training: TrainingCurves, out: Path) -> list[Path]:
 
 def _value(estimate: float, low: float, high: float) -> tuple[str, str]:
     interval = ("no interval (one seed)" if math.isnan(low)
-                else f"[{low:+.3g}, {high:+.3g}]")  # fmt: skip
+                else f"[{low:+.3g}, {high:+.3g}]")
     return f"{estimate:+.3g}", interval
 
 
@@ -107,7 +107,7 @@ def collapse_section(training: TrainingCurves, paths: list[Path], confidence: fl
     if training.empty:
         lines += [(f"No training histories: no RL run of this grid logged {_names()} (runs from "
                   "before these metrics were logged, or RL stages that logged nothing). The "
-                  "collapse rate needs a grid re-run with them."), ""]  # fmt: skip
+                  "collapse rate needs a grid re-run with them."), ""]
         return "\n".join(lines + _notes(training))
     lines += [
         (f"What the RL stage runs logged at each logging step: {_names()}. A curve is the mean "
@@ -119,13 +119,13 @@ def collapse_section(training: TrainingCurves, paths: list[Path], confidence: fl
         "`collapse_rates.csv`."), "",
         f"| format | objective | collapse rate (per step) | {level} CI | seeds | steps |",
         "| --- | --- | --- | --- | --- | --- |",
-    ]  # fmt: skip
+    ]
     steps = training.alignment[training.alignment["metric"] == DISTINCT_OUTCOMES]
     for row in training.rate_means.itertuples():
         estimate, interval = _value(row.estimate, row.low, row.high)
         common = steps[(steps["format"] == row.format) & (steps["objective"] == row.objective)]
         lines.append(f"| {row.format} | {row.objective} | {estimate} | {interval} | {row.seeds} "
-                     f"| {int(common['common_steps'].iloc[0])} |")  # fmt: skip
+                     f"| {int(common['common_steps'].iloc[0])} |")
     lines += ["", *_format_side_by_side(training, level), ""]
     lines += [f"![{path.stem}]({path.name})" for path in paths if path.suffix == ".png"]
     return "\n".join(lines + ["", *_notes(training)])
@@ -141,7 +141,7 @@ def _format_side_by_side(training: TrainingCurves, level: str) -> list[str]:
     ran = set(training.curves.loc[training.curves["objective"] == CORRECTNESS, "format"])
     if not set(FORMATS) <= ran:
         return lines + [(f"Not shown: it needs {CORRECTNESS} curves in both formats; this grid "
-                        f"has them in {', '.join(sorted(ran)) or 'none'}.")]  # fmt: skip
+                        f"has them in {', '.join(sorted(ran)) or 'none'}.")]
     lines += [f"| {CORRECTNESS} | {' | '.join(FORMATS)} |", "| --- | --- | --- |"]
     rates = training.rate_means.set_index(["format", "objective"])
     cells = []
@@ -157,7 +157,7 @@ def _format_side_by_side(training: TrainingCurves, level: str) -> list[str]:
         for fmt in FORMATS:
             curve = training.curves[(training.curves["metric"] == metric)
                                     & (training.curves["format"] == fmt)
-                                    & (training.curves["objective"] == CORRECTNESS)]  # fmt: skip
+                                    & (training.curves["objective"] == CORRECTNESS)]
             if not len(curve):
                 ends.append("not logged")
                 continue
@@ -165,12 +165,12 @@ def _format_side_by_side(training: TrainingCurves, level: str) -> list[str]:
             # The relative fall puts the formats on one scale whatever their levels.
             fall = f"; {last / first - 1:+.0%}" if first else ""
             ends.append(f"{first:.3g} → {last:.3g} (steps {curve['step'].iloc[0]} → "
-                        f"{curve['step'].iloc[-1]}{fall})")  # fmt: skip
+                        f"{curve['step'].iloc[-1]}{fall})")
         lines.append(f"| {label}, first → last common step (relative change) | "
-                     f"{' | '.join(ends)} |")  # fmt: skip
+                     f"{' | '.join(ends)} |")
     lines += ["", ("An mcq group's distinct outcomes are capped by its options (plus no "
                    "answer): its levels start lower than free_form's, so compare the relative "
-                   "changes, not the levels.")]  # fmt: skip
+                   "changes, not the levels.")]
     return lines
 
 

@@ -48,7 +48,7 @@ def study_frame_from_reports(cells: Iterable[tuple[str, str, int, Path]]) -> pd.
             for method, solved in searches.get(model, {}).items():
                 table[f"search_{method}"] = table["problem_id"].map(solved).astype(float)
             frames.append(table.assign(format=fmt, objective=objective, seed=int(seed),
-                                       model=model))  # fmt: skip
+                                       model=model))
     if not frames:
         raise ValueError("no cells to build a study frame from")
     return pd.concat(frames, ignore_index=True)
@@ -66,7 +66,7 @@ def _search_outcomes(path: Path) -> dict[str, dict[str, dict[str, int]]]:
             for method, result in comparison.items()
         }
         for model, comparison in searches.items()
-    }  # fmt: skip
+    }
 
 
 def load_study_frame(tracking_uri: str, grid_id: str) -> pd.DataFrame:
@@ -96,7 +96,7 @@ def study_frame_of_runs(tracking_uri: str, runs: pd.DataFrame) -> pd.DataFrame:
 
 def load_training_histories(
     tracking_uri: str, frame: pd.DataFrame, metrics: Iterable[str] = tuple(TRAINING_METRICS),
-) -> dict[CellKey, dict[str, list[tuple[int, float]]]]:  # fmt: skip
+) -> dict[CellKey, dict[str, list[tuple[int, float]]]]:
     """Each cell's RL training histories of `metrics`, for `breadth.study.curves`:
     {(objective, format, seed): {metric: [(step, value), ...]}}, from the study frame's cells
     (`format`, `objective`, `seed`, `run_id`: their parent runs).
@@ -131,7 +131,7 @@ def _rl_stage_run(client, parent_id: str) -> str | None:
         [parent.experiment_id],
         f"tags.`mlflow.parentRunId` = {quoted(parent_id, 'run id')} AND "
         "tags.`breadth.stage` = 'rl'",
-    )  # fmt: skip
+    )
     return max(children, key=lambda r: r.start_time or 0).run_id if children else None
 
 
@@ -145,7 +145,7 @@ def grid_provenance(tracking_uri: str, grid_id: str) -> dict:
     # Each machine with its GPUs as its runs recorded them (runs from before `host.gpus`
     # was tagged say so instead of claiming none).
     hosts = sorted({f"{r.tags.get('host.name', '?')} ({r.tags.get('host.cpus', '?')} "
-                    f"CPU cores; GPU: {_gpus(r.tags.get('host.gpus'))})" for r in infos})  # fmt: skip
+                    f"CPU cores; GPU: {_gpus(r.tags.get('host.gpus'))})" for r in infos})
     shas = sorted({r.tags.get("git.sha", "?")[:12] for r in infos})
     # HEAD alone does not say what ran: uncommitted edits change the code (and the cache keys,
     # `code.version`), so cells of one grid may have run different code under one sha.
@@ -165,7 +165,7 @@ def grid_provenance(tracking_uri: str, grid_id: str) -> dict:
         "cell_minutes": {fmt: (round(min(v), 1), round(float(np.median(v)), 1), round(max(v), 1),
                                round(sum(v), 1)) for fmt, v in minutes.items()},
         "compute_minutes": _compute_minutes(client, runs["format"], infos),
-    }  # fmt: skip
+    }
 
 
 def _compute_minutes(client, formats: Iterable[str], parents: list) -> dict[str, float]:
@@ -180,7 +180,7 @@ def _compute_minutes(client, formats: Iterable[str], parents: list) -> dict[str,
     minutes = {}
     for fmt, run_ids in stage_runs.items():
         spans = [(r.end_time - r.start_time) / 60000 for r in map(client.get_run, sorted(run_ids))
-                 if r.start_time and r.end_time]  # fmt: skip
+                 if r.start_time and r.end_time]
         minutes[fmt] = round(sum(spans), 1)
     return minutes
 
@@ -206,7 +206,7 @@ def provenance_header(provenance: dict, command: str = "") -> str:
         lines.append("- minutes of stage work (each stage's run once, wherever and whenever it "
                      "ran: a stage from the cache counts where it was computed): "
                      + ", ".join(f"{fmt} {value}" for fmt, value in compute.items())
-                     + f"; {round(sum(compute.values()), 1)} in all")  # fmt: skip
+                     + f"; {round(sum(compute.values()), 1)} in all")
     return "\n".join(lines)
 
 
@@ -221,12 +221,12 @@ def _code_line(provenance: dict) -> str:
     """What code the cells ran: HEAD's commit, the code version of the cache keys (HEAD plus
     uncommitted edits) and how many cells ran uncommitted changes."""
     line = (f"- code: git {', '.join(provenance['git_sha'])} (the checkout's HEAD at each "
-            "cell's start)")  # fmt: skip
+            "cell's start)")
     if "code_versions" not in provenance:
         return line
     versions = provenance["code_versions"]
     line += (f"; code version{'s' if len(versions) > 1 else ''} {', '.join(versions)} (HEAD's "
-             "src/, tasks/, flows/ with uncommitted edits: the cache keys' code)")  # fmt: skip
+             "src/, tasks/, flows/ with uncommitted edits: the cache keys' code)")
     dirty, unknown = provenance.get("dirty_runs", 0), provenance.get("dirty_unknown_runs", 0)
     line += f"; uncommitted changes in {dirty} of {provenance['cells']} runs"
     if unknown:

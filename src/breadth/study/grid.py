@@ -51,7 +51,7 @@ MULTI_ANSWER_REWARDS = [CORRECTNESS, UNSCALED_CONTROL, BATCH, DARLING, PASSK, VE
 # pool, steps, SFT start, eval set, sampling) must be equal across a grid's cells.
 OBJECTIVE_KEYS = ("rl.reward.", "rl.epsilon_high", "rl.top_entropy_quantile", "rl.entropy_coef",
                   "rl.adaptive_entropy", "rl.entropy_target",
-                  "rl.scale_rewards")  # set by rewards whose formula needs it  # fmt: skip
+                  "rl.scale_rewards")  # set by rewards whose formula needs it
 # Grid keys that say how cells run, not what they compute.
 RUNNER_KEYS = ("cell_runner", "cell_deployment")
 # What the claims report cites beside the study, not what the study is.
@@ -61,7 +61,7 @@ GRID_AXIS_KEYS = ("data.format", "seed", "preset")
 # The config key each cell sets from a grid axis (after the shared overrides, so an override
 # of one of these keys would be silently replaced in every cell).
 PER_CELL_KEYS = {"data.format": ("formats", "--format"), "rl.reward.spec": ("rewards", "--reward"),
-                 "seed": ("seeds", "--seed")}  # fmt: skip
+                 "seed": ("seeds", "--seed")}
 
 
 class GridConfig(Section):
@@ -177,7 +177,7 @@ class GridConfig(Section):
                     why = (f"the grid sets {key!r} in each cell from its `{PER_CELL_KEYS[key][0]}`"
                            if key in PER_CELL_KEYS else
                            "an objective may change only its reward (rl.reward.*) and entropy "
-                           "knobs; the cells must share everything else")  # fmt: skip
+                           "knobs; the cells must share everything else")
                     raise ValueError(
                         f"objective_overrides[{objective!r}] sets {key!r} ({text.strip()!r}): "
                         f"{why}. Put shared keys in `overrides` or the preset; keys allowed "
@@ -207,17 +207,17 @@ class GridConfig(Section):
         unknown = sorted(set(self.objective_overrides) - set(self.rewards))
         if unknown:
             raise ConfigError(f"grid objective_overrides name objectives {unknown} that are not "
-                              f"in the grid's rewards {self.rewards}")  # fmt: skip
+                              f"in the grid's rewards {self.rewards}")
         for fmt, kept in self.format_rewards.items():
             if fmt not in self.formats:
                 raise ConfigError(f"grid format_rewards names format {fmt!r}, which is not in "
                                   f"the grid's formats {self.formats}: add it there or drop "
-                                  "the entry")  # fmt: skip
+                                  "the entry")
             strays = [r for r in kept if r not in self.rewards]
             if strays or not kept:
                 raise ConfigError(f"grid format_rewards[{fmt!r}] = {kept}: each must be one of "
                                   f"the grid's rewards {self.rewards}, and at least one; "
-                                  f"{strays or 'none given'}")  # fmt: skip
+                                  f"{strays or 'none given'}")
         cells = []
         for fmt in self.formats:
             for reward in self.rewards_of(fmt):
@@ -231,7 +231,7 @@ class GridConfig(Section):
                 for seed in self.seeds:
                     overrides = [*self.overrides, f"data.format={fmt}", f"rl.reward.spec={spec}",
                                  f"seed={seed}", *extra,
-                                 *self.objective_overrides.get(reward, [])]  # fmt: skip
+                                 *self.objective_overrides.get(reward, [])]
                     cells.append((fmt, reward, seed, load_config(self.preset, overrides, {
                         key: option for key, (_, option) in PER_CELL_KEYS.items()})))
         check_fair(cells)
@@ -244,7 +244,7 @@ class GridConfig(Section):
         # How cells are run is not what the study is: a night on a pool compares with one
         # that ran in process.
         payload = self.model_dump(mode="json", exclude={"grid_id", "seeds", *RUNNER_KEYS,
-                                                        *REPORT_KEYS})  # fmt: skip
+                                                        *REPORT_KEYS})
         return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
 
 
@@ -271,7 +271,7 @@ def check_fair(cells: list[tuple[str, str, int, PipelineConfig]]) -> None:
         keys = ", ".join(sorted(unfair))
         first = cells[0]
         examples = "; ".join(f"{key}: {first[0]}/{first[1]}/seed{first[2]}={ref.get(key)!r} vs "
-                             f"{cells_[0]}" for key, cells_ in sorted(unfair.items()))  # fmt: skip
+                             f"{cells_[0]}" for key, cells_ in sorted(unfair.items()))
         raise ConfigError(
             f"grid cells differ beyond the objective in {keys} ({examples}). A fair grid "
             "changes only the reward and entropy keys between cells: move these keys into the "

@@ -40,7 +40,7 @@ PILOT_MEASURES: dict[tuple[str, str], tuple[str, float]] = {
     # A difference of two formats' falls, each as the pilot measured one: sd x sqrt(2).
     ("format", "format"): ("relative fall of distinct reasoning paths (1 - RL/SFT)",
                            math.sqrt(2.0)),
-}  # fmt: skip
+}
 """(claim, δ name) -> (the pilot's measure, as `pilot_claims.py` keys it in pilot.json, and the
 row's spread over that measure's). Rows not here (ucb, the objectives' correct answers,
 search) measure contrasts the pilot did not run: they cite no pilot numbers."""
@@ -76,10 +76,10 @@ def read_pilot_sizing(path: Path, fmt: str = "free_form") -> PilotSizing:
         seeds = json.loads(path.read_text())["seeds"]
     except (OSError, ValueError, KeyError, TypeError) as error:
         raise ValueError(f"pilot sizing {path}: not a pilot_claims.py JSON with a 'seeds' list "
-                         f"({error}); write it with scripts/pilot_claims.py") from error  # fmt: skip
+                         f"({error}); write it with scripts/pilot_claims.py") from error
     labels = {label for label, _ in PILOT_MEASURES.values()}
     values = {label: tuple(float(s[label]) if s.get(label) is not None else math.nan
-                           for s in seeds) for label in labels}  # fmt: skip
+                           for s in seeds) for label in labels}
     return PilotSizing(values, fmt, str(path))
 
 
@@ -108,18 +108,18 @@ class RowPower:
         width = f"±{self.holm_half_width:.3g}"
         need = (f"about {_seeds(self.seeds_for_verdict)} seeds at this spread (seed sd "
                 f"{self.seed_sd:.3g}) for a verdict either way, {_seeds(self.seeds_for_delta)} "
-                "for a half-width below δ")  # fmt: skip
+                "for a half-width below δ")
         pilot = "" if self.pilot_sd is None else (
             f"; the pilot ({self.pilot_seeds} seeds): seed sd {self.pilot_sd:.3g}, about "
             f"{_seeds(self.pilot_seeds_for_verdict)} seeds for a verdict, "
-            f"{_seeds(self.pilot_seeds_for_delta)} below δ")  # fmt: skip
+            f"{_seeds(self.pilot_seeds_for_delta)} below δ")
         if self.reason == UNDERPOWERED:
             return (f"underpowered: at {self.num_seeds} seeds the Holm half-width {width} "
                     f"exceeds δ = {delta:g}; {need}{pilot}")
         if self.reason == NEAR_DELTA:
             return (f"not for lack of power at δ: the Holm interval ({width}) is narrower than "
                     f"δ = {delta:g} but holds 0 and reaches past ±δ, so the effect "
-                    f"({estimate:+.3g}) is about δ in size; {need}{pilot}")  # fmt: skip
+                    f"({estimate:+.3g}) is about δ in size; {need}{pilot}")
         return ""
 
     def cell(self) -> str:
@@ -134,7 +134,7 @@ def _seeds(count: int | None) -> str:
 
 def row_power(standard_error: float, num_seeds: int, delta: float, holm_confidence: float,
               family_size: int, inconclusive: bool, confidence: float = 0.95,
-              pilot: tuple[float, int] | None = None) -> RowPower:  # fmt: skip
+              pilot: tuple[float, int] | None = None) -> RowPower:
     """A decided row's power from its seed t interval: standard error over `num_seeds` seeds,
     decided at `holm_confidence` in a family of `family_size`; `pilot` = (sd, seeds) where a
     pilot sized this row's measure."""

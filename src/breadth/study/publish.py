@@ -35,7 +35,7 @@ class PublishedClaims:
 
 def publish_claims(tracking_uri: str, grid_id: str, out_dir: Path, settings: ClaimSettings, *,
                    command: str = "", note: str = "",
-                   pilot: PilotSizing | None = None) -> PublishedClaims:  # fmt: skip
+                   pilot: PilotSizing | None = None) -> PublishedClaims:
     """Grid `grid_id`'s claims report in `out_dir`, its header the grid's provenance, then
     `command` (the command line that wrote it) and `note` where given. Its "Collapse over
     training steps" section reads each cell's RL training histories (`load_training_histories`);
@@ -47,11 +47,11 @@ def publish_claims(tracking_uri: str, grid_id: str, out_dir: Path, settings: Cla
     """
     frame = study_frame.load_study_frame(tracking_uri, grid_id)
     header = study_frame.provenance_header(study_frame.grid_provenance(tracking_uri, grid_id),
-                                           command)  # fmt: skip
+                                           command)
     header += f"\n\n{note.strip()}" if note.strip() else ""
     claims = study_claims.evaluate_claims(frame, settings, pilot)
     training = study_curves.training_curves(
         study_frame.load_training_histories(tracking_uri, frame), confidence=settings.confidence)
     paths = study_report.write_study_report(frame, claims, Path(out_dir), header=header,
-                                            settings=settings, training=training)  # fmt: skip
+                                            settings=settings, training=training)
     return PublishedClaims(claims, paths)

@@ -44,24 +44,24 @@ def pass_at_k_by_objective(frame: pd.DataFrame, settings: ClaimSettings) -> pd.D
         study = Study(frame, fmt, settings)
         arms = [("", "sft"), *[(objective, "rl") for objective in
                                sorted(study.frame.loc[study.frame["model"] == "rl", "objective"]
-                                      .unique())]]  # fmt: skip
+                                      .unique())]]
         n = int(study.frame["num_samples"].min())
         options = options_of(study.frame)
         top = n if options is None else largest_k_above_chance(options, n)  # chance < 0.99
         ks = [k for k in (1, 2, 4, 8, 16, 32, 64, 128, 256) if k <= top]
         for arm in arms:
             stacked = np.stack([study.aligned([arm], pass_metric(k))[0][..., 0] for k in ks],
-                               axis=-1)  # (S, P, K)  # fmt: skip
+                               axis=-1)  # (S, P, K)
             arm = arm[0] or "sft"
             boot = hierarchical_bootstrap_means(stacked, settings.num_resamples, settings.seed)
             low, high = percentile_interval(boot, settings.confidence)
             point = np.nanmean(stacked, axis=(0, 1))
             low, high = widened_for_few_seeds(point, low, high, stacked.shape[0],
                                               np.nanmin(stacked, axis=(0, 1)),
-                                              np.nanmax(stacked, axis=(0, 1)))  # fmt: skip
+                                              np.nanmax(stacked, axis=(0, 1)))
             for j, k in enumerate(ks):
                 rows.append({"format": fmt, "arm": arm, "k": k, "estimate": float(point[j]),
-                             "low": float(low[j]), "high": float(high[j])})  # fmt: skip
+                             "low": float(low[j]), "high": float(high[j])})
     return pd.DataFrame(rows)
 
 
@@ -74,18 +74,18 @@ def plot_pass_at_k_by_objective(curves: pd.DataFrame, path: Path) -> Path:
             style = {"color": "black", "linestyle": "--"} if arm == "sft" else {}
             axis.plot(curve["k"], curve["estimate"], marker="o", label=arm, **style)
             axis.fill_between(curve["k"], curve["low"], curve["high"], alpha=0.12,
-                              color=style.get("color"))  # fmt: skip
+                              color=style.get("color"))
         axis.set_xscale("log", base=2)
         above = " above chance, (p - chance) / (1 - chance)" if fmt == "mcq" else ""
         axis.set(title=f"{fmt}: pass@k{above}", xlabel="k", ylabel="pass@k (95% CI band: "
-                 "seeds x problems)")  # fmt: skip
+                 "seeds x problems)")
     return save_figure(figure, axes, path)
 
 
 def write_study_report(
     frame: pd.DataFrame, claims: list[Claim], out_dir: Path, *, header: str = "",
     settings: ClaimSettings | None = None, training: TrainingCurves | None = None,
-) -> list[Path]:  # fmt: skip
+) -> list[Path]:
     """claims.md (the table), claims.json, pass_at_k_by_objective.{png,csv} and, given the
     grid's `training` curves, its "Collapse over training steps" section with their figures
     and CSVs (`breadth.study.curves_report`) -> their paths."""
@@ -98,10 +98,10 @@ def write_study_report(
     curves.to_csv(csv, index=False, float_format="%.4f")
     training_paths = write_training_curves(training, out) if training is not None else []
     section = ("\n" + collapse_section(training, training_paths, settings.confidence) + "\n"
-               if training is not None else "")  # fmt: skip
+               if training is not None else "")
     table = out / "claims.md"
     table.write_text(claims_markdown(claims, header) + "\n![pass@k per objective]"
-                     "(pass_at_k_by_objective.png)\n" + section)  # fmt: skip
+                     "(pass_at_k_by_objective.png)\n" + section)
     data = out / "claims.json"
     data.write_text(json.dumps([c.to_dict() for c in claims], indent=1))
     return [table, data, png, csv, *training_paths]

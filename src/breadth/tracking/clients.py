@@ -33,7 +33,7 @@ def speaks_rest(uri: str) -> bool:
     if os.environ.get("MLFLOW_TRACKING_AWS_SIGV4", "").lower() == "true":
         return False
     has_credentials = parts.username or os.environ.get("MLFLOW_TRACKING_USERNAME") or \
-        os.environ.get("MLFLOW_TRACKING_TOKEN")  # fmt: skip
+        os.environ.get("MLFLOW_TRACKING_TOKEN")
     # Without them, MLflow reads ~/.mlflow/credentials (a file only it parses).
     return bool(has_credentials) or not (Path.home() / ".mlflow" / "credentials").exists()
 

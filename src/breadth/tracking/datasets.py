@@ -24,7 +24,7 @@ SPLITS = ("train", "eval")
 def dataset_inputs(
     source: str, eval_source: str | None, files: Mapping[str, Mapping[str, Any]],
     folder_uri: str, content_hash: str,
-) -> list[dict[str, Any]]:  # fmt: skip
+) -> list[dict[str, Any]]:
     """The DatasetInput JSON of each prepared split with rows: named `<source>·<split>`, its
     digest the file's sha256 (cut to MLflow's 36 characters), its source the file under
     `folder_uri` (e.g. `s3://bucket/datasets/<hash>`), its profile the row count; tagged
@@ -53,5 +53,5 @@ def dataset_inputs(
                         "digest": str(file["sha256"])[:DIGEST_CHARS],
                         "source_type": kind, "source": json.dumps({"uri": uri}),
                         "profile": json.dumps({"num_rows": int(file["rows"])})},
-        })  # fmt: skip
+        })
     return inputs

@@ -26,7 +26,7 @@ from breadth.tracking.clients import tracking_client
 from breadth.tracking.rest import RunRecord, quoted
 
 _IDENTITY_COLUMNS = ("run_id", "experiment_id", "run_name", "status", "grid_id", "grid_cell",
-                     "format", "reward", "seed", "preset", "config_hash", "config")  # fmt: skip
+                     "format", "reward", "seed", "preset", "config_hash", "config")
 _CURVE = "eval/pass_at_k"
 _CURVE_NAMES = ("pass_at_k", "maj_at_k", "best_of_k")  # logged with step = k
 # Params that are not part of what a run computes, left out of its `config`: the seed (what
@@ -95,7 +95,7 @@ def previous_grid_id(
         f"tags.`grid.config_hash` = {quoted(config_hash, 'grid config hash')} and "
         f"tags.`grid.id` != {quoted(grid_id, 'grid id')}",
         order_by=["attributes.start_time DESC"], max_results=1,
-    )  # fmt: skip
+    )
     return previous[0].tags["grid.id"] if previous else None
 
 
@@ -144,7 +144,7 @@ def _refuse_repeats(parents: list[RunRecord]) -> None:
         if not config:  # nothing logged to tell them apart by: their own rows
             continue
         key = json.dumps([run.tags.get("format"), _objective(run.tags) if "reward" in run.tags
-                          else None, run.tags.get("seed"), sorted(config.items())])  # fmt: skip
+                          else None, run.tags.get("seed"), sorted(config.items())])
         if key in first:
             repeats.append(f"{run.run_id} repeats {first[key]}")
         else:
@@ -162,7 +162,7 @@ def _parents_of_grid(client, experiment_ids, grid_id: str, uri: str) -> list:
     cells = [
         r for r in runs
         if "mlflow.parentRunId" not in r.tags and {"format", "reward"} <= set(r.tags)
-    ]  # fmt: skip
+    ]
     finished = [r for r in cells if r.status == "FINISHED"]
     if not finished:
         state = (
@@ -216,7 +216,7 @@ def _row_of(client, run: RunRecord, experiment_ids: list[str]) -> dict[str, Any]
 def _config_of(run: RunRecord) -> dict[str, str]:
     """The run's logged config less what seeds of one experiment may differ in."""
     return {k: v for k, v in run.params.items()
-            if k not in _NOT_CONFIG and not k.startswith(_NOT_CONFIG_SECTIONS)}  # fmt: skip
+            if k not in _NOT_CONFIG and not k.startswith(_NOT_CONFIG_SECTIONS)}
 
 
 def _seed(value: str | None) -> int | float:
@@ -234,7 +234,7 @@ def _evaluate_children(client, parent: RunRecord, experiment_ids: list[str]) -> 
     runs = _search(
         client, experiment,
         f"tags.`mlflow.parentRunId` = {pid} AND attributes.run_name LIKE 'evaluate-%'",
-    )  # fmt: skip
+    )
     cached = parent.tags.get("stage_run.evaluate")
     if not runs and cached:
         source = _search(client, experiment_ids, f"attributes.run_id = {quoted(cached, 'run id')}")
@@ -245,7 +245,7 @@ def _evaluate_children(client, parent: RunRecord, experiment_ids: list[str]) -> 
             runs = _search(
                 client, [source[0].experiment_id],
                 f"tags.`mlflow.parentRunId` = {earlier} AND tags.`breadth.stage_key` = {key}",
-            )  # fmt: skip
+            )
     out = {}
     for child in sorted(runs, key=lambda r: r.start_time or 0):
         name = child.tags.get("model.role") or child.run_name.removeprefix("evaluate-")

@@ -39,7 +39,7 @@ def log_transformers_model(run: RunHandle, model_dir: Path, name: str = "model")
     logged = mlflow.initialize_logged_model(
         name=name, source_run_id=run.run_id, experiment_id=run.experiment_id,
         params={key: str(value) for key, value in params.items()},
-    )  # fmt: skip
+    )
     # MLflow looks the model up on the hub by its folder's path, which always fails for a saved
     # folder: two warnings on every logged model that no user can act on.
     logging.getLogger("mlflow.transformers").addFilter(_hub_card_lookup_of_a_folder)
@@ -60,5 +60,5 @@ def log_transformers_model(run: RunHandle, model_dir: Path, name: str = "model")
 def _hub_card_lookup_of_a_folder(record: logging.LogRecord) -> bool:
     message = record.getMessage()
     return not message.startswith(("The model card could not be retrieved from the hub",
-                                   "Unable to find license information for this model"))  # fmt: skip
+                                   "Unable to find license information for this model"))
 

@@ -40,7 +40,7 @@ def differences(config: PipelineConfig, base: PipelineConfig) -> dict[str, Any]:
     """
     ours, theirs = config.flat(), base.flat()
     return {key: value for key, value in ours.items()
-            if value != theirs.get(key) and not key.startswith(UNNAMED_PREFIXES)}  # fmt: skip
+            if value != theirs.get(key) and not key.startswith(UNNAMED_PREFIXES)}
 
 
 def short_source(spec: str) -> str:

@@ -184,7 +184,7 @@ class ObjectStore:
     def download_file(self, key: str, target: Path) -> Path:
         Path(target).parent.mkdir(parents=True, exist_ok=True)
         self._call(f"download of {key}", self.client.download_file,
-                   Bucket=self.bucket, Key=key, Filename=str(target))  # fmt: skip
+                   Bucket=self.bucket, Key=key, Filename=str(target))
         return Path(target)
 
     def delete_folder(self, prefix: str) -> int:
@@ -196,7 +196,7 @@ class ObjectStore:
         for start in range(0, len(keys), 1000):
             batch = [{"Key": key} for key in keys[start : start + 1000]]
             self._call(f"deletion under {prefix}", self.client.delete_objects,
-                       Bucket=self.bucket, Delete={"Objects": batch})  # fmt: skip
+                       Bucket=self.bucket, Delete={"Objects": batch})
         return len(keys)
 
     def missing_or_different(
@@ -212,10 +212,10 @@ class ObjectStore:
         for path in sorted(p for p in folder.rglob("*") if p.is_file()):
             name = path.relative_to(folder).as_posix()
             expected = (known or {}).get(name) or {"size": path.stat().st_size,
-                                                   "sha256": sha256_file(path)}  # fmt: skip
+                                                   "sha256": sha256_file(path)}
             found = self._call("head_object", self.head, key=f"{prefix.rstrip('/')}/{name}")
             if (found is None or found["ContentLength"] != expected["size"]
-                    or found.get("Metadata", {}).get("sha256") != expected["sha256"]):  # fmt: skip
+                    or found.get("Metadata", {}).get("sha256") != expected["sha256"]):
                 wrong.append(name)
         return wrong
 
@@ -223,7 +223,7 @@ class ObjectStore:
         keys: list[str] = []
         paginator = self.client.get_paginator("list_objects_v2")
         pages = self._call("list_objects_v2", lambda: list(
-            paginator.paginate(Bucket=self.bucket, Prefix=prefix)))  # fmt: skip
+            paginator.paginate(Bucket=self.bucket, Prefix=prefix)))
         for page in pages:
             keys.extend(item["Key"] for item in page.get("Contents", []))
         return sorted(keys)

@@ -51,17 +51,17 @@ def stage_provenance(
         tags[NOTE_TAG] = f"Every stage ({len(origins)}) ran in this run: no cache hit."
         return tags
     lines = [f"{len(cached)} of {len(origins)} stages came from the cache (reused, not recomputed):",
-             ""]  # fmt: skip
+             ""]
     for stage, origin in cached.items():
         stage_url = run_url(origin.experiment_id, origin.stage_run_id)
         pipeline_url = run_url(origin.experiment_id, origin.pipeline_run_id)
         lines.append(f"- **{stage}**: [stage run]({stage_url}) of "
-                     f"[pipeline run {origin.pipeline_run_id[:8]}]({pipeline_url})")  # fmt: skip
+                     f"[pipeline run {origin.pipeline_run_id[:8]}]({pipeline_url})")
     ran = [stage for stage in origins if stage not in cached]
     if ran:
         lines += ["", f"Ran here: {', '.join(ran)}."]
     if "evaluate" in cached:
         lines += ["", ("The headline metrics and the report on this run are copies of the "
-                       "cached evaluation's; the full curves are on its evaluate runs.")]  # fmt: skip
+                       "cached evaluation's; the full curves are on its evaluate runs.")]
     tags[NOTE_TAG] = "\n".join(lines)
     return tags

@@ -39,11 +39,11 @@ def headline(metrics: Mapping[str, float]) -> tuple[str | None, dict[str, float]
     (None, {})
     """
     model = next((role for role in reversed(MODEL_ROLES)
-                  if any(name.startswith(f"{role}/eval/") for name in metrics)), None)  # fmt: skip
+                  if any(name.startswith(f"{role}/eval/") for name in metrics)), None)
     if model is None:
         return None, {}
     ks = [int(m.group(1)) for name in metrics
-          if (m := re.fullmatch(rf"{model}/eval/pass_at_(\d+)", name))]  # fmt: skip
+          if (m := re.fullmatch(rf"{model}/eval/pass_at_(\d+)", name))]
     wanted = {"pass@1": f"{model}/eval/pass_at_1"}
     if ks and max(ks) > 1:
         wanted[f"pass@{max(ks)}"] = f"{model}/eval/pass_at_{max(ks)}"
@@ -83,7 +83,7 @@ def _summary(run: RunRecord, experiment: str, tracking_uri: str) -> dict[str, An
     model, figures = headline(run.metrics)
     # An MLflow UI link only exists for a server; a local store (sqlite, files) has none.
     url = (RunHandle(run.run_id, run.experiment_id, tracking_uri).url()
-           if tracking_uri.startswith("http") else None)  # fmt: skip
+           if tracking_uri.startswith("http") else None)
     return {
         "run_id": run.run_id,
         "name": run.run_name,
@@ -129,5 +129,5 @@ def recent_runs(
     if grid_id is not None:
         where += f" AND tags.`grid.id` = {quoted(grid_id, 'grid id')}"
     runs = client.search_runs(ids, where, max_results=limit,
-                              order_by=["attributes.start_time DESC"])  # fmt: skip
+                              order_by=["attributes.start_time DESC"])
     return [_summary(run, experiments[run.experiment_id], tracking_uri) for run in runs]

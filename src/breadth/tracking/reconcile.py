@@ -53,7 +53,7 @@ class PrefectApi:
         data = None if body is None else json.dumps(body).encode()
         headers = {"Content-Type": "application/json", **prefect_auth_headers()}
         request = urllib.request.Request(self.url + path, data=data, method=method,
-                                         headers=headers)  # fmt: skip
+                                         headers=headers)
         with urllib.request.urlopen(request, timeout=10) as response:
             return json.loads(response.read() or b"null")
 
@@ -72,10 +72,10 @@ class PrefectApi:
         tasks = self._call("POST", "/task_runs/filter", {
             "flow_runs": {"id": {"any_": [flow_run_id]}},
             "task_runs": {"state": {"type": {"any_": sorted(OPEN_PREFECT_STATES)}}},
-        })  # fmt: skip
+        })
         for task in tasks:
             self._call("POST", f"/task_runs/{task['id']}/set_state",
-                       {"state": state, "force": True})  # fmt: skip
+                       {"state": state, "force": True})
         return [task["id"] for task in tasks]
 
 
@@ -134,7 +134,7 @@ def reconcile_stale_runs(
         if state in OPEN_PREFECT_STATES:
             tasks = prefect.crash(flow_run_id, "its process was killed (found by reconciliation)")
             notes.append(f"Prefect flow run {flow_run_id} {state} -> CRASHED "
-                         f"(and {len(tasks)} unfinished task run(s))")  # fmt: skip
+                         f"(and {len(tasks)} unfinished task run(s))")
     for note in notes:
         log.warning(note)
     return notes

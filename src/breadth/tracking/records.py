@@ -33,7 +33,7 @@ class RunRecord:
                    {t["key"]: t.get("value", "") for t in data.get("tags", [])},
                    {m["key"]: float(m["value"]) for m in data.get("metrics", [])},
                    info.get("start_time"), info.get("end_time"),
-                   {p["key"]: p.get("value", "") for p in data.get("params", [])})  # fmt: skip
+                   {p["key"]: p.get("value", "") for p in data.get("params", [])})
 
 
 class MetricPoint(NamedTuple):

@@ -41,9 +41,9 @@ TRANSIENT_STATUS = frozenset({408, 429, 500, 502, 503, 504})
 UPLOAD_THREADS = 4
 # The fix an error names, for a server that refuses our credentials or does not answer.
 CREDENTIALS_FIX = ("Set MLFLOW_TRACKING_USERNAME and MLFLOW_TRACKING_PASSWORD, or "
-                   "MLFLOW_TRACKING_TOKEN, to credentials this server accepts.")  # fmt: skip
+                   "MLFLOW_TRACKING_TOKEN, to credentials this server accepts.")
 UNREACHABLE_FIX = ("Start it with `breadth stack up`, or set MLFLOW_TRACKING_URI to a running "
-                   "MLflow server.")  # fmt: skip
+                   "MLflow server.")
 
 
 class MlflowRequestError(RuntimeError):
@@ -108,7 +108,7 @@ class MlflowRest:
 
     def request(self, method: str, endpoint: str, *, body: Any = None, query: dict | None = None,
                 data: bytes | None = None, content_type: str = "application/json",
-                base: str | None = None, raw: bool = False) -> Any:  # fmt: skip
+                base: str | None = None, raw: bool = False) -> Any:
         """Send one request to `endpoint` on `base` (default: the tracking server), retried as
         MLflow's client retries; returns the decoded JSON, or the answer's bytes if `raw`."""
         server = base or self.base
@@ -133,7 +133,7 @@ class MlflowRest:
             except OSError as error:  # URLError included
                 reason = getattr(error, "reason", error)
                 failure = ConnectionError(f"MLflow at {server} did not answer {method} {endpoint}: "
-                                          f"{reason}. {UNREACHABLE_FIX}")  # fmt: skip
+                                          f"{reason}. {UNREACHABLE_FIX}")
             if attempt < self.retries:  # urllib3's backoff, as MLflow configures it
                 self.sleep(min(self.backoff * 2**attempt, 120) + random.random())
         raise failure
@@ -164,24 +164,24 @@ class MlflowRest:
 
     def set_experiment_tag(self, experiment_id: str, key: str, value: str) -> None:
         self.api("POST", "/experiments/set-experiment-tag",
-                 body={"experiment_id": experiment_id, "key": key, "value": value})  # fmt: skip
+                 body={"experiment_id": experiment_id, "key": key, "value": value})
 
     def experiment_ids(self) -> list[str]:
         """Every experiment, deleted ones included (their runs may still be RUNNING)."""
         return [e["experiment_id"] for e in self._pages(
-            "/experiments/search", "experiments", {"view_type": "ALL", "max_results": 1000})]  # fmt: skip
+            "/experiments/search", "experiments", {"view_type": "ALL", "max_results": 1000})]
 
     def experiment_names(self) -> dict[str, str]:
         """{id: name} of the active (not deleted) experiments."""
         return {e["experiment_id"]: e["name"] for e in self._pages(
-            "/experiments/search", "experiments", {"max_results": 1000})}  # fmt: skip
+            "/experiments/search", "experiments", {"max_results": 1000})}
 
     # -- runs --------------------------------------------------------------------------------
 
     def create_run(self, experiment_id: str, run_name: str, tags: dict[str, str]) -> RunRecord:
         body = {"experiment_id": experiment_id, "run_name": run_name,
                 "user_id": tags.get("mlflow.user", "unknown"), "start_time": _now_ms(),
-                "tags": _pairs(list(tags.items()))}  # fmt: skip
+                "tags": _pairs(list(tags.items()))}
         return RunRecord.from_json(self.api("POST", "/runs/create", body=body)["run"])
 
     def get_run(self, run_id: str) -> RunRecord:
@@ -189,12 +189,12 @@ class MlflowRest:
 
     def search_runs(self, experiment_ids: list[str], filter_string: str,
                     max_results: int | None = 5000,
-                    order_by: Sequence[str] = ()) -> list[RunRecord]:  # fmt: skip
+                    order_by: Sequence[str] = ()) -> list[RunRecord]:
         """Active (not deleted) runs matching `filter_string`, as `MlflowClient.search_runs`;
         every one of them when `max_results` is None."""
         body = {"experiment_ids": experiment_ids, "filter": filter_string,
                 "run_view_type": "ACTIVE_ONLY", "max_results": min(max_results or 1000, 1000),
-                "order_by": list(order_by)}  # fmt: skip
+                "order_by": list(order_by)}
         found = []
         for run in self._pages("/runs/search", "runs", body):
             found.append(RunRecord.from_json(run))
@@ -206,15 +206,15 @@ class MlflowRest:
         """Every value logged for metric `key` of the run, in the order the server keeps."""
         return [MetricPoint(int(m.get("step", 0)), float(m["value"]), int(m.get("timestamp", 0)))
                 for m in self._pages("/metrics/get-history", "metrics",
-                                     {"run_id": run_id, "metric_key": key}, method="GET")]  # fmt: skip
+                                     {"run_id": run_id, "metric_key": key}, method="GET")]
 
     def log_batch(self, run_id: str, *, metrics: Sequence[tuple[str, float, int, int]] = (),
                   params: Sequence[tuple[str, str]] = (),
-                  tags: Sequence[tuple[str, str]] = ()) -> None:  # fmt: skip
+                  tags: Sequence[tuple[str, str]] = ()) -> None:
         """One log-batch request (MLflow's limits: 1000 metrics, 100 params, 100 tags)."""
         body = {"run_id": run_id, "params": _pairs(params), "tags": _pairs(tags),
                 "metrics": [{"key": k, "value": v, "timestamp": t, "step": s}
-                            for k, v, t, s in metrics]}  # fmt: skip
+                            for k, v, t, s in metrics]}
         self.api("POST", "/runs/log-batch", body=body)
 
     def log_inputs(self, run_id: str, datasets: Sequence[dict[str, Any]]) -> None:
@@ -227,7 +227,7 @@ class MlflowRest:
 
     def set_terminated(self, run_id: str, status: str = "FINISHED") -> None:
         self.api("POST", "/runs/update",
-                 body={"run_id": run_id, "status": status, "end_time": _now_ms()})  # fmt: skip
+                 body={"run_id": run_id, "status": status, "end_time": _now_ms()})
 
     # -- artifacts ---------------------------------------------------------------------------
 
@@ -271,7 +271,7 @@ class MlflowRest:
             target = Path(destination) / relative
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(self.request("GET", f"{endpoint}/{urllib.parse.quote(relative)}",
-                                            base=base, raw=True))  # fmt: skip
+                                            base=base, raw=True))
 
         _a_few_at_a_time(get, files)
         return Path(destination) / path
@@ -295,13 +295,13 @@ class MlflowRest:
             file, relative = item
             kind = mimetypes.guess_type(file.name)[0] or "application/octet-stream"
             self.request("PUT", f"{endpoint}/{urllib.parse.quote(relative)}", base=base,
-                         data=file.read_bytes(), content_type=kind)  # fmt: skip
+                         data=file.read_bytes(), content_type=kind)
 
         _a_few_at_a_time(put, list(_files(Path(local), artifact_path)))
         return True
 
     def _pages(self, path: str, key: str, params: dict[str, Any],
-               method: str = "POST") -> Iterator[dict[str, Any]]:  # fmt: skip
+               method: str = "POST") -> Iterator[dict[str, Any]]:
         """Every item under `key` of every page: `params` go as the JSON body of a POST, as
         the query of a GET."""
         token = None

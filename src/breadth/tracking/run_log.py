@@ -43,7 +43,7 @@ def config_summary(config: PipelineConfig, run_name: str) -> str:
     counts = f"train {data.num_train or 'default'}, eval {data.num_eval or 'default'} problems"
     training = [f"SFT {config.sft.epochs:g} epochs" if config.sft.enabled else "no SFT",
                 f"GRPO {rl.max_steps} steps, {rl.num_generations} per group, reward {rl.reward.spec}"
-                if rl.enabled else "no GRPO"]  # fmt: skip
+                if rl.enabled else "no GRPO"]
     lines = [
         (f"breadth run {run_name} (preset {config.preset}, seed {config.seed}, "
         f"config {config.content_hash()[:12]})"),
@@ -94,7 +94,7 @@ class StageLog:
         producer = record.tags.get("mlflow.parentRunId", "")
         if producer and producer != self.parent.run_id:
             log.info("%s: cache hit (key %s), reused from pipeline run %s%s", stage, key,
-                     producer, f"; {shown}" if shown else "")  # fmt: skip
+                     producer, f"; {shown}" if shown else "")
             return
         took = ""
         if record.start_time and record.end_time:
@@ -105,8 +105,8 @@ class StageLog:
         """The run's headline: the final model's figures ({model: {metric: value}}, as the
         evaluate stage gives them) and how many of its stages came from the cache."""
         flat = {f"{model}/{name}": value for model, metrics in models.items()
-                for name, value in metrics.items()}  # fmt: skip
+                for name, value in metrics.items()}
         model, figures_ = headline(flat)
         shown = ", ".join(f"{name} {value:.3g}" for name, value in figures_.items())
         log.info("result: %s %s (stages from the cache: %s)", model or "no model",
-                 shown or "no figures", cached_label(cached, stages))  # fmt: skip
+                 shown or "no figures", cached_label(cached, stages))

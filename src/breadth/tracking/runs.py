@@ -111,7 +111,7 @@ class RunHandle:
     def __exit__(
         self, kind: type[BaseException] | None, error: BaseException | None,
         traceback: TracebackType | None,
-    ) -> None:  # fmt: skip
+    ) -> None:
         """Close the run on every path: FINISHED, FAILED on an error, KILLED on an interrupt.
 
         Closing must not hide the stage's own error, so a failure to reach MLflow here is only
@@ -121,7 +121,7 @@ class RunHandle:
         try:
             if kind is not None:
                 self.tracking.set_tag(self.run_id, "breadth.error",
-                                      error_text(kind, error)[:MAX_PARAM_LENGTH])  # fmt: skip
+                                      error_text(kind, error)[:MAX_PARAM_LENGTH])
             self.finish(status)
         except Exception as close_error:
             if kind is None:
@@ -214,7 +214,7 @@ class MetricBuffer:
                 self._send(batch)
             else:
                 self.lane.submit(f"{len(batch)} metrics of MLflow run {self.run.run_id}",
-                                 lambda batch=batch: self._send(batch))  # fmt: skip
+                                 lambda batch=batch: self._send(batch))
 
     def _send(self, batch: list[tuple[str, float, int, int]]) -> None:
         self.run.tracking.log_batch(self.run.run_id, metrics=batch)
@@ -280,7 +280,7 @@ DEPLOYMENT_SERVER_WAIT_S = 300.0
 
 
 def wait_for_tracking_server(uri: str, wait_s: float, *, poll_s: float = 5.0,
-                             sleep: Any = time.sleep, clock: Any = time.monotonic) -> None:  # fmt: skip
+                             sleep: Any = time.sleep, clock: Any = time.monotonic) -> None:
     """`check_tracking_server`, retried every `poll_s` for up to `wait_s` while the server
     does not answer (a restart); a URI that names no server fails at once."""
     deadline = clock() + wait_s

@@ -27,7 +27,7 @@ def _record(run: Any) -> RunRecord:
     info = run.info
     return RunRecord(info.run_id, info.experiment_id, info.run_name or "", info.status,
                      info.artifact_uri, dict(run.data.tags), dict(run.data.metrics),
-                     info.start_time, info.end_time, dict(run.data.params))  # fmt: skip
+                     info.start_time, info.end_time, dict(run.data.params))
 
 
 class SdkTracking:
@@ -53,7 +53,7 @@ class SdkTracking:
         from mlflow.entities import ViewType
 
         return [e.experiment_id for e in _every_page(self.client.search_experiments,
-                                                      view_type=ViewType.ALL)]  # fmt: skip
+                                                      view_type=ViewType.ALL)]
 
     def experiment_names(self) -> dict[str, str]:
         return {e.experiment_id: e.name for e in _every_page(self.client.search_experiments)}
@@ -66,15 +66,15 @@ class SdkTracking:
 
     def search_runs(self, experiment_ids: list[str], filter_string: str,
                     max_results: int | None = 5000,
-                    order_by: Sequence[str] = ()) -> list[RunRecord]:  # fmt: skip
+                    order_by: Sequence[str] = ()) -> list[RunRecord]:
         runs = _every_page(self.client.search_runs, experiment_ids=experiment_ids,
                            filter_string=filter_string, order_by=list(order_by),
-                           max_results=min(max_results or 5000, 5000))  # fmt: skip
+                           max_results=min(max_results or 5000, 5000))
         return [_record(run) for run in itertools.islice(runs, max_results)]
 
     def metric_history(self, run_id: str, key: str) -> list[MetricPoint]:
         return [MetricPoint(m.step, m.value, m.timestamp)
-                for m in self.client.get_metric_history(run_id, key)]  # fmt: skip
+                for m in self.client.get_metric_history(run_id, key)]
 
     def list_artifacts(self, run_id: str, path: str = "") -> list[ArtifactFile]:
         return [ArtifactFile(f.path, f.is_dir) for f in self.client.list_artifacts(run_id, path or None)]
@@ -84,12 +84,12 @@ class SdkTracking:
 
     def log_batch(self, run_id: str, *, metrics: Sequence[tuple[str, float, int, int]] = (),
                   params: Sequence[tuple[str, str]] = (),
-                  tags: Sequence[tuple[str, str]] = ()) -> None:  # fmt: skip
+                  tags: Sequence[tuple[str, str]] = ()) -> None:
         from mlflow.entities import Metric, Param, RunTag
 
         self.client.log_batch(run_id, metrics=[Metric(*m) for m in metrics],
                               params=[Param(*p) for p in params],
-                              tags=[RunTag(*t) for t in tags])  # fmt: skip
+                              tags=[RunTag(*t) for t in tags])
 
 
     def log_inputs(self, run_id: str, datasets: Sequence[dict[str, Any]]) -> None:
@@ -97,7 +97,7 @@ class SdkTracking:
 
         self.client.log_inputs(run_id, datasets=[
             DatasetInput(Dataset(**entry["dataset"]), [InputTag(**t) for t in entry["tags"]])
-            for entry in datasets])  # fmt: skip
+            for entry in datasets])
 
     def set_tag(self, run_id: str, key: str, value: str) -> None:
         self.client.set_tag(run_id, key, value)

@@ -28,7 +28,7 @@ class UploadsFailed(RuntimeError):
 # network outage is an OSError too, but not one of these), and code that cannot do what it was
 # asked (NotImplementedError: a background model upload retried one for 10 minutes).
 PERMANENT_ERRORS = (TypeError, ValueError, FileNotFoundError, NotADirectoryError, IsADirectoryError,
-                    NotImplementedError)  # fmt: skip
+                    NotImplementedError)
 
 
 def is_permanent(error: BaseException) -> bool:
@@ -43,7 +43,7 @@ def with_retries(
     what: str, job: Callable[[], Any], *, give_up_after_s: float, first_wait_s: float = 1.0,
     max_wait_s: float = 30.0, sleep: Callable[[float], None] = time.sleep,
     clock: Callable[[], float] = time.monotonic,
-) -> Any:  # fmt: skip
+) -> Any:
     """Run `job` until it succeeds, waiting 1, 2, 4 ... `max_wait_s` s between tries, for up
     to `give_up_after_s` s; then the last error is raised."""
     started, wait, attempt = clock(), first_wait_s, 1
@@ -55,7 +55,7 @@ def with_retries(
             if is_permanent(error) or elapsed + wait > give_up_after_s:
                 raise
             log.warning("%s failed (try %d, %.0f s so far), retrying in %.0f s: %s",
-                        what, attempt, elapsed, wait, error)  # fmt: skip
+                        what, attempt, elapsed, wait, error)
             sleep(wait)
             wait, attempt = min(wait * 2, max_wait_s), attempt + 1
 
@@ -109,7 +109,7 @@ class BackgroundLane:
     def __exit__(
         self, kind: type[BaseException] | None, error: BaseException | None,
         traceback: TracebackType | None,
-    ) -> None:  # fmt: skip
+    ) -> None:
         try:
             if kind is None:
                 self.join()

@@ -37,7 +37,7 @@ def write_marker(folder: Path, marker_name: str = CHECKPOINT_COMPLETE, **extra: 
         path.relative_to(folder).as_posix(): {"size": path.stat().st_size,
                                               "sha256": sha256_file(path)}
         for path in _listed_files(folder, marker_name)
-    }  # fmt: skip
+    }
     marker = folder / marker_name
     temporary = marker.with_suffix(".tmp")
     temporary.write_text(json.dumps({**extra, "files": files}, indent=1, sort_keys=True))
@@ -79,7 +79,7 @@ def checkpoint_step(folder: Path) -> int | None:
 def checkpoint_folders(output_dir: Path) -> list[Path]:
     """`checkpoint-N` folders with a completion marker, newest first (not yet verified)."""
     found = [path for path in Path(output_dir).glob("checkpoint-*")
-             if checkpoint_step(path) is not None and (path / CHECKPOINT_COMPLETE).exists()]  # fmt: skip
+             if checkpoint_step(path) is not None and (path / CHECKPOINT_COMPLETE).exists()]
     return sorted(found, key=lambda path: checkpoint_step(path) or 0, reverse=True)
 
 
@@ -138,7 +138,7 @@ def remote_checkpoints(store: Any, prefix: str) -> list[str]:
     prefix = prefix.rstrip("/")
     names = {key[len(prefix) + 1 :].split("/", 1)[0] for key in store.list(prefix + "/")}
     return sorted((n for n in names if checkpoint_step(Path(n)) is not None),
-                  key=lambda n: checkpoint_step(Path(n)) or 0, reverse=True)  # fmt: skip
+                  key=lambda n: checkpoint_step(Path(n)) or 0, reverse=True)
 
 
 def fetch_newest_checkpoint(store: Any, prefix: str, output_dir: Path) -> tuple[Path | None, list[str]]:
@@ -156,7 +156,7 @@ def fetch_newest_checkpoint(store: Any, prefix: str, output_dir: Path) -> tuple[
         problem = damage(target)
         if problem is None:
             notes.append(f"resuming from {store.uri(prefix.rstrip('/') + '/' + name)} (no whole "
-                         f"checkpoint in the local work dir {output_dir})")  # fmt: skip
+                         f"checkpoint in the local work dir {output_dir})")
             log.warning(notes[-1])
             return target, notes
         shutil.rmtree(target)

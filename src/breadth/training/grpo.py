@@ -83,7 +83,7 @@ def _trainer_class(advantage_terms: Sequence[tuple[Any, float]]) -> Any:
             if not advantage_terms:
                 return output
             output["advantages"], stats = add_advantage_terms(output["advantages"],
-                                                              advantage_terms)  # fmt: skip
+                                                              advantage_terms)
             mode = "train" if self.model.training else "eval"
             for key, value in stats.items():  # logged with TRL's own metrics, per step
                 self._metrics[mode][key].append(value)
@@ -174,7 +174,7 @@ def _check_prompts_fit(model: Any, tokenizer: Any, rows: Sequence[dict[str, Any]
     check_rows_fit([n + completion for n in prompts], limit,
                    what=f"GRPO's prompt + rl.max_completion_length={completion}", rows=rows,
                    fix="raise model.max_length (the tiny model), lower "
-                       "rl.max_completion_length, or give shorter problems")  # fmt: skip
+                       "rl.max_completion_length, or give shorter problems")
 
 
 def train_grpo(
@@ -202,7 +202,7 @@ def train_grpo(
     _check_prompts_fit(model, tokenizer, rows, config.max_completion_length)
     rewards = build_trl_rewards(config.reward_plan, seed=seed,
                                 num_generations=config.num_generations,
-                                gather_objects=gather_objects)  # fmt: skip
+                                gather_objects=gather_objects)
     if any(row.get("format") == "free_form" for row in rows):
         warm_up_symbolic()  # the verifier's one-time imports, before the first timed step
     args = build_grpo_config(config, output_dir=output_dir, seed=seed,
@@ -226,13 +226,13 @@ def train_grpo(
                     on_checkpoint(folder, state.global_step)
 
     callbacks: list[Any] = [RewardStateCallback(rewards.stateful, gather_objects),
-                            _FinishCheckpoint()]  # fmt: skip
+                            _FinishCheckpoint()]
     if log_metric:
         callbacks.insert(0, MetricsCallback(log_metric, "train/"))
     trainer = _trainer_class(rewards.advantage_terms)(
         model=model, reward_funcs=rewards.reward_funcs, args=args, train_dataset=dataset,
         processing_class=tokenizer, callbacks=callbacks,
-    )  # fmt: skip
+    )
     seed_sampling_per_process(seed)
     show_progress(trainer, "rl", output_dir)
     if resume_from is not None:

@@ -69,10 +69,10 @@ def launch_command(rl: RLConfig, job_file: Path, port: int, worker_module: str) 
         return [sys.executable, "-m", "accelerate.commands.launch", "--config_file",
                 str(config_file), "--num_processes", str(rl.num_processes), "--num_machines",
                 "1", "--main_process_ip", "127.0.0.1", "--main_process_port", str(port),
-                "--module", worker_module, str(job_file)]  # fmt: skip
+                "--module", worker_module, str(job_file)]
     return [sys.executable, "-m", "torch.distributed.run", "--nnodes=1",
             f"--nproc-per-node={rl.num_processes}", "--master-addr=127.0.0.1",
-            f"--master-port={port}", "-m", worker_module, str(job_file)]  # fmt: skip
+            f"--master-port={port}", "-m", worker_module, str(job_file)]
 
 
 class EventWriter:
@@ -123,7 +123,7 @@ class EventForwarder:
 def write_job(
     config: PipelineConfig, dataset_dir: Path, policy_dir: Path, out_dir: Path,
     resume_from: Path | None,
-) -> Path:  # fmt: skip
+) -> Path:
     """The job file the workers read: the folders as JSON, and the validated config pickled
     beside it (`read_job_config`), its reward plan included: a worker neither validates the
     config again nor parses the reward spec."""
@@ -135,7 +135,7 @@ def write_job(
         "dataset_dir": str(dataset_dir), "policy_dir": str(policy_dir), "out_dir": str(out_dir),
         "resume_from": str(resume_from) if resume_from else None,
         "events": str(out_dir / EVENTS_FILENAME),
-    }  # fmt: skip
+    }
     path = out_dir / JOB_FILENAME
     path.write_text(json.dumps(job, indent=1))
     return path
@@ -182,7 +182,7 @@ def run_grpo_processes(
     forwarder = EventForwarder(events, log_metric, on_checkpoint)
     deadline = None if timeout_s is None else time.monotonic() + timeout_s
     process = subprocess.Popen(stopped_with_parent(command), stdout=subprocess.PIPE,
-                               stderr=subprocess.STDOUT, env=env, start_new_session=True)  # fmt: skip
+                               stderr=subprocess.STDOUT, env=env, start_new_session=True)
     copier = OutputCopier(process.stdout, log_path)
     copier.start()
     timed_out = False

@@ -36,4 +36,4 @@ def no_learning_signal(logged: Mapping[str, Sequence[float]]) -> str | None:
                "no advantage was non-zero: more samples per group (rl.num_generations), more "
                "steps, a higher rl.temperature or an easier task give the groups reward variance.")
     return (f"GRPO did not change the policy: the gradient norm was 0 in all {len(norms)} logged "
-            f"steps, so the rl model is its SFT start.{why}")  # fmt: skip
+            f"steps, so the rl model is its SFT start.{why}")

@@ -37,7 +37,7 @@ def train_sft(
     check_rows_fit(split_lengths("train", rows, tokenizer_counter(tokenizer)).sequence, max_length,
                    what="SFT's prompt + target + <eos>", rows=rows,
                    fix="raise model.max_length (the tiny model) or give shorter problems; "
-                       "`breadth run` names every limit and the values that fit")  # fmt: skip
+                       "`breadth run` names every limit and the values that fit")
 
     # TRL's prompt-completion format: loss on the completion only, eos appended by TRL.
     dataset = Dataset.from_list(
@@ -60,7 +60,7 @@ def train_sft(
     trainer = SFTTrainer(
         model=model, args=args, train_dataset=dataset, processing_class=tokenizer,
         callbacks=callbacks,
-    )  # fmt: skip
+    )
     show_progress(trainer, "sft", output_dir)
     trainer.train()
     trainer.save_model(str(output_dir / "final"))

@@ -49,7 +49,7 @@ class MetricsCallback(TrainerCallback):
 TRAIN_LOG = "train_log.jsonl"
 # What the bar shows (log key -> label): the rest is in the log file and in MLflow.
 KEY_FIGURES = {"loss": "loss", "reward": "reward", "mean_token_accuracy": "acc",
-               "entropy": "entropy"}  # fmt: skip
+               "entropy": "entropy"}
 
 
 class StageProgress(TrainerCallback):
@@ -87,7 +87,7 @@ class StageProgress(TrainerCallback):
         with self.log_file.open("a", encoding="utf-8") as handle:
             handle.write(json.dumps({"step": state.global_step, **logs}, default=str) + "\n")
         figures = {label: f"{logs[key]:.3g}" for key, label in KEY_FIGURES.items()
-                   if isinstance(logs.get(key), (int, float)) and math.isfinite(logs[key])}  # fmt: skip
+                   if isinstance(logs.get(key), (int, float)) and math.isfinite(logs[key])}
         if self.bar is not None and figures:
             self.bar.set_postfix(figures)
 

@@ -236,7 +236,7 @@ def test_a_question_with_conflicting_answers_is_a_bad_row_not_two_problems(tmp_p
     with pytest.raises(BadRowsError, match=r"(?s)2 bad row.*'83'.*'999'"):
         prepare_dataset(f"jsonl:{source}", fmt="free_form", out_dir=tmp_path / "fail")
     manifest = prepare_dataset(f"jsonl:{source}", fmt="free_form", out_dir=tmp_path / "o",
-                               on_bad_rows="skip")  # fmt: skip
+                               on_bad_rows="skip")
     assert manifest.bad_rows_count == 2 and manifest.duplicates_dropped == 1
     assert {row["field"] for row in manifest.bad_rows} == {"answer"}
     kept = {row["question"] for split in ("train", "eval") for row in read(tmp_path / "o", split)}
@@ -264,7 +264,7 @@ def test_conflicting_rows_are_named_by_their_line_and_id_with_both_answers(tmp_p
     # Skipped, they are listed in the manifest by the same line, after the load's own bad row.
     source = write_jsonl(tmp_path / "h.jsonl", [{"question": "no answer"}, *rows])
     manifest = prepare_dataset(f"jsonl:{source}", fmt="free_form", out_dir=tmp_path / "s",
-                               on_bad_rows="skip")  # fmt: skip
+                               on_bad_rows="skip")
     assert [(row["unit"], row["line"], row["row_id"]) for row in manifest.bad_rows] == [
         ("line", 1, None), ("line", 4, "q2"), ("line", 7, "q5-copy")]
 
@@ -275,7 +275,7 @@ def test_a_conflict_names_three_other_rows_and_counts_the_rest(tmp_path) -> None
     rows = [{"question": "2+1?", "answer": "3" if n < 6 else "4"} for n in range(10)]
     source = write_jsonl(tmp_path / "g.jsonl", [*rows, *GSM8K])
     manifest = prepare_dataset(f"jsonl:{source}", fmt="free_form", out_dir=tmp_path / "o",
-                               on_bad_rows="skip")  # fmt: skip
+                               on_bad_rows="skip")
     reasons = {row["line"]: row["reason"] for row in manifest.bad_rows}
     assert reasons[1] == ("answers '3' to '2+1?', but line 7 answers '4'; line 8 answers '4'; "
                           "line 9 answers '4'; and 1 more")
@@ -309,7 +309,7 @@ def test_duplicate_and_conflict_detection_is_linear_in_the_rows(monkeypatch, ans
     def work(n: int) -> int:
         records = [Record.create(source="jsonl:x", split="train", question="2+1?",
                                  answer=_CountedAnswer(answers[i % len(answers)]),
-                                 origin=RowOrigin(i + 1)) for i in range(n)]  # fmt: skip
+                                 origin=RowOrigin(i + 1)) for i in range(n)]
         _CountedAnswer.hashes, formatted[:] = 0, []
         unique, repeats, conflicts = prepare._drop_duplicates(records)
         assert (len(unique), repeats, len(conflicts)) == ((1, n - 1, 0) if len(answers) == 1

@@ -229,7 +229,7 @@ def test_options_are_checked() -> None:
     (TimeoutError("read timed out"), False),
     (FileNotFoundError("no such data set"), True),
     (ValueError("bad config name"), True),
-])  # fmt: skip
+])
 def test_a_hub_network_failure_may_be_retried_and_a_missing_data_set_not(
     monkeypatch, raised, permanent
 ):

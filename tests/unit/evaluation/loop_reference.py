@@ -18,7 +18,7 @@ from breadth.evaluation.summary import DIVERSITY_METRICS
 
 # The metrics the loop computed; the outcome metrics were already vectorised.
 OUTCOME_METRICS = ("distinct_outcomes", "distinct_correct_outcomes", "distinct_outcome_fraction",
-                   "outcome_entropy")  # fmt: skip
+                   "outcome_entropy")
 LOOP_METRICS = tuple(m for m in DIVERSITY_METRICS if m not in OUTCOME_METRICS)
 
 

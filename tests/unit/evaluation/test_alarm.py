@@ -54,9 +54,9 @@ def _grid(seeds, *, rng_seed, noise=0.05, collapse=(), factor=0.5, nights=1):
                     problems.append(pd.DataFrame({
                         "format": fmt, "objective": objective, "seed": seed, "model": model,
                         "problem_id": [f"{night}-{seed}-{i}" for i in range(PROBLEMS)],
-                        "num_samples": N, "num_correct": c, "distinct_outcomes": d}))  # fmt: skip
+                        "num_samples": N, "num_correct": c, "distinct_outcomes": d}))
                 runs.append({"format": fmt, "reward": objective, "seed": seed,
-                             "rl/eval/pass_at_16": float(np.mean(correct > 0))})  # fmt: skip
+                             "rl/eval/pass_at_16": float(np.mean(correct > 0))})
     return pd.DataFrame(runs), pd.concat(problems, ignore_index=True)
 
 
@@ -67,7 +67,7 @@ def _summary(**kwargs) -> pd.DataFrame:
 
 def _one(metric="m", est=math.nan, low=math.nan, high=math.nan, fmt="mcq", reward="passk"):
     return pd.DataFrame([{"format": fmt, "reward": reward, metric: est,
-                          f"{metric}_ci_low": low, f"{metric}_ci_high": high}])  # fmt: skip
+                          f"{metric}_ci_low": low, f"{metric}_ci_high": high}])
 
 
 @pytest.mark.parametrize(
@@ -109,7 +109,7 @@ def test_a_degraded_grid_fires_on_the_collapsed_cells_only():
     assert result.fired
     dropped = {(c.format, c.reward, c.metric) for c in result.compared if c.dropped}
     assert dropped == {(f, r, m) for f, r in collapsed
-                       for m in ("pass_at_kmax", "distinct_unsolved")}  # fmt: skip
+                       for m in ("pass_at_kmax", "distinct_unsolved")}
     assert len(result.reasons) == 4
     assert any(r.startswith("mcq / correctness: distinct_unsolved fell") for r in result.reasons)
     assert len(result.compared) == 6 * 2 and result.notes == ()
@@ -159,7 +159,7 @@ def test_a_halving_in_two_cells_is_caught_on_most_nights(seeds, min_detected):
     collapsed = [("free_form", "correctness"), ("mcq", "correctness")]
     previous = _summary(seeds=seeds, rng_seed=5, noise=0.10, nights=NIGHTS)
     current = _summary(seeds=tuple(s + 10 for s in seeds), rng_seed=6, noise=0.10,
-                       nights=NIGHTS, collapse=collapsed)  # fmt: skip
+                       nights=NIGHTS, collapse=collapsed)
     assert _fired_nights(previous, current) >= min_detected
 
 
@@ -196,7 +196,7 @@ def test_metrics_missing_in_one_grid_and_a_k_change_are_notes():
         (pd.DataFrame({"format": ["mcq"], "m": [1.0]}), r"previous grid summary lacks .*'reward'"),
         (pd.concat([_one(est=1.0), _one(est=2.0)]), r"more than one row for .*\['mcq / passk'\]"),
     ],
-)  # fmt: skip
+)
 def test_malformed_summaries_are_refused_with_the_fix(frame, pattern):
     with pytest.raises(ValueError, match=pattern):
         collapse_alarm(frame, _one(est=1.0), metrics=["m"])
@@ -221,4 +221,4 @@ def test_an_inconclusive_split_is_named_as_such_not_as_unmeasured():
         distinct_unsolved=math.nan, distinct_unsolved_inconclusive="inconclusive (n=12 < 20)")
     result = collapse_alarm(previous, current)
     assert ("mcq / darling: distinct_unsolved not compared: inconclusive (n=12 < 20) in the "
-            "current grid") in result.notes  # fmt: skip
+            "current grid") in result.notes

@@ -101,14 +101,14 @@ def test_coverage_is_near_nominal():
 def test_widened_for_few_seeds_scales_by_sqrt_s_over_s_minus_1_and_stays_in_range():
     # Two seeds: the half-widths grow by sqrt(2); one seed: unchanged; the clip holds [0, 1].
     low, high = widened_for_few_seeds(np.array([0.5]), np.array([0.4]), np.array([0.55]), 2,
-                                      np.array([0.0]), np.array([1.0]))  # fmt: skip
+                                      np.array([0.0]), np.array([1.0]))
     assert low[0] == pytest.approx(0.5 - 0.1 * np.sqrt(2)) and high[0] == pytest.approx(
         0.5 + 0.05 * np.sqrt(2))
     same = widened_for_few_seeds(np.array([0.5]), np.array([0.4]), np.array([0.55]), 1,
-                                 np.array([0.0]), np.array([1.0]))  # fmt: skip
+                                 np.array([0.0]), np.array([1.0]))
     assert same[0][0] == pytest.approx(0.4) and same[1][0] == pytest.approx(0.55)
     clipped = widened_for_few_seeds(np.array([0.95]), np.array([0.9]), np.array([0.99]), 2,
-                                    np.array([0.0]), np.array([1.0]))  # fmt: skip
+                                    np.array([0.0]), np.array([1.0]))
     assert clipped[1][0] == 1.0
 
 

@@ -17,7 +17,7 @@ from breadth.evaluation.calibration import (
 
 def _rollouts(correct: dict[str, list[int]]) -> pd.DataFrame:
     return pd.DataFrame([{"problem_id": pid, "correct": bool(c)}
-                         for pid, samples in correct.items() for c in samples])  # fmt: skip
+                         for pid, samples in correct.items() for c in samples])
 
 
 # Two seeds, two problems, two samples each.

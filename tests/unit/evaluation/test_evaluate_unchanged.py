@@ -40,7 +40,7 @@ def even_frame(seed: int, problems: int, samples: int, *, mcq: bool = False) -> 
         "score": rng.random(size),
         "text": [" ".join(row) for row in words],
         "entropy": list(rng.random((size, 5)) * 2),
-    })  # fmt: skip
+    })
     if mcq:
         frame["format"] = "mcq"
         frame["options"] = [["A", "B", "C", "D"]] * size
@@ -57,7 +57,7 @@ def cases() -> dict[str, tuple[pd.DataFrame, dict]]:
         "mcq_8_seed4": (even_frame(4, 30, 8, mcq=True), {"num_bootstrap": 60}),
         "with_base_seed5": (even_frame(5, 40, 16), {"num_bootstrap": 60, "base": base,
                                                     "split_k": 4, "min_split": 2}),
-    }  # fmt: skip
+    }
 
 
 def evaluated(frame: pd.DataFrame, kwargs: dict) -> dict:

@@ -44,23 +44,23 @@ _NO_CI = (math.nan, math.nan)
           {"rl/eval/pass_at_1": 0.7, "sft/eval/pass_at_1": 0.3}], "pass_at_1_delta",
          (0.3, *_NO_CI)),
     ],
-)  # fmt: skip
+)
 def test_grid_summary_from_runs_alone(runs, column, expected):
     frame = pd.DataFrame([{"format": "mcq", "reward": "correctness", "seed": i, **r}
-                          for i, r in enumerate(runs)])  # fmt: skip
+                          for i, r in enumerate(runs)])
     row = grid_summary(frame).iloc[0]
     got = (row[column], row[f"{column}_ci_low"], row[f"{column}_ci_high"])
     np.testing.assert_allclose(got, expected, atol=1e-3)
     assert row["seeds"] == len(runs)
     assert row["ci"] == ("the run's bootstrap over problems" if len(runs) == 1
-                         else "none (no per-problem tables)")  # fmt: skip
+                         else "none (no per-problem tables)")
 
 
 def test_grid_summary_reads_pass_at_k_at_the_largest_k_every_run_measured():
     frame = pd.DataFrame([
         {"format": "mcq", "reward": "a", "rl/eval/pass_at_8": 0.6, "rl/eval/pass_at_16": 0.8},
         {"format": "mcq", "reward": "b", "rl/eval/pass_at_8": 0.5, "rl/eval/pass_at_16": math.nan},
-    ])  # fmt: skip
+    ])
     summary = grid_summary(frame)
     assert summary.attrs["k"] == 8 and list(summary["k"]) == [8, 8]
     assert list(summary["pass_at_kmax"]) == [0.6, 0.5]
@@ -81,7 +81,7 @@ def _cell_runs(configs, grid_ids=None) -> pd.DataFrame:
         "format": ["free_form"] * n, "reward": ["correctness"] * n, "seed": list(range(n)),
         "config": configs, "rl/eval/pass_at_1": [0.2 * (i + 1) for i in range(n)],
         "sft/eval/pass_at_1": [0.1] * n,
-    })  # fmt: skip
+    })
 
 
 _SHORT = {"rl.max_steps": "2", "sft.epochs": "1", "rl.lr": "1e-5"}
@@ -105,11 +105,11 @@ _LONG = {"rl.max_steps": "100", "sft.epochs": "8", "rl.lr": "1e-5"}
         # ... but a grid's cells were checked to share it when the grid was made
         ([{}, {}], ["g", "g"], [("", 2, 0.3)]),
     ],
-)  # fmt: skip
+)
 def test_seeds_are_pooled_only_when_the_rest_of_the_config_is_equal(configs, grid_ids, expected):
     summary = grid_summary(_cell_runs(configs, grid_ids))
     got = [(row["config"], row["seeds"], round(row["pass_at_1"], 3))
-           for _, row in summary.iterrows()]  # fmt: skip
+           for _, row in summary.iterrows()]
     assert got == expected
     split = summary.attrs["split_cells"]
     assert (split == {}) == (len(expected) == 1)
@@ -126,7 +126,7 @@ def test_config_variants_names_the_differing_keys_per_cell_only():
 def _two_rewards(correctness: dict, darling: dict, grid_ids=None) -> pd.DataFrame:
     return pd.concat([_cell_runs([correctness], grid_ids),
                       _cell_runs([darling], grid_ids).assign(reward="darling")],
-                     ignore_index=True)  # fmt: skip
+                     ignore_index=True)
 
 
 def test_rows_that_differ_in_more_than_their_reward_are_named():
@@ -139,13 +139,13 @@ def test_rows_that_differ_in_more_than_their_reward_are_named():
     longer = {**darling, "rl.max_steps": "300", "data.format": "mcq"}
     assert keys_beyond_the_rows(_two_rewards(correctness, longer)) == ["rl.max_steps"]
     assert grid_summary(_two_rewards(correctness, longer)).attrs["keys_beyond_the_rows"] == [
-        "rl.max_steps"]  # fmt: skip
+        "rl.max_steps"]
     assert keys_beyond_the_rows(_two_rewards(correctness, longer, ["g"])) == []
 
 
 def test_grid_summary_refuses_a_model_the_runs_do_not_hold():
     runs = pd.DataFrame({"format": ["mcq"], "reward": ["correctness"], "seed": [0],
-                         "rl/eval/pass_at_1": [0.5], "sft/eval/pass_at_1": [0.1]})  # fmt: skip
+                         "rl/eval/pass_at_1": [0.5], "sft/eval/pass_at_1": [0.1]})
     assert models_in(runs) == ["rl", "sft"]
     with pytest.raises(ValueError, match=r"model 'nosuch'.*hold: rl, sft.*--model rl"):
         grid_summary(runs, model="nosuch")
@@ -173,7 +173,7 @@ def test_mean_curve(curves, expected):
     ("args", "expected"),
     [((0.5, 0.4, 0.6), "0.500 [0.400, 0.600]"), ((0.5,), "0.500"), ((12.34, 11.0, 13.0), "12.3 [11.0, 13.0]"),
      ((math.nan, 0.1, 0.2), "-"), ((None,), "-"), ((0.5, math.nan, 0.6), "0.500")],
-)  # fmt: skip
+)
 def test_estimate_text(args, expected):
     assert estimate_text(*args) == expected
 

@@ -12,7 +12,7 @@ from breadth.evaluation.grid_settings import ClaimSettings
 
 N = 8  # samples per problem
 PROPORTIONS = ("pass_at_1", "base_pass_at_1", "pass_at_kmax", "base_pass_at_kmax",
-               "search_success")  # fmt: skip
+               "search_success")
 DELTAS = ("pass_at_1_delta", "pass_at_kmax_delta")
 COUNTS = ("distinct_solved", "distinct_unsolved", "base_distinct_unsolved")
 
@@ -26,11 +26,11 @@ def _study(seeds, rng, *, problems=30, rl_solve=0.97, objective="correctness"):
             sft_c = int(rng.integers(0, N + 1))
             rl_c = int(rng.binomial(N, rl_solve))
             for model, c, distinct in (("sft", sft_c, rng.integers(1, 9)),
-                                       ("rl", rl_c, rng.integers(1, 4))):  # fmt: skip
+                                       ("rl", rl_c, rng.integers(1, 4))):
                 rows.append({"format": "free_form", "objective": objective, "seed": seed,
                              "model": model, "problem_id": f"s{seed}p{p}", "num_samples": N,
                              "num_correct": c, "distinct_outcomes": float(distinct),
-                             "search_evolutionary": float(rng.random() < 0.9)})  # fmt: skip
+                             "search_evolutionary": float(rng.random() < 0.9)})
     return pd.DataFrame(rows)
 
 
@@ -43,7 +43,7 @@ def _runs(frame):
                      "rl/eval/pass_at_1": (rl["num_correct"] / N).mean(),
                      "rl/eval/pass_at_8": (rl["num_correct"] > 0).mean(),
                      "sft/eval/pass_at_1": (sft["num_correct"] / N).mean(),
-                     "sft/eval/pass_at_8": (sft["num_correct"] > 0).mean()})  # fmt: skip
+                     "sft/eval/pass_at_8": (sft["num_correct"] > 0).mean()})
     return pd.DataFrame(rows)
 
 
@@ -83,7 +83,7 @@ def test_more_seeds_and_problems_narrow_the_interval():
     rng = np.random.default_rng(3)
     narrow, wide = (_cell(_study(seeds, rng, problems=p, rl_solve=0.6), "free_form",
                           "correctness", ClaimSettings(num_resamples=400))
-                    for seeds, p in ((range(3), 60), (range(1), 10)))  # fmt: skip
+                    for seeds, p in ((range(3), 60), (range(1), 10)))
     width = lambda c: c["pass_at_1"][2] - c["pass_at_1"][1]
     assert width(narrow) < width(wide)
 
@@ -93,7 +93,7 @@ def test_distinct_counts_are_split_by_what_the_base_solved():
     rows = [("sft", "a", 8, 6.0), ("rl", "a", 8, 2.0), ("sft", "b", 0, 7.0), ("rl", "b", 1, 5.0)]
     frame = pd.DataFrame([{"format": "mcq", "objective": "darling", "seed": 0, "model": m,
                            "problem_id": p, "num_samples": N, "num_correct": c,
-                           "distinct_outcomes": d} for m, p, c, d in rows])  # fmt: skip
+                           "distinct_outcomes": d} for m, p, c, d in rows])
     got = _cell(frame, "mcq", "darling", ClaimSettings(num_resamples=50))
     assert got["distinct_solved"][0] == 2.0 and got["distinct_unsolved"][0] == 5.0
     assert got["base_distinct_unsolved"][0] == 7.0 and got["distinct_unsolved_delta"][0] == -2.0
@@ -110,9 +110,9 @@ def test_a_cell_without_its_arms_in_the_tables_has_no_bootstrap():
 def test_runs_of_one_cell_with_unlike_configs_resample_only_their_own_tables():
     # Seed 0 of a short and of a long run: the same problems, unlike pass@1.
     frames = [_study([0], np.random.default_rng(i), rl_solve=solve).assign(run_id=run)
-              for i, (run, solve) in enumerate((("short", 0.3), ("long", 0.97)))]  # fmt: skip
+              for i, (run, solve) in enumerate((("short", 0.3), ("long", 0.97)))]
     runs = pd.concat([_runs(f).assign(run_id=f["run_id"].iloc[0], config=[{"rl.max_steps": s}])
-                      for f, s in zip(frames, ("2", "100"))], ignore_index=True)  # fmt: skip
+                      for f, s in zip(frames, ("2", "100"))], ignore_index=True)
     settings = ClaimSettings(num_resamples=100)
     summary = grid_summary(runs, pd.concat(frames, ignore_index=True), settings=settings)
     assert list(summary["config"]) == ["rl.max_steps=100", "rl.max_steps=2"]
@@ -137,17 +137,17 @@ def test_each_row_pairs_its_runs_with_their_own_sft_start():
         return rows
 
     frames = [frame("A", "correctness", 0, 0), frame("B", "correctness", N, 1),
-              frame("C", "darling", N, 2)]  # fmt: skip
+              frame("C", "darling", N, 2)]
     runs = pd.concat([_runs(rows).assign(run_id=run, reward=reward, config=[{"sft.epochs": epochs}])
                       for rows, run, reward, epochs in zip(
                           frames, "ABC", ("correctness", "correctness", "darling"), "188")],
-                     ignore_index=True)  # fmt: skip
+                     ignore_index=True)
     summary = grid_summary(runs, pd.concat(frames, ignore_index=True),
-                           settings=ClaimSettings(num_resamples=50))  # fmt: skip
+                           settings=ClaimSettings(num_resamples=50))
     darling = summary[summary["reward"] == "darling"].iloc[0]
     assert darling["base_pass_at_1"] == 1.0
     assert {row["base_pass_at_1"] for _, row in summary[summary["reward"] == "correctness"].iterrows()
-            } == {0.0, 1.0}  # fmt: skip
+            } == {0.0, 1.0}
 
 
 def _split_study(solved: int, unsolved: int, seeds=(0,)) -> pd.DataFrame:
@@ -159,7 +159,7 @@ def _split_study(solved: int, unsolved: int, seeds=(0,)) -> pd.DataFrame:
             for model, c, distinct in (("sft", sft_c, 6.0), ("rl", N, 8.0 if p < solved else 2.0)):
                 rows.append({"format": "free_form", "objective": "correctness", "seed": seed,
                              "model": model, "problem_id": f"s{seed}p{p}", "num_samples": N,
-                             "num_correct": c, "distinct_outcomes": distinct})  # fmt: skip
+                             "num_correct": c, "distinct_outcomes": distinct})
     return pd.DataFrame(rows)
 
 
@@ -175,7 +175,7 @@ def test_a_split_below_min_split_shows_no_number_but_why():
     assert row["distinct_unsolved_inconclusive"] is None
     # min_split is the runs' own: at 10 the same split is read.
     row = grid_summary(_runs(frame), frame,
-                       settings=ClaimSettings(num_resamples=50, min_split=10)).iloc[0]  # fmt: skip
+                       settings=ClaimSettings(num_resamples=50, min_split=10)).iloc[0]
     assert row["distinct_solved"] == pytest.approx(8.0)
     assert row["distinct_solved_inconclusive"] is None
 
@@ -193,7 +193,7 @@ def test_without_tables_the_split_sizes_the_runs_logged_decide():
                          "rl/transfer/unsolved/num_problems": [25.0, 12.0],
                          "rl/transfer/unsolved/distinct_outcomes": [3.0, 2.0],
                          "rl/transfer/solved/num_problems": [30.0, 30.0],
-                         "rl/transfer/solved/distinct_outcomes": [1.5, 2.5]})  # fmt: skip
+                         "rl/transfer/solved/distinct_outcomes": [1.5, 2.5]})
     row = grid_summary(runs).iloc[0]
     assert row["distinct_solved"] == pytest.approx(2.0)
     assert np.isnan(row["distinct_unsolved"]) and np.isnan(row["distinct_unsolved_delta"])

@@ -20,9 +20,9 @@ def _runs_of_unlike_configs() -> tuple[pd.DataFrame, pd.DataFrame]:
         {"format": "free_form", "reward": "correctness", "run_id": "b",
          "config": {"data.source": "synthetic:arithmetic", "rl.max_steps": "100"},
          "curve_rl": {1: 0.3, 4: 0.5, 16: 0.7}, "curve_sft": {1: 0.2, 4: 0.35, 16: 0.55}},
-    ])  # fmt: skip
+    ])
     summary = pd.DataFrame([{"format": "free_form", "reward": "correctness", "seeds": 1,
-                             "k": 16, "pass_at_1_delta": 0.1, "pass_at_kmax_delta": 0.1}])  # fmt: skip
+                             "k": 16, "pass_at_1_delta": 0.1, "pass_at_kmax_delta": 0.1}])
     summary.attrs.update(model="rl", base_model="sft", k=16)
     return runs, summary
 

@@ -20,9 +20,9 @@ from breadth.evaluation.grid_report import (
 def _summary(with_ci: bool) -> pd.DataFrame:
     rows = []
     for reward, x, y in (("correctness", 0.01, -0.004), ("darling", 0.01, -0.004),
-                         ("passk", -0.2, 0.3)):  # fmt: skip
+                         ("passk", -0.2, 0.3)):
         row = {"format": "mcq", "reward": reward, "seeds": 2, "k": 8,
-               "pass_at_1_delta": x, "pass_at_kmax_delta": y}  # fmt: skip
+               "pass_at_1_delta": x, "pass_at_kmax_delta": y}
         if with_ci:
             row |= {"pass_at_1_delta_ci_low": x - 0.05, "pass_at_1_delta_ci_high": x + 0.05,
                     "pass_at_kmax_delta_ci_low": y - 0.4, "pass_at_kmax_delta_ci_high": y + 0.1}
@@ -59,7 +59,7 @@ def test_markdown_tables_fit_a_flow_run_page():
         pass_at_1=0.5, pass_at_1_ci_low=0.4, pass_at_1_ci_high=0.6, base_pass_at_1=0.45,
         base_pass_at_1_ci_low=0.35, base_pass_at_1_ci_high=0.55, distinct_unsolved=3.25,
         distinct_unsolved_ci_low=2.5, distinct_unsolved_ci_high=4.0, search_success=math.nan,
-        ci="bootstrap over seeds × problems")  # fmt: skip
+        ci="bootstrap over seeds × problems")
     md = summary_markdown(summary)
     rows = [line for line in md.splitlines() if line.startswith("| ")]
     assert rows and max(len(r) for r in rows) <= 100
@@ -74,7 +74,7 @@ def test_an_inconclusive_split_reads_as_such_in_the_table_and_the_markdown():
 
     summary = _summary(with_ci=False).assign(
         distinct_solved=math.nan, distinct_solved_inconclusive="inconclusive (n=10 < 20)",
-        distinct_unsolved=2.5, distinct_unsolved_inconclusive=None)  # fmt: skip
+        distinct_unsolved=2.5, distinct_unsolved_inconclusive=None)
     md = summary_markdown(summary)
     assert "distinct outcomes per problem, on problems the base solved" in md
     assert "| mcq / correctness | inconclusive (n=10 < 20) |" in md

@@ -257,7 +257,7 @@ def test_maj_at_k_equals_enumeration_of_every_subset():
         for k in range(1, n + 1):
             assert float(got[k]) == pytest.approx(_maj_brute(outcomes, correct, k), abs=1e-13), (
                 outcomes, correct, k,
-            )  # fmt: skip
+            )
 
 
 def test_maj_at_k_is_exact_for_many_problems_at_once():
@@ -306,7 +306,7 @@ def test_maj_at_k_past_the_work_limit_is_a_seeded_estimate_of_the_exact_value():
     ks = [1, 3, 8, 24]
     exact, none = maj_at_k_estimates(codes, correct, ks, exact_work_limit=math.inf)
     drawn, resampled = maj_at_k_estimates(codes, correct, ks, exact_work_limit=0,
-                                          num_resamples=200, seed=3)  # fmt: skip
+                                          num_resamples=200, seed=3)
     assert none == [] and resampled == [3, 8]  # k = 1 and k = n are exact at any limit
     for k in (1, 24):
         np.testing.assert_array_equal(drawn[k], exact[k])
@@ -315,10 +315,10 @@ def test_maj_at_k_past_the_work_limit_is_a_seeded_estimate_of_the_exact_value():
         assert not np.array_equal(drawn[k], exact[k])
         assert abs(drawn[k].mean() - exact[k].mean()) < 4 * bound
     again, _ = maj_at_k_estimates(codes, correct, [8], exact_work_limit=0, num_resamples=200,
-                                  seed=3)  # fmt: skip
+                                  seed=3)
     np.testing.assert_array_equal(again[8], drawn[8])  # seeded per k, whatever other ks
     other, _ = maj_at_k_estimates(codes, correct, [8], exact_work_limit=0, num_resamples=200,
-                                  seed=4)  # fmt: skip
+                                  seed=4)
     assert not np.array_equal(other[8], drawn[8])
 
 

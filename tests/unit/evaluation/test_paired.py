@@ -14,7 +14,7 @@ from breadth.evaluation.summary import evaluate_rollouts
 
 def _table(n, c, distinct, ids=None):
     return pd.DataFrame({"num_samples": n, "num_correct": c, "distinct_outcomes": distinct},
-                        index=ids or [f"p{i}" for i in range(len(n))])  # fmt: skip
+                        index=ids or [f"p{i}" for i in range(len(n))])
 
 
 def test_differences_by_hand_on_the_shared_problems():
@@ -54,7 +54,7 @@ def test_the_report_states_the_paired_differences_and_writes_them(tmp_path):
     sft = _rollouts("sft", {"a": "0123", "b": "1234", "c": "0012"})
     rl = _rollouts("rl", {"a": "0000", "b": "0111", "c": "0000"})
     results = {"sft": evaluate_rollouts(sft, num_bootstrap=20),
-               "rl": evaluate_rollouts(rl, base=sft, model="rl", num_bootstrap=20)}  # fmt: skip
+               "rl": evaluate_rollouts(rl, base=sft, model="rl", num_bootstrap=20)}
     assert list(paired_against_base(results)) == ["rl"]
     text = markdown_report(results)
     assert "## Against the base, paired by problem" in text

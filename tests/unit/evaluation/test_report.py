@@ -85,15 +85,15 @@ def test_stale_report_files_are_an_earlier_reports_optional_files_only(tmp_path)
     from breadth.evaluation.report import stale_report_files
 
     for name in ("per_problem_base.parquet", "search.json", "search.png", "notes.txt",
-                 "base.parquet"):  # fmt: skip
+                 "base.parquet"):
         (tmp_path / name).write_text("old")
     written = write_report({"rl": _results()["rl"]}, tmp_path)
     assert [p.name for p in stale_report_files(tmp_path, written)] == [
-        "per_problem_base.parquet", "search.json", "search.png"]  # fmt: skip
+        "per_problem_base.parquet", "search.json", "search.png"]
     # A file this report wrote (here, as if its search comparison had) is never stale.
     also_search = [*written, tmp_path / "search.json"]
     assert [p.name for p in stale_report_files(tmp_path, also_search)] == [
-        "per_problem_base.parquet", "search.png"]  # fmt: skip
+        "per_problem_base.parquet", "search.png"]
 
 
 def test_the_diversity_plot_draws_no_bar_for_an_inconclusive_split():
@@ -144,7 +144,7 @@ def test_headline_values_at_unlike_n_say_their_n():
     """Base at 4 samples, rl at 16: the headline's pass@n column held pass@4 beside pass@16
     with nothing to tell them apart."""
     _, _, *rows = _table(markdown_report(_results(base_samples=4, rl_samples=16)),
-                         "## Headline metrics")  # fmt: skip
+                         "## Headline metrics")
     cells = {row[0]: row for row in rows}
     assert all(cell.endswith("(n=4)") for cell in cells["base"][2:5])
     assert all(cell.endswith("(n=16)") for cell in cells["rl"][2:5])
@@ -180,12 +180,12 @@ def test_metrics_json_counts_the_problems_of_each_sample_count(tmp_path):
         uneven = evaluate_models(pd.DataFrame(rows), num_bootstrap=50)
     counts = json.loads(write_report(uneven, tmp_path / "uneven")[3].read_text())["rl"]
     assert counts["sample_counts"] == {"fewest": 2, "most": 8, "problems_below_most": 2,
-                                       "problems_by_count": {"2": 1, "5": 1, "8": 4}}  # fmt: skip
+                                       "problems_by_count": {"2": 1, "5": 1, "8": 4}}
     assert counts["num_samples"] == 2  # the key that was there already: unchanged
     even = json.loads(write_report(_results(base_samples=4, rl_samples=16),
-                                   tmp_path / "even")[3].read_text())  # fmt: skip
+                                   tmp_path / "even")[3].read_text())
     assert even["base"]["sample_counts"] == {"fewest": 4, "most": 4, "problems_below_most": 0,
-                                             "problems_by_count": {"4": 6}}  # fmt: skip
+                                             "problems_by_count": {"4": 6}}
     assert even["rl"]["sample_counts"]["problems_by_count"] == {"16": 6}
 
 
@@ -243,7 +243,7 @@ def test_an_inconclusive_split_names_its_threshold_and_key():
     def cell(**kwargs):
         rows = _rows("base", 4) + _rows("rl", 1)
         results = evaluate_models(pd.DataFrame(rows), base_model="base", num_bootstrap=50,
-                                  **kwargs)  # fmt: skip
+                                  **kwargs)
         _, _, *split_rows = _table(markdown_report(results), "**distinct_outcomes**")
         return {row[0]: row[1:] for row in split_rows}["rl"][0]
 
@@ -259,7 +259,7 @@ def test_no_crossover_says_the_share_of_resamples_that_do_cross():
     from breadth.evaluation.transfer import Crossover
 
     text = _crossover_text(Crossover(k=None, low=None, high=None, share_with_crossover=0.368,
-                                     ks=[1, 2, 4]))  # fmt: skip
+                                     ks=[1, 2, 4]))
     assert text == "none (a crossover in 37% of resamples)"
 
 
@@ -275,7 +275,7 @@ def test_report_says_which_maj_values_are_means_of_draws(monkeypatch):
     md = " ".join(markdown_report(results).split())
     bound = 0.5 / math.sqrt(40 * 6)
     assert ("maj@k of rl at k = 2, 4 is the mean over 40 seeded draws of k samples per "
-            "problem, not the exact expectation") in md  # fmt: skip
+            "problem, not the exact expectation") in md
     assert f"at most {bound:.4f}" in md
 
 

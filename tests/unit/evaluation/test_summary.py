@@ -89,7 +89,7 @@ def test_curves_are_lists_of_k_value_pairs_for_step_logging():
     assert curves["eval/pass_at_k"][-1] == (4, pytest.approx(0.5))
     for (k, low), (_, value), (_, high) in zip(curves["eval_ci/low/pass_at_k"],
                                                curves["eval/pass_at_k"],
-                                               curves["eval_ci/high/pass_at_k"]):  # fmt: skip
+                                               curves["eval_ci/high/pass_at_k"]):
         assert low <= value + 1e-12 <= high + 2e-12, k
 
 
@@ -329,7 +329,7 @@ def _same_model_draw(seed: int, model: str, problems: int = 1000, samples: int =
     outcome = np.where(right, "0", wrong).ravel()
     return pd.DataFrame({"problem_id": np.repeat([f"q{i}" for i in range(problems)], samples),
                          "sample_index": np.tile(np.arange(samples), problems),
-                         "outcome": outcome, "correct": outcome == "0", "model": model})  # fmt: skip
+                         "outcome": outcome, "correct": outcome == "0", "model": model})
 
 
 def test_the_transfer_split_is_unbiased_when_the_trained_model_is_the_base():
@@ -342,13 +342,13 @@ def test_the_transfer_split_is_unbiased_when_the_trained_model_is_the_base():
     assert r.transfer.held_out
     unsolved = r.transfer.splits["unsolved"]
     delta = (unsolved.trained["distinct_outcomes"].estimate
-             - unsolved.base["distinct_outcomes"].estimate)  # fmt: skip
+             - unsolved.base["distinct_outcomes"].estimate)
     from breadth.evaluation.transfer import transfer_analysis
 
     tables = [per_problem_table(frame) for frame in (base, again)]
     same = transfer_analysis(*tables, ["distinct_outcomes"], num_resamples=20, split_k=4)
     biased = (same.splits["unsolved"].trained["distinct_outcomes"].estimate
-              - same.splits["unsolved"].base["distinct_outcomes"].estimate)  # fmt: skip
+              - same.splits["unsolved"].base["distinct_outcomes"].estimate)
     # Measured at these seeds: -0.52 on the same samples, +0.02 held out.
     assert biased < -0.3 and abs(delta) < 0.15, (biased, delta)
 

@@ -43,7 +43,7 @@ def random_frame(seed: int, num_problems: int = 40, *, class_ids: bool = False) 
                 "entropy": None if rng.random() < 0.05 else entropy,
                 "embedding": np.zeros(3) if rng.random() < 0.03 else embedding,
                 "class_id": int(rng.integers(0, 3)),
-            })  # fmt: skip
+            })
     frame = pd.DataFrame(rows).sample(frac=1.0, random_state=seed)  # order must not matter
     return frame if class_ids else frame.drop(columns="class_id")
 
@@ -60,7 +60,7 @@ def test_table_matches_the_per_problem_loop(seed, class_ids):
         np.testing.assert_allclose(
             new[metric].to_numpy(float), old[metric].to_numpy(float),
             rtol=0, atol=1e-9, equal_nan=True, err_msg=metric,
-        )  # fmt: skip
+        )
     # The frame exercises the edge cases it is meant to: some NaN and some whole values.
     assert new["embedding_diversity"].isna().any() and new["embedding_diversity"].notna().any()
 

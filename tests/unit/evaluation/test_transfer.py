@@ -168,7 +168,7 @@ def test_tied_runs_log_no_crossover_finding():
     from breadth.evaluation.result import _transfer_metrics
 
     base = pd.DataFrame({"num_samples": [4] * 3, "num_correct": [0] * 3, "distinct_outcomes": [2, 3, 1]},
-                        index=["a", "b", "c"])  # fmt: skip
+                        index=["a", "b", "c"])
     r = transfer_analysis(base, base.copy(), ["distinct_outcomes"], num_resamples=20, split_k=1)
     metrics = _transfer_metrics(r)
     assert metrics["transfer/has_crossover"] == 0.0
@@ -181,19 +181,19 @@ def test_a_held_out_split_reads_the_first_half_and_measures_the_other():
     # held-out tables (1 and 2 distinct), not from the whole-draw tables (3 and 1).
     whole = pd.DataFrame({"num_samples": [4, 4], "num_correct": [2, 4], "split_num_samples": [2, 2],
                           "split_num_correct": [0, 2], "distinct_outcomes": [3.0, 1.0]},
-                         index=["p1", "p2"])  # fmt: skip
+                         index=["p1", "p2"])
     trained = whole.assign(distinct_outcomes=[1.0, 1.0])
     held_base = pd.DataFrame({"distinct_outcomes": [1.0, 1.0]}, index=["p1", "p2"])
     held_trained = pd.DataFrame({"distinct_outcomes": [2.0, 1.0]}, index=["p1", "p2"])
     r = transfer_analysis(whole, trained, ["distinct_outcomes"], num_resamples=20, split_k=1,
-                          min_split=1, held_out=(held_base, held_trained))  # fmt: skip
+                          min_split=1, held_out=(held_base, held_trained))
     assert r.held_out and r.to_dict()["held_out"] is True
     unsolved = r.splits["unsolved"]
     assert unsolved.num_problems == 1
     assert (unsolved.base["distinct_outcomes"].estimate,
-            unsolved.trained["distinct_outcomes"].estimate) == (1.0, 2.0)  # fmt: skip
+            unsolved.trained["distinct_outcomes"].estimate) == (1.0, 2.0)
     same = transfer_analysis(whole, trained, ["distinct_outcomes"], num_resamples=20, split_k=1,
-                             min_split=1)  # fmt: skip
+                             min_split=1)
     assert not same.held_out and same.splits["unsolved"].num_problems == 0
 
 

@@ -35,7 +35,7 @@ class _Client:
 
 def _in_a_run(monkeypatch, flow_run_id=RUN_ID):
     monkeypatch.setattr(breadth_flows.run_log, "runtime",
-                        SimpleNamespace(flow_run=SimpleNamespace(id=flow_run_id, tags=[])))  # fmt: skip
+                        SimpleNamespace(flow_run=SimpleNamespace(id=flow_run_id, tags=[])))
 
 
 def test_a_relabel_adds_to_the_tags_the_run_has_now(monkeypatch):
@@ -47,7 +47,7 @@ def test_a_relabel_adds_to_the_tags_the_run_has_now(monkeypatch):
     label_flow_run("default·1a2b3c4d", ["preset:default", "seed:0"])
     label_flow_run("default·1a2b3c4d·cached", ["cached"])
     assert client.updates[-1] == (RUN_ID, "default·1a2b3c4d·cached",
-                                  ["breadth", "adhoc", "preset:default", "seed:0", "cached"])  # fmt: skip
+                                  ["breadth", "adhoc", "preset:default", "seed:0", "cached"])
 
 
 def test_a_label_that_cannot_be_set_is_logged_not_raised(monkeypatch, caplog):

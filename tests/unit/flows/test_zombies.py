@@ -30,7 +30,7 @@ def test_the_dead_worker_automation_is_prefects_documented_zombie_trigger() -> N
     assert automation.name == AUTOMATION_NAME
     assert trigger.after == {"prefect.flow-run.heartbeat"}
     assert {"prefect.flow-run.heartbeat", "prefect.flow-run.Completed",
-            "prefect.flow-run.Crashed"} <= trigger.expect  # fmt: skip
+            "prefect.flow-run.Crashed"} <= trigger.expect
     assert trigger.posture.value == "Proactive"
     assert trigger.within.total_seconds() == MISSED_AFTER_S >= 3 * HEARTBEAT_S
     assert automation.actions[0].state.value == "CRASHED"

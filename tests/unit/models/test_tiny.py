@@ -57,7 +57,7 @@ def test_a_tokenizer_saved_with_4096_is_loaded_with_the_models_context(tmp_path)
     ("Janet\u2019s \u201cduck\u201d eggs\u2026", "Janet's \"duck\" eggs..."),
     ("3\u20134 \u2014 5\u00d76\u00f72, \u22127", "3-4 -- 5*6/2, -7"),
     ("a\u00a0b\tc\r\nd", "a b c\nd"),
-])  # fmt: skip
+])
 def test_characters_with_an_ascii_spelling_are_read_as_it_not_as_unknown(tmp_path, text, read_as):
     tokenizer = build_char_tokenizer()
     ids = tokenizer(text, add_special_tokens=False)["input_ids"]

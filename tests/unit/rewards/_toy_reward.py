@@ -60,7 +60,7 @@ def main(order: str) -> None:
     inline = build_trl_rewards(
         load_config("default", ["rl.reward.spec=correctness+toy:gain=5"]).rl.reward_plan,
         num_generations=2, verify_fn=fake_verify,
-    )  # fmt: skip
+    )
     batch = make_batch([("p", "4", ["4", "?"])])
     keys = CliRunner().invoke(app, ["config", "--keys"]).output
     table = CliRunner().invoke(app, ["config", "--rewards", "--markdown"]).output

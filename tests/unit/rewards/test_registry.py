@@ -18,7 +18,7 @@ def test_a_toy_term_registered_in_one_place_reaches_parser_config_cli_and_adapte
     out = subprocess.run(
         [sys.executable, "-m", "tests.unit.rewards._toy_reward", order],
         capture_output=True, text=True, check=True, cwd=ROOT,
-    )  # fmt: skip
+    )
     report = json.loads(out.stdout)
     assert report["parsed"] == {"gain": 1.5}
     assert report["config_gain"] == 3.0
@@ -48,7 +48,7 @@ def test_every_parameter_is_a_config_field_with_the_registry_default(name):
 
 def test_config_fields_enforce_the_registry_ranges():
     for bad in ("rl.reward.passk_k=0", "rl.reward.unlikeliness_beta=2", "rl.reward.ucb_variant=x",
-                "rl.reward.darling_threshold=1.5", "rl.reward.vector_alpha=0"):  # fmt: skip
+                "rl.reward.darling_threshold=1.5", "rl.reward.vector_alpha=0"):
         with pytest.raises(ValueError, match=bad.split("=")[0].removeprefix("rl.reward.")):
             load_config("default", [bad])
 
@@ -58,7 +58,7 @@ def test_param_check_rejects_non_integers_and_non_finite_values():
     alpha = RewardParam("alpha", 1.0, "alpha", gt=0)
     assert k.check("8", "passk:k") == 8 and alpha.check("0.5", "vector:alpha") == 0.5
     for param, raw, message in ((k, 2.5, "must be int"), (k, "x", "must be int"),
-                                (alpha, "nan", "must be finite"), (alpha, 0, "out of range")):  # fmt: skip
+                                (alpha, "nan", "must be finite"), (alpha, 0, "out of range")):
         with pytest.raises(ValueError, match=message):
             param.check(raw, "where")
 

@@ -227,7 +227,7 @@ def test_vector_draws_follow_the_run_seed():
                                      num_generations=4, verify_fn=fake_verify).reward_funcs[0],
                    batch)
         for seed in (0, 1)
-    }  # fmt: skip
+    }
     assert values[0] != values[1]
 
 
@@ -431,13 +431,13 @@ def test_ucb_counts_are_global_when_two_processes_each_score_half_of_the_groups(
     later_groups = [("p", "4", ["4", "5", "6", "6"]), ("q", "1", ["2", "1", "1", "7"])]
     later = make_batch(later_groups)
     whole = build_trl_rewards(reward_plan("correctness+ucb"), num_generations=4,
-                              verify_fn=fake_verify)  # fmt: skip
+                              verify_fn=fake_verify)
     call(whole.reward_funcs[1], make_batch(halves[0] + halves[1]))
     expected_later = call(whole.reward_funcs[1], later)
 
     setups = [build_trl_rewards(reward_plan("correctness+ucb"), num_generations=4,
                                 verify_fn=fake_verify, gather_objects=gather_for(rank))
-              for rank in (0, 1)]  # fmt: skip
+              for rank in (0, 1)]
     results: dict[int, list[float]] = {}
 
     def run(rank):

@@ -17,7 +17,7 @@ from breadth.rollout.backend_choice import (
 
 def write_safetensors(path, shapes: dict[str, list[int]]) -> None:
     header = {name: {"dtype": "F32", "shape": shape, "data_offsets": [0, 0]}
-              for name, shape in shapes.items()}  # fmt: skip
+              for name, shape in shapes.items()}
     header["__metadata__"] = {"format": "pt"}
     raw = json.dumps(header).encode()
     path.write_bytes(struct.pack("<Q", len(raw)) + raw)
@@ -56,7 +56,7 @@ def test_an_explicit_backend_is_kept(backend, large_model):
 def test_auto_on_cpu_is_transformers_at_any_size(large_model, monkeypatch):
     monkeypatch.delenv("BREADTH_VLLM_URL", raising=False)
     choice = choose_backend(RolloutConfig(backend="auto"), large_model, cuda=False,
-                            vllm_available=True)  # fmt: skip
+                            vllm_available=True)
     assert choice.backend == "transformers" and "CUDA" in choice.reason
 
 
@@ -77,7 +77,7 @@ def test_auto_on_gpu_picks_vllm_for_large_models_only(large_model, small_model):
 
 def test_auto_on_gpu_without_vllm_says_how_to_get_it(large_model):
     choice = choose_backend(RolloutConfig(backend="auto"), large_model, cuda=True,
-                            vllm_available=False)  # fmt: skip
+                            vllm_available=False)
     assert choice.backend == "transformers" and "make vllm-env" in choice.reason
 
 

@@ -16,7 +16,7 @@ from breadth.rollout.vllm_backend import VLLMBackend
 
 
 @pytest.mark.parametrize(("name", "cls"), [("transformers", TransformersBackend),
-                                           ("vllm", VLLMBackend)])  # fmt: skip
+                                           ("vllm", VLLMBackend)])
 def test_config_picks_the_backend_and_it_has_the_protocol_signatures(name, cls):
     backend = rollout_backend(RolloutConfig(backend=name))
     assert type(backend) is cls
@@ -36,7 +36,7 @@ def test_vllm_sampler_sends_one_seeded_request_per_prompt_and_keeps_choice_order
         bodies.append(body)
         # Choices arrive out of order; the sampler must sort them by index.
         return {"choices": [{"index": i, "text": f"{body['prompt']}#{i}"}
-                            for i in reversed(range(body["n"]))]}  # fmt: skip
+                            for i in reversed(range(body["n"]))]}
 
     monkeypatch.setattr(vllm_backend, "vllm_endpoints", endpoints)
     monkeypatch.setattr(vllm_fleet, "pick_served_model", lambda url, policy_dir, name: "served")

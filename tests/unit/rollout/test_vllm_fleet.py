@@ -32,7 +32,7 @@ def mock_client(behaviour: dict[str, str], calls: collections.Counter) -> httpx.
             return httpx.Response(int(mode), text=f"error {mode}")
         seed = json.loads(request.content)["seed"]
         return httpx.Response(200, json={"choices": [{"index": 0, "text": str(seed)}],
-                                         "server": server})  # fmt: skip
+                                         "server": server})
 
     return httpx.Client(transport=httpx.MockTransport(handle))
 
@@ -119,7 +119,7 @@ def test_connect_leaves_out_a_server_that_does_not_answer(monkeypatch, caplog):
         fleet = VLLMFleet.connect([A, B], "policy", "sft")
     assert fleet.live() == [A] and B in fleet.failed and B in caplog.text
     monkeypatch.setattr(vllm_fleet, "pick_served_model",
-                        lambda url, policy, name: pick(B, policy, name))  # fmt: skip
+                        lambda url, policy, name: pick(B, policy, name))
     with pytest.raises(VLLMServerError, match="none of the 2 vLLM servers answers"):
         VLLMFleet.connect([A, B], "policy", "sft")
 
@@ -140,7 +140,7 @@ def test_config_takes_one_url_or_a_list():
     assert RolloutConfig(vllm_url=A).vllm_url == A
     config = load_config("default", [f"rollout.vllm_url=[{A}, {B}]",
                                      "rollout.vllm_tensor_parallel=4",
-                                     "rollout.vllm_gpu_memory_utilization=0.85"])  # fmt: skip
+                                     "rollout.vllm_gpu_memory_utilization=0.85"])
     assert config.rollout.vllm_url == [A, B]
     assert config.rollout.vllm_tensor_parallel == 4
     assert config.rollout.vllm_gpu_memory_utilization == 0.85

@@ -35,7 +35,7 @@ def started(monkeypatch) -> list[StandInServer]:
 
     def start(policy_dir, config, seed):
         server = StandInServer(Path(policy_dir), config.vllm_gpu_memory_utilization,
-                               f"http://127.0.0.1:{9000 + len(servers)}")  # fmt: skip
+                               f"http://127.0.0.1:{9000 + len(servers)}")
         servers.append(server)
         return server
 

@@ -13,7 +13,7 @@ from tests.unit.study.test_claims import _cells
 
 # Every measurement a claim reads, so that only a missing arm can leave a row not run.
 MEASURED = {"distinct_correct_outcomes": 2.0, "num_answers": 2, "reasoning_forking_share": 0.2,
-            "graded_score": 0.5, "search_evolutionary": 1.0, "search_independent": 0.0}  # fmt: skip
+            "graded_score": 0.5, "search_evolutionary": 1.0, "search_independent": 0.0}
 
 
 def _every_objective() -> pd.DataFrame:
@@ -21,7 +21,7 @@ def _every_objective() -> pd.DataFrame:
                              **MEASURED)
                       for fmt in ("mcq", "free_form")
                       for objective in [*STUDY_OBJECTIVES, UNSCALED_CONTROL]],
-                     ignore_index=True)  # fmt: skip
+                     ignore_index=True)
 
 
 def _missing_arms(rows) -> list[str]:

@@ -142,7 +142,7 @@ def test_seeds_with_their_own_problems_are_paired_within_each_seed():
     seed1 = _cells([8, 0] * 20, seeds=(1,))
     seed1["problem_id"] = "s1-" + seed1["problem_id"]
     sharpening = next(c for c in evaluate_claims(pd.concat([seed0, seed1]))
-                      if c.claim == "sharpening")  # fmt: skip
+                      if c.claim == "sharpening")
     assert sharpening.estimate == pytest.approx(0.25)
     assert "problems per seed: [40, 40]" in sharpening.detail
 
@@ -211,7 +211,7 @@ def test_claim_settings_take_every_transfer_key_of_the_evaluation_config():
         TRANSFER_SETTINGS
     )
     config = EvaluationConfig(transfer_split_k=2, transfer_split_threshold=0.25,
-                              transfer_min_split=5)  # fmt: skip
+                              transfer_min_split=5)
     s = ClaimSettings.of_evaluation(config.model_dump())
     assert (s.split_k, s.split_threshold, s.min_split) == (2, 0.25, 5)
 
@@ -264,7 +264,7 @@ def test_crossover_inconclusive_when_the_interval_of_k_reaches_k_1():
     # estimate is k = 2; but in many resamples RL is not ahead at k = 1, so the interval of k
     # starts at 1 and RL's lead at k = 1 is not established.
     crossover = next(c for c in evaluate_claims(_cells([8] * 7 + [1] * 33))
-                     if c.claim == "crossover")  # fmt: skip
+                     if c.claim == "crossover")
     assert (crossover.estimate, crossover.low, crossover.high) == (2.0, 1.0, 2.0)
     assert crossover.verdict == "inconclusive"
 

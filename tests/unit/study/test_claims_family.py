@@ -61,7 +61,7 @@ def test_a_claim_row_and_its_seed_interval_share_one_t_interval():
     # standard error: the row must give what the seed interval gives at every level.
     ci = seed_t_interval([[0.1, 0.3], [0.4, np.nan], [0.5, 0.7]])
     row = Claim("a", "free_form", "a", ci.estimate, ci.low, ci.high, "measured", "",
-                standard_error=ci.standard_error, num_seeds=ci.num_seeds)  # fmt: skip
+                standard_error=ci.standard_error, num_seeds=ci.num_seeds)
     for level in (0.95, 1 - 0.05 / 3, 1 - 2 * 0.05 / 7):
         assert row.interval_at(level) == ci.at(level) == t_interval(
             ci.estimate, ci.standard_error, ci.num_seeds, level)
@@ -326,7 +326,7 @@ def test_mcq_pass_at_k_curves_stop_below_chance_099():
 def test_each_row_carries_what_its_paper_reports():
     frame = _arms({"sft": BASE, "correctness": BASE})
     papers = {(c.claim, c.measure.split(",")[1].strip() if "," in c.measure else ""): c.paper
-              for c in evaluate_claims(frame)}  # fmt: skip
+              for c in evaluate_claims(frame)}
     assert "Maze 0.432 → 0.593" in papers[("pass@k objective", "vector − correctness")]
     assert "MuSiQue 0.728 → 0.832" in papers[("pass@k objective", "vector − correctness")]
     assert "not reported" in papers[("pass@k objective", "passk − correctness@unscaled")]

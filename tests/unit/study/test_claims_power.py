@@ -18,7 +18,7 @@ def _row(per_seed, delta, claim="sharpening", delta_name="pass@1", fmt="free_for
     ci = seed_t_interval([[m] for m in per_seed])
     return Claim(claim, fmt, claim, ci.estimate, ci.low, ci.high, "measured", "seeds: 3",
                  delta=delta, p_value=ci.p_value, standard_error=ci.standard_error,
-                 num_seeds=ci.num_seeds, sign=sign, delta_name=delta_name)  # fmt: skip
+                 num_seeds=ci.num_seeds, sign=sign, delta_name=delta_name)
 
 
 def _first_below(sd, target, alpha):
@@ -46,7 +46,7 @@ def test_an_underpowered_row_names_the_seeds_it_needs():
     assert power.seeds_for_delta == _first_below(0.02, 0.02, 0.025) == 9
     assert weak.detail.startswith("underpowered: at 3 seeds the Holm half-width ±0.0717 exceeds "
                                   "δ = 0.02; about 24 seeds at this spread (seed sd 0.02) for a "
-                                  "verdict either way, 9 for a half-width below δ")  # fmt: skip
+                                  "verdict either way, 9 for a half-width below δ")
     assert power.reason == "underpowered" and power.pilot_sd is None
 
 
@@ -77,7 +77,7 @@ def test_an_interval_narrower_than_delta_at_its_edge_is_not_a_power_problem():
 def _pilot(tmp_path, values):
     path = tmp_path / "pilot.json"
     path.write_text(json.dumps({"seeds": [{"Δ pass@1": v, "n": 32.0} for v in values],
-                                "times": []}))  # fmt: skip
+                                "times": []}))
     return read_pilot_sizing(path)
 
 
@@ -118,7 +118,7 @@ def _frame(rl_extra_by_seed, problems=40, n=8):
             for model, c in (("sft", 2), ("rl", 3 if p < extra else 2)):
                 rows.append({"format": "free_form", "objective": "correctness", "seed": seed,
                              "model": model, "problem_id": f"p{p}", "num_samples": n,
-                             "num_correct": c, "distinct_outcomes": 2})  # fmt: skip
+                             "num_correct": c, "distinct_outcomes": 2})
     return pd.DataFrame(rows)
 
 

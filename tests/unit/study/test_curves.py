@@ -36,7 +36,7 @@ def test_the_slope_of_a_known_line():
 def test_collapse_rate_per_cell_and_its_mean_with_a_t_interval_over_seeds():
     steps = [0, 10, 20, 30]
     histories = {("correctness", "free_form", seed): {DISTINCT_OUTCOMES: _line(6.0, slope, steps)}
-                 for seed, slope in ((0, -0.1), (1, -0.2), (2, -0.3))}  # fmt: skip
+                 for seed, slope in ((0, -0.1), (1, -0.2), (2, -0.3))}
     training = training_curves(histories, metrics=[DISTINCT_OUTCOMES])
     assert training.rates["collapse_rate"].tolist() == pytest.approx([-0.1, -0.2, -0.3])
     assert training.rates["steps"].tolist() == [4, 4, 4]
@@ -50,7 +50,7 @@ def test_collapse_rate_per_cell_and_its_mean_with_a_t_interval_over_seeds():
 
 def test_the_mean_and_interval_at_a_step_over_three_seeds():
     histories = {("darling", "mcq", seed): {ENTROPY: [(5, value), (10, value + 1.0)]}
-                 for seed, value in ((0, 2.0), (1, 3.0), (2, 4.0))}  # fmt: skip
+                 for seed, value in ((0, 2.0), (1, 3.0), (2, 4.0))}
     curves = training_curves(histories).curves
     at_5 = curves[(curves["metric"] == ENTROPY) & (curves["step"] == 5)].iloc[0]
     # Values 2, 3, 4: mean 3, sd 1, se 1 / sqrt(3).
@@ -82,7 +82,7 @@ def test_misaligned_steps_are_dropped_and_counted():
     assert (alignment["common_steps"], alignment["dropped_points"]) == (2, 3)
     assert training.notes == [("correctness/free_form, train/entropy: 3 logged points dropped at "
                               "steps not every seed logged (seed 0: 1, seed 1: 2); 2 common "
-                              "steps kept")]  # fmt: skip
+                              "steps kept")]
 
 
 def test_a_step_given_twice_keeps_its_last_value():
@@ -108,12 +108,12 @@ def test_a_missing_metric_is_noted_and_its_seed_left_out():
 
 def test_a_seed_without_a_line_is_noted_and_left_out_of_the_mean_rate():
     histories = {("passk", "free_form", seed): {DISTINCT_OUTCOMES: _line(5.0, slope, [0, 1, 2])}
-                 for seed, slope in ((0, -1.0), (1, -2.0), (2, float("nan")))}  # fmt: skip
+                 for seed, slope in ((0, -1.0), (1, -2.0), (2, float("nan")))}
     training = training_curves(histories, metrics=[DISTINCT_OUTCOMES])
     row = training.rate_means.iloc[0]
     assert (row["estimate"], row["seeds"]) == (pytest.approx(-1.5), 2)
     assert training.notes == [("passk/free_form: no collapse rate for seed 2 (a value logged as "
-                              "NaN); its mean is over the other seeds")]  # fmt: skip
+                              "NaN); its mean is over the other seeds")]
 
 
 def test_no_histories_at_all_make_an_empty_result_and_a_section_saying_so(tmp_path):
@@ -144,7 +144,7 @@ def test_the_section_shows_rates_and_the_format_curves_side_by_side(tmp_path):
     assert [p.name for p in paths] == [
         "training_distinct_outcomes_per_group.png", "training_entropy.png",
         "format_curves_correctness.png", "training_curves.csv", "collapse_rates.csv",
-    ]  # fmt: skip
+    ]
     assert all(p.stat().st_size > 0 for p in paths)
     rates = pd.read_csv(tmp_path / "collapse_rates.csv")
     row = rates[(rates["format"] == "mcq") & (rates["objective"] == "correctness")].iloc[0]
@@ -200,7 +200,7 @@ def test_the_loader_reads_each_cells_rl_run(monkeypatch):
     monkeypatch.setattr("breadth.study.frame.tracking_client", lambda uri: client)
     frame = pd.DataFrame({"objective": ["correctness"] * 4, "format": ["mcq"] * 4,
                           "seed": [0, 0, 1, 2], "run_id": ["p0", "p0", "p1", "p2"],
-                          "problem_id": ["a", "b", "a", "a"]})  # fmt: skip
+                          "problem_id": ["a", "b", "a", "a"]})
     histories = load_training_histories("http://127.0.0.1:9", frame)
     assert histories == {
         ("correctness", "mcq", 0): {DISTINCT_OUTCOMES: [(1, 4.0), (2, 9.0)]},

@@ -14,14 +14,14 @@ def _provenance(monkeypatch, tags: list[dict[str, str]], stage_minutes=None) -> 
     runs their `stage_run.*` tags may name."""
     ids = [f"r{i}" for i in range(len(tags))]
     runs = pd.DataFrame({"run_id": ids, "format": "mcq", "reward": "correctness",
-                         "seed": range(len(ids))})  # fmt: skip
+                         "seed": range(len(ids))})
     records = {run_id: RunRecord(run_id, "1", run_id, "FINISHED", "", {"host.name": "box",
                                  "host.cpus": "16", "git.sha": "a" * 40, **tag},
                                  start_time=0, end_time=60000)
-               for run_id, tag in zip(ids, tags)}  # fmt: skip
+               for run_id, tag in zip(ids, tags)}
     records.update({run_id: RunRecord(run_id, "1", run_id, "FINISHED", "", {}, start_time=1000,
                                       end_time=1000 + int(minutes * 60000))
-                    for run_id, minutes in (stage_minutes or {}).items()})  # fmt: skip
+                    for run_id, minutes in (stage_minutes or {}).items()})
 
     class Client:
         def get_run(self, run_id):

@@ -68,10 +68,10 @@ def calls(monkeypatch):
     monkeypatch.setattr(breadth.study.publish, "publish_claims", spy)
     monkeypatch.setattr("breadth.study.frame.load_study_frame", lambda uri, grid_id: FRAME)
     monkeypatch.setattr("breadth.study.frame.load_training_histories",
-                        lambda uri, frame: HISTORIES)  # fmt: skip
+                        lambda uri, frame: HISTORIES)
     monkeypatch.setattr("breadth.study.frame.grid_provenance", lambda uri, grid_id: {})
     monkeypatch.setattr("breadth.study.frame.provenance_header",
-                        lambda provenance, command="": f"# claims of g{command and ' by '}{command}")  # fmt: skip
+                        lambda provenance, command="": f"# claims of g{command and ' by '}{command}")
     return seen
 
 
@@ -85,7 +85,7 @@ def test_the_cli_and_the_prefect_task_publish_the_same_report(calls, monkeypatch
     monkeypatch.setattr(breadth_tasks.claims, "tracking_client", lambda uri: _Client(logged))
     monkeypatch.setattr(breadth_tasks.claims, "claim_settings", lambda study: SETTINGS)
     monkeypatch.setattr(breadth_tasks.claims, "create_markdown_artifact",
-                        lambda **kwargs: artifacts.append(kwargs))  # fmt: skip
+                        lambda **kwargs: artifacts.append(kwargs))
     result = breadth_tasks.claims.publish_claims.fn(GridConfig(), "g", "summary-run")
 
     # Both went through the one sequence: the CLI names its command line, the task none.
@@ -93,7 +93,7 @@ def test_the_cli_and_the_prefect_task_publish_the_same_report(calls, monkeypatch
                      {"pilot": None}]
     cli, task = tmp_path / "cli", logged / "claims"
     names = {"claims.md", "claims.json", "pass_at_k_by_objective.png",
-             "pass_at_k_by_objective.csv", *TRAINING_FILES}  # fmt: skip
+             "pass_at_k_by_objective.csv", *TRAINING_FILES}
     assert {p.name for p in cli.iterdir()} == names
     assert {p.name for p in task.iterdir()} == names | {"claims_table.json"}
     for name in ("claims.json", "pass_at_k_by_objective.csv", "collapse_rates.csv"):
@@ -118,7 +118,7 @@ def test_the_cli_says_why_a_grid_has_no_claims(calls, monkeypatch, tmp_path):
 
 def test_a_note_follows_the_provenance_header(calls, tmp_path):
     published = breadth.study.publish.publish_claims("uri", "g", tmp_path, SETTINGS,
-                                                     note="  why this grid ran\n")  # fmt: skip
+                                                     note="  why this grid ran\n")
     assert published.markdown == tmp_path / "claims.md"
     assert published.markdown.read_text().startswith("# claims of g\n\nwhy this grid ran\n")
     assert published.paths[1].name == "claims.json" and len(published.claims) > 10
@@ -138,7 +138,7 @@ def test_the_report_carries_the_collapse_over_training_steps(calls, tmp_path):
 
 def test_a_grid_without_training_histories_says_so(calls, monkeypatch, tmp_path):
     monkeypatch.setattr("breadth.study.frame.load_training_histories",
-                        lambda uri, frame: {("correctness", "free_form", 0): {}})  # fmt: skip
+                        lambda uri, frame: {("correctness", "free_form", 0): {}})
     published = breadth.study.publish.publish_claims("uri", "g", tmp_path, SETTINGS)
     assert not {p.name for p in tmp_path.iterdir()} & TRAINING_FILES
     assert len(published.paths) == 4
@@ -153,7 +153,7 @@ def test_a_pilot_given_to_the_cli_reaches_the_report(calls, monkeypatch, tmp_pat
     pilot_json.write_text('{"seeds": [{"Δ pass@1": 0.01}, {"Δ pass@1": 0.03}], "times": []}')
     monkeypatch.setattr(sys, "argv", ["breadth", "compare", "--grid", "g"])
     folder, _ = _write_claims("http://127.0.0.1:9", "g", tmp_path / "cli", "", SETTINGS,
-                              read_pilot_sizing(pilot_json))  # fmt: skip
+                              read_pilot_sizing(pilot_json))
     rows = json.loads((folder / "claims.json").read_text())
     pass1 = next(r for r in rows if r["measure"].startswith("Δ pass@1, RL"))
     # The pilot's sd of (0.01, 0.03) is 0.01414; FRAME's seeds agree exactly (sd 0).

@@ -14,7 +14,7 @@ def test_content_key_is_deterministic_and_sensitive_to_every_part():
     assert key.startswith("sft-")
     others = {content_key("sft", "base-2", "data-1", "cfg-1"),
               content_key("sft", "base-1", "data-2", "cfg-1"),
-              content_key("rl", "base-1", "data-1", "cfg-1")}  # fmt: skip
+              content_key("rl", "base-1", "data-1", "cfg-1")}
     assert key not in others and len(others) == 3
 
 
@@ -104,7 +104,7 @@ def test_a_stage_with_no_s3_copy_says_so_instead_of_fetching_the_bucket(tmp_path
 
     monkeypatch.setenv("BREADTH_WORK_DIR", str(tmp_path / "here"))
     result = StageResult("evaluate", "evaluate-abc", str(tmp_path / "gone" / "evaluate-abc" / "report"),
-                         "", "run-1")  # fmt: skip
+                         "", "run-1")
     with pytest.raises(StageOutputMissing, match="evaluate.*has no S3 copy"):
         result.ensure_local()
 
@@ -185,7 +185,7 @@ def test_tasks_retry_only_what_a_second_try_can_fix():
 
     retried = [breadth_tasks.prepare.prepare, breadth_tasks.train.init_model, breadth_tasks.rollout.rollout,
                breadth_tasks.search.search, breadth_tasks.evaluate.evaluate, breadth_tasks.grid.summarise_grid,
-               breadth_tasks.grid.alarm_against_previous, breadth_tasks.claims.publish_claims]  # fmt: skip
+               breadth_tasks.grid.alarm_against_previous, breadth_tasks.claims.publish_claims]
     assert all(t.retries == 1 and t.retry_condition_fn is retry_if_transient for t in retried)
     for permanent in (ValueError("bad row"), FileNotFoundError("x.jsonl"), TypeError("arg")):
         assert retry_if_transient(None, None, Failed(data=permanent)) is False

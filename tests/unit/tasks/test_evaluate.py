@@ -34,7 +34,7 @@ def test_a_cached_evaluation_s_report_goes_on_the_re_run_s_mlflow_run_only(tmp_p
     folder.mkdir(parents=True)
     (folder / "report.md").write_text("# report\n")
     cached = StageResult("evaluate", "evaluate-k", str(folder), "s3://breadth/runs/first/report",
-                         "child", {"metrics": {}, "curves": {}, "report_markdown": "# report"})  # fmt: skip
+                         "child", {"metrics": {}, "curves": {}, "report_markdown": "# report"})
     parent = _Parent("second")
     report = breadth_tasks.evaluate.publish_report.fn(parent, cached)
     assert report == str(folder / "report.md")

@@ -21,14 +21,14 @@ STUDY = GridConfig(formats=["mcq"], rewards=["correctness", "darling"], seeds=[0
 def _summary(value: float) -> pd.DataFrame:
     return pd.DataFrame({"format": ["mcq"], "reward": ["correctness"], "k": [8],
                          "pass_at_kmax": [value], "pass_at_kmax_ci_low": [value - 0.05],
-                         "pass_at_kmax_ci_high": [value + 0.05]})  # fmt: skip
+                         "pass_at_kmax_ci_high": [value + 0.05]})
 
 
 @pytest.fixture()
 def artifacts(monkeypatch):
     published = []
     monkeypatch.setattr(breadth_tasks.grid, "create_markdown_artifact",
-                        lambda **kwargs: published.append(kwargs))  # fmt: skip
+                        lambda **kwargs: published.append(kwargs))
     monkeypatch.setattr(breadth_tasks.grid, "tracking_uri", lambda: "http://127.0.0.1:1")
     monkeypatch.setattr(breadth_tasks.grid, "load_experiment_name", lambda study: "study")
     return published
@@ -47,7 +47,7 @@ def test_alarm_compares_with_the_previous_grid_and_fails_the_run_on_a_collapse(
     asked = []
     monkeypatch.setattr(breadth_tasks.grid, "previous_grid_id",
                         lambda uri, experiment, study_hash, grid_id: asked.append(
-                            (experiment, study_hash, grid_id)) or "g1")  # fmt: skip
+                            (experiment, study_hash, grid_id)) or "g1")
     monkeypatch.setattr(breadth_tasks.grid, "fetch_runs", lambda uri, grid_id: grid_id)
     monkeypatch.setattr(breadth_tasks.grid, "summary_of", lambda runs, study: _summary(0.8))
     steady = {"summary": _summary(0.78).to_dict(orient="records")}
@@ -71,10 +71,10 @@ class FakePipeline:
         def run(config, tags, return_state):
             assert return_state  # a failed cell must come back as a state, not raise
             self.ran.append((flow_run_name, config.data.format, config.rl.reward.spec,
-                             config.seed, tags))  # fmt: skip
+                             config.seed, tags))
             if tags["grid.cell"] in self.failing:
                 return Failed(message=f"Flow run encountered an exception: RuntimeError: "
-                                      f"{tags['grid.cell']} broke")  # fmt: skip
+                                      f"{tags['grid.cell']} broke")
             if tags["grid.cell"] in self.cached:
                 return Completed(data={"computed_stages": []})
             return Completed(data={"computed_stages": ["rl", "rollout-rl", "evaluate"]})
@@ -88,29 +88,29 @@ def grid_tasks(monkeypatch):
     calls: dict[str, list] = {"summary": [], "claims": [], "alarm": []}
     monkeypatch.setattr(breadth_flows.grid, "get_run_logger", lambda: logging.getLogger("test-grid"))
     monkeypatch.setattr(breadth_flows.grid, "summarise_grid", lambda study, grid_id, outcomes: (
-        calls["summary"].append(outcomes) or {"run_id": "sum"}))  # fmt: skip
+        calls["summary"].append(outcomes) or {"run_id": "sum"}))
     monkeypatch.setattr(breadth_flows.grid, "alarm_against_previous", lambda study, grid_id, summary: (
-        calls["alarm"].append(grid_id) or {"fired": False}))  # fmt: skip
+        calls["alarm"].append(grid_id) or {"fired": False}))
     monkeypatch.setattr(breadth_flows.grid, "publish_claims", lambda study, grid_id, run_id, pilot: (
-        calls["claims"].append((grid_id, run_id, pilot)) or {"markdown": "| claims |"}))  # fmt: skip
+        calls["claims"].append((grid_id, run_id, pilot)) or {"markdown": "| claims |"}))
     return calls
 
 
 def test_grid_flow_runs_every_cell_with_its_tags_then_summary_and_alarm(monkeypatch, grid_tasks,
-                                                                        caplog):  # fmt: skip
+                                                                        caplog):
     fake = FakePipeline()
     monkeypatch.setattr(breadth_flows.grid_cells, "pipeline", fake)
     study = STUDY.model_copy(update={"grid_id": "night-1"})
     with caplog.at_level(logging.INFO, logger="test-grid"):
         result = breadth_flows.grid.grid.fn(study)
     assert result == {"grid_id": "night-1", "cells": 4, "summary_run": "sum",
-                      "claims": "| claims |", "alarm": {"fired": False}}  # fmt: skip
+                      "claims": "| claims |", "alarm": {"fired": False}}
     assert grid_tasks["claims"] == [("night-1", "sum", None)]  # the claims go on the summary run
     ran = fake.ran
     assert [(r[1], r[2], r[3]) for r in ran] == [
         ("mcq", "correctness", 0), ("mcq", "correctness", 1), ("mcq", "darling", 0),
         ("mcq", "darling", 1),
-    ]  # fmt: skip
+    ]
     assert ran[0][0] == "night-1-mcq-correctness-s0"
     assert ran[3][4] == {"grid.id": "night-1", "grid.cell": "mcq/darling/seed1",
                          "grid.objective": "darling", "grid.config_hash": study.content_hash()}
@@ -120,7 +120,7 @@ def test_grid_flow_runs_every_cell_with_its_tags_then_summary_and_alarm(monkeypa
 
 
 def test_progress_waits_for_a_computed_cell_before_giving_an_eta(monkeypatch, grid_tasks,
-                                                                 caplog):  # fmt: skip
+                                                                 caplog):
     """A cached first cell took seconds; extrapolated, the ETA promised the rest in seconds."""
     fake = FakePipeline(cached=("mcq/correctness/seed0",))
     monkeypatch.setattr(breadth_flows.grid_cells, "pipeline", fake)
@@ -134,11 +134,11 @@ def test_progress_waits_for_a_computed_cell_before_giving_an_eta(monkeypatch, gr
 
 
 def test_a_failed_cell_does_not_stop_the_others_and_the_summary_names_it(monkeypatch,
-                                                                         grid_tasks):  # fmt: skip
+                                                                         grid_tasks):
     fake = FakePipeline(failing=("mcq/correctness/seed1",))
     monkeypatch.setattr(breadth_flows.grid_cells, "pipeline", fake)
     with pytest.raises(breadth_flows.grid.CellsFailed, match=r"1 of 4 cells .* mcq/correctness/seed1 "
-                                                     r"\(FAILED\)"):  # fmt: skip
+                                                     r"\(FAILED\)"):
         breadth_flows.grid.grid.fn(STUDY.model_copy(update={"grid_id": "night-2"}))
     assert len(fake.ran) == 4  # the cells after the failed one ran
     [outcomes] = grid_tasks["summary"]  # summary, claims and alarm still ran, once
@@ -149,7 +149,7 @@ def test_a_failed_cell_does_not_stop_the_others_and_the_summary_names_it(monkeyp
 
 
 def test_a_grid_whose_cells_all_failed_names_them_and_summarises_nothing(monkeypatch,
-                                                                         grid_tasks):  # fmt: skip
+                                                                         grid_tasks):
     cells = tuple(f"mcq/{r}/seed{s}" for r in ("correctness", "darling") for s in (0, 1))
     monkeypatch.setattr(breadth_flows.grid_cells, "pipeline", FakePipeline(failing=cells))
     with pytest.raises(breadth_flows.grid.CellsFailed, match="every cell of grid night-3 failed"):
@@ -164,7 +164,7 @@ def test_grid_flow_validates_every_cell_before_running_any(monkeypatch):
 
 
 def test_the_studys_pilot_is_read_before_any_cell_and_reaches_the_claims(monkeypatch, grid_tasks,
-                                                                        tmp_path):  # fmt: skip
+                                                                        tmp_path):
     pilot = tmp_path / "pilot.json"
     pilot.write_text(json.dumps({"seeds": [{"Δ pass@1": 0.01}, {"Δ pass@1": 0.03}]}))
     fake = FakePipeline()
@@ -175,7 +175,7 @@ def test_the_studys_pilot_is_read_before_any_cell_and_reaches_the_claims(monkeyp
 
 
 def test_a_pilot_that_cannot_be_read_fails_the_grid_before_any_cell(monkeypatch, grid_tasks,
-                                                                   tmp_path):  # fmt: skip
+                                                                   tmp_path):
     fake = FakePipeline()
     monkeypatch.setattr(breadth_flows.grid_cells, "pipeline", fake)
     missing = STUDY.model_copy(update={"grid_id": "night-m", "pilot": str(tmp_path / "no.json")})

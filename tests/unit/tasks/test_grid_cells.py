@@ -38,7 +38,7 @@ class ScriptedPool:
         cell = parameters["tags"]["grid.cell"]
         # A run that will crash never gets as far as its SFT (its worker dies first).
         self.runs[run_id] = {"cell": cell, "since": self.poll,
-                             "no_sft": self.crashing.get(cell, 0) > 0}  # fmt: skip
+                             "no_sft": self.crashing.get(cell, 0) > 0}
         self.submitted.append((self.poll, cell))
         return SimpleNamespace(id=run_id)
 
@@ -47,7 +47,7 @@ class ScriptedPool:
         # Like Prefect's FlowRun: a start time once it runs, and its total run time.
         return [SimpleNamespace(id=run_id, state=self._state(run_id), start_time=None,
                                 total_run_time=timedelta(0))
-                for run_id in map(str, flow_run_filter.id.any_)]  # fmt: skip
+                for run_id in map(str, flow_run_filter.id.any_)]
 
     def _state(self, run_id):
         run = self.runs[run_id]
@@ -63,7 +63,7 @@ class ScriptedPool:
     def read_task_runs(self, flow_run_filter, task_run_filter):
         assert task_run_filter.name.like_ == "sft-"
         return [SimpleNamespace(flow_run_id=run_id) for run_id in map(str, flow_run_filter.id.any_)
-                if self.poll > self.runs[run_id]["since"] and not self.runs[run_id]["no_sft"]]  # fmt: skip
+                if self.poll > self.runs[run_id]["since"] and not self.runs[run_id]["no_sft"]]
 
     def read_deployment_by_name(self, name):
         return SimpleNamespace(work_pool_name="breadth-cpu")
@@ -76,17 +76,17 @@ def pool(monkeypatch):
     monkeypatch.setattr(breadth_flows.grid_cells, "ensure_zombie_automation", lambda: "automation-id")
     monkeypatch.setattr(breadth_flows.grid_cells, "run_deployment", scripted.run_deployment)
     monkeypatch.setattr(breadth_flows.grid_cells, "get_client",
-                        lambda sync_client: contextlib.nullcontext(scripted))  # fmt: skip
+                        lambda sync_client: contextlib.nullcontext(scripted))
     return scripted
 
 
 def _run(study: GridConfig, lines: list[str]):
     return breadth_flows.grid_cells.run_on_deployment(study.cells(), "g1", study.content_hash(),
-                                              "breadth-pipeline/adhoc", lines.append)  # fmt: skip
+                                              "breadth-pipeline/adhoc", lines.append)
 
 
 STUDY = GridConfig(preset="default", formats=["free_form"], rewards=["correctness", "darling"],
-                   seeds=[0, 1])  # fmt: skip
+                   seeds=[0, 1])
 
 
 def test_the_other_cells_of_a_format_and_seed_wait_for_its_sft(pool):
@@ -99,7 +99,7 @@ def test_the_other_cells_of_a_format_and_seed_wait_for_its_sft(pool):
     assert sorted(later) == [(1, "free_form/darling/seed0"), (1, "free_form/darling/seed1")]
     assert sorted(o.cell for o in outcomes if o.completed) == sorted(c for _, c in pool.submitted)
     assert [line.split()[1] for line in lines if line.startswith("cell ")] == \
-        ["1/4", "2/4", "3/4", "4/4"]  # fmt: skip
+        ["1/4", "2/4", "3/4", "4/4"]
 
 
 def test_without_sft_every_cell_is_submitted_at_once(pool):
@@ -125,7 +125,7 @@ def test_a_missing_deployment_says_how_to_register_it(monkeypatch):
             raise ObjectNotFound(http_exc=Exception("404"))
 
     monkeypatch.setattr(breadth_flows.grid_cells, "get_client",
-                        lambda sync_client: contextlib.nullcontext(NoDeployments()))  # fmt: skip
+                        lambda sync_client: contextlib.nullcontext(NoDeployments()))
     with pytest.raises(breadth_flows.grid_cells.CellDeploymentMissing, match="breadth deploy"):
         _run(STUDY, [])
 
@@ -161,7 +161,7 @@ def test_a_cell_that_crashes_twice_is_named_failed_not_waited_on(pool):
     assert [cell for _, cell in pool.submitted].count("free_form/correctness/seed1") == 2
     crashed = [o for o in outcomes if not o.completed]
     assert [(o.cell, o.state, o.message) for o in crashed] == \
-        [("free_form/correctness/seed1", "CRASHED", "No heartbeat for 90 s")]  # fmt: skip
+        [("free_form/correctness/seed1", "CRASHED", "No heartbeat for 90 s")]
     assert len(outcomes) == 4
 
 

@@ -66,10 +66,10 @@ def _prepared(tmp_path, monkeypatch, overrides):
 
 def test_prepare_logs_counts_as_metrics_and_settings_as_params(tmp_path, monkeypatch):
     run, _, config = _prepared(tmp_path, monkeypatch,
-                               ["data.num_train=8", "data.num_eval=4", "seed=3"])  # fmt: skip
+                               ["data.num_train=8", "data.num_eval=4", "seed=3"])
 
     assert run.metrics == {"bad_rows_count": 0.0, "duplicates_dropped": 0.0, "rows/train": 8.0,
-                           "rows/eval": 4.0, "available/train": 8.0, "available/eval": 4.0}  # fmt: skip
+                           "rows/eval": 4.0, "available/train": 8.0, "available/eval": 4.0}
     assert run.params["manifest.seed"] == "3"
     assert run.params["manifest.difficulty"] == str(config.data.difficulty)
     assert {"manifest.eval_fraction", "manifest.version"} <= set(run.params)

@@ -11,7 +11,7 @@ from breadth_tasks.stage_keys import stage_keys
 from breadth.config import load_config
 
 ALL = {"prepare", "init", "sft", "rl", "rollout-sft", "rollout-rl", "search-sft", "search-rl",
-       "evaluate"}  # fmt: skip
+       "evaluate"}
 
 
 @pytest.mark.parametrize(("override", "changed"), [
@@ -24,7 +24,7 @@ ALL = {"prepare", "init", "sft", "rl", "rollout-sft", "rollout-rl", "search-sft"
                                "evaluate"}),
     ("evaluation.bootstrap_samples=50", {"evaluate"}),
     ("evaluation.search_budget=8", {"search-sft", "search-rl", "evaluate"}),
-])  # fmt: skip
+])
 def test_a_change_moves_the_keys_of_exactly_the_stages_that_read_it(override, changed):
     before = stage_keys(load_config("default", ["evaluation.search_budget=16"]))
     after = stage_keys(load_config("default", ["evaluation.search_budget=16", override]))
@@ -70,7 +70,7 @@ def test_the_flow_gives_each_task_its_key(monkeypatch):
 
     for name, task in [("prepare", "prepare"), ("init", "init_model"), ("sft", "sft"),
                        ("rl", "rl"), ("rollout", "rollout"), ("search", "search"),
-                       ("evaluate", "evaluate")]:  # fmt: skip
+                       ("evaluate", "evaluate")]:
         monkeypatch.setattr(breadth_flows.pipeline, task, stage(name))
     monkeypatch.setattr(breadth_flows.pipeline, "open_parent_run", lambda config, tags: _Parent())
     monkeypatch.setattr(breadth_flows.pipeline, "publish_report", lambda parent, evaluation: "report")

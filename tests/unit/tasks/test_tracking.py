@@ -27,7 +27,7 @@ def test_stage_origins_are_read_from_each_stage_run_and_tagged_on_the_parent(mon
     class FakeClient:
         def get_run(self, run_id):
             return RunRecord(run_id, "3", "", "FINISHED", "",
-                             {"mlflow.parentRunId": produced_by[run_id]})  # fmt: skip
+                             {"mlflow.parentRunId": produced_by[run_id]})
 
         def log_batch(self, run_id, tags=()):  # RunHandle.set_tags sends tags in batches
             tagged.update(dict(tags))
@@ -36,7 +36,7 @@ def test_stage_origins_are_read_from_each_stage_run_and_tagged_on_the_parent(mon
     parent = RunHandle("this", "3", "http://user:pw@mlflow:5000")
     # A model created from scratch has no stage run: left out, not looked up.
     cached, name = tag_stage_origins(parent, {"prepare": "c-prep", "init-model": "",
-                                              "evaluate": "c-eval"}, "default·1a2b3c4d")  # fmt: skip
+                                              "evaluate": "c-eval"}, "default·1a2b3c4d")
     assert cached == {"prepare": "earlier"}  # what `breadth run` lists as kept elsewhere
     assert name == "default·1a2b3c4d" and "mlflow.runName" not in tagged  # one stage ran here
     assert tagged["breadth.cached"] == "1/2"
@@ -68,7 +68,7 @@ def test_a_run_whose_every_stage_came_from_the_cache_is_renamed_and_not_read_twi
     parent = RunHandle("this", "3", "http://mlflow:5000")
     known = {"prepare": RunRecord("c-prep", "3", "", "FINISHED", "", {"mlflow.parentRunId": "earlier"})}
     cached, name = tag_stage_origins(parent, {"prepare": "c-prep", "sft": "c-sft"},
-                                     "default·1a2b3c4d", known)  # fmt: skip
+                                     "default·1a2b3c4d", known)
     assert read == ["c-sft"]  # the stage log's record of prepare is used
     assert cached == {"prepare": "earlier", "sft": "earlier"}
     assert name == tagged["mlflow.runName"] == "default·1a2b3c4d·cached"
@@ -79,7 +79,7 @@ def test_lone_runs_name_their_data_source_and_what_differs_from_the_preset():
     source = load_config("default", ["data.source=jsonl:/data/gsm8k/test.jsonl"])
     override = load_config("default", ["rl.max_steps=60"])
     both = load_config("default", ["rl.max_steps=60", "data.source=jsonl:/d/test.jsonl",
-                                   "tracking.experiment=x"])  # fmt: skip
+                                   "tracking.experiment=x"])
     plain = load_config("default", ["tracking.experiment=x"])
     assert run_name(source, {}) == f"default·test.jsonl·{source.content_hash()[:8]}"
     assert run_name(override, {}) == f"default·rl.max_steps=60·{override.content_hash()[:8]}"
@@ -93,16 +93,16 @@ def test_lone_runs_name_their_data_source_and_what_differs_from_the_preset():
 
 def test_a_name_shows_three_differences_and_counts_the_rest():
     config = load_config("default", ["rl.max_steps=60", "seed=4", "sft.epochs=2",
-                                     "rollout.num_samples=4", "rl.num_generations=4"])  # fmt: skip
+                                     "rollout.num_samples=4", "rl.num_generations=4"])
     assert run_name(config, {}).split("·")[1:-1] == ["seed=4", "sft.epochs=2",
-                                                     "rl.max_steps=60", "+2"]  # fmt: skip
+                                                     "rl.max_steps=60", "+2"]
 
 
 def _git(repo, *args):
     import subprocess
 
     subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=repo,
-                   check=True, capture_output=True)  # fmt: skip
+                   check=True, capture_output=True)
 
 
 def test_git_dirty_tells_uncommitted_code_from_a_clean_checkout(tmp_path):
@@ -140,7 +140,7 @@ def test_gpus_are_described_from_nvidia_smi_and_narrowed_to_the_visible_ones(tmp
     _fake_nvidia_smi(tmp_path / "bin", monkeypatch, "cat <<'END'\n"
                      "0, GPU-aaa, NVIDIA H100 80GB HBM3\n"
                      "1, GPU-bbb, NVIDIA H100 80GB HBM3\n"
-                     "2, GPU-ccc, NVIDIA A100-SXM4-40GB\nEND\n")  # fmt: skip
+                     "2, GPU-ccc, NVIDIA A100-SXM4-40GB\nEND\n")
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     assert gpu_description() == "2 x NVIDIA H100 80GB HBM3, 1 x NVIDIA A100-SXM4-40GB"
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1,GPU-ccc")

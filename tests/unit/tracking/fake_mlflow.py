@@ -101,7 +101,7 @@ class FakeMlflow:
             return 200, {}
         if route == "/runs/log-inputs":
             self.runs[body["run_id"]].setdefault("inputs", {"dataset_inputs": []})[
-                "dataset_inputs"].extend(body["datasets"])  # fmt: skip
+                "dataset_inputs"].extend(body["datasets"])
             return 200, {}
         if route == "/experiments/search":
             items = [{"experiment_id": e, "name": n} for e, n in self.experiments.items()]
@@ -113,7 +113,7 @@ class FakeMlflow:
                          "run_name": body.get("run_name", ""), "status": "RUNNING",
                          "artifact_uri": f"mlflow-artifacts:/{body['experiment_id']}/{run_id}/artifacts"},
                 "data": {"tags": list(body.get("tags", [])), "params": [], "metrics": []},
-            }  # fmt: skip
+            }
             return 200, {"run": self.runs[run_id]}
         if route == "/runs/get":
             if args["run_id"] not in self.runs:
@@ -124,7 +124,7 @@ class FakeMlflow:
             status = body.get("filter", "").removeprefix("attributes.status = ").strip("'")
             found = [r for r in self.runs.values()
                      if r["info"]["experiment_id"] in body["experiment_ids"]
-                     and (not status or r["info"]["status"] == status)]  # fmt: skip
+                     and (not status or r["info"]["status"] == status)]
             return 200, self._page(found, body, "runs")
         if route == "/runs/log-batch":
             data = self.runs[body["run_id"]]["data"]
@@ -133,7 +133,7 @@ class FakeMlflow:
             return 200, {}
         if route == "/metrics/get-history":
             found = [m for m in self.runs[args["run_id"]]["data"]["metrics"]
-                     if m["key"] == args["metric_key"]]  # fmt: skip
+                     if m["key"] == args["metric_key"]]
             return 200, self._page(found, args, "metrics")
         if route == "/artifacts/list":
             return 200, self._page(self._listing(args["run_id"], args.get("path", "")), args, "files")

@@ -40,7 +40,7 @@ def _rollouts(fmt: int, reward: int, seed: int) -> pd.DataFrame:
                 outcome = p * 100 + (s % spread) + (0 if solvable else 1)
                 rows.append({"problem_id": f"p{p}", "sample_index": s, "model": model,
                              "outcome": str(outcome), "correct": outcome == p * 100,
-                             "score": float(outcome == p * 100)})  # fmt: skip
+                             "score": float(outcome == p * 100)})
     return pd.DataFrame(rows)
 
 
@@ -62,7 +62,7 @@ def _pipeline_run(client, exp, fmt, reward, seed, *, grid=GRID, full_copy=True, 
     tags = {"format": FORMATS[fmt], "reward": REWARDS[reward], "seed": str(seed),
             "preset": "default", "model": "tiny-from-scratch", "config.hash": f"c{fmt}{reward}",
             "dataset.hash": f"d{fmt}{seed}", "prefect.flow_run_id": "f",
-            "mlflow.runName": "pipeline-default"}  # fmt: skip
+            "mlflow.runName": "pipeline-default"}
     if grid:
         tags |= {"grid.id": grid, "grid.cell": f"{FORMATS[fmt]}/{REWARDS[reward]}/seed{seed}"}
     parent = client.create_run(exp, tags=tags).info.run_id
@@ -71,7 +71,7 @@ def _pipeline_run(client, exp, fmt, reward, seed, *, grid=GRID, full_copy=True, 
 
         client.log_batch(parent, params=[Param(k, str(v)) for k, v in params.items()])
     results = evaluate_models(_rollouts(fmt, reward, seed), base_model="sft", num_bootstrap=40,
-                              seed=seed, split_k=16, min_split=1)  # fmt: skip
+                              seed=seed, split_k=16, min_split=1)
     metrics = {name: r.metrics() for name, r in results.items()}
     if fmt == 1 and reward == 0:  # only some cells ran the search stage
         metrics["rl"]["search/evolutionary_success"] = 0.5 + 0.25 * seed
@@ -81,7 +81,7 @@ def _pipeline_run(client, exp, fmt, reward, seed, *, grid=GRID, full_copy=True, 
             child = client.create_run(exp, tags={
                 "mlflow.parentRunId": parent, "mlflow.runName": f"evaluate-{name}",
                 "breadth.stage": f"evaluate-{name}", "breadth.stage_key": f"evaluate-{parent}",
-                "model.role": name}).info.run_id  # fmt: skip
+                "model.role": name}).info.run_id
             _log(client, child, metrics[name], result.curves()["eval/pass_at_k"])
             children[name] = child
     # publish_report copies the headline metrics onto the parent (full_copy); some runs carry
@@ -126,7 +126,7 @@ def _fill_store(client):
     # Noise that must not show up in the grid: its summary run, a failed cell, another grid.
     _log(client, client.create_run(exp, tags={"grid.id": GRID}).info.run_id, {"x/y": 1.0})
     failed = client.create_run(exp, tags={"grid.id": GRID, "format": "mcq", "reward": "passk",
-                                          "seed": "0"}).info.run_id  # fmt: skip
+                                          "seed": "0"}).info.run_id
     client.set_terminated(failed, "FAILED")
     _pipeline_run(client, exp, 0, 0, 0, grid="grid-yesterday", evaluate=False)
     return uri, logged
@@ -211,7 +211,7 @@ def test_runs_of_one_cell_with_unlike_configs_are_not_pooled_as_seeds(store):
     # Seeds 0 and 1 of the default config; the preset's name and the experiment are labels.
     default = [_pipeline_run(client, exp, 0, 0, seed, grid=None, params=config_params(
         seed=seed, preset=name, **{"tracking.experiment": name}))[0]
-        for seed, name in ((0, "default"), (1, "mine"))]  # fmt: skip
+        for seed, name in ((0, "default"), (1, "mine"))]
     runs = fetch_runs(uri, run_ids=[short, *default])
     config = runs.loc[0, "config"]
     assert config["rl.max_steps"] == "2" and config["data.format"] == "free_form"
@@ -238,7 +238,7 @@ def test_fetch_runs_refuses_a_rerun_of_one_config_and_seed(store):
     client = MlflowClient(uri)
     exp = client.create_experiment("reruns")
     first, again = (_pipeline_run(client, exp, 0, 0, 3, grid=None, params=config_params(seed=3))[0]
-                    for _ in range(2))  # fmt: skip
+                    for _ in range(2))
     with pytest.raises(CompareError, match=f"{again} repeats {first}.*one run per seed"):
         fetch_runs(uri, run_ids=[first, again])
     other_seed = _pipeline_run(client, exp, 0, 0, 4, grid=None, params=config_params(seed=4))[0]
@@ -253,7 +253,7 @@ def test_fetch_runs_refuses_a_run_that_did_not_finish(store, status):
     client = MlflowClient(uri)
     exp = client.get_run(logged[("mcq", "correctness", 0)][0]).info.experiment_id
     unfinished = client.create_run(exp, tags={"format": "mcq", "reward": "correctness",
-                                              "seed": "1", "config.hash": "c"}).info.run_id  # fmt: skip
+                                              "seed": "1", "config.hash": "c"}).info.run_id
     if status != "RUNNING":
         client.set_terminated(unfinished, status)
     for ids in ([unfinished], [logged[("mcq", "correctness", 0)][0], unfinished]):
@@ -288,7 +288,7 @@ def _study_frame(logged) -> pd.DataFrame:
     """The per-problem tables of every cell, as load_study_frame builds them from reports."""
     frames = [result.per_problem.reset_index().assign(format=f, objective=r, seed=s, model=m)
               for (f, r, s), (_, _, results) in logged.items()
-              for m, result in results.items()]  # fmt: skip
+              for m, result in results.items()]
     return pd.concat(frames, ignore_index=True)
 
 
@@ -305,7 +305,7 @@ def test_grid_summary_is_the_mean_across_seeds_with_a_bootstrap_interval(store):
     assert set(summary["ci"]) == {"bootstrap over seeds × problems"}
     sources = {"pass_at_1": "eval/pass_at_1", "pass_at_kmax": "eval/pass_at_16",
                "distinct_solved": "transfer/solved/distinct_outcomes",
-               "distinct_unsolved": "transfer/unsolved/distinct_outcomes"}  # fmt: skip
+               "distinct_unsolved": "transfer/unsolved/distinct_outcomes"}
     for _, row in summary.iterrows():
         per_seed = [logged[(row["format"], row["reward"], s)][1] for s in SEEDS]
         for column, name in sources.items():
@@ -395,7 +395,7 @@ def test_previous_grid_id_is_the_newest_earlier_summary_of_the_same_study(store)
     exp = client.create_experiment(experiment)
     for grid, study in (("g1", "h"), ("g2", "other"), ("g3", "h"), ("g4", "h")):
         client.create_run(exp, tags={"breadth.kind": GRID_SUMMARY_KIND, "grid.id": grid,
-                                     "grid.config_hash": study})  # fmt: skip
+                                     "grid.config_hash": study})
         time.sleep(0.01)  # distinct start times
     assert previous_grid_id(uri, experiment, "h", "g4") == "g3"
     assert previous_grid_id(uri, experiment, "other", "g2") is None

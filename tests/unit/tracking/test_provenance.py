@@ -11,7 +11,7 @@ def _url(experiment: str, run: str) -> str:
 
 def test_a_fully_cached_re_run_names_every_stage_and_the_run_that_produced_it():
     origins = {stage: StageOrigin(f"child-{stage}", "first", "7")
-               for stage in ("prepare", "sft", "rl", "evaluate")}  # fmt: skip
+               for stage in ("prepare", "sft", "rl", "evaluate")}
     tags = stage_provenance("second", origins, _url)
     assert tags["breadth.cached_stages"] == "prepare,sft,rl,evaluate"
     assert tags["breadth.cached_from"] == "first"

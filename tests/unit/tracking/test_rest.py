@@ -28,7 +28,7 @@ from tests.unit.tracking.fake_mlflow import FakeMlflow
 
 AUTH_VARIABLES = ("MLFLOW_TRACKING_USERNAME", "MLFLOW_TRACKING_PASSWORD", "MLFLOW_TRACKING_TOKEN",
                   "MLFLOW_TRACKING_AUTH", "MLFLOW_TRACKING_CLIENT_CERT_PATH",
-                  "MLFLOW_TRACKING_AWS_SIGV4", "MLFLOW_HTTP_REQUEST_MAX_RETRIES")  # fmt: skip
+                  "MLFLOW_TRACKING_AWS_SIGV4", "MLFLOW_HTTP_REQUEST_MAX_RETRIES")
 
 
 @pytest.fixture(autouse=True)
@@ -82,7 +82,7 @@ def test_curves_and_metrics_go_in_one_request(fake, monkeypatch):
     assert [path for _, path, _ in fake.requests[before:]] == ["/api/2.0/mlflow/runs/log-batch"]
     points = {(m["key"], m["step"], m["value"]) for m in fake.runs[run.run_id]["data"]["metrics"]}
     assert points == {("rl/eval/pass_at_k", 1, 0.5), ("rl/eval/pass_at_k", 4, 0.8),
-                      ("rl/eval/pass_at_4", 0, 0.8)}  # fmt: skip
+                      ("rl/eval/pass_at_4", 0, 0.8)}
 
 
 def test_a_failing_block_marks_the_run_failed_with_the_error(fake, monkeypatch):
@@ -203,7 +203,7 @@ def test_a_deployment_run_waits_out_a_restarting_server(monkeypatch):
     _server_answering_after(monkeypatch, refusals=2)
     slept: list[float] = []
     wait_for_tracking_server("http://127.0.0.1:5000", 60, poll_s=5, sleep=slept.append,
-                             clock=lambda: 5.0 * len(slept))  # fmt: skip
+                             clock=lambda: 5.0 * len(slept))
     assert slept == [5, 5]
 
 
@@ -212,7 +212,7 @@ def test_waiting_for_the_server_ends_with_the_fix(monkeypatch):
     slept: list[float] = []
     with pytest.raises(TrackingServerDown, match="waited 10s") as caught:
         wait_for_tracking_server("http://u:secret@127.0.0.1:5000", 10, poll_s=5,
-                                 sleep=slept.append, clock=lambda: 5.0 * len(slept))  # fmt: skip
+                                 sleep=slept.append, clock=lambda: 5.0 * len(slept))
     assert slept == [5, 5]
     assert "http://127.0.0.1:5000" in str(caught.value) and "breadth stack up" in str(caught.value)
     assert "secret" not in str(caught.value)
@@ -232,7 +232,7 @@ def test_start_run_waits_only_when_asked(monkeypatch):
         start_run("exp", "parent")
     waited = []
     monkeypatch.setattr("breadth.tracking.runs.wait_for_tracking_server",
-                        lambda uri, wait_s: waited.append((uri, wait_s)))  # fmt: skip
+                        lambda uri, wait_s: waited.append((uri, wait_s)))
     monkeypatch.setattr("breadth.tracking.runs._create_run", lambda *args: "opened")
     monkeypatch.setattr("breadth.tracking.runs.experiment_id_of", lambda client, name: "1")
     assert start_run("exp", "parent", wait_s=30) == "opened"
@@ -269,7 +269,7 @@ def test_artifacts_are_uploaded_with_their_layout(fake, tmp_path, monkeypatch):
     monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
     with pytest.raises(ConnectionError, match=f"MLflow at http://127.0.0.1:{port} did not answer"):
         MlflowRest(fake.url).upload(f"mlflow-artifacts://127.0.0.1:{port}/1/r/artifacts",
-                                    tmp_path / "manifest.json")  # fmt: skip
+                                    tmp_path / "manifest.json")
     # A store the server does not proxy (s3://, file:) is left to the mlflow package.
     assert MlflowRest(fake.url).upload("s3://bucket/1/x/artifacts", tmp_path / "manifest.json") is False
 
@@ -336,7 +336,7 @@ def test_metric_histories_and_artifacts_read_back_alike_on_both_clients(
     history = client.metric_history(run.run_id, "eval/pass_at_k")
     assert sorted((p.step, p.value) for p in history) == [(1, 0.25), (2, 0.5), (4, 0.75)]
     assert sorted(client.list_artifacts(run.run_id, "report")) == [
-        ("report/per_problem_rl.parquet", False), ("report/plots", True)]  # fmt: skip
+        ("report/per_problem_rl.parquet", False), ("report/plots", True)]
     assert client.list_artifacts(run.run_id, "nothing") == []
     local = client.download_artifacts(run.run_id, "report", tmp_path / "down")
     assert local == tmp_path / "down" / "report"
@@ -360,13 +360,13 @@ def test_every_page_of_runs_and_experiments_is_read_from_a_local_store(tmp_path,
     pages = []
     search = client.client.search_runs
     monkeypatch.setattr(client.client, "search_runs", lambda *args, **kwargs: pages.append(
-        kwargs["page_token"]) or search(*args, **{**kwargs, "max_results": 2}))  # fmt: skip
+        kwargs["page_token"]) or search(*args, **{**kwargs, "max_results": 2}))
     assert len(client.search_runs([experiment], "", max_results=None)) == 5
     assert len(pages) == 3  # 2 + 2 + 1
     assert len(client.search_runs([experiment], "", max_results=3)) == 3
     experiments = client.client.search_experiments
     monkeypatch.setattr(client.client, "search_experiments",
-                        lambda **kwargs: experiments(**kwargs, max_results=1))  # fmt: skip
+                        lambda **kwargs: experiments(**kwargs, max_results=1))
     assert set(client.experiment_names().values()) == {"Default", "paged"}
     assert set(client.experiment_ids()) == {"0", experiment}
 
@@ -383,31 +383,31 @@ def test_experiments_open_on_runs_and_runs_log_their_datasets_on_both_clients(
     uri = fake.url if server == "rest" else f"sqlite:///{tmp_path}/mlflow.db"
     monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
     files = {"train.parquet": {"sha256": "ab" * 32, "rows": 600},
-             "eval.parquet": {"sha256": "cd" * 32, "rows": 32}}  # fmt: skip
+             "eval.parquet": {"sha256": "cd" * 32, "rows": 32}}
     run = start_run("kinds", "parent")
     run.log_inputs(dataset_inputs("jsonl:/d/train.jsonl", "hf:openai/gsm8k:main", files,
-                                  "s3://bucket/datasets/h", "h"))  # fmt: skip
+                                  "s3://bucket/datasets/h", "h"))
     client = tracking_client(uri)
     # An experiment made before (by an older breadth, by hand) is marked when next used.
     older = client.create_experiment("older")
     start_run("older", "again")
     if server == "rest":
         kinds = {fake.experiments[e]: tags.get("mlflow.experimentKind")
-                 for e, tags in fake.experiment_tags.items()}  # fmt: skip
+                 for e, tags in fake.experiment_tags.items()}
         (sent,) = [body for body in fake.bodies if "datasets" in body]
         logged = sent["datasets"]
     else:
         mlflow = client.client
         kinds = {name: mlflow.get_experiment_by_name(name).tags.get("mlflow.experimentKind")
-                 for name in ("kinds", "older")}  # fmt: skip
+                 for name in ("kinds", "older")}
         logged = [{"tags": [{"key": t.key, "value": t.value} for t in i.tags],
                    "dataset": {"name": i.dataset.name, "digest": i.dataset.digest,
                                "source_type": i.dataset.source_type, "source": i.dataset.source,
                                "profile": i.dataset.profile}}
-                  for i in mlflow.get_run(run.run_id).inputs.dataset_inputs]  # fmt: skip
+                  for i in mlflow.get_run(run.run_id).inputs.dataset_inputs]
     assert kinds["kinds"] == kinds["older"] == "custom_model_development", older
     by_context = {next(t["value"] for t in entry["tags"] if t["key"] == "mlflow.data.context"):
-                  entry["dataset"] for entry in logged}  # fmt: skip
+                  entry["dataset"] for entry in logged}
     assert by_context["train"]["name"] == "train.jsonl·train"
     assert by_context["eval"]["name"] == "openai/gsm8k:main·eval"
     assert by_context["eval"]["digest"] == "cd" * 8

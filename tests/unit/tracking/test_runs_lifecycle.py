@@ -56,7 +56,7 @@ def test_runs_are_tagged_with_their_owning_process(tracking):
 def _dead_process_tag() -> str:
     script = "from breadth.tracking.runs import this_process; print(this_process())"
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
-                          env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})  # fmt: skip
+                          env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
     return done.stdout.strip()
 
 

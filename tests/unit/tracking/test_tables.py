@@ -10,7 +10,7 @@ from breadth.tracking.clients import tracking_client
 from breadth.tracking.tables import LOGGED_ARTIFACTS_TAG, log_table
 
 ROWS = [{"claim": "sharpening", "estimate": 0.25, "low": None, "verdict": "inconclusive"},
-        {"claim": "batch", "estimate": -0.5, "low": -0.75, "verdict": "reproduced"}]  # fmt: skip
+        {"claim": "batch", "estimate": -0.5, "low": -0.75, "verdict": "reproduced"}]
 
 
 def test_the_table_and_its_tag_are_those_mlflow_logs(tmp_path, monkeypatch):
@@ -27,9 +27,9 @@ def test_the_table_and_its_tag_are_those_mlflow_logs(tmp_path, monkeypatch):
     log_table(client, ours, ROWS, "claims/claims_table.json")  # a retried task: listed once
     mlflow.log_table(theirs, pd.DataFrame(ROWS), "claims/claims_table.json")
     files = [mlflow.download_artifacts(run, "claims/claims_table.json", str(tmp_path / run))
-             for run in (ours, theirs)]  # fmt: skip
+             for run in (ours, theirs)]
     ours_table, theirs_table = (json.loads(Path(f).read_text()) for f in files)
     assert ours_table == theirs_table
     tags = [mlflow.get_run(run).data.tags[LOGGED_ARTIFACTS_TAG] for run in (ours, theirs)]
     assert json.loads(tags[0]) == json.loads(tags[1]) == [
-        {"path": "claims/claims_table.json", "type": "table"}]  # fmt: skip
+        {"path": "claims/claims_table.json", "type": "table"}]

@@ -32,7 +32,7 @@ class _Clock:
 def test_a_job_is_retried_with_growing_waits_until_it_succeeds():
     clock, job = _Clock(), _Flaky(failures=6)
     result = with_retries("upload", job, give_up_after_s=600, sleep=clock.sleep,
-                          clock=lambda: clock.now)  # fmt: skip
+                          clock=lambda: clock.now)
     assert result == "done" and job.calls == 7
     assert clock.waits == [1, 2, 4, 8, 16, 30]
 

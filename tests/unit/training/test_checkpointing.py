@@ -18,7 +18,7 @@ from breadth.training.checkpointing import (
     logged_history,
     newest_whole_checkpoint,
     write_marker,
-)  # fmt: skip
+)
 
 
 def _checkpoint(root: Path, step: int) -> Path:
@@ -28,7 +28,7 @@ def _checkpoint(root: Path, step: int) -> Path:
     (folder / "trainer_state.json").write_text(json.dumps({
         "global_step": step,
         "log_history": [{"reward": 0.1 * s, "loss": 1.0 / s, "step": s} for s in range(1, step + 1)],
-    }))  # fmt: skip
+    }))
     write_marker(folder, CHECKPOINT_COMPLETE, step=step)
     return folder
 
@@ -91,7 +91,7 @@ class _FolderStore:
 
     def list(self, prefix: str) -> list[str]:
         return sorted(p.relative_to(self.root).as_posix() for p in self.root.rglob("*")
-                      if p.is_file() and p.relative_to(self.root).as_posix().startswith(prefix))  # fmt: skip
+                      if p.is_file() and p.relative_to(self.root).as_posix().startswith(prefix))
 
     def download_dir(self, prefix: str, folder: Path) -> None:
         import shutil

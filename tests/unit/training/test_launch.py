@@ -28,7 +28,7 @@ def test_torch_distributed_launch_on_loopback():
     assert command[1:] == [
         "-m", "torch.distributed.run", "--nnodes=1", "--nproc-per-node=2",
         "--master-addr=127.0.0.1", "--master-port=29555", "-m", WORKER_MODULE, "job.json",
-    ]  # fmt: skip
+    ]
 
 
 @pytest.mark.parametrize("config_file", ACCELERATE_CONFIGS, ids=lambda path: path.name)
@@ -61,7 +61,7 @@ def test_events_are_forwarded_once_and_a_line_being_written_waits(tmp_path):
     path = tmp_path / "events.jsonl"
     metrics, checkpoints = [], []
     forwarder = EventForwarder(path, lambda *m: metrics.append(m),
-                               lambda folder, step: checkpoints.append((folder, step)))  # fmt: skip
+                               lambda folder, step: checkpoints.append((folder, step)))
     forwarder.forward()  # no file yet
     writer = EventWriter(path)
     writer.metric("train/loss", 0.5, 1)

@@ -15,7 +15,7 @@ from breadth.training.learning_signal import no_learning_signal
     # Flat rewards but a moving policy (a bonus on the advantage, an entropy bonus): no warning.
     ({"train/grad_norm": [0.0, 0.2], "train/frac_reward_zero_std": [1.0, 1.0]}, False, False),
     ({}, False, False),
-])  # fmt: skip
+])
 def test_a_policy_that_never_moved_is_named(logged, warns, names_the_cause):
     warning = no_learning_signal(logged)
     assert (warning is not None) is warns

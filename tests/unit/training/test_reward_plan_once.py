@@ -53,7 +53,7 @@ class _Trainer:
 def _dataset(folder: Path) -> Path:
     folder.mkdir()
     row = {"prompt": "1+1=", "problem_id": "p", "answer": "2", "format": "free_form",
-           "task": "arithmetic", "options": [], "letter": "", "meta": "{}", "split": "train"}  # fmt: skip
+           "task": "arithmetic", "options": [], "letter": "", "meta": "{}", "split": "train"}
     pd.DataFrame([row]).to_parquet(folder / "train.parquet")
     return folder
 
@@ -69,11 +69,11 @@ def test_a_run_parses_its_reward_spec_once(processes, tmp_path, monkeypatch):
     monkeypatch.setattr(grpo, "_check_prompts_fit", lambda *args: None)
     _Trainer.built.clear()
     config = load_config("default", [f"rl.reward.spec={SPEC}", "rl.reward.batch_coef=0.25",
-                                     f"rl.num_processes={processes}"])  # fmt: skip
+                                     f"rl.num_processes={processes}"])
     dataset = _dataset(tmp_path / "data")
     if processes == 1:
         grpo.train_grpo(None, None, grpo.grpo_rows(config.rl, dataset), config.rl,
-                        output_dir=tmp_path / "out", seed=config.seed)  # fmt: skip
+                        output_dir=tmp_path / "out", seed=config.seed)
     else:
         # What each extra process runs: the job file the launcher writes, read by the worker.
         # Both run here, one after the other, not under torch.distributed.run: the process
@@ -101,5 +101,5 @@ def test_the_grpo_settings_a_reward_needs_come_from_its_plan(tmp_path, monkeypat
     assert config.rl.reward_plan.grpo_settings == {"scale_rewards": "none"}
     assert config.rl.scale_rewards == "none"  # set on the config, so its logged params say so
     grpo.train_grpo(None, None, grpo.grpo_rows(config.rl, _dataset(tmp_path / "data")),
-                    config.rl, output_dir=tmp_path / "out", seed=0)  # fmt: skip
+                    config.rl, output_dir=tmp_path / "out", seed=0)
     assert _Trainer.built[0]["args"].scale_rewards == "none"

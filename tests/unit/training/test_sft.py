@@ -32,7 +32,7 @@ def test_sft_passes_the_models_context_as_max_length(tmp_path, monkeypatch):
     model, tokenizer = _tiny(48)
     with pytest.raises(_Stop):
         sft.train_sft(model, tokenizer, [{"prompt": "1+2=", "target": "3"}], SFTConfig(),
-                      output_dir=tmp_path, seed=0)  # fmt: skip
+                      output_dir=tmp_path, seed=0)
     assert seen["max_length"] == 48
 
 

@@ -38,4 +38,4 @@ def test_server_mode_without_cuda_is_refused_naming_the_key(tmp_path):
         pytest.skip("this machine has CUDA: the refusal is for machines without it")
     with pytest.raises(TRLServerModeError, match=r"rl\.vllm_server_url=.*needs a CUDA device"):
         build_grpo_config(RLConfig(vllm_server_url=URL), output_dir=tmp_path, seed=0,
-                          overrides={})  # fmt: skip
+                          overrides={})
