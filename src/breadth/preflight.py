@@ -25,7 +25,10 @@ from pathlib import Path
 from typing import Any
 
 from breadth.config import ConfigError, PipelineConfig
-from breadth.data.sources import parse_source_spec
+from breadth.data.records import row_numbering
+from breadth.data.sources import load_records, parse_source_spec
+from breadth.evaluation.search import Attempt, EvolutionConfig, build_child_prompt
+from breadth.models.tiny import build_char_backend, model_context
 from breadth.sequence_fit import (
     EOS,
     Shortfall,
@@ -38,6 +41,7 @@ from breadth.sequence_fit import (
     split_lengths,
     tokenizer_counter,
 )
+from breadth.stages import prepare_stage
 
 
 def looks_like_a_path(name: str) -> bool:
@@ -224,8 +228,6 @@ def fit_report(config: PipelineConfig, *, offline: bool = False) -> FitReport:
     """As `check_fit`, without raising."""
     import pyarrow.parquet as pq
 
-    from breadth.stages import prepare_stage
-
     try:
         tokens = _model_tokens(config, offline)
     except OSError as error:
@@ -275,8 +277,6 @@ def _model_tokens(config: PipelineConfig, offline: bool) -> _ModelTokens:
     """The tiny model's character tokenizer, or the tokenizer of a hub or local model with
     its context: its own config's `max_position_embeddings`, or its tokenizer's
     `model_max_length` if that is smaller."""
-    from breadth.models.tiny import build_char_backend, model_context
-
     name = config.model.name_or_path
     if not name:
         # Its tokens, counted without importing transformers (seconds on a busy machine):
@@ -331,8 +331,6 @@ def _search_prompt_extra(config: PipelineConfig, tokens: _ModelTokens) -> Callab
     rollout.max_new_tokens: the header and the parents shown, each cut to
     evaluation.search_max_attempt_chars (for the tiny model a completion has no more
     characters than tokens, so no more than max_new_tokens either)."""
-    from breadth.evaluation.search import Attempt, EvolutionConfig, build_child_prompt
-
     most = config.evaluation.search_max_attempt_chars
 
     def extra(max_new_tokens: int) -> int:
@@ -382,9 +380,6 @@ class _RowNames:
                 "+ <eos>)")
 
     def _where(self, row: dict[str, Any]) -> str:
-        from breadth.data.records import row_numbering
-        from breadth.data.sources import load_records, parse_source_spec
-
         spec = str(row["source"])
         if parse_source_spec(spec).kind == "synthetic":
             return f"{spec} problem {row['question']!r} ({row['split']})"
@@ -409,8 +404,6 @@ def _excerpt(text: Any, limit: int = 60) -> str:
 def _quiet_datasets(config: PipelineConfig) -> Iterator[None]:
     """No `datasets` progress bars in the check's output (it reads a hub source a second
     time); `datasets` is imported only for a source that needs it."""
-    from breadth.data.sources import parse_source_spec
-
     specs = [config.data.source, config.data.eval_source]
     if not any(spec and parse_source_spec(spec).kind == "hf" for spec in specs):
         yield

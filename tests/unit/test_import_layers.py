@@ -160,3 +160,47 @@ def test_a_function_level_import_and_a_cycle_are_seen(tmp_path):
     assert imported == {"breadth.stages"}
     assert _layer("breadth.stages") > _layer("breadth.training.worker")
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def _unexplained_function_imports(path: Path) -> list[int]:
+    """Lines of imports of the project's own modules inside functions with no comment on the
+    line or above its block of imports: such an import stays only where it saves start-up
+    time (or breaks an unavoidable load order), and says so."""
+    lines = path.read_text().splitlines()
+    found = []
+    for function in ast.walk(ast.parse("\n".join(lines), str(path))):
+        if not isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef):
+            continue
+        for node in ast.walk(function):
+            if not isinstance(node, ast.Import | ast.ImportFrom) or getattr(node, "level", 0):
+                continue
+            module = node.module if isinstance(node, ast.ImportFrom) else node.names[0].name
+            if (module or "").split(".")[0] not in PACKAGES:
+                continue
+            line = node.lineno - 1
+            # Up through the import block (imports, their continuation lines, blank lines).
+            while line >= 0 and "#" not in lines[line] and (
+                    lines[line].strip().startswith(("from ", "import ", ")"))
+                    or lines[line].strip().endswith((",", "("))
+                    or not lines[line].strip()
+                    or lines[line].strip().replace(",", "").replace(" ", "").isidentifier()):
+                line -= 1
+            if line < 0 or "#" not in lines[line]:
+                found.append(node.lineno)
+    return found
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_a_function_level_import_of_the_project_says_why(module):
+    lines = _unexplained_function_imports(MODULES[module])
+    assert not lines, (f"{MODULES[module]}: lines {lines} import the project's own modules "
+                       "inside a function without a comment: move them to the top, or say "
+                       "why they wait (start-up time, a load order)")
+
+
+def test_an_unexplained_function_level_import_is_seen(tmp_path):
+    module = tmp_path / "m.py"
+    module.write_text("def f():\n    import json\n\n    from breadth.stages import x\n\n"
+                      "def g():\n    # Imported on use: start-up time.\n"
+                      "    from breadth.stages import y\n")
+    assert _unexplained_function_imports(module) == [4]

@@ -107,6 +107,7 @@ def config(
 def print_rewards() -> None:
     """The reward terms as a terminal table: one parameter a line, code in colour (the
     markdown's backticks and `<br>` are for a renderer, not a terminal)."""
+    # Imported on use, to keep the CLI's start fast (breadth --help loads every command module).
     from rich.table import Column, Table
     from rich.text import Text
 

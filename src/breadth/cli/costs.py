@@ -31,6 +31,7 @@ def problem_counts(
     prepared (its manifest in the work dir), else by preparing it in a temporary folder (a
     few seconds; what the run's first stage does anyway, so a bad source fails here, before
     anything starts). `known` caches the counts by prepare key (a grid's cells share data)."""
+    # Imported on use: tasks/ loads Prefect, and the CLI starts without it.
     from breadth_tasks.common import work_root
 
     from breadth.costs import dataset_counts
@@ -54,6 +55,7 @@ def problem_counts(
 def cached_stages(keys: dict[str, str]) -> set[str]:
     """The stages whose results this machine's Prefect result storage holds (a run serves
     them from the cache)."""
+    # Imported on use, to keep the CLI's start fast (breadth --help loads every command module).
     from breadth.stack import StackSettings
 
     storage = StackSettings().result_storage
@@ -76,6 +78,7 @@ def samples_text(work: StageWork) -> str:
 def print_run_plan(config: PipelineConfig) -> None:
     """The dry run of one pipeline run: a table of its stages' work and time, the totals,
     and the evaluation warning."""
+    # Imported on use: tasks/ loads Prefect, and the CLI starts without it.
     from breadth_tasks.stage_keys import stage_keys
 
     keys = stage_keys(config)

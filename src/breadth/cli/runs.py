@@ -45,6 +45,7 @@ def run(
     _fail_on_missing_paths(config)
     _fail_on_unfit_data(config)
     if dry_run:
+        # Imported on use: the plan loads the stages' modules, which a real run loads later.
         from breadth.cli.costs import print_run_plan
 
         print_run_plan(config)
@@ -221,6 +222,7 @@ def _fail_on_unfit_data(config: PipelineConfig) -> None:
     """Rows that do not fit the model's context or the completion budgets, refused with the
     keys, the longest row and the values that fit, before anything starts; the characters
     the model's tokenizer maps or does not know, said (docs/guide/data-fit.md)."""
+    # Imported on use, to keep the CLI's start fast (breadth --help loads every command module).
     from breadth.preflight import check_fit
 
     try:

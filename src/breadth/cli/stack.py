@@ -115,6 +115,7 @@ def stack_credentials() -> None:
     `breadth stack up` then starts every service requiring them, and `eval "$(breadth env)"`
     hands them to clients and workers. Needed when BREADTH_BIND_ADDRESS is beyond loopback,
     or with BREADTH_STACK_AUTH=1."""
+    # Imported on use, to keep the CLI's start fast (breadth --help loads every command module).
     from breadth.stack import StackSettings
     from breadth.stack_auth import credentials_path, write_credentials
 
@@ -250,9 +251,8 @@ def worker_invocation(
     """The `prefect worker start` command for `pool` and its whole environment: the caller's,
     with the stack's client environment over it (Prefect, MLflow and S3 alike), and flow-run
     heartbeats every 30 s (unless set) so that a run whose worker dies is marked Crashed."""
-    from breadth_flows.zombies import (
-        heartbeat_env,  # the CLI loads flows/ only when a command needs it
-    )
+    # Imported on use: flows/ loads Prefect, and the CLI starts without it.
+    from breadth_flows.zombies import heartbeat_env
 
     argv = [str(Path(sys.executable).parent / "prefect"), "worker", "start", "--pool", pool]
     if limit is not None:
@@ -313,6 +313,7 @@ def created_deployments(output: str) -> dict[str, str]:
 def _ensure_dead_worker_automation() -> None:
     """The server automation that marks a dead worker's runs Crashed (flows/zombies.py); the
     stack's client environment is already this process's (bring_up_stack)."""
+    # Imported on use: flows/ loads Prefect, and the CLI starts without it.
     from breadth_flows.zombies import AUTOMATION_NAME, ensure_zombie_automation
 
     ensure_zombie_automation()

@@ -12,11 +12,11 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from breadth.config import ModelConfig
+
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
     from transformers import PreTrainedModel, PreTrainedTokenizerFast
-
-    from breadth.config import ModelConfig
 
 # transformers' from_pretrained builds a model on the meta device through process-wide state:
 # two loads at once in two threads (a rollout, and the background MLflow model upload) failed
@@ -73,8 +73,6 @@ def build_char_tokenizer(max_length: int | None = None) -> PreTrainedTokenizerFa
     ('12+7=', "it's 3-4...")
     """
     from transformers import PreTrainedTokenizerFast
-
-    from breadth.config import ModelConfig
 
     tokenizer = PreTrainedTokenizerFast(
         tokenizer_object=build_char_backend(),

@@ -8,8 +8,10 @@ from pathlib import Path
 from typing import Any
 
 from breadth.config import RolloutConfig
-from breadth.models.tiny import load_policy
+from breadth.models.tiny import load_policy, model_context
+from breadth.progress import StageBar
 from breadth.rollout.rows import Sample, request_seed, rollout_rows
+from breadth.sequence_fit import check_rows_fit
 
 
 def generate_samples(
@@ -25,9 +27,6 @@ def generate_samples(
 ) -> list[list[Sample]]:
     """`num_samples` completions per prompt, in one `generate` call, seeded by `seed`."""
     import torch
-
-    from breadth.models.tiny import model_context
-    from breadth.sequence_fit import check_rows_fit
 
     model.eval()
     expanded = [prompt for prompt in prompts for _ in range(num_samples)]
@@ -91,8 +90,6 @@ def rollout_transformers(
     progress: bool = True,
 ) -> list[dict[str, Any]]:
     """n samples for every problem -> rollout rows. Deterministic for a given seed."""
-    from breadth.progress import StageBar
-
     per_batch = max(1, config.batch_size // config.num_samples)
     rows: list[dict[str, Any]] = []
     with StageBar(f"rollout {model_name}", len(problems) * config.num_samples, "sample",

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from breadth.config import RolloutConfig
+from breadth.progress import StageBar
 from breadth.rollout.rows import Sample, request_seed, rollout_rows
 from breadth.rollout.vllm_fleet import VLLMFleet
 from breadth.rollout.vllm_pool import policy_server_url
@@ -158,8 +159,6 @@ def rollout_vllm(
     `request_seed(seed, id)`.
     """
     import httpx
-
-    from breadth.progress import StageBar
 
     tokenizer = _local_tokenizer(policy_dir)
     tokenize = None

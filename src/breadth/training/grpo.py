@@ -11,8 +11,10 @@ from typing import Any
 from breadth.config import RLConfig
 from breadth.data.prepare import read_rows
 from breadth.data.verifiers import warm_up_symbolic
+from breadth.models.tiny import model_context
 from breadth.rewards.callback import RewardStateCallback, load_reward_state
 from breadth.rewards.trl_adapter import build_trl_rewards
+from breadth.sequence_fit import check_rows_fit, count_tokens
 from breadth.training.checkpointing import (
     CHECKPOINT_COMPLETE,
     newest_whole_checkpoint,
@@ -164,9 +166,6 @@ def _check_prompts_fit(model: Any, tokenizer: Any, rows: Sequence[dict[str, Any]
                        completion: int) -> None:
     """Every prompt + rl.max_completion_length within the model's context: past it, TRL
     generates and trains at positions the model does not have, without a word."""
-    from breadth.models.tiny import model_context
-    from breadth.sequence_fit import check_rows_fit, count_tokens
-
     limit = model_context(model.config)
     if limit is None:
         return

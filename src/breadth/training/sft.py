@@ -7,6 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from breadth.config import SFTConfig
+from breadth.models.tiny import model_context
+from breadth.sequence_fit import check_rows_fit, split_lengths, tokenizer_counter
 from breadth.training.trainer_setup import MetricsCallback, device_arguments, show_progress
 
 
@@ -29,9 +31,6 @@ def train_sft(
     from datasets import Dataset
     from trl import SFTConfig as TrlSFTConfig
     from trl import SFTTrainer
-
-    from breadth.models.tiny import model_context
-    from breadth.sequence_fit import check_rows_fit, split_lengths, tokenizer_counter
 
     max_length = model_context(model.config) or tokenizer.model_max_length
     check_rows_fit(split_lengths("train", rows, tokenizer_counter(tokenizer)).sequence, max_length,

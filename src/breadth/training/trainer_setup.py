@@ -11,6 +11,8 @@ from typing import Any
 import torch
 from transformers import TrainerCallback
 
+from breadth.progress import StageBar
+
 
 def device_arguments() -> dict[str, Any]:
     """TRL defaults bf16=True and gradient checkpointing on; neither works on a CPU."""
@@ -70,8 +72,6 @@ class StageProgress(TrainerCallback):
     def on_train_begin(self, args, state, control, **kwargs):
         if not state.is_world_process_zero:
             return
-        from breadth.progress import StageBar
-
         self.step = state.global_step  # a resumed run starts at its checkpoint's step
         self.bar = StageBar(self.stage, state.max_steps, "step", initial=self.step)
 
