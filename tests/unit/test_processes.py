@@ -24,7 +24,8 @@ def odd_name(tmp_path):
 
 def test_proc_stat_reads_the_fields_after_the_command_whatever_it_holds(odd_name):
     fields = proc_stat(odd_name.pid)
-    assert fields is not None and fields[0] in {"S", "R"} and int(fields[1]) == os.getpid()
+    # A live child runs, sleeps, or waits on the disk (D: seen while a clean clone installed).
+    assert fields is not None and fields[0] in {"S", "R", "D"} and int(fields[1]) == os.getpid()
 
 
 def test_a_process_named_like_a_zombie_line_is_alive(odd_name):
