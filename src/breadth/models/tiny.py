@@ -141,6 +141,14 @@ def load_policy(
     return model.to(device), tokenizer
 
 
+def inference_device() -> str:
+    """Where a stage that samples from a model runs it: "cuda" where torch sees a CUDA device,
+    else "cpu". Training needs no such choice: TRL's Trainer places the model itself."""
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
 def model_context(config: Any) -> int | None:
     """The positions a model config allows (`max_position_embeddings`, or GPT-2's
     `n_positions`), or None if it names none.

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from breadth.config import RolloutConfig
-from breadth.models.tiny import load_policy, model_context
+from breadth.models.tiny import inference_device, load_policy, model_context
 from breadth.progress import StageBar
 from breadth.rollout.rows import Sample, request_seed, rollout_rows
 from breadth.sequence_fit import check_rows_fit
@@ -137,7 +137,8 @@ class TransformersBackend:
         self, policy_dir: Path, problems: Sequence[Mapping[str, Any]], config: RolloutConfig,
         *, model_name: str, seed: int, progress: bool = True,
     ) -> list[dict[str, Any]]:
-        model, tokenizer = load_policy(policy_dir)
+        # On the GPU where there is one: a policy loaded on the CPU sampled there, GPU or not.
+        model, tokenizer = load_policy(policy_dir, device=inference_device())
         return rollout_transformers(model, tokenizer, problems, config, model_name=model_name,
                                     seed=seed, progress=progress)
 
@@ -146,5 +147,6 @@ class TransformersBackend:
         self, policy_dir: Path, config: RolloutConfig, *, seed: int, chunk: int,
         on_samples: Callable[[int], None] | None = None,
     ) -> Iterator[Any]:
-        model, tokenizer = load_policy(policy_dir)
+        # On the GPU where there is one: a policy loaded on the CPU sampled there, GPU or not.
+        model, tokenizer = load_policy(policy_dir, device=inference_device())
         yield transformers_sampler(model, tokenizer, config, chunk=chunk, on_samples=on_samples)

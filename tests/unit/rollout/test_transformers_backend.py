@@ -20,3 +20,29 @@ def test_a_prompt_past_the_models_context_is_refused_not_generated_on():
                                          r"rollout.max_new_tokens=8 needs up to 33 tokens, "
                                          r"over the limit of 32 \(prompt 'xxxx"):
         generate_samples(model, tokenizer, ["1+2=", "x" * 25], **kwargs)
+
+
+def test_the_backend_samples_on_the_gpu_where_torch_sees_one(tmp_path, monkeypatch):
+    """It loaded every policy on the CPU, so a GPU machine sampled its rollouts there."""
+    import torch
+
+    from breadth.config import RolloutConfig
+    from breadth.rollout import transformers_backend
+
+    tokenizer = build_char_tokenizer()
+    build_tiny_model(ModelConfig(), tokenizer, seed=0).save_pretrained(tmp_path)
+    tokenizer.save_pretrained(tmp_path)
+    placed = []
+    load_on_cpu = transformers_backend.load_policy
+
+    def load_and_record(path, *, device="cpu"):
+        placed.append(device)
+        return load_on_cpu(path)  # the model itself stays on the CPU here
+
+    monkeypatch.setattr(transformers_backend, "load_policy", load_and_record)
+    for cuda in (False, True):
+        monkeypatch.setattr(torch.cuda, "is_available", lambda cuda=cuda: cuda)
+        with transformers_backend.TransformersBackend().sampler(
+                tmp_path, RolloutConfig(num_samples=2, max_new_tokens=4), seed=0, chunk=1):
+            pass
+    assert placed == ["cpu", "cuda"]
