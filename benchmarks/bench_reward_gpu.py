@@ -20,6 +20,7 @@ outside. Pairs interleave A B A B; the ratio is B / A per pair.
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import sys
 import tempfile
@@ -115,6 +116,8 @@ def main() -> None:
     parser.add_argument("--spec", default="correctness", help="breadth's reward spec (arm B)")
     parser.add_argument("--set", dest="overrides", action="append", default=[])
     parser.add_argument("--warm-up-steps", type=int, default=20)
+    parser.add_argument("--json", type=Path, default=None,
+                        help="also write the figures here (scripts/gpu_evidence.py reads them)")
     parser.add_argument("--cpu-smoke", action="store_true",
                         help="run on CPU anyway (checks the script, measures nothing useful)")
     args = parser.parse_args()
@@ -138,20 +141,47 @@ def main() -> None:
         prepare_stage(config, root / "data")
         policy = init_model_stage(config, root / "base")
         runs = iter(range(10_000))
+        finished: dict[str, list[float]] = {}
 
-        def arm(fn, steps):
-            return lambda: fn(config, root / "data", policy, root / f"run-{next(runs)}", steps)
+        def arm(fn, steps, name=None):
+            def run() -> float:
+                seconds = fn(config, root / "data", policy, root / f"run-{next(runs)}", steps)
+                if name is not None and args.json is not None:
+                    # Each finished run is kept at once: a run stopped at a deadline (the GPU
+                    # evidence script's) still reports the pairs it finished.
+                    finished.setdefault(name, []).append(seconds)
+                    args.json.write_text(json.dumps(figures(device, args, finished)))
+                return seconds
+            return run
 
         # Untimed warm-up of both arms (imports, CUDA context, kernels), then the pairs.
         arm(bare_trl, args.warm_up_steps)()
         arm(breadth_path, args.warm_up_steps)()
-        result = compare(("bare TRL GRPOTrainer", arm(bare_trl, args.steps)),
-                         (f"breadth reward path ({args.spec})", arm(breadth_path, args.steps)),
+        bare, ours = "bare TRL GRPOTrainer", f"breadth reward path ({args.spec})"
+        result = compare((bare, arm(bare_trl, args.steps, bare)),
+                         (ours, arm(breadth_path, args.steps, ours)),
                          pairs=args.pairs, warm_up=False, self_timed=True)
     first = SKIPPED_STEPS + 1 if args.steps > SKIPPED_STEPS else 1
     print(result.report(f"median step time over steps {first}..{args.steps}"))
     verdict = "ok" if result.median_ratio() <= TARGET_RATIO else "OVER"
     print(f"median ratio {result.median_ratio():.3f} (target <= {TARGET_RATIO}): {verdict}")
+    if args.json is not None:
+        args.json.write_text(json.dumps({**figures(device, args, result.wall),
+                                         "load_before": result.load_before,
+                                         "load_after": result.load_after}, indent=2))
+
+
+def figures(device: str, args: argparse.Namespace, step_seconds: dict[str, list[float]]) -> dict:
+    """The figures of the pairs finished so far: each arm's median step time per run, in the
+    order the arms ran (bare TRL first), and B / A per finished pair."""
+    runs = list(step_seconds.values())
+    ratios = [b / a for a, b in zip(*runs)] if len(runs) == 2 else []
+    return {"device": device, "spec": args.spec, "steps": args.steps, "pairs": args.pairs,
+            "pairs_done": len(ratios), "warm_up_steps": args.warm_up_steps,
+            "timed_steps_from": SKIPPED_STEPS + 1 if args.steps > SKIPPED_STEPS else 1,
+            "median_step_seconds": step_seconds, "ratios": ratios,
+            "median_ratio": statistics.median(ratios) if ratios else None,
+            "target_ratio": TARGET_RATIO}
 
 
 if __name__ == "__main__":

@@ -73,10 +73,10 @@ def _cpu_seconds() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def run_seed(config: PipelineConfig, work: Path, search: bool) -> dict[str, Any]:
-    """Every stage of one seed (cached by the keys it depends on) -> its measurements."""
+def stage_paths(config: PipelineConfig, work: Path) -> dict[str, Path]:
+    """Where each stage of one seed caches its output under `work`, keyed by the config
+    sections it depends on."""
     seed = config.seed
-    data = work / f"data-{config.content_hash('data')[:10]}-s{seed}"
     # Training depends on the training split only, which each split's own seeded draw keeps
     # the same whatever data.num_eval is: more evaluation problems reuse the trained models.
     train = config.model_copy(update={"data": config.data.model_copy(update={"num_eval": None})})
@@ -84,26 +84,42 @@ def run_seed(config: PipelineConfig, work: Path, search: bool) -> dict[str, Any]
     rl = work / f"rl-{train.content_hash('data', 'model', 'sft', 'rl')[:10]}-s{seed}"
     # Rollouts depend on the evaluation problems (data) and the sampling (rollout).
     sampled = f"rollouts-{config.content_hash('data', 'rollout')[:10]}.parquet"
-    sft_rollouts, rl_rollouts = sft / sampled, rl / sampled
-    clock = Clock()
+    return {"data": work / f"data-{config.content_hash('data')[:10]}-s{seed}", "sft": sft,
+            "rl": rl, "sft_rollouts": sft / sampled, "rl_rollouts": rl / sampled}
+
+
+def run_sft_half(config: PipelineConfig, work: Path, clock: Clock) -> dict[str, Path]:
+    """Prepare, init, SFT and the SFT rollouts of one seed (cached) -> `stage_paths`. Runs
+    apart from the RL half so that several objectives can share one SFT start."""
+    paths = stage_paths(config, work)
+    data, sft = paths["data"], paths["sft"]
     if not (data / "eval.parquet").exists():
         clock.run("prepare", stages.prepare_stage, config, data)
     if not (sft / "final").exists():
         clock.run("init", stages.init_model_stage, config, sft / "base")
         clock.run("sft", stages.sft_stage, config, data, sft / "base", sft)
-    if not sft_rollouts.exists():
+    if not paths["sft_rollouts"].exists():
         clock.run("rollout_sft", stages.rollout_stage, config, data, sft / "final", "sft",
-                  sft_rollouts, progress=False)
+                  paths["sft_rollouts"], progress=False)
+    return paths
+
+
+def run_seed(config: PipelineConfig, work: Path, search: bool) -> dict[str, Any]:
+    """Every stage of one seed (cached by the keys it depends on) -> its measurements."""
+    clock = Clock()
+    paths = run_sft_half(config, work, clock)
+    data, sft, rl = paths["data"], paths["sft"], paths["rl"]
     if not (rl / "final").exists():
         clock.run("rl", stages.rl_stage, config, data, sft / "final", rl)
-    if not rl_rollouts.exists():
+    if not paths["rl_rollouts"].exists():
         clock.run("rollout_rl", stages.rollout_stage, config, data, rl / "final", "rl",
-                  rl_rollouts, progress=False)
+                  paths["rl_rollouts"], progress=False)
     if search and config.evaluation.search_budget > 0:
         for name, policy in (("sft", sft / "final"), ("rl", rl / "final")):
             clock.run(f"search_{name}", stages.search_stage, config, data, policy)
-    frames = {"sft": pd.read_parquet(sft_rollouts), "rl": pd.read_parquet(rl_rollouts)}
-    return {"seed": seed, "stages": clock.stages, **compare(frames, config),
+    frames = {"sft": pd.read_parquet(paths["sft_rollouts"]),
+              "rl": pd.read_parquet(paths["rl_rollouts"])}
+    return {"seed": config.seed, "stages": clock.stages, **compare(frames, config),
             "sft_steps": _train_figures(sft / "train_log.jsonl", "loss"),
             "grpo": _grpo_figures(rl / "train_log.jsonl")}
 

@@ -1,0 +1,212 @@
+"""GPU evidence in one run (issue #27): GPU tests, reward path, 0.5B-shape throughput, scale.
+
+    python3 scripts/gpu_evidence.py --out $OUT [--deadline 450] [--dry-run]
+
+Run from the repository root on a CUDA machine; it writes `gpu.md` (the page
+docs/results/gpu.md is), `gpu.json` and `logs.tar.gz` to `--out`. Its parts run as
+processes on the one GPU, several at a time, under one deadline (a part still running then is
+stopped, and the page says so):
+
+1. `pytest -m gpu tests/gpu`;
+2. the reward path: `benchmarks/bench_reward_gpu.py` for correctness, correctness+batch and
+   darling, each against a bare TRL GRPOTrainer, 300 steps after a 20-step warm-up, 3 pairs;
+3. and 4. `scripts/gpu_big_model.py`: rollouts and GRPO on a model of Qwen2.5-0.5B's shape,
+   each beside its bare engine;
+5. the study task (the chain task, `reasoning` preset) at two sizes: SFT per (size, seed), then
+   correctness@unscaled and darling from that start (`scripts/gpu_scale_cell.py`), compared
+   paired by problem per seed.
+
+`--dry-run` runs every part with tiny counts on whatever device there is (a CPU here): it
+checks the script end to end, and its figures mean nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shlex
+import signal
+import subprocess
+import sys
+import tarfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+# The driver reads the parts' results with the library and the scripts beside it, where breadth
+# is not installed (the GPU machine runs the working tree).
+sys.path[:0] = [str(ROOT / "src"), str(ROOT / "benchmarks"), str(ROOT / "scripts")]
+PARTS = ("gpu-tests", "big-model", "scale", "reward")
+REWARD_SPECS = ("correctness", "correctness+batch", "darling")
+SIZES = ("study", "27M")
+OBJECTIVES = ("correctness@unscaled", "darling")
+
+
+@dataclass
+class Job:
+    """One part's process: started once its `after` jobs have succeeded."""
+
+    name: str
+    part: str  # one of PARTS
+    argv: list[str]
+    after: list[str] = field(default_factory=list)
+    process: subprocess.Popen | None = None
+    started: float | None = None
+    start_offset: float | None = None  # seconds after the first job started: shows the overlap
+    seconds: float | None = None
+    state: str = "waiting"  # waiting, running, ok, failed (rc), stopped at the deadline, skipped
+
+
+def python(script: str, *args: str) -> list[str]:
+    return [sys.executable, str(ROOT / script), *args]
+
+
+def plan(out: Path, work: Path, seeds: list[int], dry: bool, parts: list[str]) -> list[Job]:
+    """The chosen parts as jobs, in the order they should start."""
+    dry_flag = ["--dry-run"] if dry else []
+    jobs = [Job("gpu-tests", "gpu-tests", [sys.executable, "-m", "pytest", "-m", "gpu", "tests/gpu", "-q",
+                              "-p", "no:cacheprovider", "-o", "addopts="]),
+            Job("big-model", "big-model", python("scripts/gpu_big_model.py", "--json", str(out / "big.json"),
+                                    "--work", str(work / "big"), *dry_flag))]
+    for size in SIZES:
+        for seed in seeds:
+            cell = ["--size", size, "--seed", str(seed), "--work", str(work / "scale"), *dry_flag]
+            sft = f"sft-{size}-s{seed}"
+            jobs.append(Job(sft, "scale", python("scripts/gpu_scale_cell.py", "sft", *cell, "--json",
+                                        str(work / f"{sft}.json"))))
+            for objective in OBJECTIVES:
+                name = f"rl-{size}-s{seed}-{objective}"
+                jobs.append(Job(name, "scale", python("scripts/gpu_scale_cell.py", "rl", *cell,
+                                             "--objective", objective, "--json",
+                                             str(work / f"{name}.json")), after=[sft]))
+    bench = (["--cpu-smoke", "--steps", "2", "--pairs", "3", "--warm-up-steps", "1"] if dry
+             else ["--steps", "300", "--pairs", "3", "--warm-up-steps", "20"])
+    for spec in REWARD_SPECS:
+        # From the start, beside the others: 3 x 2 x 300 timed steps need the whole deadline.
+        # Their ratios are side by side in one process, so the sharing is in both arms.
+        jobs.append(Job(f"reward-{spec}", "reward", python("benchmarks/bench_reward_gpu.py", "--spec", spec,
+                                                  *bench, "--json", str(work / f"reward-{spec}.json"))))
+    return [job for job in jobs if job.part in parts]
+
+
+def run_jobs(jobs: list[Job], logs: Path, origin: float, deadline: float) -> None:
+    """Start each job once its `after` jobs are ok; stop what still runs at the deadline."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [str(ROOT / "src"), str(ROOT / "benchmarks"), str(ROOT / "scripts"),
+         os.environ.get("PYTHONPATH", "")]), "PYTHONUNBUFFERED": "1",
+           "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
+    by_name = {job.name: job for job in jobs}
+    while any(job.state in ("waiting", "running") for job in jobs):
+        now = time.monotonic()
+        for job in jobs:
+            if job.state == "running" and job.process.poll() is not None:
+                job.seconds = now - job.started
+                rc = job.process.returncode
+                job.state = "ok" if rc == 0 else f"failed (rc {rc})"
+                print(f"{job.name}: {job.state} after {job.seconds:.0f} s", flush=True)
+            elif job.state == "waiting":
+                if any(by_name[a].state not in ("waiting", "running", "ok") for a in job.after):
+                    job.state = "skipped (a part it needs did not finish)"
+                elif all(by_name[a].state == "ok" for a in job.after):
+                    log = (logs / f"{job.name}.log").open("w")
+                    job.process = subprocess.Popen(job.argv, cwd=ROOT, env=env, stdout=log,
+                                                   stderr=subprocess.STDOUT,
+                                                   start_new_session=True)
+                    job.started, job.state = now, "running"
+                    job.start_offset = now - origin
+        if now > deadline:
+            for job in jobs:
+                if job.state == "running":
+                    os.killpg(job.process.pid, signal.SIGKILL)
+                    job.seconds, job.state = now - job.started, "stopped at the deadline"
+                elif job.state == "waiting":
+                    job.state = "not started before the deadline"
+            break
+        time.sleep(1)
+
+
+def read_json(path: Path) -> Any:
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def scale_comparisons(work: Path, seeds: list[int], dry: bool) -> list[dict[str, Any]]:
+    """darling − correctness@unscaled per (size, seed), paired by problem (demo_effect.compare
+    with the control in the base's place), beside each arm's own RL − SFT."""
+    import pandas as pd
+    from demo_effect import compare
+    from gpu_scale_cell import cell_config
+
+    rows = []
+    for size in SIZES:
+        for seed in seeds:
+            sft = read_json(work / f"sft-{size}-s{seed}.json")
+            arms = {o: read_json(work / f"rl-{size}-s{seed}-{o}.json") for o in OBJECTIVES}
+            row: dict[str, Any] = {"size": size, "seed": seed,
+                                   "parameters": sft and sft["parameters"],
+                                   "arms": {o: a and {k: a[k] for k in ("per_model", "paired_delta",
+                                                                       "sft_p", "grpo", "stages")}
+                                            for o, a in arms.items()}}
+            if all(arms.values()):
+                control, diverse = (pd.read_parquet(arms[o]["rollouts"]["rl"]) for o in OBJECTIVES)
+                config = cell_config(size, seed, OBJECTIVES[0], dry)
+                row["darling_minus_control"] = compare({"sft": control, "rl": diverse}, config)
+            rows.append(row)
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "gpu-evidence")))
+    parser.add_argument("--work", type=Path, default=Path("/tmp/gpu-evidence"))
+    parser.add_argument("--deadline", type=float, default=450.0, help="seconds for all parts")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--parts", nargs="+", choices=PARTS, default=list(PARTS),
+                        help="run only these parts (a second run after a deadline, say)")
+    parser.add_argument("--big-model-from", type=Path, default=None,
+                        help="without the big-model part: an earlier run's big.json to report")
+    parser.add_argument("--dry-run", action="store_true")
+    args = parser.parse_args()
+    from gpu_report import markdown  # the page's writer, beside this script
+
+    started = time.monotonic()
+    logs = args.work / "logs"
+    for folder in (args.out, logs):
+        folder.mkdir(parents=True, exist_ok=True)
+    jobs = plan(args.out, args.work, args.seeds, args.dry_run, args.parts)
+    run_jobs(jobs, logs, started, started + args.deadline)
+    wall = time.monotonic() - started
+    with tarfile.open(args.out / "logs.tar.gz", "w:gz") as tar:  # first: it outlives a crash
+        tar.add(logs, arcname="logs")
+    import torch
+
+    big_model = read_json(args.out / "big.json")
+    if big_model is None and args.big_model_from is not None:
+        big_model = {**read_json(args.big_model_from), "from": str(args.big_model_from)}
+    tests_log = logs / "gpu-tests.log"
+
+    evidence = {
+        "command": shlex.join(["python3", "scripts/gpu_evidence.py", *sys.argv[1:]]),
+        "device": torch.cuda.get_device_name() if torch.cuda.is_available() else "no CUDA device",
+        "host": f"{platform.node()}, {os.cpu_count()} CPU cores", "torch": torch.__version__,
+        "dry_run": args.dry_run, "deadline_s": args.deadline, "wall_s": round(wall, 1),
+        "jobs": {j.name: {"state": j.state, "seconds": j.seconds and round(j.seconds, 1),
+                          "started_at_s": j.start_offset and round(j.start_offset, 1)}
+                 for j in jobs},
+        "gpu_tests": tests_log.read_text()[-2000:] if tests_log.exists() else None,
+        "reward": {s: read_json(args.work / f"reward-{s}.json") for s in REWARD_SPECS},
+        "big_model": big_model,
+        "scale": (scale_comparisons(args.work, args.seeds, args.dry_run)
+                  if "scale" in args.parts else []),
+    }
+    (args.out / "gpu.json").write_text(json.dumps(evidence, indent=1, default=str))
+    (args.out / "gpu.md").write_text(markdown(evidence))
+    print((args.out / "gpu.md").read_text())
+
+
+if __name__ == "__main__":
+    main()
