@@ -74,7 +74,10 @@ def plan(out: Path, work: Path, seeds: list[int], dry: bool, parts: list[str]) -
                                     "--work", str(work / "big"), *dry_flag))]
     for size in SIZES:
         for seed in seeds:
-            cell = ["--size", size, "--seed", str(seed), "--work", str(work / "scale"), *dry_flag]
+            # A folder per size: the sizes share their data's cache key, and two processes
+            # preparing one folder at once raced (a dry run's SFT failed on it).
+            cell = ["--size", size, "--seed", str(seed), "--work", str(work / f"scale-{size}"),
+                    *dry_flag]
             sft = f"sft-{size}-s{seed}"
             jobs.append(Job(sft, "scale", python("scripts/gpu_scale_cell.py", "sft", *cell, "--json",
                                         str(work / f"{sft}.json"))))
