@@ -40,10 +40,11 @@ ROOT = Path(__file__).resolve().parent.parent
 # The driver reads the parts' results with the library and the scripts beside it, where breadth
 # is not installed (the GPU machine runs the working tree).
 sys.path[:0] = [str(ROOT / "src"), str(ROOT / "benchmarks"), str(ROOT / "scripts")]
+
+from gpu_scale_cell import OBJECTIVES, SIZES, cell_config  # after the path above
+
 PARTS = ("gpu-tests", "big-model", "scale", "reward")
 REWARD_SPECS = ("correctness", "correctness+batch", "darling")
-SIZES = ("study", "27M")
-OBJECTIVES = ("correctness@unscaled", "darling")
 
 
 @dataclass
@@ -68,10 +69,11 @@ def python(script: str, *args: str) -> list[str]:
 def plan(out: Path, work: Path, seeds: list[int], dry: bool, parts: list[str]) -> list[Job]:
     """The chosen parts as jobs, in the order they should start."""
     dry_flag = ["--dry-run"] if dry else []
-    jobs = [Job("gpu-tests", "gpu-tests", [sys.executable, "-m", "pytest", "-m", "gpu", "tests/gpu", "-q",
-                              "-p", "no:cacheprovider", "-o", "addopts="]),
-            Job("big-model", "big-model", python("scripts/gpu_big_model.py", "--json", str(out / "big.json"),
-                                    "--work", str(work / "big"), *dry_flag))]
+    tests = [sys.executable, "-m", "pytest", "-m", "gpu", "tests/gpu", "-q",
+             "-p", "no:cacheprovider", "-o", "addopts="]
+    big = python("scripts/gpu_big_model.py", "--json", str(out / "big.json"),
+                 "--work", str(work / "big"), *dry_flag)
+    jobs = [Job("gpu-tests", "gpu-tests", tests), Job("big-model", "big-model", big)]
     for size in SIZES:
         for seed in seeds:
             # A folder per size: the sizes share their data's cache key, and two processes
@@ -79,20 +81,21 @@ def plan(out: Path, work: Path, seeds: list[int], dry: bool, parts: list[str]) -
             cell = ["--size", size, "--seed", str(seed), "--work", str(work / f"scale-{size}"),
                     *dry_flag]
             sft = f"sft-{size}-s{seed}"
-            jobs.append(Job(sft, "scale", python("scripts/gpu_scale_cell.py", "sft", *cell, "--json",
-                                        str(work / f"{sft}.json"))))
+            jobs.append(Job(sft, "scale", python("scripts/gpu_scale_cell.py", "sft", *cell,
+                                                 "--json", str(work / f"{sft}.json"))))
             for objective in OBJECTIVES:
                 name = f"rl-{size}-s{seed}-{objective}"
-                jobs.append(Job(name, "scale", python("scripts/gpu_scale_cell.py", "rl", *cell,
-                                             "--objective", objective, "--json",
-                                             str(work / f"{name}.json")), after=[sft]))
+                rl = python("scripts/gpu_scale_cell.py", "rl", *cell, "--objective", objective,
+                            "--json", str(work / f"{name}.json"))
+                jobs.append(Job(name, "scale", rl, after=[sft]))
     bench = (["--cpu-smoke", "--steps", "2", "--pairs", "3", "--warm-up-steps", "1"] if dry
              else ["--steps", "300", "--pairs", "3", "--warm-up-steps", "20"])
     for spec in REWARD_SPECS:
         # From the start, beside the others: 3 x 2 x 300 timed steps need the whole deadline.
         # Their ratios are side by side in one process, so the sharing is in both arms.
-        jobs.append(Job(f"reward-{spec}", "reward", python("benchmarks/bench_reward_gpu.py", "--spec", spec,
-                                                  *bench, "--json", str(work / f"reward-{spec}.json"))))
+        reward = python("benchmarks/bench_reward_gpu.py", "--spec", spec, *bench,
+                        "--json", str(work / f"reward-{spec}.json"))
+        jobs.append(Job(f"reward-{spec}", "reward", reward))
     return [job for job in jobs if job.part in parts]
 
 
@@ -141,7 +144,6 @@ def scale_comparisons(work: Path, seeds: list[int], dry: bool) -> list[dict[str,
     with the control in the base's place), beside each arm's own RL − SFT."""
     import pandas as pd
     from demo_effect import compare
-    from gpu_scale_cell import cell_config
 
     rows = []
     for size in SIZES:
@@ -155,7 +157,7 @@ def scale_comparisons(work: Path, seeds: list[int], dry: bool) -> list[dict[str,
                                             for o, a in arms.items()}}
             if all(arms.values()):
                 control, diverse = (pd.read_parquet(arms[o]["rollouts"]["rl"]) for o in OBJECTIVES)
-                config = cell_config(size, seed, OBJECTIVES[0], dry)
+                config = cell_config(size, seed, next(iter(OBJECTIVES)), dry)
                 row["darling_minus_control"] = compare({"sft": control, "rl": diverse}, config)
             rows.append(row)
     return rows
