@@ -15,6 +15,10 @@ Each run trains `--steps` steps; its figure is the median step time over the ste
 first 10 (CUDA kernels, allocator and caches warm up there). Before the pairs, both arms run
 `--warm-up-steps` (20) steps untimed, so one-time imports (math_verify, sympy, TRL's lazy modules) are paid
 outside. Pairs interleave A B A B; the ratio is B / A per pair.
+
+Both arms start from the untrained model unless `--from-sft`: an untrained character model
+writes `{`, `}` and `^`, which send about a quarter of its completions to the verifier's
+symbolic check, so that start measures the verifier parsing noise (docs/results/gpu.note.md).
 """
 
 from __future__ import annotations
@@ -116,6 +120,9 @@ def main() -> None:
     parser.add_argument("--spec", default="correctness", help="breadth's reward spec (arm B)")
     parser.add_argument("--set", dest="overrides", action="append", default=[])
     parser.add_argument("--warm-up-steps", type=int, default=20)
+    parser.add_argument("--from-sft", action="store_true",
+                        help="start both arms from the preset's SFT model, as the pipeline does "
+                             "(default: the untrained model, whose noise the verifier parses)")
     parser.add_argument("--json", type=Path, default=None,
                         help="also write the figures here (scripts/gpu_evidence.py reads them)")
     parser.add_argument("--cpu-smoke", action="store_true",
@@ -131,7 +138,7 @@ def main() -> None:
         print(f"note: --steps {args.steps} is below the 300 the GPU figure is quoted at")
 
     from breadth.config import load_config
-    from breadth.stages import init_model_stage, prepare_stage
+    from breadth.stages import init_model_stage, prepare_stage, sft_stage
 
     config = load_config("default", [*args.overrides, f"rl.reward.spec={args.spec}"])
     device = torch.cuda.get_device_name() if torch.cuda.is_available() else "CPU (smoke run)"
@@ -140,6 +147,8 @@ def main() -> None:
         root = Path(scratch)
         prepare_stage(config, root / "data")
         policy = init_model_stage(config, root / "base")
+        if args.from_sft:  # untimed: both arms start from the preset's SFT model
+            policy = sft_stage(config, root / "data", policy, root / "sft")
         runs = iter(range(10_000))
         finished: dict[str, list[float]] = {}
 
@@ -178,6 +187,7 @@ def figures(device: str, args: argparse.Namespace, step_seconds: dict[str, list[
     ratios = [b / a for a, b in zip(*runs)] if len(runs) == 2 else []
     return {"device": device, "spec": args.spec, "steps": args.steps, "pairs": args.pairs,
             "pairs_done": len(ratios), "warm_up_steps": args.warm_up_steps,
+            "from_sft": args.from_sft,
             "timed_steps_from": SKIPPED_STEPS + 1 if args.steps > SKIPPED_STEPS else 1,
             "median_step_seconds": step_seconds, "ratios": ratios,
             "median_ratio": statistics.median(ratios) if ratios else None,
