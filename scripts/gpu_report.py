@@ -104,16 +104,17 @@ def big_model_section(e: dict[str, Any]) -> list[str]:
 
 
 def scale_section(e: dict[str, Any]) -> list[str]:
-    lines = ["", "## 5. The study task at two model sizes", "",
+    intro = ["", "## 5. The study task at two model sizes", "",
              ("The chain task (`reasoning` preset: a reasoning trace, any order of work valid), "
              "SFT per (size, seed), then correctness at rl.scale_rewards=none (darling's "
              "step-size control) and darling from that same start. Δ is darling − control, paired "
-             "by problem, 95% bootstrap interval over problems (report.md's method)."), "",
+             "by problem, 95% bootstrap interval over problems (report.md's method)."), ""]
+    if not e["scale"]:
+        return [*intro, "Not run in this run."]
+    lines = [*intro,
              "| size | params | seed | SFT pass@1 | control pass@1 | darling pass@1 | "
              + " | ".join(f"Δ {label}" for _, label in MEASURES) + " |",
              "|---|---|---|---|---|---|" + "---|" * len(MEASURES)]
-    if not e["scale"]:
-        return lines[:4] + ["Not run in this run."]
     means: dict[str, dict[str, list[float]]] = {}
     for row in e["scale"]:
         arms = row["arms"]
