@@ -29,6 +29,7 @@ import platform
 import shlex
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -73,8 +74,10 @@ def first_samples(rows: list[dict], samples: int) -> list[dict]:
     return kept
 
 
-def measure_seed(work: Path, cells: dict[str, object], problems: int, samples: int) -> dict:
-    """One seed: {model: {side: per-problem arrays}} for "sft" and each objective's RL."""
+def measure_seed(work: Path, cells: dict[str, object], problems: int,
+                 samples: int) -> tuple[dict, dict]:
+    """One seed: each side's {difficulty level: problems}, and {model: {side: per-problem
+    arrays}} for "sft" and each objective's RL."""
     # Imported on use: torch and TRL load in seconds, and the helpers above need neither.
     import pandas as pd
     from breadth_tasks.stage_keys import stage_keys
@@ -88,11 +91,15 @@ def measure_seed(work: Path, cells: dict[str, object], problems: int, samples: i
     first = next(iter(cells.values()))
     data = work / keys[next(iter(cells))]["prepare"]
     train = grpo_rows(first.rl, data)[:problems]
-    eval_ids = [row["problem_id"] for row in read_rows(data / "eval.parquet")[:problems]]
     rollout = first.rollout.model_copy(update={"num_samples": samples})
     models = {"sft": (keys[next(iter(cells))]["sft"], keys[next(iter(cells))]["rollout-sft"])}
     models |= {objective: (k["rl"], k["rollout-rl"]) for objective, k in keys.items()}
+    eval_rows = read_rows(data / "eval.parquet")[:problems]
+    # The sides' difficulty mixes: a gap between them must not be a gap in difficulty.
+    levels = {side: dict(sorted(Counter(int(r["difficulty"]) for r in rows).items()))
+              for side, rows in (("train", train), ("eval", eval_rows))}
     measured = {}
+    eval_ids = [row["problem_id"] for row in eval_rows]
     for model, (policy_key, rollout_key) in models.items():
         started = time.monotonic()
         policy = work / policy_key / "final"
@@ -107,7 +114,7 @@ def measure_seed(work: Path, cells: dict[str, object], problems: int, samples: i
             f"{side} pass@1 {v['pass_at_1'].mean():.3f} distinct correct "
             f"{v['distinct_correct'].mean():.2f}" for side, v in measured[model].items())
             + f" ({time.monotonic() - started:.0f} s)", flush=True)
-    return measured
+    return levels, measured
 
 
 def comparisons(seeds: dict[int, dict]) -> list[dict]:
@@ -128,8 +135,8 @@ def comparisons(seeds: dict[int, dict]) -> list[dict]:
     return rows
 
 
-def markdown(seeds: dict[int, dict], rows: list[dict], args: argparse.Namespace,
-             wall: float) -> str:
+def markdown(seeds: dict[int, dict], levels: dict[int, dict], rows: list[dict],
+             args: argparse.Namespace, wall: float) -> str:
     command = " ".join([f"cd {os.getcwd()} &&",
                         *(f"{k}={os.environ[k]}" for k in ENV_SHOWN if k in os.environ),
                         shlex.join(["python", sys.argv[0], *sys.argv[1:]])])
@@ -143,6 +150,8 @@ def markdown(seeds: dict[int, dict], rows: list[dict], args: argparse.Namespace,
          "cell's cached rollout"),
         (f"- machine: {platform.node()} ({os.cpu_count()} CPU cores); wall time "
          f"{wall / 60:.1f} min"),
+        ("- problems per difficulty level, train / eval: " + "; ".join(
+            f"seed {seed} {sides['train']} / {sides['eval']}" for seed, sides in levels.items())),
         ("- each cell: mean over seeds of per-seed means over problems; a comparison: the mean "
          "over seeds of per-seed paired means, with a 95% t interval over seeds (unadjusted)"),
         "", "## Each model on each side", "",
@@ -188,15 +197,17 @@ def main() -> None:
     for _, objective, seed, config in grid.cells():
         by_seed.setdefault(seed, {})[objective] = config
     started = time.monotonic()
-    seeds = {seed: measure_seed(args.work, cells, args.problems, args.samples)
-             for seed, cells in by_seed.items()}
+    measured = {seed: measure_seed(args.work, cells, args.problems, args.samples)
+                for seed, cells in by_seed.items()}
+    levels = {seed: sides for seed, (sides, _) in measured.items()}
+    seeds = {seed: models for seed, (_, models) in measured.items()}
     rows = comparisons(seeds)
-    args.out.write_text(markdown(seeds, rows, args, time.monotonic() - started))
+    args.out.write_text(markdown(seeds, levels, rows, args, time.monotonic() - started))
     per_seed = {seed: {model: {side: {k: v.tolist() for k, v in arrays.items()}
                                for side, arrays in sides.items()}
                        for model, sides in models.items()} for seed, models in seeds.items()}
     args.out.with_suffix(".json").write_text(
-        json.dumps({"comparisons": rows, "per_problem": per_seed}) + "\n")
+        json.dumps({"comparisons": rows, "levels": levels, "per_problem": per_seed}) + "\n")
     print(args.out.read_text())
 
 

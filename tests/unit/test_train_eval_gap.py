@@ -3,6 +3,7 @@ paired comparisons, on hand-made rows."""
 
 from __future__ import annotations
 
+import argparse
 import importlib.util
 from pathlib import Path
 
@@ -60,3 +61,18 @@ def test_comparisons_pair_arm_and_control_by_problem_within_each_seed():
     diversity = rows["darling", "correctness@unscaled", "distinct_correct"]
     assert diversity["train"]["per_seed"] == pytest.approx([0.0, 0.0])
     assert len(rows) == len(gap.OBJECTIVES) + len(gap.DIVERSITY_COMPARISONS)
+
+
+def test_the_page_has_a_row_per_model_and_per_comparison(tmp_path):
+    def model(v: float) -> dict:
+        return {side: {"pass_at_1": np.array([v, v]), "distinct_correct": np.array([v, v])}
+                for side in gap.SIDES}
+
+    seeds = {s: {"sft": model(0.1), **{o: model(0.2) for o in gap.OBJECTIVES}} for s in (0, 1)}
+    levels = {s: {"train": {1: 1, 2: 1}, "eval": {1: 2}} for s in (0, 1)}
+    args = argparse.Namespace(preset="multi", work=tmp_path, problems=2, samples=4)
+    page = gap.markdown(seeds, levels, gap.comparisons(seeds), args, wall=60.0)
+    assert "| sft | 0.100 | 0.100 | 0.10 | 0.10 |" in page
+    assert "| RL − SFT (darling) | Δ pass@1 | +0.100 [+0.100, +0.100]" in page
+    assert "| darling − correctness@unscaled | Δ distinct correct outcomes | +0.000" in page
+    assert "seed 0 {1: 1, 2: 1} / {1: 2}" in page
