@@ -34,6 +34,9 @@ from pathlib import Path
 
 import numpy as np
 
+from breadth.evaluation.diversity import distinct_correct_outcomes
+from breadth.evaluation.seed_interval import seed_t_interval
+
 # The multi grid's objectives, and the comparisons its claims make (docs/results/multi/claims.md):
 # (arm, control) on distinct correct outcomes; each RL model against SFT on pass@1.
 OBJECTIVES = ("correctness", "correctness@unscaled", "correctness+batch", "darling", "passk",
@@ -46,8 +49,6 @@ ENV_SHOWN = ("BREADTH_HOME", "PYTHONPATH", "OMP_NUM_THREADS")  # what the comman
 
 def per_problem(rows: list[dict], problem_ids: list[str]) -> dict[str, np.ndarray]:
     """Per problem, in `problem_ids` order: share correct, distinct correct outcomes."""
-    from breadth.evaluation.diversity import distinct_correct_outcomes
-
     by_problem: dict[str, list[dict]] = {pid: [] for pid in problem_ids}
     for row in rows:
         by_problem[row["problem_id"]].append(row)
@@ -89,10 +90,11 @@ def measure_seed(work: Path, cells: dict[str, object], problems: int,
 
     keys = {objective: stage_keys(config) for objective, config in cells.items()}
     first = next(iter(cells.values()))
-    data = work / keys[next(iter(cells))]["prepare"]
+    shared = next(iter(keys.values()))  # data and SFT: the same in every cell of a seed
+    data = work / shared["prepare"]
     train = grpo_rows(first.rl, data)[:problems]
     rollout = first.rollout.model_copy(update={"num_samples": samples})
-    models = {"sft": (keys[next(iter(cells))]["sft"], keys[next(iter(cells))]["rollout-sft"])}
+    models = {"sft": (shared["sft"], shared["rollout-sft"])}
     models |= {objective: (k["rl"], k["rollout-rl"]) for objective, k in keys.items()}
     eval_rows = read_rows(data / "eval.parquet")[:problems]
     # The sides' difficulty mixes: a gap between them must not be a gap in difficulty.
@@ -119,8 +121,6 @@ def measure_seed(work: Path, cells: dict[str, object], problems: int,
 
 def comparisons(seeds: dict[int, dict]) -> list[dict]:
     """Each claim's comparison on each side: seed t interval of per-seed paired means."""
-    from breadth.evaluation.seed_interval import seed_t_interval
-
     rows = []
     pairs = ([(objective, "sft", "pass_at_1") for objective in OBJECTIVES]
              + [(arm, control, "distinct_correct") for arm, control in DIVERSITY_COMPARISONS])
