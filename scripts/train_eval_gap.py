@@ -36,13 +36,24 @@ import numpy as np
 
 from breadth.evaluation.diversity import distinct_correct_outcomes
 from breadth.evaluation.seed_interval import seed_t_interval
+from breadth.study.claims import CORRECT_ANSWER_ROWS, UNSCALED_OBJECTIVES
+from breadth.study.grid import (
+    BATCH,
+    CORRECTNESS,
+    DARLING,
+    PASSK,
+    UNSCALED_CONTROL,
+    VECTOR,
+    GridConfig,
+)
 
-# The multi grid's objectives, and the comparisons its claims make (docs/results/multi/claims.md):
-# (arm, control) on distinct correct outcomes; each RL model against SFT on pass@1.
-OBJECTIVES = ("correctness", "correctness@unscaled", "correctness+batch", "darling", "passk",
-              "vector")
-DIVERSITY_COMPARISONS = (("correctness+batch", "correctness"), ("passk", "correctness@unscaled"),
-                         ("vector", "correctness"), ("darling", "correctness@unscaled"))
+# The multi grid's objectives (prefect.yaml's `multi` deployment), and the comparisons its
+# claims make, each arm against the control the claims table gives it: (arm, control) on
+# distinct correct outcomes; each RL model against SFT on pass@1.
+OBJECTIVES = (CORRECTNESS, UNSCALED_CONTROL, BATCH, DARLING, PASSK, VECTOR)
+DIVERSITY_COMPARISONS = tuple(
+    (objective, UNSCALED_CONTROL if objective in UNSCALED_OBJECTIVES else CORRECTNESS)
+    for _, objective in CORRECT_ANSWER_ROWS)
 SIDES = ("train", "eval")
 ENV_SHOWN = ("BREADTH_HOME", "PYTHONPATH", "OMP_NUM_THREADS")  # what the command ran with
 
@@ -189,8 +200,6 @@ def main() -> None:
                         default=Path(os.environ.get("BREADTH_HOME", ".breadth")) / "work")
     parser.add_argument("--out", type=Path, required=True, help="markdown page; JSON beside it")
     args = parser.parse_args()
-    from breadth.study.grid import GridConfig  # on use, as in measure_seed()
-
     grid = GridConfig(preset=args.preset, formats=["free_form"], rewards=list(OBJECTIVES),
                       seeds=args.seeds, format_rewards={})
     by_seed: dict[int, dict[str, object]] = {}
