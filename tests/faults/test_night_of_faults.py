@@ -170,11 +170,17 @@ def test_a_grid_through_a_night_of_faults(night, live_stack):
     night.restart("mlflow")
     # 3. Then a worker dies mid-cell: one whose cell has run long enough to have sent its
     #    first heartbeat and be into its stages.
-    night.wait_for(lambda: any(night.worker_of(r["id"]) for r in night.running(20)),
-                   "a cell running for 20 s on a worker")
-    victim_run = next(r for r in night.running(20) if night.worker_of(r["id"]))
-    victim = night.worker_of(victim_run["id"])
-    assert victim is not None
+    #    The run and its worker are kept as found (a second query could miss a cell that
+    #    finished in between), and the youngest such cell is taken: it has the most left to run.
+    found: list[tuple[dict[str, Any], subprocess.Popen]] = []
+
+    def a_cell_on_a_worker() -> bool:
+        youngest_first = sorted(night.running(20), key=lambda r: r["start_time"], reverse=True)
+        found[:] = [(r, w) for r in youngest_first if (w := night.worker_of(r["id"]))][:1]
+        return bool(found)
+
+    night.wait_for(a_cell_on_a_worker, "a cell running for 20 s on a worker")
+    [(victim_run, victim)] = found
     night.note(f"SIGKILL to the worker running {victim_run['name']} (cells: {night.states()})")
     killed_at = time.monotonic()
     kill_tree(victim.pid)
