@@ -15,6 +15,11 @@ PORT_VARIABLES = (
     "BREADTH_S3_PORT", "BREADTH_MLFLOW_PORT", "BREADTH_PREFECT_PORT",
     "BREADTH_WEED_MASTER_PORT", "BREADTH_WEED_VOLUME_PORT", "BREADTH_WEED_FILER_PORT",
 )
+# No hub in tests. The hub libraries read these once, when first imported, so they are set
+# before any test imports one: a test that set them after `datasets` was imported by another
+# waited 23 s for its network retries to give up.
+os.environ["HF_HUB_OFFLINE"] = os.environ["HF_DATASETS_OFFLINE"] = "1"
+
 # Variables that would point the tests at someone else's services.
 EXTERNAL_VARIABLES = ("PREFECT_API_URL", "MLFLOW_TRACKING_URI", "BREADTH_S3_ENDPOINT",
                       "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")

@@ -22,8 +22,6 @@ def inputs(tmp_path, monkeypatch) -> Path:
     """A folder of bad (and a few good) input files; the CLI runs from inside it."""
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("BREADTH_HOME", str(tmp_path / ".breadth"))
-    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf-home"))
     Path("binary.yaml").write_bytes(b"\xff\xfe\x00\x01rl: 1")
     Path("folder.yaml").mkdir()
