@@ -6,8 +6,11 @@ BIN = $(VENV)/bin
 # pytest-xdist workers; `make test TEST_WORKERS=0` runs the suite in one process.
 TEST_WORKERS ?= 2
 # --dist loadscope: a module's tests stay on one worker, so its module-scoped fixtures (a
-# pipeline run, a grid on workers) run once.
-PYTEST = $(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadscope
+# pipeline run, a grid on workers) run once. --no-loadscope-reorder: modules go out in
+# collection order (faults, integration, then unit), long real-stack modules first and the
+# many short unit modules filling in after; xdist's default sends the modules with the most
+# tests first, which left the 2-test smoke module, 80 s of waiting on servers, for the end.
+PYTEST = $(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadscope --no-loadscope-reorder
 
 .PHONY: install install-run vllm-env demo check test test-unit lint stack-up stack-down benchmark
 
