@@ -285,8 +285,8 @@ def test_the_bucket_is_checked_when_s3_is_new_to_the_stack(tmp_path, monkeypatch
                                                             checks_bucket):
     stack = LocalStack(StackSettings(home=tmp_path))
     checked = []
-    monkeypatch.setattr(stack, "_up_one",
-                        lambda service: s3_action if service.name == "s3" else "running")
+    monkeypatch.setattr(stack, "_launch", lambda service: (
+        s3_action if service.name == "s3" else "running", None))
     monkeypatch.setattr(stack, "_ensure_bucket", lambda: checked.append(True))
     monkeypatch.setattr(stack, "reconcile", list)
     assert stack.up()["s3"] == s3_action
@@ -297,7 +297,7 @@ def test_the_bucket_is_checked_when_s3_is_new_to_the_stack(tmp_path, monkeypatch
 def test_up_reconciles_the_whole_stack_unless_told_not_to(tmp_path, monkeypatch, reconcile):
     stack = LocalStack(StackSettings(home=tmp_path))
     reconciled = []
-    monkeypatch.setattr(stack, "_up_one", lambda service: "running")
+    monkeypatch.setattr(stack, "_launch", lambda service: ("running", None))
     monkeypatch.setattr(stack, "reconcile", lambda: reconciled.append(True))
     stack.up(reconcile=reconcile)
     assert reconciled == [True] * reconcile
