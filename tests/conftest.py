@@ -72,6 +72,25 @@ def live_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, s
         yield env
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The modules that need the vLLM environment (`vllm_env`, installed under a lock by the
+    first that asks, ~5 min): the first goes out before all others, as its chain is the suite's
+    longest, and the rest after the other real-stack modules, when the environment is there,
+    with the short unit modules still to fill in behind them. Next to each other in collection
+    order, one worker waited 330 s on the other's install. The rest keep their order (the
+    Makefile's --no-loadscope-reorder hands modules out in it)."""
+    vllm_modules = list(dict.fromkeys(item.nodeid.split("::")[0] for item in items
+                                      if "vllm_env" in getattr(item, "fixturenames", ())))
+
+    def rank(item: pytest.Item) -> int:
+        module = item.nodeid.split("::")[0]
+        if module in vllm_modules:
+            return 0 if module == vllm_modules[0] else 2
+        return 3 if module.startswith("tests/unit/") else 1
+
+    items.sort(key=rank)  # stable: the order within each rank stays
+
+
 def pytest_configure(config: pytest.Config) -> None:
     """Tests set the terminal width they mean (COLUMNS) themselves. A pytest-xdist worker starts
     with COLUMNS=80 and LINES=24 in its environment, and the CLI's console, made when
