@@ -34,6 +34,10 @@ class ClaimSettings:
     confidence: float = 0.95
     """Family-wise: Holm's step-down keeps the family's error at 1 - confidence."""
     seed: int = 0
+    nightly_hours: float = 3.0
+    nightly_workers: int = 2
+    """The nightly's budget (issue #26: 3 h on 2 workers): an inconclusive row says whether the
+    seeds it needs fit, priced at its grid's stage work per seed (`breadth.study.power`)."""
 
     @classmethod
     def of_evaluation(cls, evaluation: Mapping[str, Any]) -> ClaimSettings:

@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass, replace
 import numpy as np
 
 from breadth.evaluation.seed_interval import holm_adjusted, t_interval
-from breadth.study.power import UNDERPOWERED, PilotSizing, RowPower, row_power
+from breadth.study.power import UNDERPOWERED, NightlyBudget, PilotSizing, RowPower, row_power
 
 __all__ = [
     "INCONCLUSIVE",
@@ -42,6 +42,9 @@ FAMILY_MEANING = ("Verdicts read the Holm-adjusted interval over the family of m
                   "half-width below δ/2 (at α/m), where every interval gets a verdict; "
                   "*underpowered*: the Holm half-width is at least δ, so no interval holding 0 "
                   "can lie within ±δ.")
+BUDGET_MEANING = ("An inconclusive row's details price the seeds it needs at this grid's minutes "
+                  "of stage work per seed, on the nightly's workers, against its hours: a lower "
+                  "bound, as the workers are taken never to idle.")
 NOT_RUN_MEANING = (f"*{NOT_RUN}*: the grid lacks an arm (or a measurement) the claim needs, so "
                    "nothing was measured: no evidence either way.")
 
@@ -113,7 +116,8 @@ def verdict(low, high, sign: int, delta: float | None = None,
 
 
 def decide_family(claims: list[Claim], confidence: float = 0.95,
-                  pilot: PilotSizing | None = None) -> list[Claim]:
+                  pilot: PilotSizing | None = None,
+                  budget: NightlyBudget | None = None) -> list[Claim]:
     """Verdicts of the measured rows (`MEASURED`) as one family; other rows are unchanged.
 
     Holm's step-down on the rows' two-sided seed-t p-values. The j-th smallest p-value
@@ -125,7 +129,8 @@ def decide_family(claims: list[Claim], confidence: float = 0.95,
 
     Each row gets its power (`breadth.study.power.row_power`: seeds needed at alpha / m), and
     an inconclusive row's detail opens with why: underpowered, or an interval near δ's edge;
-    with a `pilot`, the rows it sized cite its numbers beside the run's.
+    with a `pilot`, the rows it sized cite its numbers beside the run's; with a `budget`, an
+    inconclusive row says whether the seeds it needs fit the nightly.
     """
     alpha = 1 - confidence
     family = [i for i, c in enumerate(claims) if c.verdict == MEASURED]
@@ -147,7 +152,7 @@ def decide_family(claims: list[Claim], confidence: float = 0.95,
         if result == NO_EFFECT:
             note += (f"; equivalence interval [{equivalence[0]:+.3f}, {equivalence[1]:+.3f}] "
                      f"inside ±{c.delta:g}")
-        power = _power(c, level, m, result == INCONCLUSIVE, confidence, pilot)
+        power = _power(c, level, m, result == INCONCLUSIVE, confidence, pilot, budget)
         if power is not None and power.reason:
             note = f"{power.text(c.delta, c.estimate)}; {note}"
         out[i] = replace(c, verdict=result, adjusted_low=float(low), adjusted_high=float(high),
@@ -157,14 +162,14 @@ def decide_family(claims: list[Claim], confidence: float = 0.95,
 
 
 def _power(c: Claim, level: float, m: int, inconclusive: bool, confidence: float,
-           pilot: PilotSizing | None) -> RowPower | None:
+           pilot: PilotSizing | None, budget: NightlyBudget | None) -> RowPower | None:
     """The row's power, or None where it has no spread to size from (or no δ)."""
     if c.delta is None or c.standard_error is None or not c.num_seeds or c.num_seeds < 2 \
             or not np.isfinite(c.standard_error):
         return None
     sized = pilot.sd_of(c.claim, c.delta_name, c.format) if pilot is not None else None
     return row_power(c.standard_error, c.num_seeds, c.delta, level, m, inconclusive,
-                     confidence, sized)
+                     confidence, sized, budget)
 
 
 def interval_text(claim: Claim) -> str:
@@ -221,6 +226,8 @@ def claims_markdown(claims: list[Claim], header: str = "") -> str:
         lines.append(f"| **{c.claim}** | {c.format} | {c.measure} | {delta} | {effect_text(c)} | "
                      f"{unadjusted_text(c)} | {seeds} | {shown} | {c.paper} |")
     lines += ["", FAMILY_MEANING]
+    if any(c.power is not None and c.power.budget is not None for c in claims):
+        lines += ["", BUDGET_MEANING]
     if any(c.verdict == NOT_RUN for c in claims):
         lines += ["", NOT_RUN_MEANING]
     lines += ["", "Details:", ""] + [f"- {c.claim} ({c.format}): {c.detail}" for c in claims]

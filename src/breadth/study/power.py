@@ -15,6 +15,10 @@ row is either
 A power pilot (`scripts/pilot_claims.py`, its `pilot.json`) can be given beside the grid, read
 by `read_pilot_sizing` from a path the caller names: the rows whose measure the pilot sized
 then cite its sd and seeds needed beside the run's own.
+
+An inconclusive row also prices the seeds it needs against the nightly's budget
+(`NightlyBudget`: the grid's own minutes of stage work per seed, on the nightly's workers,
+against its hours), so a δ that no nightly of this machine can reach says so in its row.
 """
 
 from __future__ import annotations
@@ -28,7 +32,8 @@ import numpy as np
 
 from breadth.evaluation.sizing import decisive_half_width, half_width, seeds_needed
 
-__all__ = ["PILOT_MEASURES", "PilotSizing", "RowPower", "read_pilot_sizing", "row_power"]
+__all__ = ["PILOT_MEASURES", "NightlyBudget", "PilotSizing", "RowPower", "nightly_budget",
+           "read_pilot_sizing", "row_power"]
 
 UNDERPOWERED, NEAR_DELTA = "underpowered", "near δ"
 
@@ -84,6 +89,69 @@ def read_pilot_sizing(path: Path, fmt: str = "free_form") -> PilotSizing:
 
 
 @dataclass(frozen=True)
+class NightlyBudget:
+    """What a nightly can afford, priced at a grid's own cost.
+
+    `minutes_per_seed` is the grid's minutes of stage work (each stage's run once) over its
+    seeds; `workers` run cells side by side. The hours are a lower bound: they assume the
+    workers are never idle, and a seed's RL cells wait for its SFT start.
+    """
+
+    minutes_per_seed: float
+    workers: int = 2
+    hours: float = 3.0
+
+    def hours_for(self, seeds: int) -> float:
+        """Hours of `seeds` seeds of this grid on the workers, at the least.
+
+        >>> NightlyBudget(90.0).hours_for(4)
+        3.0
+        """
+        return seeds * self.minutes_per_seed / self.workers / 60.0
+
+    def seeds_within(self) -> int:
+        """The most seeds the budget's hours hold.
+
+        >>> NightlyBudget(90.0).seeds_within(), NightlyBudget(90.0, hours=2.9).seeds_within()
+        (4, 3)
+        """
+        return int(self.hours * 60.0 * self.workers // self.minutes_per_seed)
+
+    def text(self, seeds: int | None, pilot_seeds: int | None = None) -> str:
+        """The clause an inconclusive row adds: whether the seeds a verdict needs (and the
+        pilot's, where given) fit the nightly."""
+        def cost(count: int | None) -> str:
+            return "more than 200 seeds" if count is None else \
+                f"{count} seeds take at least {self.hours_for(count):.1f} h"
+
+        fits = seeds is not None and self.hours_for(seeds) <= self.hours
+        pilot = "" if pilot_seeds is None else f" (the pilot's {cost(pilot_seeds)})"
+        head = (f"at this grid's {self.minutes_per_seed:.0f} min of stage work per seed on "
+                f"{self.workers} workers, {cost(seeds)}{pilot}")
+        if fits:
+            return f"{head}: within the {self.hours:g}-h nightly"
+        return (f"{head}: beyond the {self.hours:g}-h nightly, which holds "
+                f"{self.seeds_within()} seeds, so this δ cannot be decided in {self.hours:g} h "
+                "on this machine")
+
+
+def nightly_budget(provenance: dict, workers: int = 2, hours: float = 3.0) -> NightlyBudget | None:
+    """The budget priced at a grid's provenance (`breadth.study.frame.grid_provenance`): its
+    minutes of stage work over its seeds; None where it has no stage work to price.
+
+    >>> nightly_budget({"compute_minutes": {"mcq": 200.0, "free_form": 100.0}, "seeds": 4})
+    NightlyBudget(minutes_per_seed=75.0, workers=2, hours=3.0)
+    >>> nightly_budget({"seeds": 4}) is None
+    True
+    """
+    minutes = sum((provenance.get("compute_minutes") or {}).values())
+    seeds = provenance.get("seeds") or 0
+    if minutes <= 0 or seeds < 1:
+        return None
+    return NightlyBudget(minutes / seeds, workers, hours)
+
+
+@dataclass(frozen=True)
 class RowPower:
     """What a measured row's spread says about its seeds (see the module docstring)."""
 
@@ -102,6 +170,8 @@ class RowPower:
     pilot_seeds: int | None = None
     pilot_seeds_for_verdict: int | None = None
     pilot_seeds_for_delta: int | None = None
+    budget: NightlyBudget | None = None
+    """The nightly's budget, priced at the grid's cost, where the caller gave one."""
 
     def text(self, delta: float, estimate: float) -> str:
         """The detail sentence of an inconclusive row ('' for a decided one)."""
@@ -113,13 +183,15 @@ class RowPower:
             f"; the pilot ({self.pilot_seeds} seeds): seed sd {self.pilot_sd:.3g}, about "
             f"{_seeds(self.pilot_seeds_for_verdict)} seeds for a verdict, "
             f"{_seeds(self.pilot_seeds_for_delta)} below δ")
+        budget = "" if self.budget is None else "; " + self.budget.text(
+            self.seeds_for_verdict, self.pilot_seeds_for_verdict if self.pilot_sd else None)
         if self.reason == UNDERPOWERED:
             return (f"underpowered: at {self.num_seeds} seeds the Holm half-width {width} "
-                    f"exceeds δ = {delta:g}; {need}{pilot}")
+                    f"exceeds δ = {delta:g}; {need}{pilot}{budget}")
         if self.reason == NEAR_DELTA:
             return (f"not for lack of power at δ: the Holm interval ({width}) is narrower than "
                     f"δ = {delta:g} but holds 0 and reaches past ±δ, so the effect "
-                    f"({estimate:+.3g}) is about δ in size; {need}{pilot}")
+                    f"({estimate:+.3g}) is about δ in size; {need}{pilot}{budget}")
         return ""
 
     def cell(self) -> str:
@@ -134,10 +206,11 @@ def _seeds(count: int | None) -> str:
 
 def row_power(standard_error: float, num_seeds: int, delta: float, holm_confidence: float,
               family_size: int, inconclusive: bool, confidence: float = 0.95,
-              pilot: tuple[float, int] | None = None) -> RowPower:
+              pilot: tuple[float, int] | None = None,
+              budget: NightlyBudget | None = None) -> RowPower:
     """A decided row's power from its seed t interval: standard error over `num_seeds` seeds,
     decided at `holm_confidence` in a family of `family_size`; `pilot` = (sd, seeds) where a
-    pilot sized this row's measure."""
+    pilot sized this row's measure; `budget` prices the seeds an inconclusive row needs."""
     sd = standard_error * math.sqrt(num_seeds)
     width = half_width(sd, num_seeds, holm_confidence)
 
@@ -146,7 +219,8 @@ def row_power(standard_error: float, num_seeds: int, delta: float, holm_confiden
                 seeds_needed(spread, delta, confidence, family_size))
 
     reason = "" if not inconclusive else UNDERPOWERED if width >= delta else NEAR_DELTA
-    power = RowPower(sd, num_seeds, family_size, width, *needed(sd), reason=reason)
+    power = RowPower(sd, num_seeds, family_size, width, *needed(sd), reason=reason,
+                     budget=budget)
     if pilot is None:
         return power
     pilot_sd, pilot_seeds = pilot

@@ -10,7 +10,7 @@ import pytest
 from breadth.evaluation.grid_settings import ClaimSettings
 from breadth.evaluation.seed_interval import seed_t_interval, t_quantile
 from breadth.study.claims import Claim, claims_markdown, decide_family, evaluate_claims
-from breadth.study.power import read_pilot_sizing
+from breadth.study.power import NightlyBudget, nightly_budget, read_pilot_sizing
 
 
 def _row(per_seed, delta, claim="sharpening", delta_name="pass@1", fmt="free_form", sign=+1):
@@ -48,6 +48,40 @@ def test_an_underpowered_row_names_the_seeds_it_needs():
                                   "δ = 0.02; about 24 seeds at this spread (seed sd 0.02) for a "
                                   "verdict either way, 9 for a half-width below δ")
     assert power.reason == "underpowered" and power.pilot_sd is None
+
+
+def test_an_inconclusive_row_prices_its_seeds_against_the_nightly():
+    # The weak row needs 24 seeds (above). At 90 min of stage work per seed on 2 workers that
+    # is 24 * 90 / 2 / 60 = 18.0 h; 3 h holds 3 * 60 * 2 // 90 = 4 seeds.
+    rows = [_row([0.0, 0.02, 0.04], 0.02), _row([1.0, 1.01, 0.99], 0.02)]
+    weak, strong = decide_family(rows, budget=NightlyBudget(90.0))
+    assert weak.power.budget == NightlyBudget(90.0, 2, 3.0)
+    assert ("; at this grid's 90 min of stage work per seed on 2 workers, 24 seeds take at "
+            "least 18.0 h: beyond the 3-h nightly, which holds 4 seeds, so this δ cannot be "
+            "decided in 3 h on this machine; family of 2") in weak.detail
+    # A decided row has nothing to price.
+    assert "stage work" not in strong.detail
+    # At 10 min a seed, 24 seeds are 24 * 10 / 2 / 60 = 2.0 h: within the nightly.
+    (cheap, _) = decide_family(rows, budget=NightlyBudget(10.0))
+    assert ("24 seeds take at least 2.0 h: within the 3-h nightly; family of 2"
+            in cheap.detail)
+    table = claims_markdown([weak, strong])
+    assert "at this grid's minutes of stage work per seed" in table
+    assert "stage work per seed" not in claims_markdown(decide_family(rows))
+    assert "stage work" not in decide_family(rows)[0].detail  # no budget given: none
+
+
+def test_the_budget_is_the_grids_stage_work_over_its_seeds():
+    budget = nightly_budget({"compute_minutes": {"free_form": 115.5, "mcq": 226.8}, "seeds": 4},
+                            workers=3, hours=2.0)
+    assert budget == NightlyBudget((115.5 + 226.8) / 4, 3, 2.0)
+    assert budget.seeds_within() == 4  # 2 h * 60 * 3 workers = 360 min over 85.6 a seed
+    assert nightly_budget({"compute_minutes": {}, "seeds": 4}) is None
+    assert nightly_budget({"compute_minutes": {"mcq": 10.0}, "seeds": 0}) is None
+    # More than 200 seeds needed: no hours to give, and beyond any nightly.
+    assert NightlyBudget(90.0).text(None).endswith(
+        "more than 200 seeds: beyond the 3-h nightly, which holds 4 seeds, so this δ cannot be "
+        "decided in 3 h on this machine")
 
 
 def test_a_decided_row_does_not_claim_underpower():
