@@ -54,12 +54,11 @@ def priced_rows(rows: list[dict], budget: NightlyBudget) -> list[list[str]]:
         def hours(count: int | None) -> str:
             return ">200 seeds" if count is None else f"{budget.hours_for(count):.1f}"
 
-        fits = need is not None and budget.hours_for(need) <= budget.hours
         out.append([row["claim"], row["format"], row["measure"], power["reason"],
                     f"{power['num_seeds']} / {'>200' if need is None else need}"
                     + ("" if pilot is None else f" (pilot: {pilot})"),
                     hours(need) + ("" if pilot is None else f" (pilot: {hours(pilot)})"),
-                    "yes" if fits else "no"])
+                    "yes" if budget.holds(need) else "no"])
     return out
 
 

@@ -117,6 +117,15 @@ class NightlyBudget:
         """
         return int(self.hours * 60.0 * self.workers // self.minutes_per_seed)
 
+    def holds(self, seeds: int | None) -> bool:
+        """Whether `seeds` seeds (None: more than any sizing gives) fit the hours.
+
+        >>> budget = NightlyBudget(90.0)
+        >>> budget.holds(4), budget.holds(5), budget.holds(None)
+        (True, False, False)
+        """
+        return seeds is not None and self.hours_for(seeds) <= self.hours
+
     def text(self, seeds: int | None, pilot_seeds: int | None = None) -> str:
         """The clause an inconclusive row adds: whether the seeds a verdict needs (and the
         pilot's, where given) fit the nightly."""
@@ -124,11 +133,10 @@ class NightlyBudget:
             return "more than 200 seeds" if count is None else \
                 f"{count} seeds take at least {self.hours_for(count):.1f} h"
 
-        fits = seeds is not None and self.hours_for(seeds) <= self.hours
         pilot = "" if pilot_seeds is None else f" (the pilot's {cost(pilot_seeds)})"
         head = (f"at this grid's {self.minutes_per_seed:.0f} min of stage work per seed on "
                 f"{self.workers} workers, {cost(seeds)}{pilot}")
-        if fits:
+        if self.holds(seeds):
             return f"{head}: within the {self.hours:g}-h nightly"
         return (f"{head}: beyond the {self.hours:g}-h nightly, which holds "
                 f"{self.seeds_within()} seeds, so this δ cannot be decided in {self.hours:g} h "
@@ -184,7 +192,8 @@ class RowPower:
             f"{_seeds(self.pilot_seeds_for_verdict)} seeds for a verdict, "
             f"{_seeds(self.pilot_seeds_for_delta)} below δ")
         budget = "" if self.budget is None else "; " + self.budget.text(
-            self.seeds_for_verdict, self.pilot_seeds_for_verdict if self.pilot_sd else None)
+            self.seeds_for_verdict,
+            None if self.pilot_sd is None else self.pilot_seeds_for_verdict)
         if self.reason == UNDERPOWERED:
             return (f"underpowered: at {self.num_seeds} seeds the Holm half-width {width} "
                     f"exceeds δ = {delta:g}; {need}{pilot}{budget}")
