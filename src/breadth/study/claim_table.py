@@ -5,6 +5,7 @@ shows them (see that module's docstring and `docs/design/algorithms.md`).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, replace
 
 import numpy as np
@@ -42,9 +43,11 @@ FAMILY_MEANING = ("Verdicts read the Holm-adjusted interval over the family of m
                   "half-width below δ/2 (at α/m), where every interval gets a verdict; "
                   "*underpowered*: the Holm half-width is at least δ, so no interval holding 0 "
                   "can lie within ±δ.")
-BUDGET_MEANING = ("An inconclusive row's details price the seeds it needs at this grid's minutes "
-                  "of stage work per seed, on the nightly's workers, against its hours: a lower "
-                  "bound, as the workers are taken never to idle.")
+BUDGET_MEANING = ("An inconclusive row's details price the seeds it needs: a nightly of this "
+                  "grid's cells of the row's format (all their objectives) at that many seeds, "
+                  "at this grid's minutes of stage work per full seed, on the nightly's "
+                  "workers, against its hours. A nightly thinned to the row's own arms costs "
+                  "less.")
 NOT_RUN_MEANING = (f"*{NOT_RUN}*: the grid lacks an arm (or a measurement) the claim needs, so "
                    "nothing was measured: no evidence either way.")
 
@@ -117,7 +120,7 @@ def verdict(low, high, sign: int, delta: float | None = None,
 
 def decide_family(claims: list[Claim], confidence: float = 0.95,
                   pilot: PilotSizing | None = None,
-                  budget: NightlyBudget | None = None) -> list[Claim]:
+                  budgets: Mapping[str, NightlyBudget] | None = None) -> list[Claim]:
     """Verdicts of the measured rows (`MEASURED`) as one family; other rows are unchanged.
 
     Holm's step-down on the rows' two-sided seed-t p-values. The j-th smallest p-value
@@ -129,8 +132,8 @@ def decide_family(claims: list[Claim], confidence: float = 0.95,
 
     Each row gets its power (`breadth.study.power.row_power`: seeds needed at alpha / m), and
     an inconclusive row's detail opens with why: underpowered, or an interval near δ's edge;
-    with a `pilot`, the rows it sized cite its numbers beside the run's; with a `budget`, an
-    inconclusive row says whether the seeds it needs fit the nightly.
+    with a `pilot`, the rows it sized cite its numbers beside the run's; with `budgets` (by format,
+    and "both"), an inconclusive row says whether the seeds it needs fit the nightly.
     """
     alpha = 1 - confidence
     family = [i for i, c in enumerate(claims) if c.verdict == MEASURED]
@@ -152,7 +155,8 @@ def decide_family(claims: list[Claim], confidence: float = 0.95,
         if result == NO_EFFECT:
             note += (f"; equivalence interval [{equivalence[0]:+.3f}, {equivalence[1]:+.3f}] "
                      f"inside ±{c.delta:g}")
-        power = _power(c, level, m, result == INCONCLUSIVE, confidence, pilot, budget)
+        power = _power(c, level, m, result == INCONCLUSIVE, confidence, pilot,
+                       (budgets or {}).get(c.format))
         if power is not None and power.reason:
             note = f"{power.text(c.delta, c.estimate)}; {note}"
         out[i] = replace(c, verdict=result, adjusted_low=float(low), adjusted_high=float(high),

@@ -27,7 +27,7 @@ its smallest effect of interest δ (`claim_registry.DELTAS`). Verdicts:
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 
 import numpy as np
@@ -236,11 +236,11 @@ def _of_seed(rows: pd.DataFrame, seed, problems) -> pd.DataFrame:
 
 def evaluate_claims(frame: pd.DataFrame, settings: ClaimSettings | None = None,
                     pilot: PilotSizing | None = None,
-                    budget: NightlyBudget | None = None) -> list[Claim]:
+                    budgets: Mapping[str, NightlyBudget] | None = None) -> list[Claim]:
     """Every named claim, per format, with family-wise verdicts and each measured row's power;
     a claim whose arms or measurements the frame lacks is *not run*. With a power `pilot`
-    (`breadth.study.power.read_pilot_sizing`), the rows it sized cite its numbers; with a
-    `budget` (`breadth.study.power.nightly_budget`), inconclusive rows price their seeds."""
+    (`breadth.study.power.read_pilot_sizing`), the rows it sized cite its numbers; with
+    `budgets` (`breadth.study.power.nightly_budgets`), inconclusive rows price their seeds."""
     settings = settings or ClaimSettings()
     claims: list[Claim] = []
     formats = sorted(frame["format"].unique())
@@ -253,7 +253,7 @@ def evaluate_claims(frame: pd.DataFrame, settings: ClaimSettings | None = None,
     # left out would not say that the comparison was never made.
     claim = _format_claim(frame, settings)
     claims.append(_guessing(claim, guessing.get("mcq", "") or guessing.get("free_form", "")))
-    return decide_family(claims, settings.confidence, pilot, budget)
+    return decide_family(claims, settings.confidence, pilot, budgets)
 
 
 def _at_chance(study: Study) -> str:

@@ -165,6 +165,10 @@ def grid_provenance(tracking_uri: str, grid_id: str) -> dict:
         "cell_minutes": {fmt: (round(min(v), 1), round(float(np.median(v)), 1), round(max(v), 1),
                                round(sum(v), 1)) for fmt, v in minutes.items()},
         "compute_minutes": _compute_minutes(client, runs["format"], infos),
+        # Per format: its cells, and the most cells one seed ran (a full seed, where some
+        # seeds were thinned), so that stage work can be priced per full seed.
+        "format_cells": {fmt: [len(group), int(group.groupby("seed").size().max())]
+                         for fmt, group in runs.groupby("format")},
     }
 
 

@@ -17,8 +17,9 @@ by `read_pilot_sizing` from a path the caller names: the rows whose measure the 
 then cite its sd and seeds needed beside the run's own.
 
 An inconclusive row also prices the seeds it needs against the nightly's budget
-(`NightlyBudget`: the grid's own minutes of stage work per seed, on the nightly's workers,
-against its hours), so a δ that no nightly of this machine can reach says so in its row.
+(`NightlyBudget`: the grid's own minutes of stage work per full seed of the row's format, on the
+nightly's workers, against its hours), so a row that a nightly of those cells cannot decide in
+its hours says so.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ import numpy as np
 
 from breadth.evaluation.sizing import decisive_half_width, half_width, seeds_needed
 
-__all__ = ["PILOT_MEASURES", "NightlyBudget", "PilotSizing", "RowPower", "nightly_budget",
+__all__ = ["PILOT_MEASURES", "NightlyBudget", "PilotSizing", "RowPower", "nightly_budgets",
            "read_pilot_sizing", "row_power"]
 
 UNDERPOWERED, NEAR_DELTA = "underpowered", "near δ"
@@ -92,17 +93,19 @@ def read_pilot_sizing(path: Path, fmt: str = "free_form") -> PilotSizing:
 class NightlyBudget:
     """What a nightly can afford, priced at a grid's own cost.
 
-    `minutes_per_seed` is the grid's minutes of stage work (each stage's run once) over its
-    seeds; `workers` run cells side by side. The hours are a lower bound: they assume the
-    workers are never idle, and a seed's RL cells wait for its SFT start.
+    `minutes_per_seed` is the grid's minutes of stage work (each stage's run once) for one full
+    seed of the cells a row is read from (`scope`: one format's cells, or both formats'), with
+    every objective the grid ran in them; `workers` run cells side by side. It prices a nightly
+    of those cells, not the cheapest one: a nightly thinned to the row's own arms costs less.
     """
 
     minutes_per_seed: float
+    scope: str = "cells"
     workers: int = 2
     hours: float = 3.0
 
     def hours_for(self, seeds: int) -> float:
-        """Hours of `seeds` seeds of this grid on the workers, at the least.
+        """Hours of `seeds` seeds of these cells on the workers, none of them idle.
 
         >>> NightlyBudget(90.0).hours_for(4)
         3.0
@@ -115,7 +118,9 @@ class NightlyBudget:
         >>> NightlyBudget(90.0).seeds_within(), NightlyBudget(90.0, hours=2.9).seeds_within()
         (4, 3)
         """
-        return int(self.hours * 60.0 * self.workers // self.minutes_per_seed)
+        seeds = int(self.hours * 60.0 * self.workers // self.minutes_per_seed)
+        # Float division may land a hair below a whole seed that `holds` accepts.
+        return seeds + 1 if self.holds(seeds + 1) else seeds
 
     def holds(self, seeds: int | None) -> bool:
         """Whether `seeds` seeds (None: more than any sizing gives) fit the hours.
@@ -126,37 +131,53 @@ class NightlyBudget:
         """
         return seeds is not None and self.hours_for(seeds) <= self.hours
 
-    def text(self, seeds: int | None, pilot_seeds: int | None = None) -> str:
-        """The clause an inconclusive row adds: whether the seeds a verdict needs (and the
-        pilot's, where given) fit the nightly."""
-        def cost(count: int | None) -> str:
-            return "more than 200 seeds" if count is None else \
-                f"{count} seeds take at least {self.hours_for(count):.1f} h"
+    def cost(self, seeds: int | None) -> str:
+        """'17 seeds take 13.7 h', or 'more than 200 seeds' (None: past any sizing)."""
+        return ("more than 200 seeds" if seeds is None
+                else f"{seeds} seeds take {self.hours_for(seeds):.1f} h")
 
-        pilot = "" if pilot_seeds is None else f" (the pilot's {cost(pilot_seeds)})"
-        head = (f"at this grid's {self.minutes_per_seed:.0f} min of stage work per seed on "
-                f"{self.workers} workers, {cost(seeds)}{pilot}")
+    def text(self, seeds: int | None, pilot_sized: bool = False,
+             pilot_seeds: int | None = None) -> str:
+        """The clause an inconclusive row adds: whether a nightly of these cells at the seeds
+        a verdict needs (and at the pilot's `pilot_seeds`, where a pilot sized the row) fits
+        the hours."""
+        pilot_text = f" (the pilot's {self.cost(pilot_seeds)})" if pilot_sized else ""
+        head = (f"this grid's {self.scope}, at {self.minutes_per_seed:.0f} min of stage work a "
+                f"seed on {self.workers} workers: {self.cost(seeds)}{pilot_text}")
         if self.holds(seeds):
-            return f"{head}: within the {self.hours:g}-h nightly"
-        return (f"{head}: beyond the {self.hours:g}-h nightly, which holds "
-                f"{self.seeds_within()} seeds, so this δ cannot be decided in {self.hours:g} h "
-                "on this machine")
+            return f"{head}, within the {self.hours:g}-h nightly"
+        return (f"{head}, beyond the {self.hours:g}-h nightly, which holds "
+                f"{self.seeds_within()} seeds of them (a nightly thinned to the row's own arms "
+                "costs less)")
 
 
-def nightly_budget(provenance: dict, workers: int = 2, hours: float = 3.0) -> NightlyBudget | None:
-    """The budget priced at a grid's provenance (`breadth.study.frame.grid_provenance`): its
-    minutes of stage work over its seeds; None where it has no stage work to price.
+def nightly_budgets(provenance: dict, workers: int = 2,
+                    hours: float = 3.0) -> dict[str, NightlyBudget]:
+    """Per format, and "both" for rows that read both, the budget priced at a grid's provenance
+    (`breadth.study.frame.grid_provenance`): a format's minutes of stage work per full seed,
+    its minutes over its cells times the most cells a seed ran (seeds thinned to fewer cells
+    would otherwise make a seed look cheap). Empty where it has no stage work to price.
 
-    >>> nightly_budget({"compute_minutes": {"mcq": 200.0, "free_form": 100.0}, "seeds": 4})
-    NightlyBudget(minutes_per_seed=75.0, workers=2, hours=3.0)
-    >>> nightly_budget({"seeds": 4}) is None
-    True
+    >>> budgets = nightly_budgets({"compute_minutes": {"mcq": 200.0, "free_form": 100.0},
+    ...                            "format_cells": {"mcq": [4, 1], "free_form": [7, 2]}})
+    >>> budgets["mcq"].minutes_per_seed, round(budgets["free_form"].minutes_per_seed, 2)
+    (50.0, 28.57)
+    >>> round(budgets["both"].minutes_per_seed, 2), budgets["both"].scope
+    (78.57, 'free_form and mcq cells')
+    >>> nightly_budgets({"seeds": 4})
+    {}
     """
-    minutes = sum((provenance.get("compute_minutes") or {}).values())
-    seeds = provenance.get("seeds") or 0
-    if minutes <= 0 or seeds < 1:
-        return None
-    return NightlyBudget(minutes / seeds, workers, hours)
+    per_seed = {}
+    for fmt, minutes in (provenance.get("compute_minutes") or {}).items():
+        cells, full_seed = (provenance.get("format_cells") or {}).get(fmt, (0, 0))
+        if minutes > 0 and cells > 0:
+            per_seed[fmt] = minutes / cells * full_seed
+    budgets = {fmt: NightlyBudget(minutes, f"{fmt} cells", workers, hours)
+               for fmt, minutes in per_seed.items()}
+    if per_seed:
+        budgets["both"] = NightlyBudget(sum(per_seed.values()),
+                                        f"{' and '.join(sorted(per_seed))} cells", workers, hours)
+    return budgets
 
 
 @dataclass(frozen=True)
@@ -192,8 +213,7 @@ class RowPower:
             f"{_seeds(self.pilot_seeds_for_verdict)} seeds for a verdict, "
             f"{_seeds(self.pilot_seeds_for_delta)} below δ")
         budget = "" if self.budget is None else "; " + self.budget.text(
-            self.seeds_for_verdict,
-            None if self.pilot_sd is None else self.pilot_seeds_for_verdict)
+            self.seeds_for_verdict, self.pilot_sd is not None, self.pilot_seeds_for_verdict)
         if self.reason == UNDERPOWERED:
             return (f"underpowered: at {self.num_seeds} seeds the Holm half-width {width} "
                     f"exceeds δ = {delta:g}; {need}{pilot}{budget}")

@@ -10,7 +10,7 @@ import pytest
 from breadth.evaluation.grid_settings import ClaimSettings
 from breadth.evaluation.seed_interval import seed_t_interval, t_quantile
 from breadth.study.claims import Claim, claims_markdown, decide_family, evaluate_claims
-from breadth.study.power import NightlyBudget, nightly_budget, read_pilot_sizing
+from breadth.study.power import NightlyBudget, nightly_budgets, read_pilot_sizing
 
 
 def _row(per_seed, delta, claim="sharpening", delta_name="pass@1", fmt="free_form", sign=+1):
@@ -54,34 +54,44 @@ def test_an_inconclusive_row_prices_its_seeds_against_the_nightly():
     # The weak row needs 24 seeds (above). At 90 min of stage work per seed on 2 workers that
     # is 24 * 90 / 2 / 60 = 18.0 h; 3 h holds 3 * 60 * 2 // 90 = 4 seeds.
     rows = [_row([0.0, 0.02, 0.04], 0.02), _row([1.0, 1.01, 0.99], 0.02)]
-    weak, strong = decide_family(rows, budget=NightlyBudget(90.0))
-    assert weak.power.budget == NightlyBudget(90.0, 2, 3.0)
-    assert ("; at this grid's 90 min of stage work per seed on 2 workers, 24 seeds take at "
-            "least 18.0 h: beyond the 3-h nightly, which holds 4 seeds, so this δ cannot be "
-            "decided in 3 h on this machine; family of 2") in weak.detail
+    budgets = {"free_form": NightlyBudget(90.0, "free_form cells"),
+               "mcq": NightlyBudget(1.0, "mcq cells")}
+    weak, strong = decide_family(rows, budgets=budgets)
+    assert weak.power.budget == NightlyBudget(90.0, "free_form cells", 2, 3.0)  # its format's
+    assert ("; this grid's free_form cells, at 90 min of stage work a seed on 2 workers: 24 "
+            "seeds take 18.0 h, beyond the 3-h nightly, which holds 4 seeds of them (a nightly "
+            "thinned to the row's own arms costs less); family of 2") in weak.detail
     # A decided row has nothing to price.
     assert "stage work" not in strong.detail
     # At 10 min a seed, 24 seeds are 24 * 10 / 2 / 60 = 2.0 h: within the nightly.
-    (cheap, _) = decide_family(rows, budget=NightlyBudget(10.0))
-    assert ("24 seeds take at least 2.0 h: within the 3-h nightly; family of 2"
-            in cheap.detail)
+    (cheap, _) = decide_family(rows, budgets={"free_form": NightlyBudget(10.0)})
+    assert "24 seeds take 2.0 h, within the 3-h nightly; family of 2" in cheap.detail
     table = claims_markdown([weak, strong])
-    assert "at this grid's minutes of stage work per seed" in table
-    assert "stage work per seed" not in claims_markdown(decide_family(rows))
+    assert "a nightly of this grid's cells of the row's format" in table
+    assert "cells of the row's format" not in claims_markdown(decide_family(rows))
     assert "stage work" not in decide_family(rows)[0].detail  # no budget given: none
+    assert "stage work" not in decide_family(rows, budgets={"mcq": NightlyBudget(1.0)})[0].detail
 
 
-def test_the_budget_is_the_grids_stage_work_over_its_seeds():
-    budget = nightly_budget({"compute_minutes": {"free_form": 115.5, "mcq": 226.8}, "seeds": 4},
-                            workers=3, hours=2.0)
-    assert budget == NightlyBudget((115.5 + 226.8) / 4, 3, 2.0)
-    assert budget.seeds_within() == 4  # 2 h * 60 * 3 workers = 360 min over 85.6 a seed
-    assert nightly_budget({"compute_minutes": {}, "seeds": 4}) is None
-    assert nightly_budget({"compute_minutes": {"mcq": 10.0}, "seeds": 0}) is None
-    # More than 200 seeds needed: no hours to give, and beyond any nightly.
-    assert NightlyBudget(90.0).text(None).endswith(
-        "more than 200 seeds: beyond the 3-h nightly, which holds 4 seeds, so this δ cannot be "
-        "decided in 3 h on this machine")
+def test_the_budget_is_a_formats_stage_work_per_full_seed():
+    # A grid of free_form (2 objectives, 4 seeds: 8 cells, 115.5 min) and mcq thinned at one
+    # seed (correctness at seeds 0-3, ucb at seeds 0-2: 7 cells, 2 at a full seed, 226.8 min).
+    budgets = nightly_budgets({"compute_minutes": {"free_form": 115.5, "mcq": 226.8},
+                               "format_cells": {"free_form": [8, 2], "mcq": [7, 2]}},
+                              workers=3, hours=2.0)
+    assert budgets["free_form"] == NightlyBudget(115.5 / 8 * 2, "free_form cells", 3, 2.0)
+    assert budgets["mcq"].minutes_per_seed == pytest.approx(226.8 / 7 * 2)
+    assert budgets["both"].minutes_per_seed == pytest.approx(115.5 / 4 + 226.8 / 3.5)
+    assert budgets["both"].scope == "free_form and mcq cells"
+    # 2 h * 60 * 3 workers = 360 min over 28.875 a seed: 12 seeds.
+    assert budgets["free_form"].seeds_within() == 12
+    assert nightly_budgets({"compute_minutes": {}, "format_cells": {}}) == {}
+    assert nightly_budgets({"compute_minutes": {"mcq": 10.0}}) == {}  # no cell counts
+    # More than 200 seeds needed: no hours to give, and beyond any nightly; the pilot's too.
+    text = NightlyBudget(90.0).text(None, pilot_sized=True, pilot_seeds=None)
+    assert text.endswith("more than 200 seeds (the pilot's more than 200 seeds), beyond the "
+                         "3-h nightly, which holds 4 seeds of them (a nightly thinned to the "
+                         "row's own arms costs less)")
 
 
 def test_a_decided_row_does_not_claim_underpower():

@@ -62,6 +62,7 @@ def test_stage_work_counts_each_stage_run_once_wherever_it_ran(monkeypatch):
         {"stage_run.sft": "s-sft", "stage_run.rl": "old-rl"},
     ], stage_minutes={"s-sft": 10.0, "a-rl": 5.0, "old-rl": 7.0})
     assert provenance["compute_minutes"] == {"mcq": 22.0}
+    assert provenance["format_cells"] == {"mcq": [2, 1]}  # seeds 0 and 1, one cell each
     header = provenance_header(provenance)
     assert "- minutes of stage work (each stage's run once" in header
     assert header.endswith("mcq 22.0; 22.0 in all")

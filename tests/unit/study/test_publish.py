@@ -167,14 +167,15 @@ def test_inconclusive_rows_price_their_seeds_at_the_grids_stage_work(calls, monk
     from tests.unit.study.test_claims_power import _frame
 
     # Per-seed Δ pass@1 of 0, 0.025, 0.05 (sd 0.025): an inconclusive row. Priced at 60 min
-    # of stage work per seed (180 over 3 seeds) on the settings' 2 workers.
+    # of stage work per full seed (180 over 3 cells, one a seed) on the settings' 2 workers.
     monkeypatch.setattr("breadth.study.frame.load_study_frame",
                         lambda uri, grid_id: _frame([0, 8, 16]))
     monkeypatch.setattr("breadth.study.frame.grid_provenance",
-                        lambda uri, grid_id: {"compute_minutes": {"free_form": 180.0}, "seeds": 3})
+                        lambda uri, grid_id: {"compute_minutes": {"free_form": 180.0},
+                                              "format_cells": {"free_form": [3, 1]}})
     published = breadth.study.publish.publish_claims("uri", "g", tmp_path, SETTINGS)
     pass1 = next(c for c in published.claims if c.measure.startswith("Δ pass@1, RL"))
     assert pass1.verdict == "inconclusive" and pass1.power.budget.minutes_per_seed == 60.0
-    assert "at this grid's 60 min of stage work per seed on 2 workers" in pass1.detail
-    assert "at this grid's minutes of stage work per seed, on the nightly's workers" in \
-        published.markdown.read_text()
+    assert "this grid's free_form cells, at 60 min of stage work a seed on 2 workers" in \
+        pass1.detail
+    assert "a nightly of this grid's cells of the row's format" in published.markdown.read_text()
