@@ -6,10 +6,11 @@ compare --grid` now writes into each such row (`breadth.study.power.NightlyBudge
 script gives it for tables published before.
 
 A table's header has each format's minutes of stage work ("minutes of stage work ...: free_form
-115.5, mcq 226.8; 342.3 in all") but not its cells per format, so each table is named with
-them: PATH:FORMAT=CELLS/FULL[,...], the format's cells in the grid and the cells of one full
-seed (the objectives it ran there; more than a thinned seed's). They must add up to the
-header's cell count.
+115.5, mcq 226.8; 342.3 in all") and, since this script was written, its cells per format
+("cells per format (in all / a full seed): free_form 8 / 2, mcq 4 / 1"). A table published
+before has no such line, so it is named with them: PATH:FORMAT=CELLS/FULL[,...], the format's
+cells in the grid and the cells of one full seed (the objectives it ran there; more than a
+thinned seed's). They must add up to the header's cell count.
 
     PYTHONPATH=src .venv/bin/python scripts/price_claims.py \\
         docs/results/claims.md:free_form=8/2,mcq=4/1 \\
@@ -32,14 +33,20 @@ from breadth.study.power import NightlyBudget, nightly_budgets
 _CELLS = re.compile(r"^- cells: (\d+) ", re.MULTILINE)
 _WORK = re.compile(r"^- minutes of stage work .*\): ([^;\n]+); [\d.]+ in all$", re.MULTILINE)
 _GRID = re.compile(r"^# Claims of grid (\S+)$", re.MULTILINE)
+_FORMAT_CELLS = re.compile(r"^- cells per format \(in all / a full seed\): (.+)$", re.MULTILINE)
 
 
-def parse_table_arg(arg: str) -> tuple[Path, dict[str, list[int]]]:
-    """'PATH:free_form=8/2,mcq=4/1' -> (PATH, {format: [cells, cells of a full seed]}).
+def parse_table_arg(arg: str) -> tuple[Path, dict[str, list[int]] | None]:
+    """'PATH:free_form=8/2,mcq=4/1' -> (PATH, {format: [cells, cells of a full seed]}); a bare
+    PATH -> (PATH, None): its header says them.
 
     >>> parse_table_arg("a/claims.md:free_form=8/2,mcq=4/1")
     (PosixPath('a/claims.md'), {'free_form': [8, 2], 'mcq': [4, 1]})
+    >>> parse_table_arg("a/claims.md")
+    (PosixPath('a/claims.md'), None)
     """
+    if ":" not in arg:
+        return Path(arg), None
     path, _, spec = arg.rpartition(":")
     try:
         cells = {fmt: [int(n) for n in counts.split("/")]
@@ -52,10 +59,18 @@ def parse_table_arg(arg: str) -> tuple[Path, dict[str, list[int]]]:
     return Path(path), cells
 
 
-def header_budgets(markdown: str, format_cells: dict[str, list[int]], workers: int,
+def header_budgets(markdown: str, format_cells: dict[str, list[int]] | None, workers: int,
                    hours: float) -> tuple[str, dict[str, NightlyBudget]]:
     """(grid id, budgets by format and "both") from a claims.md header and the cells named for
-    it; a header without its lines, or cells that do not add up, is an error saying which."""
+    it (None: the header's own line); a header without its lines, or cells that do not add
+    up, is an error saying which."""
+    if format_cells is None:
+        line = _FORMAT_CELLS.search(markdown)
+        if line is None:
+            raise ValueError("the claims header has no cells per format line (published before "
+                             "it was written): name them, PATH:FORMAT=CELLS/FULL[,...]")
+        format_cells = {fmt: [int(n) for n in counts.split(" / ")] for fmt, counts in
+                        (item.split(" ", 1) for item in line.group(1).split(", "))}
     found = {name: pattern.search(markdown)
              for name, pattern in (("grid", _GRID), ("cells", _CELLS), ("work", _WORK))}
     missing = [name for name, match in found.items() if match is None]
@@ -100,7 +115,7 @@ def _hours(budget: NightlyBudget, seeds: int | None) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("tables", nargs="+", help="PATH:FORMAT=CELLS/FULL[,...] per claims.md, "
+    parser.add_argument("tables", nargs="+", help="PATH[:FORMAT=CELLS/FULL,...] per claims.md, "
                         "each with its claims.json beside it")
     parser.add_argument("--markdown", type=Path, required=True)
     defaults = ClaimSettings()

@@ -33,7 +33,8 @@ def _row(verdict, reason, need, pilot=None, pilot_sd=None, fmt="free_form"):
 def test_a_table_is_named_with_its_cells_per_format():
     assert price.parse_table_arg("d/claims.md:free_form=8/2,mcq=4/1") == (
         Path("d/claims.md"), {"free_form": [8, 2], "mcq": [4, 1]})
-    for bad in ("d/claims.md", "d/claims.md:free_form=8", "d/claims.md:free_form=0/2"):
+    assert price.parse_table_arg("d/claims.md") == (Path("d/claims.md"), None)  # its header's
+    for bad in ("d/claims.md:", "d/claims.md:free_form=8", "d/claims.md:free_form=0/2"):
         with pytest.raises(ValueError, match="PATH:FORMAT=CELLS/FULL"):
             price.parse_table_arg(bad)
 
@@ -69,3 +70,11 @@ def test_only_inconclusive_rows_with_power_are_priced_at_their_formats_cost():
     assert priced[1][4:] == ["4 / >200", "90.0", ">200 seeds", "no"]
     # mcq at 10 min a seed: 10 seeds are 0.8 h, within; its pilot needs more than 200.
     assert priced[2][4:] == ["4 / 10 (pilot: >200)", "10.0", "0.8 (pilot: >200 seeds)", "yes"]
+
+
+def test_a_header_with_its_cells_per_format_needs_none_named():
+    header = HEADER + "- cells per format (in all / a full seed): free_form 8 / 2, mcq 4 / 1\n"
+    assert price.header_budgets(header, None, 2, 3.0) == \
+        price.header_budgets(HEADER, {"free_form": [8, 2], "mcq": [4, 1]}, 2, 3.0)
+    with pytest.raises(ValueError, match="no cells per format line"):
+        price.header_budgets(HEADER, None, 2, 3.0)

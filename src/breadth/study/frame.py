@@ -211,6 +211,10 @@ def provenance_header(provenance: dict, command: str = "") -> str:
                      "ran: a stage from the cache counts where it was computed): "
                      + ", ".join(f"{fmt} {value}" for fmt, value in compute.items())
                      + f"; {round(sum(compute.values()), 1)} in all")
+    cells = provenance.get("format_cells") or {}
+    if cells:
+        lines.append("- cells per format (in all / a full seed): "
+                     + ", ".join(f"{fmt} {n} / {full}" for fmt, (n, full) in cells.items()))
     return "\n".join(lines)
 
 

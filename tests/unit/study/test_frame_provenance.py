@@ -65,4 +65,5 @@ def test_stage_work_counts_each_stage_run_once_wherever_it_ran(monkeypatch):
     assert provenance["format_cells"] == {"mcq": [2, 1]}  # seeds 0 and 1, one cell each
     header = provenance_header(provenance)
     assert "- minutes of stage work (each stage's run once" in header
-    assert header.endswith("mcq 22.0; 22.0 in all")
+    assert "mcq 22.0; 22.0 in all\n" in header
+    assert header.endswith("- cells per format (in all / a full seed): mcq 2 / 1")
