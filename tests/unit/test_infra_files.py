@@ -1189,7 +1189,7 @@ def test_every_compose_service_requires_credentials_and_its_clients_send_them():
     assert all(f"\n{name}=" in example for name in clients)
 
 
-def test_the_deployed_grids_are_the_grid_modules_nightly_and_multi_answer_grids():
+def test_the_deployed_grids_are_the_grid_modules_nightly_multi_answer_and_historical_grids():
     """prefect.yaml spells the multi-answer grid out as parameters, and leaves the nightly to
     GridConfig's defaults: both must stay the grids `breadth.study.grid` documents."""
     from breadth.study.grid import (
@@ -1206,3 +1206,10 @@ def test_the_deployed_grids_are_the_grid_modules_nightly_and_multi_answer_grids(
     assert (multi.preset, multi.rewards, multi.formats) == (
         MULTI_ANSWER_PRESET, MULTI_ANSWER_REWARDS, ["free_form"])
     assert len(multi.cells()) == len(MULTI_ANSWER_REWARDS) * len(multi.seeds)
+    # The historical claim's grid: the nightly's preset and free-form objectives at the seeds
+    # docs/results/budget.md priced, with nothing else.
+    historical = GridConfig(**deployments["historical"]["parameters"]["study"])
+    assert (historical.preset, historical.formats) == (NIGHTLY_PRESET, ["free_form"])
+    assert historical.rewards == ["correctness", "correctness+ucb"] == nightly.rewards
+    assert len(historical.cells()) == 2 * len(historical.seeds) == 22
+    assert "schedules" not in deployments["historical"]  # on demand
