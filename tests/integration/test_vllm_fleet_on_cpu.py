@@ -167,9 +167,14 @@ def test_a_server_killed_mid_run_leaves_the_run_complete_and_unchanged(
                         model_name="m", seed=0, progress=False)
     assert killed.is_set()
     assert not doomed.healthy()
-    # The doomed server answered a few before the kill (at most its in-flight requests after);
-    # the survivor answered all the rest.
-    assert KILL_AFTER_ANSWERS <= answers[doomed.url] <= KILL_AFTER_ANSWERS + IN_FLIGHT_PER_SERVER
+    # The doomed server answered a few before the kill; after the answer that triggers it, at
+    # most the other requests then in flight can still come back from it. Those are up to every
+    # other thread of the pool (IN_FLIGHT_PER_SERVER per live server), not IN_FLIGHT_PER_SERVER:
+    # request i goes to server i mod 2, and each thread takes the next request, so when the
+    # survivor answers faster the pool's threads can all be waiting on the doomed server (a
+    # clean-clone run counted 4 + 3). The survivor answered all the rest.
+    most_after_kill = IN_FLIGHT_PER_SERVER * len(servers) - 1
+    assert KILL_AFTER_ANSWERS <= answers[doomed.url] <= KILL_AFTER_ANSWERS + most_after_kill
     assert answers[survivor.url] == NUM_PROBLEMS - answers[doomed.url]
     assert answers[survivor.url] > NUM_PROBLEMS // 2, "the survivor took over the doomed share"
     assert doomed.url in caplog.text and "taken out" in caplog.text
