@@ -277,9 +277,9 @@ def _grid_with_splits(monkeypatch, split_ks) -> list:
         seen.append(("summary", settings))
         return summary(*args, settings=settings, **kwargs)
 
-    def claims_of(frame, settings=None, pilot=None, budgets=None):
+    def claims_of(frame, settings=None, pilot=None, budget=None):
         seen.append(("claims", settings))
-        return evaluate(frame, settings, pilot, budgets)
+        return evaluate(frame, settings, pilot, budget)
 
     def no_tables(uri, runs):
         raise FileNotFoundError("no per-problem tables")

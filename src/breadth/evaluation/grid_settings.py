@@ -37,8 +37,8 @@ class ClaimSettings:
     nightly_hours: float = 3.0
     nightly_workers: int = 2
     """The nightly's budget (issue #26: 3 h on 2 workers): an inconclusive row says whether the
-    seeds it needs fit, priced at its grid's stage work per full seed of the row's format
-    (`breadth.study.power.nightly_budgets`)."""
+    seeds it needs fit, as a nightly of its arms at its grid's stage work
+    (`breadth.study.budget.nightly_budget`)."""
 
     @classmethod
     def of_evaluation(cls, evaluation: Mapping[str, Any]) -> ClaimSettings:

@@ -5,13 +5,13 @@ shows them (see that module's docstring and `docs/design/algorithms.md`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 
 from breadth.evaluation.seed_interval import holm_adjusted, t_interval
-from breadth.study.power import UNDERPOWERED, NightlyBudget, PilotSizing, RowPower, row_power
+from breadth.study.budget import NightlyBudget, row_arms
+from breadth.study.power import UNDERPOWERED, PilotSizing, RowPower, row_power
 
 __all__ = [
     "INCONCLUSIVE",
@@ -43,11 +43,11 @@ FAMILY_MEANING = ("Verdicts read the Holm-adjusted interval over the family of m
                   "half-width below δ/2 (at α/m), where every interval gets a verdict; "
                   "*underpowered*: the Holm half-width is at least δ, so no interval holding 0 "
                   "can lie within ±δ.")
-BUDGET_MEANING = ("An inconclusive row's details price the seeds it needs: a nightly of this "
-                  "grid's cells of the row's format (all their objectives) at that many seeds, "
-                  "at this grid's minutes of stage work per full seed, on the nightly's "
-                  "workers, against its hours. A nightly thinned to the row's own arms costs "
-                  "less.")
+BUDGET_MEANING = ("An inconclusive row's details price the seeds it needs as a nightly of its "
+                  "own arms (the objectives it compares, in its format) at that many seeds: "
+                  "each seed's warm start (data, SFT and its rollouts, shared by the seed's "
+                  "objectives) and each objective's own stages, at this grid's minutes of stage "
+                  "work, on the nightly's workers, against its hours (`breadth.study.budget`).")
 NOT_RUN_MEANING = (f"*{NOT_RUN}*: the grid lacks an arm (or a measurement) the claim needs, so "
                    "nothing was measured: no evidence either way.")
 
@@ -83,6 +83,9 @@ class Claim:
     """The pre-registered δ's name (`claim_registry.DELTAS`)."""
     power: RowPower | None = None
     """A family row's spread, Holm half-width and seeds needed (`breadth.study.power`)."""
+    objectives: tuple[str, ...] = ()
+    """The grid objectives the row's arms read (the SFT start comes with any of them); in each
+    format for a row of "both". What a nightly must run to measure it."""
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -120,7 +123,7 @@ def verdict(low, high, sign: int, delta: float | None = None,
 
 def decide_family(claims: list[Claim], confidence: float = 0.95,
                   pilot: PilotSizing | None = None,
-                  budgets: Mapping[str, NightlyBudget] | None = None) -> list[Claim]:
+                  budget: NightlyBudget | None = None) -> list[Claim]:
     """Verdicts of the measured rows (`MEASURED`) as one family; other rows are unchanged.
 
     Holm's step-down on the rows' two-sided seed-t p-values. The j-th smallest p-value
@@ -132,8 +135,8 @@ def decide_family(claims: list[Claim], confidence: float = 0.95,
 
     Each row gets its power (`breadth.study.power.row_power`: seeds needed at alpha / m), and
     an inconclusive row's detail opens with why: underpowered, or an interval near δ's edge;
-    with a `pilot`, the rows it sized cite its numbers beside the run's; with `budgets` (by format,
-    and "both"), an inconclusive row says whether the seeds it needs fit the nightly.
+    with a `pilot`, the rows it sized cite its numbers beside the run's; with a `budget`, an
+    inconclusive row says whether the seeds it needs, as a nightly of its arms, fit its hours.
     """
     alpha = 1 - confidence
     family = [i for i, c in enumerate(claims) if c.verdict == MEASURED]
@@ -155,8 +158,7 @@ def decide_family(claims: list[Claim], confidence: float = 0.95,
         if result == NO_EFFECT:
             note += (f"; equivalence interval [{equivalence[0]:+.3f}, {equivalence[1]:+.3f}] "
                      f"inside ±{c.delta:g}")
-        power = _power(c, level, m, result == INCONCLUSIVE, confidence, pilot,
-                       (budgets or {}).get(c.format))
+        power = _power(c, level, m, result == INCONCLUSIVE, confidence, pilot, budget)
         if power is not None and power.reason:
             note = f"{power.text(c.delta, c.estimate)}; {note}"
         out[i] = replace(c, verdict=result, adjusted_low=float(low), adjusted_high=float(high),
@@ -173,7 +175,8 @@ def _power(c: Claim, level: float, m: int, inconclusive: bool, confidence: float
         return None
     sized = pilot.sd_of(c.claim, c.delta_name, c.format) if pilot is not None else None
     return row_power(c.standard_error, c.num_seeds, c.delta, level, m, inconclusive,
-                     confidence, sized, budget)
+                     confidence, sized, budget,
+                     row_arms(c.format, c.objectives) if c.objectives else None)
 
 
 def interval_text(claim: Claim) -> str:
@@ -230,7 +233,7 @@ def claims_markdown(claims: list[Claim], header: str = "") -> str:
         lines.append(f"| **{c.claim}** | {c.format} | {c.measure} | {delta} | {effect_text(c)} | "
                      f"{unadjusted_text(c)} | {seeds} | {shown} | {c.paper} |")
     lines += ["", FAMILY_MEANING]
-    if any(c.power is not None and c.power.budget is not None for c in claims):
+    if any(c.power is not None and c.power.price is not None for c in claims):
         lines += ["", BUDGET_MEANING]
     if any(c.verdict == NOT_RUN for c in claims):
         lines += ["", NOT_RUN_MEANING]

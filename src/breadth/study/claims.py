@@ -27,7 +27,7 @@ its smallest effect of interest δ (`claim_registry.DELTAS`). Verdicts:
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import replace
 
 import numpy as np
@@ -43,6 +43,7 @@ from breadth.evaluation.transfer import (
     options_of,
     solved_by_base,
 )
+from breadth.study.budget import NightlyBudget
 from breadth.study.claim_registry import DELTAS, paper_of
 from breadth.study.claim_table import (
     INCONCLUSIVE,
@@ -68,7 +69,7 @@ from breadth.study.grid import (
     UNSCALED_CONTROL,
     VECTOR,
 )
-from breadth.study.power import NightlyBudget, PilotSizing
+from breadth.study.power import PilotSizing
 
 __all__ = [
     "CORRECT_ANSWER_ROWS",
@@ -195,7 +196,7 @@ class Study:
         arms = [a] if b is None else [a, b]
         base = Claim(claim, self.fmt, measure, None, None, None, NOT_RUN, "",
                      delta=DELTAS[delta].delta, sign=sign, paper=paper_of(claim),
-                     delta_name=delta)
+                     delta_name=delta, objectives=_objectives(arms))
         if missing := self.missing(arms):
             return replace(base, detail=f"arm not in the grid: {', '.join(missing)}")
         if b is None:
@@ -226,6 +227,15 @@ class Study:
         return replace(base, verdict=MEASURED, detail=detail)
 
 
+def _objectives(arms: list[tuple[str, str]]) -> tuple[str, ...]:
+    """The grid objectives `arms` read: each RL arm's (the SFT start comes with any cell).
+
+    >>> _objectives([(UCB, "rl"), SFT, (CORRECTNESS, "rl")])
+    ('correctness+ucb', 'correctness')
+    """
+    return tuple(objective for objective, model in arms if model == "rl")
+
+
 def _float(value: float) -> float | None:
     return None if value is None or not math.isfinite(value) else float(value)
 
@@ -236,11 +246,12 @@ def _of_seed(rows: pd.DataFrame, seed, problems) -> pd.DataFrame:
 
 def evaluate_claims(frame: pd.DataFrame, settings: ClaimSettings | None = None,
                     pilot: PilotSizing | None = None,
-                    budgets: Mapping[str, NightlyBudget] | None = None) -> list[Claim]:
+                    budget: NightlyBudget | None = None) -> list[Claim]:
     """Every named claim, per format, with family-wise verdicts and each measured row's power;
     a claim whose arms or measurements the frame lacks is *not run*. With a power `pilot`
-    (`breadth.study.power.read_pilot_sizing`), the rows it sized cite its numbers; with
-    `budgets` (`breadth.study.power.nightly_budgets`), inconclusive rows price their seeds."""
+    (`breadth.study.power.read_pilot_sizing`), the rows it sized cite its numbers; with a
+    `budget` (`breadth.study.budget.nightly_budget`), inconclusive rows price their seeds as a
+    nightly of their arms."""
     settings = settings or ClaimSettings()
     claims: list[Claim] = []
     formats = sorted(frame["format"].unique())
@@ -253,7 +264,7 @@ def evaluate_claims(frame: pd.DataFrame, settings: ClaimSettings | None = None,
     # left out would not say that the comparison was never made.
     claim = _format_claim(frame, settings)
     claims.append(_guessing(claim, guessing.get("mcq", "") or guessing.get("free_form", "")))
-    return decide_family(claims, settings.confidence, pilot, budgets)
+    return decide_family(claims, settings.confidence, pilot, budget)
 
 
 def _at_chance(study: Study) -> str:
@@ -516,7 +527,7 @@ def _format_claim(frame: pd.DataFrame, settings: ClaimSettings) -> Claim:
     diff = np.array([[falls["mcq"][s] - falls["free_form"][s]] for s in shared])
     base = Claim("format", "both", measure, None, None, None, INCONCLUSIVE, "",
                  delta=DELTAS["format"].delta, sign=0, paper=paper_of("format"),
-                 delta_name="format")
+                 delta_name="format", objectives=(CORRECTNESS,))
     if len(shared) < 2:
         return replace(base, detail=f"inconclusive: {len(shared)} seed(s) in both formats")
     ci = seed_t_interval(diff, 0.95)

@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from breadth.study.budget import WARM_START_STAGES
 from breadth.study.curves import TRAINING_METRICS, CellKey
 from breadth.tracking.clients import tracking_client
 from breadth.tracking.fetch import fetch_runs
@@ -152,6 +153,8 @@ def grid_provenance(tracking_uri: str, grid_id: str) -> dict:
     code_versions = sorted({r.tags.get("code.version", "not recorded") for r in infos})
     dirty = sum(r.tags.get("git.dirty") == "true" for r in infos)
     unrecorded = sum(r.tags.get("git.dirty", "unknown") == "unknown" for r in infos)
+    work = _stage_work(client, runs["format"], infos)
+    groups = list(runs.groupby("format"))
     minutes: dict[str, list[float]] = {}
     for fmt, info in zip(runs["format"], infos):
         if info.start_time and info.end_time:
@@ -164,29 +167,44 @@ def grid_provenance(tracking_uri: str, grid_id: str) -> dict:
         "wall_minutes": round((max(ends) - min(starts)) / 60000, 1) if starts and ends else None,
         "cell_minutes": {fmt: (round(min(v), 1), round(float(np.median(v)), 1), round(max(v), 1),
                                round(sum(v), 1)) for fmt, v in minutes.items()},
-        "compute_minutes": _compute_minutes(client, runs["format"], infos),
+        "compute_minutes": {fmt: round(warm + own, 1) for fmt, (warm, own) in work.items()},
         # Per format: its cells, and the most cells one seed ran (a full seed, where some
         # seeds were thinned), so that stage work can be priced per full seed.
         "format_cells": {fmt: [len(group), int(group.groupby("seed").size().max())]
-                         for fmt, group in runs.groupby("format")},
+                         for fmt, group in groups},
+        # Per format: a seed's warm start and one objective's own stages, in minutes, so that
+        # a nightly of any arms can be priced (`breadth.study.budget`).
+        "stage_split": {fmt: [round(work[fmt][0] / group["seed"].nunique(), 2),
+                              round(work[fmt][1] / len(group), 2)]
+                        for fmt, group in groups if fmt in work},
     }
 
 
-def _compute_minutes(client, formats: Iterable[str], parents: list) -> dict[str, float]:
-    """Minutes of stage work per format, each stage run once wherever and whenever it ran:
-    a cell's `stage_run.<stage>` tags name the run that computed each stage, also when this
-    cell took it from the cache. A grid resumed from the cache (its cells' parent runs take
-    seconds) or sharing SFT starts between objectives is then still priced at its work."""
-    stage_runs: dict[str, set[str]] = {}
+def _stage_work(client, formats: Iterable[str], parents: list) -> dict[str, tuple[float, float]]:
+    """Minutes of stage work per format, (warm starts, objectives' own stages), each stage run
+    once wherever and whenever it ran: a cell's `stage_run.<stage>` tags name the run that
+    computed each stage, also when this cell took it from the cache. A grid resumed from the
+    cache (its cells' parent runs take seconds) or sharing SFT starts between objectives is
+    then still priced at its work. A stage is a warm start's where its cache key does not read
+    the RL config (`breadth.study.budget.WARM_START_STAGES`)."""
+    stage_runs: dict[str, dict[str, str]] = {}
     for fmt, parent in zip(formats, parents):
-        stage_runs.setdefault(fmt, set()).update(
-            run_id for key, run_id in parent.tags.items() if key.startswith("stage_run."))
-    minutes = {}
-    for fmt, run_ids in stage_runs.items():
-        spans = [(r.end_time - r.start_time) / 60000 for r in map(client.get_run, sorted(run_ids))
-                 if r.start_time and r.end_time]
-        minutes[fmt] = round(sum(spans), 1)
-    return minutes
+        stage_runs.setdefault(fmt, {}).update(
+            (run_id, key.removeprefix("stage_run.")) for key, run_id in parent.tags.items()
+            if key.startswith("stage_run."))
+    work = {}
+    for fmt, stages in stage_runs.items():
+        warm = own = 0.0
+        for run_id, stage in sorted(stages.items()):
+            run = client.get_run(run_id)
+            if run.start_time and run.end_time:
+                minutes = (run.end_time - run.start_time) / 60000
+                if stage in WARM_START_STAGES:
+                    warm += minutes
+                else:
+                    own += minutes
+        work[fmt] = (warm, own)
+    return work
 
 
 def provenance_header(provenance: dict, command: str = "") -> str:
@@ -215,6 +233,11 @@ def provenance_header(provenance: dict, command: str = "") -> str:
     if cells:
         lines.append("- cells per format (in all / a full seed): "
                      + ", ".join(f"{fmt} {n} / {full}" for fmt, (n, full) in cells.items()))
+    split = provenance.get("stage_split") or {}
+    if split:
+        lines.append("- minutes of stage work of a seed's warm start / of one objective's own "
+                     "stages: " + ", ".join(f"{fmt} {warm} / {own}"
+                                           for fmt, (warm, own) in split.items()))
     return "\n".join(lines)
 
 

@@ -16,10 +16,8 @@ A power pilot (`scripts/pilot_claims.py`, its `pilot.json`) can be given beside 
 by `read_pilot_sizing` from a path the caller names: the rows whose measure the pilot sized
 then cite its sd and seeds needed beside the run's own.
 
-An inconclusive row also prices the seeds it needs against the nightly's budget
-(`NightlyBudget`: the grid's own minutes of stage work per full seed of the row's format, on the
-nightly's workers, against its hours), so a row that a nightly of those cells cannot decide in
-its hours says so.
+An inconclusive row also prices the seeds it needs as a nightly of its own arms
+(`breadth.study.budget`), so a row that no nightly can decide in its hours says so.
 """
 
 from __future__ import annotations
@@ -32,9 +30,9 @@ from pathlib import Path
 import numpy as np
 
 from breadth.evaluation.sizing import decisive_half_width, half_width, seeds_needed
+from breadth.study.budget import Arms, NightlyBudget, RowPrice
 
-__all__ = ["PILOT_MEASURES", "NightlyBudget", "PilotSizing", "RowPower", "nightly_budgets",
-           "read_pilot_sizing", "row_power"]
+__all__ = ["PILOT_MEASURES", "PilotSizing", "RowPower", "read_pilot_sizing", "row_power"]
 
 UNDERPOWERED, NEAR_DELTA = "underpowered", "near δ"
 
@@ -90,97 +88,6 @@ def read_pilot_sizing(path: Path, fmt: str = "free_form") -> PilotSizing:
 
 
 @dataclass(frozen=True)
-class NightlyBudget:
-    """What a nightly can afford, priced at a grid's own cost.
-
-    `minutes_per_seed` is the grid's minutes of stage work (each stage's run once) for one full
-    seed of the cells a row is read from (`scope`: one format's cells, or both formats'), with
-    every objective the grid ran in them; `workers` run cells side by side. It prices a nightly
-    of those cells, not the cheapest one: a nightly thinned to the row's own arms costs less.
-    """
-
-    minutes_per_seed: float
-    scope: str = "cells"
-    workers: int = 2
-    hours: float = 3.0
-
-    def hours_for(self, seeds: int) -> float:
-        """Hours of `seeds` seeds of these cells on the workers, none of them idle.
-
-        >>> NightlyBudget(90.0).hours_for(4)
-        3.0
-        """
-        return seeds * self.minutes_per_seed / self.workers / 60.0
-
-    def seeds_within(self) -> int:
-        """The most seeds the budget's hours hold.
-
-        >>> NightlyBudget(90.0).seeds_within(), NightlyBudget(90.0, hours=2.9).seeds_within()
-        (4, 3)
-        """
-        seeds = int(self.hours * 60.0 * self.workers // self.minutes_per_seed)
-        # Float division may land a hair below a whole seed that `holds` accepts.
-        return seeds + 1 if self.holds(seeds + 1) else seeds
-
-    def holds(self, seeds: int | None) -> bool:
-        """Whether `seeds` seeds (None: more than any sizing gives) fit the hours.
-
-        >>> budget = NightlyBudget(90.0)
-        >>> budget.holds(4), budget.holds(5), budget.holds(None)
-        (True, False, False)
-        """
-        return seeds is not None and self.hours_for(seeds) <= self.hours
-
-    def cost(self, seeds: int | None) -> str:
-        """'17 seeds take 13.7 h', or 'more than 200 seeds' (None: past any sizing)."""
-        return ("more than 200 seeds" if seeds is None
-                else f"{seeds} seeds take {self.hours_for(seeds):.1f} h")
-
-    def text(self, seeds: int | None, pilot_sized: bool = False,
-             pilot_seeds: int | None = None) -> str:
-        """The clause an inconclusive row adds: whether a nightly of these cells at the seeds
-        a verdict needs (and at the pilot's `pilot_seeds`, where a pilot sized the row) fits
-        the hours."""
-        pilot_text = f" (the pilot's {self.cost(pilot_seeds)})" if pilot_sized else ""
-        head = (f"this grid's {self.scope}, at {self.minutes_per_seed:.0f} min of stage work a "
-                f"seed on {self.workers} workers: {self.cost(seeds)}{pilot_text}")
-        if self.holds(seeds):
-            return f"{head}, within the {self.hours:g}-h nightly"
-        return (f"{head}, beyond the {self.hours:g}-h nightly, which holds "
-                f"{self.seeds_within()} seeds of them (a nightly thinned to the row's own arms "
-                "costs less)")
-
-
-def nightly_budgets(provenance: dict, workers: int = 2,
-                    hours: float = 3.0) -> dict[str, NightlyBudget]:
-    """Per format, and "both" for rows that read both, the budget priced at a grid's provenance
-    (`breadth.study.frame.grid_provenance`): a format's minutes of stage work per full seed,
-    its minutes over its cells times the most cells a seed ran (seeds thinned to fewer cells
-    would otherwise make a seed look cheap). Empty where it has no stage work to price.
-
-    >>> budgets = nightly_budgets({"compute_minutes": {"mcq": 200.0, "free_form": 100.0},
-    ...                            "format_cells": {"mcq": [4, 1], "free_form": [7, 2]}})
-    >>> budgets["mcq"].minutes_per_seed, round(budgets["free_form"].minutes_per_seed, 2)
-    (50.0, 28.57)
-    >>> round(budgets["both"].minutes_per_seed, 2), budgets["both"].scope
-    (78.57, 'free_form and mcq cells')
-    >>> nightly_budgets({"seeds": 4})
-    {}
-    """
-    per_seed = {}
-    for fmt, minutes in (provenance.get("compute_minutes") or {}).items():
-        cells, full_seed = (provenance.get("format_cells") or {}).get(fmt, (0, 0))
-        if minutes > 0 and cells > 0:
-            per_seed[fmt] = minutes / cells * full_seed
-    budgets = {fmt: NightlyBudget(minutes, f"{fmt} cells", workers, hours)
-               for fmt, minutes in per_seed.items()}
-    if per_seed:
-        budgets["both"] = NightlyBudget(sum(per_seed.values()),
-                                        f"{' and '.join(sorted(per_seed))} cells", workers, hours)
-    return budgets
-
-
-@dataclass(frozen=True)
 class RowPower:
     """What a measured row's spread says about its seeds (see the module docstring)."""
 
@@ -199,8 +106,8 @@ class RowPower:
     pilot_seeds: int | None = None
     pilot_seeds_for_verdict: int | None = None
     pilot_seeds_for_delta: int | None = None
-    budget: NightlyBudget | None = None
-    """The nightly's budget, priced at the grid's cost, where the caller gave one."""
+    price: RowPrice | None = None
+    """The seeds for a verdict as a nightly of the row's arms, where the caller gave a budget."""
 
     def text(self, delta: float, estimate: float) -> str:
         """The detail sentence of an inconclusive row ('' for a decided one)."""
@@ -212,8 +119,7 @@ class RowPower:
             f"; the pilot ({self.pilot_seeds} seeds): seed sd {self.pilot_sd:.3g}, about "
             f"{_seeds(self.pilot_seeds_for_verdict)} seeds for a verdict, "
             f"{_seeds(self.pilot_seeds_for_delta)} below δ")
-        budget = "" if self.budget is None else "; " + self.budget.text(
-            self.seeds_for_verdict, self.pilot_sd is not None, self.pilot_seeds_for_verdict)
+        budget = "" if self.price is None else "; " + self.price.text()
         if self.reason == UNDERPOWERED:
             return (f"underpowered: at {self.num_seeds} seeds the Holm half-width {width} "
                     f"exceeds δ = {delta:g}; {need}{pilot}{budget}")
@@ -235,11 +141,12 @@ def _seeds(count: int | None) -> str:
 
 def row_power(standard_error: float, num_seeds: int, delta: float, holm_confidence: float,
               family_size: int, inconclusive: bool, confidence: float = 0.95,
-              pilot: tuple[float, int] | None = None,
-              budget: NightlyBudget | None = None) -> RowPower:
+              pilot: tuple[float, int] | None = None, budget: NightlyBudget | None = None,
+              arms: Arms | None = None) -> RowPower:
     """A decided row's power from its seed t interval: standard error over `num_seeds` seeds,
     decided at `holm_confidence` in a family of `family_size`; `pilot` = (sd, seeds) where a
-    pilot sized this row's measure; `budget` prices the seeds an inconclusive row needs."""
+    pilot sized this row's measure; `budget` prices the seeds an inconclusive row needs as a
+    nightly of its `arms`."""
     sd = standard_error * math.sqrt(num_seeds)
     width = half_width(sd, num_seeds, holm_confidence)
 
@@ -248,11 +155,13 @@ def row_power(standard_error: float, num_seeds: int, delta: float, holm_confiden
                 seeds_needed(spread, delta, confidence, family_size))
 
     reason = "" if not inconclusive else UNDERPOWERED if width >= delta else NEAR_DELTA
-    power = RowPower(sd, num_seeds, family_size, width, *needed(sd), reason=reason,
-                     budget=budget)
-    if pilot is None:
+    power = RowPower(sd, num_seeds, family_size, width, *needed(sd), reason=reason)
+    if pilot is not None:
+        pilot_sd, pilot_seeds = pilot
+        for_verdict, for_delta = needed(pilot_sd)
+        power = replace(power, pilot_sd=pilot_sd, pilot_seeds=pilot_seeds,
+                        pilot_seeds_for_verdict=for_verdict, pilot_seeds_for_delta=for_delta)
+    if budget is None or not arms or not reason:
         return power
-    pilot_sd, pilot_seeds = pilot
-    for_verdict, for_delta = needed(pilot_sd)
-    return replace(power, pilot_sd=pilot_sd, pilot_seeds=pilot_seeds,
-                   pilot_seeds_for_verdict=for_verdict, pilot_seeds_for_delta=for_delta)
+    return replace(power, price=budget.price(arms, power.seeds_for_verdict, pilot is not None,
+                                             power.pilot_seeds_for_verdict))

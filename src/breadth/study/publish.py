@@ -14,8 +14,9 @@ from breadth.study import claims as study_claims
 from breadth.study import curves as study_curves
 from breadth.study import frame as study_frame
 from breadth.study import report as study_report
+from breadth.study.budget import nightly_budget
 from breadth.study.claim_table import Claim
-from breadth.study.power import PilotSizing, nightly_budgets
+from breadth.study.power import PilotSizing
 
 __all__ = ["PublishedClaims", "publish_claims"]
 
@@ -41,8 +42,8 @@ def publish_claims(tracking_uri: str, grid_id: str, out_dir: Path, settings: Cla
     training steps" section reads each cell's RL training histories (`load_training_histories`);
     a grid that logged none says so there. A power `pilot` (`read_pilot_sizing` of the file
     the caller names) puts its seed sd and seeds needed beside the rows it sized. Inconclusive
-    rows price the seeds they need at the grid's stage work per full seed of their format,
-    against the settings' nightly hours and workers (`breadth.study.power.nightly_budgets`).
+    rows price the seeds they need as a nightly of their arms at the grid's stage work, against
+    the settings' nightly hours and workers (`breadth.study.budget.nightly_budget`).
 
     A grid whose cells lack their per-problem tables raises FileNotFoundError naming the run
     (`load_study_frame`): a claim must not silently lose an arm.
@@ -51,8 +52,8 @@ def publish_claims(tracking_uri: str, grid_id: str, out_dir: Path, settings: Cla
     provenance = study_frame.grid_provenance(tracking_uri, grid_id)
     header = study_frame.provenance_header(provenance, command)
     header += f"\n\n{note.strip()}" if note.strip() else ""
-    budgets = nightly_budgets(provenance, settings.nightly_workers, settings.nightly_hours)
-    claims = study_claims.evaluate_claims(frame, settings, pilot, budgets)
+    budget = nightly_budget(provenance, settings.nightly_workers, settings.nightly_hours)
+    claims = study_claims.evaluate_claims(frame, settings, pilot, budget)
     training = study_curves.training_curves(
         study_frame.load_training_histories(tracking_uri, frame), confidence=settings.confidence)
     paths = study_report.write_study_report(frame, claims, Path(out_dir), header=header,

@@ -3,14 +3,16 @@ inconclusive row is inconclusive; a pilot's numbers beside the run's when given.
 
 import json
 import math
+from dataclasses import replace
 
 import pandas as pd
 import pytest
 
 from breadth.evaluation.grid_settings import ClaimSettings
 from breadth.evaluation.seed_interval import seed_t_interval, t_quantile
+from breadth.study.budget import FormatCost, NightlyBudget
 from breadth.study.claims import Claim, claims_markdown, decide_family, evaluate_claims
-from breadth.study.power import NightlyBudget, nightly_budgets, read_pilot_sizing
+from breadth.study.power import read_pilot_sizing
 
 
 def _row(per_seed, delta, claim="sharpening", delta_name="pass@1", fmt="free_form", sign=+1):
@@ -50,48 +52,44 @@ def test_an_underpowered_row_names_the_seeds_it_needs():
     assert power.reason == "underpowered" and power.pilot_sd is None
 
 
-def test_an_inconclusive_row_prices_its_seeds_against_the_nightly():
-    # The weak row needs 24 seeds (above). At 90 min of stage work per seed on 2 workers that
-    # is 24 * 90 / 2 / 60 = 18.0 h; 3 h holds 3 * 60 * 2 // 90 = 4 seeds.
-    rows = [_row([0.0, 0.02, 0.04], 0.02), _row([1.0, 1.01, 0.99], 0.02)]
-    budgets = {"free_form": NightlyBudget(90.0, "free_form cells"),
-               "mcq": NightlyBudget(1.0, "mcq cells")}
-    weak, strong = decide_family(rows, budgets=budgets)
-    assert weak.power.budget == NightlyBudget(90.0, "free_form cells", 2, 3.0)  # its format's
-    assert ("; this grid's free_form cells, at 90 min of stage work a seed on 2 workers: 24 "
-            "seeds take 18.0 h, beyond the 3-h nightly, which holds 4 seeds of them (a nightly "
-            "thinned to the row's own arms costs less); family of 2") in weak.detail
+def test_an_inconclusive_row_prices_its_seeds_as_a_nightly_of_its_arms():
+    # The weak row needs 24 seeds (above). Its arms, ucb and correctness in free form: a seed
+    # is a warm start of 10 min and 2 objectives of 40, 90 min; on 2 workers 24 seeds take
+    # 24 * 90 / 2 / 60 = 18.0 h; 3 h holds 3 * 60 * 2 // 90 = 4 seeds.
+    rows = [replace(_row([0.0, 0.02, 0.04], 0.02), objectives=("correctness+ucb", "correctness")),
+            _row([1.0, 1.01, 0.99], 0.02)]
+    budget = NightlyBudget({"free_form": FormatCost(10.0, 40.0), "mcq": FormatCost(1.0, 1.0)})
+    weak, strong = decide_family(rows, budget=budget)
+    assert weak.power.price.seed_minutes == 90.0 and not weak.power.price.fits
+    assert ("; a nightly of its arms (free_form: correctness+ucb, correctness), at 90 min of "
+            "stage work a seed on 2 workers: 24 seeds take 18.0 h, beyond the 3-h nightly, "
+            "which holds 4 seeds of them; family of 2") in weak.detail
     # A decided row has nothing to price.
-    assert "stage work" not in strong.detail
-    # At 10 min a seed, 24 seeds are 24 * 10 / 2 / 60 = 2.0 h: within the nightly.
-    (cheap, _) = decide_family(rows, budgets={"free_form": NightlyBudget(10.0)})
-    assert "24 seeds take 2.0 h, within the 3-h nightly; family of 2" in cheap.detail
+    assert "stage work" not in strong.detail and strong.power.price is None
+    # One objective fewer, 50 min a seed: 24 seeds are 24 * 50 / 2 / 60 = 10.0 h.
+    (one, _) = decide_family([replace(rows[0], objectives=("correctness",)), rows[1]],
+                             budget=budget)
+    assert "(free_form: correctness), at 50 min of stage work a seed on 2 workers: 24 seeds " \
+           "take 10.0 h, beyond" in one.detail
+    # At 5 min a seed, 24 seeds are 24 * 5 / 2 / 60 = 1.0 h: within the nightly.
+    (cheap, _) = decide_family(rows, budget=NightlyBudget({"free_form": FormatCost(1.0, 2.0)}))
+    assert "24 seeds take 1.0 h, within the 3-h nightly; family of 2" in cheap.detail
     table = claims_markdown([weak, strong])
-    assert "a nightly of this grid's cells of the row's format" in table
-    assert "cells of the row's format" not in claims_markdown(decide_family(rows))
+    assert "a nightly of its own arms" in table
+    assert "a nightly of its own arms" not in claims_markdown(decide_family(rows))
     assert "stage work" not in decide_family(rows)[0].detail  # no budget given: none
-    assert "stage work" not in decide_family(rows, budgets={"mcq": NightlyBudget(1.0)})[0].detail
+    # No cost for the row's format, or no arms recorded (a table from before): no price.
+    assert "stage work" not in decide_family(
+        rows, budget=NightlyBudget({"mcq": FormatCost(1.0, 1.0)}))[0].detail
+    assert "stage work" not in decide_family(
+        [replace(rows[0], objectives=()), rows[1]], budget=budget)[0].detail
 
 
-def test_the_budget_is_a_formats_stage_work_per_full_seed():
-    # A grid of free_form (2 objectives, 4 seeds: 8 cells, 115.5 min) and mcq thinned at one
-    # seed (correctness at seeds 0-3, ucb at seeds 0-2: 7 cells, 2 at a full seed, 226.8 min).
-    budgets = nightly_budgets({"compute_minutes": {"free_form": 115.5, "mcq": 226.8},
-                               "format_cells": {"free_form": [8, 2], "mcq": [7, 2]}},
-                              workers=3, hours=2.0)
-    assert budgets["free_form"] == NightlyBudget(115.5 / 8 * 2, "free_form cells", 3, 2.0)
-    assert budgets["mcq"].minutes_per_seed == pytest.approx(226.8 / 7 * 2)
-    assert budgets["both"].minutes_per_seed == pytest.approx(115.5 / 4 + 226.8 / 3.5)
-    assert budgets["both"].scope == "free_form and mcq cells"
-    # 2 h * 60 * 3 workers = 360 min over 28.875 a seed: 12 seeds.
-    assert budgets["free_form"].seeds_within() == 12
-    assert nightly_budgets({"compute_minutes": {}, "format_cells": {}}) == {}
-    assert nightly_budgets({"compute_minutes": {"mcq": 10.0}}) == {}  # no cell counts
-    # More than 200 seeds needed: no hours to give, and beyond any nightly; the pilot's too.
-    text = NightlyBudget(90.0).text(None, pilot_sized=True, pilot_seeds=None)
-    assert text.endswith("more than 200 seeds (the pilot's more than 200 seeds), beyond the "
-                         "3-h nightly, which holds 4 seeds of them (a nightly thinned to the "
-                         "row's own arms costs less)")
+def test_the_rows_of_a_grid_carry_the_objectives_their_arms_read():
+    frame = _frame([0, 8, 16], objectives=("correctness", "correctness+ucb"))
+    rows = {(c.claim, c.measure.split(",")[0]): c for c in evaluate_claims(frame)}
+    assert rows[("sharpening", "Δ pass@1")].objectives == ("correctness",)
+    assert rows[("historical", "Δ pass@1")].objectives == ("correctness+ucb", "correctness")
 
 
 def test_a_decided_row_does_not_claim_underpower():
@@ -153,16 +151,17 @@ def test_a_bad_pilot_file_names_itself(tmp_path):
         read_pilot_sizing(path)
 
 
-def _frame(rl_extra_by_seed, problems=40, n=8):
-    """SFT solves 2 of 8 everywhere; in seed s RL solves 3 of 8 on the first
+def _frame(rl_extra_by_seed, problems=40, n=8, objectives=("correctness",)):
+    """SFT solves 2 of 8 everywhere; in seed s each objective's RL solves 3 of 8 on the first
     rl_extra_by_seed[s] problems, 2 of 8 elsewhere."""
     rows = []
     for seed, extra in enumerate(rl_extra_by_seed):
-        for p in range(problems):
-            for model, c in (("sft", 2), ("rl", 3 if p < extra else 2)):
-                rows.append({"format": "free_form", "objective": "correctness", "seed": seed,
-                             "model": model, "problem_id": f"p{p}", "num_samples": n,
-                             "num_correct": c, "distinct_outcomes": 2})
+        for objective in objectives:
+            for p in range(problems):
+                for model, c in (("sft", 2), ("rl", 3 if p < extra else 2)):
+                    rows.append({"format": "free_form", "objective": objective, "seed": seed,
+                                 "model": model, "problem_id": f"p{p}", "num_samples": n,
+                                 "num_correct": c, "distinct_outcomes": 2})
     return pd.DataFrame(rows)
 
 

@@ -9,12 +9,13 @@ from breadth.study.frame import grid_provenance, provenance_header
 from breadth.tracking.rest import RunRecord
 
 
-def _provenance(monkeypatch, tags: list[dict[str, str]], stage_minutes=None) -> dict:
-    """Parent runs r0, r1, ... with `tags`; `stage_minutes` {run id: minutes} are the stage
-    runs their `stage_run.*` tags may name."""
+def _provenance(monkeypatch, tags: list[dict[str, str]], stage_minutes=None,
+                seeds=None) -> dict:
+    """Parent runs r0, r1, ... with `tags`, at `seeds` (default: one seed each);
+    `stage_minutes` {run id: minutes} are the stage runs their `stage_run.*` tags may name."""
     ids = [f"r{i}" for i in range(len(tags))]
     runs = pd.DataFrame({"run_id": ids, "format": "mcq", "reward": "correctness",
-                         "seed": range(len(ids))})
+                         "seed": seeds or range(len(ids))})
     records = {run_id: RunRecord(run_id, "1", run_id, "FINISHED", "", {"host.name": "box",
                                  "host.cpus": "16", "git.sha": "a" * 40, **tag},
                                  start_time=0, end_time=60000)
@@ -66,4 +67,28 @@ def test_stage_work_counts_each_stage_run_once_wherever_it_ran(monkeypatch):
     header = provenance_header(provenance)
     assert "- minutes of stage work (each stage's run once" in header
     assert "mcq 22.0; 22.0 in all\n" in header
-    assert header.endswith("- cells per format (in all / a full seed): mcq 2 / 1")
+    assert "\n- cells per format (in all / a full seed): mcq 2 / 1\n" in header
+
+
+def test_stage_work_splits_into_warm_starts_and_objectives_own_stages(monkeypatch):
+    """Seed 0 runs two objectives, seed 1 one (thinned). Warm starts: prepare and SFT with its
+    rollout (1 + 10 + 2 min at seed 0, 1 + 12 + 2 at seed 1: 28 min over 2 seeds = 14.0 a
+    seed); the objectives' own stages: RL, its rollout and evaluate (5 + 1 + 0.5, 7 + 1 + 0.5
+    at seed 0, 6 + 1 + 0.5 at seed 1: 22.5 min over 3 cells = 7.5 an objective)."""
+    warm = {"prepare": 1.0, "sft": 10.0, "rollout-sft": 2.0}
+    minutes = {f"{stage}-{seed}": m + (2.0 if seed and stage == "sft" else 0.0)
+               for seed in (0, 1) for stage, m in warm.items()}
+    own = {"a": 5.0, "b": 7.0, "c": 6.0}
+    minutes.update({f"{stage}-{cell}": m for cell, rl in own.items()
+                    for stage, m in (("rl", rl), ("rollout-rl", 1.0), ("evaluate", 0.5))})
+    tags = [{**{f"stage_run.{stage}": f"{stage}-{seed}" for stage in warm},
+             **{f"stage_run.{stage}": f"{stage}-{cell}" for stage in ("rl", "rollout-rl",
+                                                                        "evaluate")}}
+            for seed, cell in ((0, "a"), (0, "b"), (1, "c"))]
+    provenance = _provenance(monkeypatch, tags, minutes, seeds=[0, 0, 1])
+    assert provenance["compute_minutes"] == {"mcq": 50.5}  # 28 + 22.5
+    assert provenance["format_cells"] == {"mcq": [3, 2]}
+    assert provenance["stage_split"] == {"mcq": [14.0, 7.5]}
+    assert provenance_header(provenance).endswith(
+        "- minutes of stage work of a seed's warm start / of one objective's own stages: "
+        "mcq 14.0 / 7.5")

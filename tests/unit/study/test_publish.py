@@ -166,16 +166,26 @@ def test_inconclusive_rows_price_their_seeds_at_the_grids_stage_work(calls, monk
                                                                      tmp_path):
     from tests.unit.study.test_claims_power import _frame
 
-    # Per-seed Δ pass@1 of 0, 0.025, 0.05 (sd 0.025): an inconclusive row. Priced at 60 min
-    # of stage work per full seed (180 over 3 cells, one a seed) on the settings' 2 workers.
+    # Per-seed Δ pass@1 of 0, 0.025, 0.05 (sd 0.025): an inconclusive row, of the correctness
+    # arm alone. The grid's stage split: a warm start of 20 min a seed, 40 min an objective's
+    # own stages: 60 min a seed of that arm, on the settings' 2 workers.
     monkeypatch.setattr("breadth.study.frame.load_study_frame",
                         lambda uri, grid_id: _frame([0, 8, 16]))
     monkeypatch.setattr("breadth.study.frame.grid_provenance",
                         lambda uri, grid_id: {"compute_minutes": {"free_form": 180.0},
-                                              "format_cells": {"free_form": [3, 1]}})
+                                              "format_cells": {"free_form": [3, 1]},
+                                              "stage_split": {"free_form": [20.0, 40.0]}})
     published = breadth.study.publish.publish_claims("uri", "g", tmp_path, SETTINGS)
     pass1 = next(c for c in published.claims if c.measure.startswith("Δ pass@1, RL"))
-    assert pass1.verdict == "inconclusive" and pass1.power.budget.minutes_per_seed == 60.0
-    assert "this grid's free_form cells, at 60 min of stage work a seed on 2 workers" in \
-        pass1.detail
-    assert "a nightly of this grid's cells of the row's format" in published.markdown.read_text()
+    assert pass1.verdict == "inconclusive" and pass1.power.price.seed_minutes == 60.0
+    assert "a nightly of its arms (free_form: correctness), at 60 min of stage work a seed on 2 " \
+           "workers" in pass1.detail
+    assert "a nightly of its own arms" in published.markdown.read_text()
+    # A grid published before the split: priced at its full seed, 180 min over 3 cells.
+    monkeypatch.setattr("breadth.study.frame.grid_provenance",
+                        lambda uri, grid_id: {"compute_minutes": {"free_form": 180.0},
+                                              "format_cells": {"free_form": [3, 1]}})
+    published = breadth.study.publish.publish_claims("uri", "g", tmp_path / "old", SETTINGS)
+    pass1 = next(c for c in published.claims if c.measure.startswith("Δ pass@1, RL"))
+    assert "at 60 min of stage work a seed, a full seed of the grid's cells (its stage work is " \
+           "not split by stage) on 2 workers" in pass1.detail
