@@ -1,20 +1,24 @@
 """Price a published claims table's inconclusive rows against the nightly's budget, without its
-grid's MLflow: each row's seeds for a verdict (`claims.json`'s `power`, the run's and the
-pilot's) for a nightly of the grid's cells of the row's format, at their minutes of stage work
-per full seed, on the nightly's workers, against its hours. The sentence is the one `breadth
-compare --grid` now writes into each such row (`breadth.study.power.NightlyBudget`); this
-script gives it for tables published before.
+grid's MLflow, and plan the nightly that decides the most of them: each row's seeds for a
+verdict (`claims.json`'s `power`, the run's and the pilot's) as a nightly of its own arms (the
+objectives it compares), at the grid's minutes of stage work, on the nightly's workers, against
+its hours (`breadth.study.budget`: a seed's warm start, shared by its objectives, and each
+objective's own stages). `breadth compare --grid` writes the same sentence into each such row;
+this script gives it for tables published before, and the plan for any table.
 
 A table's header has each format's minutes of stage work ("minutes of stage work ...: free_form
-115.5, mcq 226.8; 342.3 in all") and, since this script was written, its cells per format
-("cells per format (in all / a full seed): free_form 8 / 2, mcq 4 / 1"). A table published
-before has no such line, so it is named with them: PATH:FORMAT=CELLS/FULL[,...], the format's
-cells in the grid and the cells of one full seed (the objectives it ran there; more than a
-thinned seed's). They must add up to the header's cell count.
+115.5, mcq 226.8; 342.3 in all"), and, in tables published since, its cells per format and the
+split of its stage work into warm starts and objectives. A table published before lacks them,
+so it is named with them: PATH:FORMAT=CELLS/FULL[/SHARE][,...], the format's cells in the grid,
+the cells of one full seed (more than a thinned seed's) and, where known, the warm start's share
+of a full seed's stage work (from a pilot's stage times or the grid's note). A format without
+a share is priced at a full seed whatever a row's arms. Cells must add up to the header's count.
+Rows of a claims.json from before rows carried their objectives are read for them from their
+measure (`legacy_objectives`).
 
     PYTHONPATH=src .venv/bin/python scripts/price_claims.py \\
-        docs/results/claims.md:free_form=8/2,mcq=4/1 \\
-        docs/results/multi/claims.md:free_form=25/6 --markdown docs/results/budget.md
+        docs/results/claims.md:free_form=8/2/0.37,mcq=4/1 \\
+        docs/results/multi/claims.md:free_form=25/6/0.20 --markdown docs/results/budget.md
 """
 
 from __future__ import annotations
@@ -28,20 +32,25 @@ import sys
 from pathlib import Path
 
 from breadth.evaluation.grid_settings import ClaimSettings
-from breadth.study.power import NightlyBudget, nightly_budgets
+from breadth.study.budget import FormatCost, NightlyBudget, plan_nightly, row_arms
+from breadth.study.grid import CORRECTNESS, STUDY_OBJECTIVES, UCB, UNSCALED_CONTROL
 
 _CELLS = re.compile(r"^- cells: (\d+) ", re.MULTILINE)
 _WORK = re.compile(r"^- minutes of stage work .*\): ([^;\n]+); [\d.]+ in all$", re.MULTILINE)
 _GRID = re.compile(r"^# Claims of grid (\S+)$", re.MULTILINE)
 _FORMAT_CELLS = re.compile(r"^- cells per format \(in all / a full seed\): (.+)$", re.MULTILINE)
+_SPLIT = re.compile(r"^- minutes of stage work of a seed's warm start / of one objective's own "
+                    r"stages: (.+)$", re.MULTILINE)
+_KNOWN = {*STUDY_OBJECTIVES, UNSCALED_CONTROL, "ucb"}
 
 
-def parse_table_arg(arg: str) -> tuple[Path, dict[str, list[int]] | None]:
-    """'PATH:free_form=8/2,mcq=4/1' -> (PATH, {format: [cells, cells of a full seed]}); a bare
-    PATH -> (PATH, None): its header says them.
+def parse_table_arg(arg: str) -> tuple[Path, dict[str, list[float]] | None]:
+    """'PATH:free_form=8/2/0.37,mcq=4/1' -> (PATH, {format: [cells, cells of a full seed,
+    warm start's share]}), the share absent where not named; a bare PATH -> (PATH, None): its
+    header says them.
 
-    >>> parse_table_arg("a/claims.md:free_form=8/2,mcq=4/1")
-    (PosixPath('a/claims.md'), {'free_form': [8, 2], 'mcq': [4, 1]})
+    >>> parse_table_arg("a/claims.md:free_form=8/2/0.37,mcq=4/1")
+    (PosixPath('a/claims.md'), {'free_form': [8.0, 2.0, 0.37], 'mcq': [4.0, 1.0]})
     >>> parse_table_arg("a/claims.md")
     (PosixPath('a/claims.md'), None)
     """
@@ -49,75 +58,148 @@ def parse_table_arg(arg: str) -> tuple[Path, dict[str, list[int]] | None]:
         return Path(arg), None
     path, _, spec = arg.rpartition(":")
     try:
-        cells = {fmt: [int(n) for n in counts.split("/")]
+        cells = {fmt: [float(n) for n in counts.split("/")]
                  for fmt, counts in (part.split("=") for part in spec.split(","))}
     except ValueError:
         cells = {}
-    if not path or not cells or any(len(c) != 2 or min(c) < 1 for c in cells.values()):
-        raise ValueError(f"{arg!r}: name a table as PATH:FORMAT=CELLS/FULL[,...], e.g. "
-                         "docs/results/claims.md:free_form=8/2,mcq=4/1")
+    if not path or not cells or any(
+            len(c) not in (2, 3) or min(c[:2]) < 1 or c[0] != int(c[0]) or c[1] != int(c[1])
+            or (len(c) == 3 and not 0 <= c[2] < 1) for c in cells.values()):
+        raise ValueError(f"{arg!r}: name a table as PATH:FORMAT=CELLS/FULL[/SHARE][,...], e.g. "
+                         "docs/results/claims.md:free_form=8/2/0.37,mcq=4/1 (SHARE: the warm "
+                         "start's share of a full seed's stage work, in [0, 1))")
     return Path(path), cells
 
 
-def header_budgets(markdown: str, format_cells: dict[str, list[int]] | None, workers: int,
-                   hours: float) -> tuple[str, dict[str, NightlyBudget]]:
-    """(grid id, budgets by format and "both") from a claims.md header and the cells named for
-    it (None: the header's own line); a header without its lines, or cells that do not add
-    up, is an error saying which."""
-    if format_cells is None:
-        line = _FORMAT_CELLS.search(markdown)
-        if line is None:
-            raise ValueError("the claims header has no cells per format line (published before "
-                             "it was written): name them, PATH:FORMAT=CELLS/FULL[,...]")
-        format_cells = {fmt: [int(n) for n in counts.split(" / ")] for fmt, counts in
-                        (item.split(" ", 1) for item in line.group(1).split(", "))}
+def header_budget(markdown: str, format_cells: dict[str, list[float]] | None, workers: int,
+                  hours: float) -> tuple[str, NightlyBudget]:
+    """(grid id, the budget) from a claims.md header and the cells named for it (None: the
+    header's own lines); a header without its lines, or cells that do not add up, is an error
+    saying which."""
     found = {name: pattern.search(markdown)
              for name, pattern in (("grid", _GRID), ("cells", _CELLS), ("work", _WORK))}
     missing = [name for name, match in found.items() if match is None]
     if missing:
         raise ValueError(f"the claims header lacks its {', '.join(missing)} line(s); publish it "
                          "with `breadth compare --grid`, whose header has them")
-    minutes = {fmt: float(value) for fmt, value in
-               (item.rsplit(" ", 1) for item in found["work"].group(1).split(", "))}
+    if format_cells is None:
+        line = _FORMAT_CELLS.search(markdown)
+        if line is None:
+            raise ValueError("the claims header has no cells per format line (published before "
+                             "it was written): name them, PATH:FORMAT=CELLS/FULL[/SHARE][,...]")
+        format_cells = {fmt: [float(n) for n in counts.split(" / ")] for fmt, counts in
+                        _items(line.group(1))}
+    minutes = {fmt: float(value) for fmt, value in _items(found["work"].group(1))}
     total = int(found["cells"].group(1))
-    if sorted(minutes) != sorted(format_cells) or sum(c for c, _ in format_cells.values()) != total:
+    if sorted(minutes) != sorted(format_cells) or sum(c[0] for c in format_cells.values()) != total:
         raise ValueError(f"cells named {format_cells} do not match the header: formats "
                          f"{sorted(minutes)}, {total} cells in all")
-    budgets = nightly_budgets({"compute_minutes": minutes, "format_cells": format_cells},
-                              workers, hours)
-    return found["grid"].group(1), budgets
+    split = _SPLIT.search(markdown)
+    costs = {fmt: FormatCost(*(float(n) for n in pair.split(" / ")))
+             for fmt, pair in (_items(split.group(1)) if split else [])}
+    for fmt, (cells, full, *share) in format_cells.items():
+        full_seed = minutes[fmt] / cells * full
+        if fmt in costs:
+            continue
+        costs[fmt] = (FormatCost(share[0] * full_seed, (1 - share[0]) * full_seed / full)
+                      if share else FormatCost(full_seed, 0.0, split=False))
+    return found["grid"].group(1), NightlyBudget(costs, workers, hours)
 
 
-def priced_rows(rows: list[dict], budgets: dict[str, NightlyBudget]) -> list[list[str]]:
-    """One table row per inconclusive claim row with power: its seeds, their hours, the fit."""
+def _items(line: str) -> list[tuple[str, str]]:
+    """'free_form 8 / 2, mcq 4 / 1' -> [('free_form', '8 / 2'), ('mcq', '4 / 1')]."""
+    return [tuple(item.split(" ", 1)) for item in line.split(", ")]
+
+
+def legacy_objectives(row: dict) -> list[str]:
+    """A row's objectives: its own (`objectives`, since rows carry them), else the study
+    objectives its measure names ('ucb' for correctness+ucb), else correctness, the arm of
+    every claims row whose measure names none (transfer, forking, format).
+
+    >>> legacy_objectives({"measure": "Δ pass@1, ucb − correctness"})
+    ['correctness+ucb', 'correctness']
+    >>> legacy_objectives({"measure": "Δ distinct correct outcomes, vector − correctness"})
+    ['vector', 'correctness']
+    >>> legacy_objectives({"measure": "Δ forking share, RL − SFT (answer line excluded)"})
+    ['correctness']
+    """
+    if row.get("objectives"):
+        return list(row["objectives"])
+    named = [UCB if token == "ucb" else token for token in re.split(r"[\s,()]+", row["measure"])
+             if token in _KNOWN]
+    return list(dict.fromkeys(named)) or [CORRECTNESS]
+
+
+def priced_rows(rows: list[dict], budget: NightlyBudget) -> list[tuple[dict, dict, object]]:
+    """(row, its arms, its price) of each inconclusive row with power and a cost for its
+    format(s)."""
     out = []
     for row in rows:
         power = row.get("power") or {}
         if row["verdict"] != "inconclusive" or not power.get("reason"):
             continue
-        budget = budgets[row["format"]]
-        need, pilot = power["seeds_for_verdict"], power.get("pilot_seeds_for_verdict")
-        sized = power.get("pilot_sd") is not None
-
-        out.append([row["claim"], row["format"], row["measure"], power["reason"],
-                    f"{power['num_seeds']} / {'>200' if need is None else need}"
-                    + (f" (pilot: {'>200' if pilot is None else pilot})" if sized else ""),
-                    f"{budget.minutes_per_seed:.1f}",
-                    _hours(budget, need) + (f" (pilot: {_hours(budget, pilot)})" if sized else ""),
-                    "yes" if budget.holds(need) else "no"])
+        arms = row_arms(row["format"], legacy_objectives(row))
+        price = budget.price(arms, power["seeds_for_verdict"], power.get("pilot_sd") is not None,
+                             power.get("pilot_seeds_for_verdict"))
+        if price is not None:
+            out.append((row, arms, price))
     return out
 
 
-def _hours(budget: NightlyBudget, seeds: int | None) -> str:
-    return ">200 seeds" if seeds is None else f"{budget.hours_for(seeds):.1f}"
+def table_lines(priced: list[tuple[dict, dict, object]]) -> list[str]:
+    """The markdown table of the priced rows."""
+    lines = [("| claim | format | measure | why inconclusive | seeds: run / for a verdict | "
+              "arms | min a seed | hours for a verdict | fits |"),
+             "|---|---|---|---|---|---|---|---|---|"]
+    for row, arms, price in priced:
+        power = row["power"]
+        seeds, hours = _seeds(price.seeds), _hours(price, price.seeds)
+        if price.pilot_sized:
+            seeds += f" (pilot: {_seeds(price.pilot_seeds)})"
+            hours += f" (pilot: {_hours(price, price.pilot_seeds)})"
+        arm_text = "; ".join(f"{fmt}: {', '.join(o)}" for fmt, o in arms.items())
+        lines.append(f"| {row['claim']} | {row['format']} | {row['measure']} | {power['reason']} "
+                     f"| {power['num_seeds']} / {seeds} | {arm_text} | {price.seed_minutes:.1f} "
+                     f"| {hours} | {'yes' if price.fits else 'no'} |")
+    return lines
+
+
+def plan_lines(priced: list[tuple[dict, dict, object]], budget: NightlyBudget) -> list[str]:
+    """The nightly that decides the most of the priced rows, and what it leaves out."""
+    plan = plan_nightly([(arms, price.seeds) for _, arms, price in priced], budget)
+    if plan is None:
+        return [(f"**No nightly of {budget.hours:g} h decides any of these rows**: each needs more "
+                "seeds of its arms than the hours hold.")]
+    arms = "; ".join(f"{fmt}: {', '.join(o)}" for fmt, o in plan.arms.items())
+    decided = [_name(priced[i][0]) for i in plan.rows]
+    left = [_name(row) for i, (row, _, _) in enumerate(priced) if i not in plan.rows]
+    return [(f"**The nightly that decides the most of these rows in {budget.hours:g} h**: {arms}; "
+            f"{plan.seeds} seeds, {plan.hours:.1f} h of stage work on {budget.workers} workers. "
+            f"It decides {len(plan.rows)} of {len(priced)}: {'; '.join(decided)}. It leaves out "
+            f"{', '.join(left) or 'none'}, whose seeds are beyond the hours with them.")]
+
+
+def _name(row: dict) -> str:
+    """'sharpening (free_form, Δ pass@n)': a row's claim, format and measure's head."""
+    return f"{row['claim']} ({row['format']}, {row['measure'].split(',')[0]})"
+
+
+def _seeds(count: int | None) -> str:
+    return ">200" if count is None else str(count)
+
+
+def _hours(price, seeds: int | None) -> str:
+    return ">200 seeds" if seeds is None else f"{price.hours(seeds):.1f}"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("tables", nargs="+", help="PATH[:FORMAT=CELLS/FULL,...] per claims.md, "
-                        "each with its claims.json beside it")
+    parser.add_argument("tables", nargs="+", help="PATH[:FORMAT=CELLS/FULL[/SHARE],...] per "
+                        "claims.md, each with its claims.json beside it")
     parser.add_argument("--markdown", type=Path, required=True)
+    parser.add_argument("--source", action="append", default=[],
+                        help="a line saying where a named share comes from (repeatable)")
     defaults = ClaimSettings()
     parser.add_argument("--workers", type=int, default=defaults.nightly_workers)
     parser.add_argument("--hours", type=float, default=defaults.nightly_hours)
@@ -128,28 +210,30 @@ def main() -> None:
     lines = ["# The nightly's budget against the claims' seeds", "",
              f"Written by `{command}` (do not edit by hand).", "",
              ("Each inconclusive row of a published claims table, with the seeds it needs for a "
-              "verdict (a Holm half-width below δ/2 at its grid's spread, and at the pilot's "
-              "where one sized it), priced as a nightly of its grid's cells of the row's format "
-              "(every objective the grid ran there; both formats for the format claim) at that "
-              f"many seeds, at their minutes of stage work per full seed, on {args.workers} "
-              f"workers. *Fits*: within the {args.hours:g}-h nightly. A nightly thinned to the "
-              "row's own arms (its objectives only) costs less than this."), ""]
+              "verdict (a Holm half-width below δ/2 at its grid's spread and family, and at the "
+              "pilot's where one sized it), priced as a nightly of its own arms (the objectives "
+              "it compares, in its format; both formats for the format claim) at that many "
+              "seeds: each seed's warm start (data, SFT and its rollouts, shared by its "
+              "objectives) and each objective's own stages (RL, its rollouts, evaluate), at the "
+              f"grid's minutes of stage work, on {args.workers} workers with none idle. *Fits*: "
+              f"within the {args.hours:g}-h nightly. A nightly of fewer rows is a smaller Holm "
+              "family, so its rows would need somewhat fewer seeds than these."), ""]
+    lines += [f"- {source}" for source in args.source] + ([""] if args.source else [])
     for arg in args.tables:
         path, format_cells = parse_table_arg(arg)
-        grid, budgets = header_budgets(path.read_text(), format_cells, args.workers, args.hours)
-        rows = priced_rows(json.loads((path.parent / "claims.json").read_text()), budgets)
+        grid, budget = header_budget(path.read_text(), format_cells, args.workers, args.hours)
+        priced = priced_rows(json.loads((path.parent / "claims.json").read_text()), budget)
         link = os.path.relpath(path, args.markdown.parent)
         lines += [f"## [{grid}]({link})", ""]
-        lines += [f"- {fmt}: {budget.minutes_per_seed:.1f} min of stage work a full seed; the "
-                  f"{args.hours:g}-h nightly holds {budget.seeds_within()} seeds of its cells"
-                  for fmt, budget in budgets.items()] + [""]
-        if not rows:
+        lines += [(f"- {fmt}: a seed's warm start {cost.warm_start:.1f} min, an objective's own "
+                   f"stages {cost.objective:.1f} min" if cost.split else
+                   f"- {fmt}: {cost.warm_start:.1f} min of stage work a full seed (not split by "
+                   "stage: a row is priced at a full seed whatever its arms)")
+                  for fmt, cost in budget.costs.items()] + [""]
+        if not priced:
             lines += ["No inconclusive row with power.", ""]
             continue
-        lines += [("| claim | format | measure | why inconclusive | seeds: run / for a verdict | "
-                   "min a seed | hours for a verdict | fits |"),
-                  "|---|---|---|---|---|---|---|---|"]
-        lines += ["| " + " | ".join(cells) + " |" for cells in rows] + [""]
+        lines += table_lines(priced) + [""] + plan_lines(priced, budget) + [""]
     args.markdown.write_text("\n".join(lines))
     print(args.markdown.read_text())
 

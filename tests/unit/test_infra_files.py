@@ -1189,7 +1189,7 @@ def test_every_compose_service_requires_credentials_and_its_clients_send_them():
     assert all(f"\n{name}=" in example for name in clients)
 
 
-def test_the_deployed_grids_are_the_grid_modules_nightly_multi_answer_and_historical_grids():
+def test_the_deployed_grids_are_the_grid_modules_nightly_multi_answer_historical_and_vector():
     """prefect.yaml spells the multi-answer grid out as parameters, and leaves the nightly to
     GridConfig's defaults: both must stay the grids `breadth.study.grid` documents."""
     from breadth.study.grid import (
@@ -1213,3 +1213,9 @@ def test_the_deployed_grids_are_the_grid_modules_nightly_multi_answer_and_histor
     assert historical.rewards == ["correctness", "correctness+ucb"] == nightly.rewards
     assert len(historical.cells()) == 2 * len(historical.seeds) == 22
     assert "schedules" not in deployments["historical"]  # on demand
+    # The vector claim's grid: the multi grid thinned to vector and its control, at 7 seeds.
+    vector = GridConfig(**deployments["vector"]["parameters"]["study"])
+    assert (vector.preset, vector.formats) == (MULTI_ANSWER_PRESET, ["free_form"])
+    assert vector.rewards == ["correctness", "vector"] and set(vector.rewards) <= set(multi.rewards)
+    assert len(vector.cells()) == 2 * len(vector.seeds) == 14
+    assert "schedules" not in deployments["vector"]
