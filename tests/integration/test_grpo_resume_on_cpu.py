@@ -13,7 +13,8 @@ uninterrupted reference run of the same config:
 - on CPU the resumed run is bitwise the reference run: same sampled completions at every step
   and the same final weights (optimizer, scheduler and RNG state restored too).
 
-The work redone is the steps the killed run started after its last checkpoint.
+The work redone is the steps the killed run started after its last checkpoint. A run killed
+after its last checkpoint trains nothing more on its rerun.
 """
 
 from __future__ import annotations
@@ -204,4 +205,14 @@ def test_killed_grpo_run_resumes_with_same_steps_data_and_reward_state(
     # Bitwise the same run on CPU: same samples at every step, same final weights.
     assert [s["texts"] for s in combined] == [s["texts"] for s in reference]
     expected, got = _weights(reference_out / "final"), _weights(out / "final")
+    assert all(torch.equal(expected[name], got[name]) for name in expected)
+
+    # Killed after its last checkpoint, before the stage ended (no `final`): the rerun trains
+    # nothing (transformers' loop would train one step past max_steps) and its final model is
+    # that checkpoint's, the uninterrupted run's.
+    shutil.rmtree(out / "final")
+    again = tmp_path / "again.jsonl"
+    _run_to_end(_worker(out, again, dataset, policy), tmp_path / "again.log")
+    assert _steps(again) == [] and newest_checkpoint(out) == out / f"checkpoint-{MAX_STEPS}"
+    got = _weights(out / "final")
     assert all(torch.equal(expected[name], got[name]) for name in expected)

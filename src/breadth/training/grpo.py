@@ -17,6 +17,7 @@ from breadth.rewards.trl_adapter import build_trl_rewards
 from breadth.sequence_fit import check_rows_fit, count_tokens
 from breadth.training.checkpointing import (
     CHECKPOINT_COMPLETE,
+    checkpoint_step,
     newest_whole_checkpoint,
     write_marker,
 )
@@ -198,6 +199,8 @@ def train_grpo(
     from transformers import TrainerCallback
 
     check_process_count(config)
+    if resume_from is not None and (checkpoint_step(resume_from) or 0) >= config.max_steps:
+        return _finished_run(resume_from, model, tokenizer, output_dir)
     _check_prompts_fit(model, tokenizer, rows, config.max_completion_length)
     rewards = build_trl_rewards(config.reward_plan, seed=seed,
                                 num_generations=config.num_generations,
@@ -241,6 +244,22 @@ def train_grpo(
     if trainer.is_world_process_zero():
         tokenizer.save_pretrained(str(output_dir / "final"))
     return trainer.model
+
+
+def _finished_run(checkpoint: Path, model: Any, tokenizer: Any, output_dir: Path) -> Any:
+    """The final model of a run whose newest checkpoint is at its last step (killed after that
+    save, before the stage ended): the checkpoint's weights, with nothing trained.
+
+    transformers resumes such a run by training one step past max_steps: its loop checks the
+    step count only after a step (a night-of-faults test's rerun logged `rl: 3/2 steps` and a
+    train/reward at step 3 of 2).
+    """
+    model = type(model).from_pretrained(str(checkpoint))
+    if process_rank() == 0:
+        model.save_pretrained(str(output_dir / "final"))
+        tokenizer.save_pretrained(str(output_dir / "final"))
+    wait_for_all_processes()
+    return model
 
 
 def check_process_count(config: RLConfig) -> None:
