@@ -36,6 +36,7 @@ from breadth.study.budget import FormatCost, NightlyBudget, plan_nightly, row_ar
 from breadth.study.grid import CORRECTNESS, STUDY_OBJECTIVES, UCB, UNSCALED_CONTROL
 
 _CELLS = re.compile(r"^- cells: (\d+) ", re.MULTILINE)
+_SEEDS = re.compile(r"^- seeds: (\d+)$", re.MULTILINE)
 _WORK = re.compile(r"^- minutes of stage work .*\): ([^;\n]+); [\d.]+ in all$", re.MULTILINE)
 _GRID = re.compile(r"^# Claims of grid (\S+)$", re.MULTILINE)
 _FORMAT_CELLS = re.compile(r"^- cells per format \(in all / a full seed\): (.+)$", re.MULTILINE)
@@ -97,12 +98,17 @@ def header_budget(markdown: str, format_cells: dict[str, list[float]] | None, wo
     split = _SPLIT.search(markdown)
     costs = {fmt: FormatCost(*(float(n) for n in pair.split(" / ")))
              for fmt, pair in (_items(split.group(1)) if split else [])}
+    seeds = int(_SEEDS.search(markdown).group(1)) if _SEEDS.search(markdown) else None
     for fmt, (cells, full, *share) in format_cells.items():
-        full_seed = minutes[fmt] / cells * full
         if fmt in costs:
             continue
-        costs[fmt] = (FormatCost(share[0] * full_seed, (1 - share[0]) * full_seed / full)
-                      if share else FormatCost(full_seed, 0.0, split=False))
+        if share and seeds:
+            # minutes = seeds x warm + cells x own, with warm = share x F and own = (1 - share)
+            # x F / full for a full seed's F: a thinned seed still paid a whole warm start.
+            full_seed = minutes[fmt] / (seeds * share[0] + cells * (1 - share[0]) / full)
+            costs[fmt] = FormatCost(share[0] * full_seed, (1 - share[0]) * full_seed / full)
+        else:
+            costs[fmt] = FormatCost(minutes[fmt] / cells * full, 0.0, split=False)
     return found["grid"].group(1), NightlyBudget(costs, workers, hours)
 
 

@@ -50,6 +50,14 @@ def test_the_header_and_the_named_cells_give_each_formats_cost():
     # not split.
     assert budget.costs["free_form"] == FormatCost(pytest.approx(10.0), pytest.approx(7.5))
     assert budget.costs["mcq"] == FormatCost(65.0, 0.0, split=False)
+    # One free_form seed thinned to one objective (7 cells): it still paid a whole warm start,
+    # so 100 = 4 seeds x warm + 7 cells x own, warm = 0.4 F and own = 0.6 F / 2:
+    # F = 100 / (1.6 + 2.1) = 27.03, warm 10.81, own 8.11 (not 100 / 7 x 2 = 28.6 split).
+    thinned = HEADER.replace("- cells: 12 ", "- cells: 11 ")
+    _, budget = price.header_budget(thinned, {"free_form": [7, 2, 0.4], "mcq": [4, 1]}, 2, 3.0)
+    warm, own = budget.costs["free_form"].warm_start, budget.costs["free_form"].objective
+    assert (warm, own) == (pytest.approx(0.4 * 100 / 3.7), pytest.approx(0.3 * 100 / 3.7))
+    assert 4 * warm + 7 * own == pytest.approx(100.0)
 
 
 def test_a_header_with_its_own_lines_needs_none_named():
@@ -115,5 +123,5 @@ def test_only_inconclusive_rows_with_power_are_priced_at_their_arms():
                            "correctness; 10 seeds, 0.8 h of stage work on 2 workers. It "
                            "decides 1 of 4: sharpening (mcq, Δ pass@1).")
     assert price.plan_lines(priced[:2], budget) == [
-        "**No nightly of 3 h decides any of these rows**: each needs more seeds of its arms "
-        "than the hours hold."]
+        ("**No nightly of 3 h decides any of these rows**: each needs more seeds of its arms "
+        "than the hours hold.")]

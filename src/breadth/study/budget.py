@@ -175,7 +175,8 @@ def nightly_budget(provenance: Mapping, workers: int = 2, hours: float = 3.0) ->
     True
     """
     costs = {fmt: FormatCost(float(warm), float(own))
-             for fmt, (warm, own) in (provenance.get("stage_split") or {}).items()}
+             for fmt, (warm, own) in (provenance.get("stage_split") or {}).items()
+             if warm + own > 0}  # no stage run with times: nothing to price it at
     for fmt, minutes in (provenance.get("compute_minutes") or {}).items():
         cells, full_seed = (provenance.get("format_cells") or {}).get(fmt, (0, 0))
         if fmt not in costs and minutes > 0 and cells > 0:

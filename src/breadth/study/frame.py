@@ -176,7 +176,7 @@ def grid_provenance(tracking_uri: str, grid_id: str) -> dict:
         # a nightly of any arms can be priced (`breadth.study.budget`).
         "stage_split": {fmt: [round(work[fmt][0] / group["seed"].nunique(), 2),
                               round(work[fmt][1] / len(group), 2)]
-                        for fmt, group in groups if fmt in work},
+                        for fmt, group in groups if sum(work.get(fmt, ())) > 0},
     }
 
 

@@ -255,10 +255,11 @@ def _finished_run(checkpoint: Path, model: Any, tokenizer: Any, output_dir: Path
     train/reward at step 3 of 2).
     """
     model = type(model).from_pretrained(str(checkpoint))
+    # No barrier: no trainer was built, so no process group; with rl.num_processes > 1 the
+    # launcher waits for every process, rank 0's save included.
     if process_rank() == 0:
         model.save_pretrained(str(output_dir / "final"))
         tokenizer.save_pretrained(str(output_dir / "final"))
-    wait_for_all_processes()
     return model
 
 

@@ -59,6 +59,8 @@ def test_a_grid_without_its_stage_split_prices_a_full_seed_whatever_the_arms():
     assert price.seed_minutes == 29.0 and not price.split
     assert "a full seed of the grid's cells (its stage work is not split by stage)" in price.text()
     assert nightly_budget({"compute_minutes": {}, "format_cells": {}}) is None
+    # Stage runs without times: a split of zeros prices nothing (it would divide by zero).
+    assert nightly_budget({"stage_split": {"mcq": [0.0, 0.0]}}) is None
     assert nightly_budget({"compute_minutes": {"mcq": 10.0}}) is None  # no cell counts
 
 

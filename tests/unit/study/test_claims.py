@@ -109,6 +109,8 @@ def test_format_claim_compares_relative_narrowing():
     # mcq - free_form = -0.5 in every seed.
     assert claim.estimate == pytest.approx(-0.5) and claim.verdict == "reproduced"
     assert "**format**" in claims_markdown([claim])
+    # What a nightly must run for it: correctness, in each format.
+    assert claim.objectives == ("correctness",)
 
 
 @pytest.mark.parametrize("num_seeds", [1, 2, 3])
