@@ -32,8 +32,9 @@ import sys
 from pathlib import Path
 
 from breadth.evaluation.grid_settings import ClaimSettings
-from breadth.study.budget import FormatCost, NightlyBudget, plan_nightly, row_arms
+from breadth.study.budget import FormatCost, NightlyBudget, arms_text, plan_nightly, row_arms
 from breadth.study.grid import CORRECTNESS, STUDY_OBJECTIVES, UCB, UNSCALED_CONTROL
+from breadth.study.power import seeds_text
 
 _CELLS = re.compile(r"^- cells: (\d+) ", re.MULTILINE)
 _SEEDS = re.compile(r"^- seeds: (\d+)$", re.MULTILINE)
@@ -159,13 +160,13 @@ def table_lines(priced: list[tuple[dict, dict, object]]) -> list[str]:
              "|---|---|---|---|---|---|---|---|---|"]
     for row, arms, price in priced:
         power = row["power"]
-        seeds, hours = _seeds(price.seeds), _hours(price, price.seeds)
+        seeds, hours = seeds_text(price.seeds), _hours(price, price.seeds)
         if price.pilot_sized:
-            seeds += f" (pilot: {_seeds(price.pilot_seeds)})"
+            seeds += f" (pilot: {seeds_text(price.pilot_seeds)})"
             hours += f" (pilot: {_hours(price, price.pilot_seeds)})"
-        arm_text = "; ".join(f"{fmt}: {', '.join(o)}" for fmt, o in arms.items())
         lines.append(f"| {row['claim']} | {row['format']} | {row['measure']} | {power['reason']} "
-                     f"| {power['num_seeds']} / {seeds} | {arm_text} | {price.seed_minutes:.1f} "
+                     f"| {power['num_seeds']} / {seeds} | {arms_text(arms)} | "
+                     f"{price.seed_minutes:.1f} "
                      f"| {hours} | {'yes' if price.fits else 'no'} |")
     return lines
 
@@ -176,7 +177,7 @@ def plan_lines(priced: list[tuple[dict, dict, object]], budget: NightlyBudget) -
     if plan is None:
         return [(f"**No nightly of {budget.hours:g} h decides any of these rows**: each needs more "
                 "seeds of its arms than the hours hold.")]
-    arms = "; ".join(f"{fmt}: {', '.join(o)}" for fmt, o in plan.arms.items())
+    arms = arms_text(plan.arms)
     decided = [_name(priced[i][0]) for i in plan.rows]
     left = [_name(row) for i, (row, _, _) in enumerate(priced) if i not in plan.rows]
     return [(f"**The nightly that decides the most of these rows in {budget.hours:g} h**: {arms}; "
@@ -188,10 +189,6 @@ def plan_lines(priced: list[tuple[dict, dict, object]], budget: NightlyBudget) -
 def _name(row: dict) -> str:
     """'sharpening (free_form, Δ pass@n)': a row's claim, format and measure's head."""
     return f"{row['claim']} ({row['format']}, {row['measure'].split(',')[0]})"
-
-
-def _seeds(count: int | None) -> str:
-    return ">200" if count is None else str(count)
 
 
 def _hours(price, seeds: int | None) -> str:

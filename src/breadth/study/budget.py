@@ -22,7 +22,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 __all__ = ["WARM_START_STAGES", "FormatCost", "NightlyBudget", "NightlyPlan", "RowPrice",
-           "nightly_budget", "plan_nightly", "row_arms"]
+           "arms_text", "nightly_budget", "plan_nightly", "row_arms"]
 
 WARM_START_STAGES = frozenset({"prepare", "init-model", "sft", "rollout-sft", "search-sft",
                                "rollout-base", "search-base"})
@@ -41,6 +41,11 @@ def row_arms(fmt: str, objectives: Sequence[str]) -> dict[str, list[str]]:
     """
     formats = ("free_form", "mcq") if fmt == "both" else (fmt,)
     return {f: list(objectives) for f in formats}
+
+
+def arms_text(arms: Arms) -> str:
+    """'free_form: correctness, vector; mcq: correctness'."""
+    return "; ".join(f"{fmt}: {', '.join(objectives)}" for fmt, objectives in arms.items())
 
 
 @dataclass(frozen=True)
@@ -91,7 +96,7 @@ class RowPrice:
 
     def text(self) -> str:
         """The clause an inconclusive row adds to its details."""
-        arms = "; ".join(f"{fmt}: {', '.join(objectives)}" for fmt, objectives in self.arms.items())
+        arms = arms_text(self.arms)
         whole = "" if self.split else (", a full seed of the grid's cells (its stage work is not "
                                        "split by stage)")
         pilot = f" (the pilot's {self.cost(self.pilot_seeds)})" if self.pilot_sized else ""

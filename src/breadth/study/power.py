@@ -32,7 +32,8 @@ import numpy as np
 from breadth.evaluation.sizing import decisive_half_width, half_width, seeds_needed
 from breadth.study.budget import Arms, NightlyBudget, RowPrice
 
-__all__ = ["PILOT_MEASURES", "PilotSizing", "RowPower", "read_pilot_sizing", "row_power"]
+__all__ = ["PILOT_MEASURES", "PilotSizing", "RowPower", "read_pilot_sizing", "row_power",
+           "seeds_text"]
 
 UNDERPOWERED, NEAR_DELTA = "underpowered", "near δ"
 
@@ -112,13 +113,13 @@ class RowPower:
     def text(self, delta: float, estimate: float) -> str:
         """The detail sentence of an inconclusive row ('' for a decided one)."""
         width = f"±{self.holm_half_width:.3g}"
-        need = (f"about {_seeds(self.seeds_for_verdict)} seeds at this spread (seed sd "
-                f"{self.seed_sd:.3g}) for a verdict either way, {_seeds(self.seeds_for_delta)} "
+        need = (f"about {seeds_text(self.seeds_for_verdict)} seeds at this spread (seed sd "
+                f"{self.seed_sd:.3g}) for a verdict either way, {seeds_text(self.seeds_for_delta)} "
                 "for a half-width below δ")
         pilot = "" if self.pilot_sd is None else (
             f"; the pilot ({self.pilot_seeds} seeds): seed sd {self.pilot_sd:.3g}, about "
-            f"{_seeds(self.pilot_seeds_for_verdict)} seeds for a verdict, "
-            f"{_seeds(self.pilot_seeds_for_delta)} below δ")
+            f"{seeds_text(self.pilot_seeds_for_verdict)} seeds for a verdict, "
+            f"{seeds_text(self.pilot_seeds_for_delta)} below δ")
         budget = "" if self.price is None else "; " + self.price.text()
         if self.reason == UNDERPOWERED:
             return (f"underpowered: at {self.num_seeds} seeds the Holm half-width {width} "
@@ -131,11 +132,12 @@ class RowPower:
 
     def cell(self) -> str:
         """The table's column: seeds run / seeds for a verdict (and the pilot's)."""
-        pilot = "" if self.pilot_sd is None else f" (pilot: {_seeds(self.pilot_seeds_for_verdict)})"
-        return f"{self.num_seeds} / {_seeds(self.seeds_for_verdict)}{pilot}"
+        pilot = "" if self.pilot_sd is None else f" (pilot: {seeds_text(self.pilot_seeds_for_verdict)})"
+        return f"{self.num_seeds} / {seeds_text(self.seeds_for_verdict)}{pilot}"
 
 
-def _seeds(count: int | None) -> str:
+def seeds_text(count: int | None) -> str:
+    """A seed count as tables show it: '>200' past any sizing (None)."""
     return ">200" if count is None else str(count)
 
 
