@@ -26,9 +26,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import platform
 import re
 import shlex
 import sys
+import time
 from pathlib import Path
 
 from breadth.evaluation.grid_settings import ClaimSettings
@@ -38,6 +40,7 @@ from breadth.study.power import seeds_text
 
 _CELLS = re.compile(r"^- cells: (\d+) ", re.MULTILINE)
 _SEEDS = re.compile(r"^- seeds: (\d+)$", re.MULTILINE)
+_MACHINE = re.compile(r"^- machine: .+$", re.MULTILINE)
 _WORK = re.compile(r"^- minutes of stage work .*\): ([^;\n]+); [\d.]+ in all$", re.MULTILINE)
 _GRID = re.compile(r"^# Claims of grid (\S+)$", re.MULTILINE)
 _FORMAT_CELLS = re.compile(r"^- cells per format \(in all / a full seed\): (.+)$", re.MULTILINE)
@@ -207,6 +210,7 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=defaults.nightly_workers)
     parser.add_argument("--hours", type=float, default=defaults.nightly_hours)
     args = parser.parse_args()
+    started = time.perf_counter()
 
     command = "PYTHONPATH=src .venv/bin/python " + shlex.join(["scripts/price_claims.py",
                                                               *sys.argv[1:]])
@@ -224,10 +228,14 @@ def main() -> None:
     lines += [f"- {source}" for source in args.source] + ([""] if args.source else [])
     for arg in args.tables:
         path, format_cells = parse_table_arg(arg)
-        grid, budget = header_budget(path.read_text(), format_cells, args.workers, args.hours)
+        markdown = path.read_text()
+        grid, budget = header_budget(markdown, format_cells, args.workers, args.hours)
         priced = priced_rows(json.loads((path.parent / "claims.json").read_text()), budget)
         link = os.path.relpath(path, args.markdown.parent)
         lines += [f"## [{grid}]({link})", ""]
+        # Where its figures come from: the grid's own seeds and machine, as its header says.
+        lines += [line.group(0) for line in (_SEEDS.search(markdown), _MACHINE.search(markdown))
+                  if line] + [""]
         lines += [(f"- {fmt}: a seed's warm start {cost.warm_start:.1f} min, an objective's own "
                    f"stages {cost.objective:.1f} min" if cost.split else
                    f"- {fmt}: {cost.warm_start:.1f} min of stage work a full seed (not split by "
@@ -237,6 +245,9 @@ def main() -> None:
             lines += ["No inconclusive row with power.", ""]
             continue
         lines += table_lines(priced) + [""] + plan_lines(priced, budget) + [""]
+    lines += [(f"Priced on {platform.node()} ({os.cpu_count()} CPU cores) in "
+              f"{time.perf_counter() - started:.3f} s: arithmetic on the tables above, which "
+              "give their own grids' seeds and machines."), ""]
     args.markdown.write_text("\n".join(lines))
     print(args.markdown.read_text())
 

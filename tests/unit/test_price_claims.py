@@ -125,3 +125,24 @@ def test_only_inconclusive_rows_with_power_are_priced_at_their_arms():
     assert price.plan_lines(priced[:2], budget) == [
         ("**No nightly of 3 h decides any of these rows**: each needs more seeds of its arms "
         "than the hours hold.")]
+
+
+def test_the_page_gives_its_command_each_grids_seeds_and_machine_and_its_own(tmp_path,
+                                                                             monkeypatch):
+    table = tmp_path / "claims.md"
+    table.write_text(HEADER + "- machine: box (2 CPU cores; GPU: none)\n")
+    (tmp_path / "claims.json").write_text(
+        '[{"claim": "sharpening", "format": "mcq", "measure": "Δ pass@1", "verdict": '
+        '"inconclusive", "power": {"reason": "underpowered", "num_seeds": 4, '
+        '"seeds_for_verdict": 10, "pilot_sd": null, "pilot_seeds_for_verdict": null}}]')
+    page = tmp_path / "budget.md"
+    monkeypatch.setattr("sys.argv", ["price_claims.py", f"{table}:free_form=8/2,mcq=4/1",
+                                     "--markdown", str(page)])
+    price.main()
+    text = page.read_text()
+    assert f"scripts/price_claims.py {table}:free_form=8/2,mcq=4/1 --markdown {page}`" in text
+    assert "## [grid-abc](claims.md)\n\n- seeds: 4\n- machine: box (2 CPU cores; GPU: none)\n" \
+        in text
+    # mcq at 65 min a seed, 10 seeds: 10 * 65 / 2 / 60 = 5.4 h.
+    assert "| 4 / 10 | mcq: correctness | 65.0 | 5.4 | no |" in text
+    assert "\nPriced on " in text and " CPU cores) in " in text
