@@ -34,7 +34,14 @@ import time
 from pathlib import Path
 
 from breadth.evaluation.grid_settings import ClaimSettings
-from breadth.study.budget import FormatCost, NightlyBudget, arms_text, plan_nightly, row_arms
+from breadth.study.budget import (
+    FormatCost,
+    NightlyBudget,
+    arms_text,
+    plan_text,
+    row_arms,
+    row_name,
+)
 from breadth.study.grid import CORRECTNESS, STUDY_OBJECTIVES, UCB, UNSCALED_CONTROL
 from breadth.study.power import seeds_text
 
@@ -104,9 +111,15 @@ def header_budget(markdown: str, format_cells: dict[str, list[float]] | None, wo
              for fmt, pair in (_items(split.group(1)) if split else [])}
     seeds = int(_SEEDS.search(markdown).group(1)) if _SEEDS.search(markdown) else None
     for fmt, (cells, full, *share) in format_cells.items():
+        if share and fmt in costs:
+            raise ValueError(f"the claims header measures {fmt}'s split of stage work itself; drop "
+                             f"the share named for it ({share[0]:g})")
+        if share and not seeds:
+            raise ValueError(f"a share for {fmt} needs the header's seeds line, which this one "
+                             "lacks: drop the share to price a full seed")
         if fmt in costs:
             continue
-        if share and seeds:
+        if share:
             # minutes = seeds x warm + cells x own, with warm = share x F and own = (1 - share)
             # x F / full for a full seed's F: a thinned seed still paid a whole warm start.
             full_seed = minutes[fmt] / (seeds * share[0] + cells * (1 - share[0]) / full)
@@ -176,22 +189,8 @@ def table_lines(priced: list[tuple[dict, dict, object]]) -> list[str]:
 
 def plan_lines(priced: list[tuple[dict, dict, object]], budget: NightlyBudget) -> list[str]:
     """The nightly that decides the most of the priced rows, and what it leaves out."""
-    plan = plan_nightly([(arms, price.seeds) for _, arms, price in priced], budget)
-    if plan is None:
-        return [(f"**No nightly of {budget.hours:g} h decides any of these rows**: each needs more "
-                "seeds of its arms than the hours hold.")]
-    arms = arms_text(plan.arms)
-    decided = [_name(priced[i][0]) for i in plan.rows]
-    left = [_name(row) for i, (row, _, _) in enumerate(priced) if i not in plan.rows]
-    return [(f"**The nightly that decides the most of these rows in {budget.hours:g} h**: {arms}; "
-            f"{plan.seeds} seeds, {plan.hours:.1f} h of stage work on {budget.workers} workers. "
-            f"It decides {len(plan.rows)} of {len(priced)}: {'; '.join(decided)}. It leaves out "
-            f"{', '.join(left) or 'none'}, whose seeds are beyond the hours with them.")]
-
-
-def _name(row: dict) -> str:
-    """'sharpening (free_form, Δ pass@n)': a row's claim, format and measure's head."""
-    return f"{row['claim']} ({row['format']}, {row['measure'].split(',')[0]})"
+    return [plan_text([(row_name(row["claim"], row["format"], row["measure"]), arms, price.seeds)
+                       for row, arms, price in priced], budget)]
 
 
 def _hours(price, seeds: int | None) -> str:

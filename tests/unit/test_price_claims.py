@@ -70,6 +70,22 @@ def test_a_header_with_its_own_lines_needs_none_named():
         price.header_budget(HEADER, None, 2, 3.0)
 
 
+def test_a_share_the_header_cannot_take_is_refused_not_ignored():
+    split = ("- minutes of stage work of a seed's warm start / of one objective's own stages: "
+             "free_form 9.5 / 7.75\n")
+    # The header measured free_form's split: a share named for it would be ignored.
+    with pytest.raises(ValueError, match="measures free_form's split .* drop the share named "
+                                         r"for it \(0.4\)"):
+        price.header_budget(HEADER + split, {"free_form": [8, 2, 0.4], "mcq": [4, 1]}, 2, 3.0)
+    # Without a seeds line, a share has no warm starts to count: it would be ignored too.
+    no_seeds = HEADER.replace("- seeds: 4\n", "")
+    with pytest.raises(ValueError, match="share for free_form needs the header's seeds line"):
+        price.header_budget(no_seeds, {"free_form": [8, 2, 0.4], "mcq": [4, 1]}, 2, 3.0)
+    # The same without the share: priced at a full seed, as the docstring says.
+    _, budget = price.header_budget(no_seeds, {"free_form": [8, 2], "mcq": [4, 1]}, 2, 3.0)
+    assert budget.costs["free_form"] == FormatCost(25.0, 0.0, split=False)
+
+
 def test_cells_that_do_not_add_up_or_a_header_without_its_lines_are_refused():
     with pytest.raises(ValueError, match="do not match the header"):
         price.header_budget(HEADER, {"free_form": [8, 2], "mcq": [3, 1]}, 2, 3.0)

@@ -22,7 +22,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 __all__ = ["WARM_START_STAGES", "FormatCost", "NightlyBudget", "NightlyPlan", "RowPrice",
-           "arms_text", "nightly_budget", "plan_nightly", "row_arms"]
+           "arms_text", "nightly_budget", "plan_nightly", "plan_text", "row_arms", "row_name"]
 
 WARM_START_STAGES = frozenset({"prepare", "init-model", "sft", "rollout-sft", "search-sft",
                                "rollout-base", "search-base"})
@@ -46,6 +46,15 @@ def row_arms(fmt: str, objectives: Sequence[str]) -> dict[str, list[str]]:
 def arms_text(arms: Arms) -> str:
     """'free_form: correctness, vector; mcq: correctness'."""
     return "; ".join(f"{fmt}: {', '.join(objectives)}" for fmt, objectives in arms.items())
+
+
+def row_name(claim: str, fmt: str, measure: str) -> str:
+    """A row as a plan names it: its claim, format and the head of its measure.
+
+    >>> row_name("sharpening", "free_form", "Δ pass@n, RL − SFT (correctness)")
+    'sharpening (free_form, Δ pass@n)'
+    """
+    return f"{claim} ({fmt}, {measure.split(',')[0]})"
 
 
 @dataclass(frozen=True)
@@ -229,3 +238,24 @@ def plan_nightly(needs: Sequence[tuple[Arms, int | None]],
         if plans:
             return min(plans, key=lambda plan: plan.hours)
     return None
+
+
+def plan_text(rows: Sequence[tuple[str, Arms, int | None]], budget: NightlyBudget) -> str:
+    """The nightly that decides the most of `rows` (each its name, arms and seeds for a
+    verdict), and what it leaves out; or that none fits.
+
+    >>> budget = NightlyBudget({"ff": FormatCost(10.0, 10.0)}, workers=1, hours=3.0)
+    >>> print(plan_text([("a", {"ff": ["x"]}, 6), ("b", {"ff": ["x", "y"]}, 9)], budget))
+    **The nightly that decides the most of these rows in 3 h**: ff: x; 6 seeds, 2.0 h of stage work on 1 workers. It decides 1 of 2: a. It leaves out b, whose seeds are beyond the hours with them.
+    """
+    plan = plan_nightly([(arms, seeds) for _, arms, seeds in rows], budget)
+    if plan is None:
+        return (f"**No nightly of {budget.hours:g} h decides any of these rows**: each needs more "
+                "seeds of its arms than the hours hold.")
+    decided = [rows[i][0] for i in plan.rows]
+    left = [name for i, (name, _, _) in enumerate(rows) if i not in plan.rows]
+    return (f"**The nightly that decides the most of these rows in {budget.hours:g} h**: "
+            f"{arms_text(plan.arms)}; {plan.seeds} seeds, {plan.hours:.1f} h of stage work on "
+            f"{budget.workers} workers. It decides {len(plan.rows)} of {len(rows)}: "
+            f"{'; '.join(decided)}. It leaves out {', '.join(left) or 'none'}, whose seeds are "
+            "beyond the hours with them.")

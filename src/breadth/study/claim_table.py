@@ -219,8 +219,10 @@ def unadjusted_text(c: Claim) -> str:
     return f"[{c.low:+.3f}, {c.high:+.3f}]"
 
 
-def claims_markdown(claims: list[Claim], header: str = "") -> str:
-    """The claims table: one row per claim and format, δ, both intervals, verdict, paper."""
+def claims_markdown(claims: list[Claim], header: str = "", plan: str = "") -> str:
+    """The claims table: one row per claim and format, δ, both intervals, verdict, paper; and
+    `plan`, where given, the nightly that would decide the most of its priced rows
+    (`breadth.study.budget.plan_text`)."""
     lines = [header, ""] if header else []
     lines += [("| claim | format | measure | δ | effect [Holm-adjusted CI] | unadjusted 95% CI | "
                "seeds: run / for a verdict | verdict | paper reports |"),
@@ -234,7 +236,7 @@ def claims_markdown(claims: list[Claim], header: str = "") -> str:
                      f"{unadjusted_text(c)} | {seeds} | {shown} | {c.paper} |")
     lines += ["", FAMILY_MEANING]
     if any(c.power is not None and c.power.price is not None for c in claims):
-        lines += ["", BUDGET_MEANING]
+        lines += ["", BUDGET_MEANING] + (["", plan] if plan else [])
     if any(c.verdict == NOT_RUN for c in claims):
         lines += ["", NOT_RUN_MEANING]
     lines += ["", "Details:", ""] + [f"- {c.claim} ({c.format}): {c.detail}" for c in claims]

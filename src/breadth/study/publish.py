@@ -14,7 +14,7 @@ from breadth.study import claims as study_claims
 from breadth.study import curves as study_curves
 from breadth.study import frame as study_frame
 from breadth.study import report as study_report
-from breadth.study.budget import nightly_budget
+from breadth.study.budget import NightlyBudget, nightly_budget, plan_text, row_name
 from breadth.study.claim_table import Claim
 from breadth.study.power import PilotSizing
 
@@ -43,7 +43,8 @@ def publish_claims(tracking_uri: str, grid_id: str, out_dir: Path, settings: Cla
     a grid that logged none says so there. A power `pilot` (`read_pilot_sizing` of the file
     the caller names) puts its seed sd and seeds needed beside the rows it sized. Inconclusive
     rows price the seeds they need as a nightly of their arms at the grid's stage work, against
-    the settings' nightly hours and workers (`breadth.study.budget.nightly_budget`).
+    the settings' nightly hours and workers (`breadth.study.budget.nightly_budget`), and the
+    table ends with the nightly that would decide the most of them (`nightly_plan`).
 
     A grid whose cells lack their per-problem tables raises FileNotFoundError naming the run
     (`load_study_frame`): a claim must not silently lose an arm.
@@ -57,5 +58,13 @@ def publish_claims(tracking_uri: str, grid_id: str, out_dir: Path, settings: Cla
     training = study_curves.training_curves(
         study_frame.load_training_histories(tracking_uri, frame), confidence=settings.confidence)
     paths = study_report.write_study_report(frame, claims, Path(out_dir), header=header,
-                                            settings=settings, training=training)
+                                            settings=settings, training=training,
+                                            plan=nightly_plan(claims, budget))
     return PublishedClaims(claims, paths)
+
+
+def nightly_plan(claims: list[Claim], budget: NightlyBudget | None) -> str:
+    """The nightly that decides the most of the priced (inconclusive) rows, "" where none is."""
+    priced = [(row_name(c.claim, c.format, c.measure), c.power.price.arms, c.power.price.seeds)
+              for c in claims if c.power is not None and c.power.price is not None]
+    return plan_text(priced, budget) if priced and budget is not None else ""

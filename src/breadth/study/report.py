@@ -85,10 +85,12 @@ def plot_pass_at_k_by_objective(curves: pd.DataFrame, path: Path) -> Path:
 def write_study_report(
     frame: pd.DataFrame, claims: list[Claim], out_dir: Path, *, header: str = "",
     settings: ClaimSettings | None = None, training: TrainingCurves | None = None,
+    plan: str = "",
 ) -> list[Path]:
-    """claims.md (the table), claims.json, pass_at_k_by_objective.{png,csv} and, given the
-    grid's `training` curves, its "Collapse over training steps" section with their figures
-    and CSVs (`breadth.study.curves_report`) -> their paths."""
+    """claims.md (the table, with the nightly `plan` where given), claims.json,
+    pass_at_k_by_objective.{png,csv} and, given the grid's `training` curves, its "Collapse
+    over training steps" section with their figures and CSVs (`breadth.study.curves_report`)
+    -> their paths."""
     settings = settings or ClaimSettings()
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -100,7 +102,7 @@ def write_study_report(
     section = ("\n" + collapse_section(training, training_paths, settings.confidence) + "\n"
                if training is not None else "")
     table = out / "claims.md"
-    table.write_text(claims_markdown(claims, header) + "\n![pass@k per objective]"
+    table.write_text(claims_markdown(claims, header, plan) + "\n![pass@k per objective]"
                      "(pass_at_k_by_objective.png)\n" + section)
     data = out / "claims.json"
     data.write_text(json.dumps([c.to_dict() for c in claims], indent=1))

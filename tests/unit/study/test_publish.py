@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 import sys
@@ -181,6 +182,16 @@ def test_inconclusive_rows_price_their_seeds_at_the_grids_stage_work(calls, monk
     assert "a nightly of its arms (free_form: correctness), at 60 min of stage work a seed on 2 " \
            "workers" in pass1.detail
     assert "a nightly of its own arms" in published.markdown.read_text()
+    # Its 35 seeds for a verdict take 35 x 60 / 2 = 1,050 min, 17.5 h: the table ends with no
+    # nightly of 3 h; a nightly of 18 h is that one row's.
+    assert ("**No nightly of 3 h decides any of these rows**: each needs more seeds of its arms "
+            "than the hours hold.") in published.markdown.read_text()
+    assert pass1.power.price.seeds == 35
+    long_night = dataclasses.replace(SETTINGS, nightly_hours=18.0)
+    published = breadth.study.publish.publish_claims("uri", "g", tmp_path / "18h", long_night)
+    assert ("**The nightly that decides the most of these rows in 18 h**: free_form: "
+            "correctness; 35 seeds, 17.5 h of stage work on 2 workers. It decides 1 of 1: "
+            "sharpening (free_form, Δ pass@1).") in published.markdown.read_text()
     # A grid published before the split: priced at its full seed, 180 min over 3 cells.
     monkeypatch.setattr("breadth.study.frame.grid_provenance",
                         lambda uri, grid_id: {"compute_minutes": {"free_form": 180.0},
