@@ -4,8 +4,11 @@ ports under a temporary home, once per session, and stop it at the end."""
 from __future__ import annotations
 
 import contextlib
+import json
 import os
+import resource
 import socket
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -98,3 +101,42 @@ def pytest_configure(config: pytest.Config) -> None:
     for name in ("COLUMNS", "LINES"):
         os.environ.pop(name, None)
 
+
+
+# BREADTH_TEST_CPU_LOG=PATH: each test session (each xdist worker) appends, per test module, the
+# CPU seconds it spent in pytest's own process and in the child processes it waited for (the
+# servers, workers and CLIs it started and stopped), and its wall seconds, as JSON lines.
+# `make test` is CPU-bound on 2 cores, so its time follows CPU work, not a module's wall time
+# (docs/guide/testing.md, "Where the suite's time goes"). Daemons it did not wait for (a stack
+# started detached) are not counted.
+_CPU_LOG = os.environ.get("BREADTH_TEST_CPU_LOG")
+_module_cost: dict[str, list[float]] = {}
+
+
+def _cpu_seconds() -> tuple[float, float]:
+    own, children = (resource.getrusage(who) for who in (resource.RUSAGE_SELF,
+                                                          resource.RUSAGE_CHILDREN))
+    return own.ru_utime + own.ru_stime, children.ru_utime + children.ru_stime
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):
+    if not _CPU_LOG:
+        yield
+        return
+    (own, children), wall = _cpu_seconds(), time.monotonic()
+    yield
+    (own_after, children_after) = _cpu_seconds()
+    cost = _module_cost.setdefault(item.nodeid.split("::")[0], [0.0, 0.0, 0.0])
+    cost[0] += own_after - own
+    cost[1] += children_after - children
+    cost[2] += time.monotonic() - wall
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    if _CPU_LOG and _module_cost:
+        with open(_CPU_LOG, "a") as log:
+            for module, (own, children, wall) in _module_cost.items():
+                log.write(json.dumps({"module": module, "cpu_s": round(own, 2),
+                                      "children_cpu_s": round(children, 2),
+                                      "wall_s": round(wall, 2)}) + "\n")
