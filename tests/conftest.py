@@ -136,7 +136,7 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):
 def pytest_sessionfinish(session: pytest.Session) -> None:
     if _CPU_LOG and _module_cost:
         with open(_CPU_LOG, "a") as log:
-            for module, (own, children, wall) in _module_cost.items():
-                log.write(json.dumps({"module": module, "cpu_s": round(own, 2),
-                                      "children_cpu_s": round(children, 2),
-                                      "wall_s": round(wall, 2)}) + "\n")
+            log.writelines(json.dumps({"module": module, "cpu_s": round(own, 2),
+                                       "children_cpu_s": round(children, 2),
+                                       "wall_s": round(wall, 2)}) + "\n"
+                           for module, (own, children, wall) in _module_cost.items())

@@ -28,14 +28,20 @@ def test_nothing():
 '''
 
 
+def _pytest(tmp_path: Path, env: dict[str, str]) -> subprocess.CompletedProcess:
+    """tmp_path's test_burner.py run by a pytest with this suite's conftest as a plugin."""
+    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                           "-p", "no:xdist", "-p", "tests.conftest", "--rootdir", str(tmp_path),
+                           str(tmp_path / "test_burner.py")],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=120,
+                          check=False)
+
+
 def test_each_module_logs_its_own_and_its_childrens_cpu(tmp_path):
     (tmp_path / "test_burner.py").write_text(BURNER)
     log = tmp_path / "cpu.jsonl"
     env = {**os.environ, "BREADTH_TEST_CPU_LOG": str(log)}
-    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                           "-p", "no:xdist", "-p", "tests.conftest", "--rootdir", str(tmp_path),
-                           str(tmp_path / "test_burner.py")],
-                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    done = _pytest(tmp_path, env)
     assert done.returncode == 0, done.stdout + done.stderr
     [row] = [json.loads(line) for line in log.read_text().splitlines()]
     assert row["module"].endswith("test_burner.py")
@@ -47,10 +53,7 @@ def test_each_module_logs_its_own_and_its_childrens_cpu(tmp_path):
 def test_without_the_variable_nothing_is_logged(tmp_path):
     (tmp_path / "test_burner.py").write_text("def test_nothing():\n    assert True\n")
     env = {k: v for k, v in os.environ.items() if k != "BREADTH_TEST_CPU_LOG"}
-    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                           "-p", "no:xdist", "-p", "tests.conftest", "--rootdir", str(tmp_path),
-                           str(tmp_path / "test_burner.py")],
-                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    done = _pytest(tmp_path, env)
     assert done.returncode == 0, done.stdout + done.stderr
     assert list(tmp_path.glob("*.jsonl")) == []
 
