@@ -235,7 +235,7 @@ def first_crossing(diff: np.ndarray) -> np.ndarray:
     """Per row of base - trained (2-D, columns ascending k), the first column where the base
     catches up: level or ahead (see `leader`) and either ahead or the trained model ahead in an
     earlier column; K (one past the end) when none. A tie before the trained model was ever
-    ahead is not a crossing: equal curves (both 0 at every k on a tiny run) used to report a
+    ahead is not a crossing, so equal curves (both 0 at every k on a tiny run) report no
     crossover at the first k. The study's crossover claim reads its curves with this rule too.
     """
     lead = leader(diff)

@@ -1,8 +1,8 @@
 """What a pipeline run is called in MLflow and Prefect: names that tell runs apart.
 
 A lone run is named by its preset, its data source when that is not the preset's, what else
-differs from the preset, and its config hash: `default·gsm8k_test.jsonl·rl.max_steps=60·1a2b3c4d`.
-Every lone run used to be `default·<hash>`, whatever its data or settings. A run whose every
+differs from the preset, and its config hash: `default·gsm8k_test.jsonl·rl.max_steps=60·1a2b3c4d`,
+so runs of one preset with other data or settings are told apart at a glance. A run whose every
 stage came from the cache gets `·cached` at the end, so a re-run of the same config is not a
 second identical row.
 """

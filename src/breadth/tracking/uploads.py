@@ -1,7 +1,7 @@
 """Uploads and MLflow writes off the training loop, retried through outages.
 
-A checkpoint upload used to run inside the trainer's `on_save` with the S3 client's two quick
-tries: a 30 s S3 outage aborted GRPO. Here each job goes to a background lane (one thread,
+A checkpoint upload inside the trainer's `on_save`, with the S3 client's two quick tries, would
+abort GRPO on a 30 s S3 outage. So each job goes to a background lane (one thread,
 jobs in order) and is retried with exponential backoff for minutes; training goes on, and the
 stage joins the lane at its end, failing then (naming every job that never went through) only
 if the service stayed down past the retry window.
