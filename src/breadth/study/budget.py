@@ -246,16 +246,21 @@ def plan_text(rows: Sequence[tuple[str, Arms, int | None]], budget: NightlyBudge
 
     >>> budget = NightlyBudget({"ff": FormatCost(10.0, 10.0)}, workers=1, hours=3.0)
     >>> print(plan_text([("a", {"ff": ["x"]}, 6), ("b", {"ff": ["x", "y"]}, 9)], budget))
-    **The nightly that decides the most of these rows in 3 h**: ff: x; 6 seeds, 2.0 h of stage work on 1 workers. It decides 1 of 2: a. It leaves out b, whose seeds are beyond the hours with them.
+    **The nightly that decides the most of these rows in 3 h**: ff: x; 6 seeds, 2.0 h of stage work on 1 workers. It decides 1 of 2: a. It leaves out b, whose seeds are beyond the hours with them. Seeds are sized at the Holm family of the table they come from; a nightly thinned to fewer arms decides fewer rows, a smaller family, so its rows need somewhat fewer.
     """
     plan = plan_nightly([(arms, seeds) for _, arms, seeds in rows], budget)
     if plan is None:
         return (f"**No nightly of {budget.hours:g} h decides any of these rows**: each needs more "
-                "seeds of its arms than the hours hold.")
+                f"seeds of its arms than the hours hold. {FAMILY_CAVEAT}")
     decided = [rows[i][0] for i in plan.rows]
     left = [name for i, (name, _, _) in enumerate(rows) if i not in plan.rows]
     return (f"**The nightly that decides the most of these rows in {budget.hours:g} h**: "
             f"{arms_text(plan.arms)}; {plan.seeds} seeds, {plan.hours:.1f} h of stage work on "
             f"{budget.workers} workers. It decides {len(plan.rows)} of {len(rows)}: "
             f"{'; '.join(decided)}. It leaves out {', '.join(left) or 'none'}, whose seeds are "
-            "beyond the hours with them.")
+            f"beyond the hours with them. {FAMILY_CAVEAT}")
+
+
+FAMILY_CAVEAT = ("Seeds are sized at the Holm family of the table they come from; a nightly "
+                 "thinned to fewer arms decides fewer rows, a smaller family, so its rows need "
+                 "somewhat fewer.")
