@@ -55,6 +55,7 @@ class Job:
     part: str  # one of PARTS
     argv: list[str]
     after: list[str] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)  # over the driver's environment
     process: subprocess.Popen | None = None
     started: float | None = None
     start_offset: float | None = None  # seconds after the first job started: shows the overlap
@@ -66,8 +67,10 @@ def python(script: str, *args: str) -> list[str]:
     return [sys.executable, str(ROOT / script), *args]
 
 
-def plan(out: Path, work: Path, seeds: list[int], dry: bool, parts: list[str]) -> list[Job]:
-    """The chosen parts as jobs, in the order they should start."""
+def plan(out: Path, work: Path, seeds: list[int], dry: bool, parts: list[str],
+         scale_on_cpu: tuple[str, ...] = ()) -> list[Job]:
+    """The chosen parts as jobs, in the order they should start. The scale part's sizes named in
+    `scale_on_cpu` run on the host's CPU cores, one process per core, with CUDA hidden."""
     dry_flag = ["--dry-run"] if dry else []
     tests = [sys.executable, "-m", "pytest", "-m", "gpu", "tests/gpu", "-q",
              "-p", "no:cacheprovider", "-o", "addopts="]
@@ -80,14 +83,15 @@ def plan(out: Path, work: Path, seeds: list[int], dry: bool, parts: list[str]) -
             # preparing one folder at once raced (a dry run's SFT failed on it).
             cell = ["--size", size, "--seed", str(seed), "--work", str(work / f"scale-{size}"),
                     *dry_flag]
+            place = {"CUDA_VISIBLE_DEVICES": ""} if size in scale_on_cpu else {}
             sft = f"sft-{size}-s{seed}"
             jobs.append(Job(sft, "scale", python("scripts/gpu_scale_cell.py", "sft", *cell,
-                                                 "--json", str(work / f"{sft}.json"))))
+                                                 "--json", str(work / f"{sft}.json")), env=place))
             for objective in OBJECTIVES:
                 name = f"rl-{size}-s{seed}-{objective}"
                 rl = python("scripts/gpu_scale_cell.py", "rl", *cell, "--objective", objective,
                             "--json", str(work / f"{name}.json"))
-                jobs.append(Job(name, "scale", rl, after=[sft]))
+                jobs.append(Job(name, "scale", rl, after=[sft], env=place))
     bench = (["--cpu-smoke", "--steps", "2", "--pairs", "3", "--warm-up-steps", "1"] if dry
              else ["--steps", "300", "--pairs", "3", "--warm-up-steps", "20"])
     for spec in REWARD_SPECS:
@@ -119,7 +123,8 @@ def run_jobs(jobs: list[Job], logs: Path, origin: float, deadline: float) -> Non
                     job.state = "skipped (a part it needs did not finish)"
                 elif all(by_name[a].state == "ok" for a in job.after):
                     log = (logs / f"{job.name}.log").open("w")
-                    job.process = subprocess.Popen(job.argv, cwd=ROOT, env=env, stdout=log,
+                    job.process = subprocess.Popen(job.argv, cwd=ROOT, env={**env, **job.env},
+                                                   stdout=log,
                                                    stderr=subprocess.STDOUT,
                                                    start_new_session=True)
                     job.started, job.state = now, "running"
@@ -172,6 +177,11 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--parts", nargs="+", choices=PARTS, default=list(PARTS),
                         help="run only these parts (a second run after a deadline, say)")
+    parser.add_argument("--scale-on-cpu", nargs="*", choices=list(SIZES), default=["study"],
+                        help=("the scale part's sizes to run on the host's CPU cores instead of "
+                              "the GPU: a model of ~1M parameters leaves a GPU idle between its "
+                              "small kernels, and one core ran such a cell faster than 12 cells "
+                              "sharing the GPU did (docs/results/gpu.note.md)"))
     parser.add_argument("--big-model-from", type=Path, default=None,
                         help="without the big-model part: an earlier run's big.json to report")
     parser.add_argument("--dry-run", action="store_true")
@@ -182,7 +192,7 @@ def main() -> None:
     logs = args.work / "logs"
     for folder in (args.out, logs):
         folder.mkdir(parents=True, exist_ok=True)
-    jobs = plan(args.out, args.work, args.seeds, args.dry_run, args.parts)
+    jobs = plan(args.out, args.work, args.seeds, args.dry_run, args.parts, tuple(args.scale_on_cpu))
     run_jobs(jobs, logs, started, started + args.deadline)
     wall = time.monotonic() - started
     with tarfile.open(args.out / "logs.tar.gz", "w:gz") as tar:  # first: it outlives a crash
@@ -205,6 +215,8 @@ def main() -> None:
         "gpu_tests": tests_log.read_text()[-2000:] if tests_log.exists() else None,
         "reward": {s: read_json(args.work / f"reward-{s}.json") for s in REWARD_SPECS},
         "big_model": big_model,
+        "scale_placement": {size: "CPU cores" if size in args.scale_on_cpu else "GPU"
+                            for size in SIZES},
         "scale": (scale_comparisons(args.work, args.seeds, args.dry_run)
                   if "scale" in args.parts else []),
     }

@@ -111,6 +111,11 @@ def scale_section(e: dict[str, Any]) -> list[str]:
              "by problem, 95% bootstrap interval over problems (report.md's method)."), ""]
     if not e["scale"]:
         return [*intro, "Not run in this run."]
+    placement = e.get("scale_placement") or {}
+    if placement:
+        intro += ["Where each size ran: " + "; ".join(f"{size} on the {where}"
+                                                      for size, where in placement.items())
+                  + " (one process per cell).", ""]
     lines = [*intro,
              "| size | params | seed | SFT pass@1 | control pass@1 | darling pass@1 | "
              + " | ".join(f"Δ {label}" for _, label in MEASURES) + " |",
@@ -140,6 +145,21 @@ def scale_section(e: dict[str, Any]) -> list[str]:
             lines.append(f"- {size}: " + "; ".join(
                 f"{label} {statistics.mean(by_key[key]):+.3f} ({spread(by_key[key], '{:+.3f}')}, "
                 f"{len(by_key[key])} seeds)" for key, label in MEASURES if key in by_key))
+    return lines + narrowing_table(e["scale"])
+
+
+def narrowing_table(rows: list[dict[str, Any]]) -> list[str]:
+    """Each arm's RL − SFT from its own start, paired by problem: whether RL's sharpening and
+    narrowing change with the model's size."""
+    lines = ["", "Each arm against its SFT start (RL − SFT, paired by problem, 95% interval):", "",
+             "| size | seed | arm | " + " | ".join(f"Δ {label}" for _, label in MEASURES) + " |",
+             "|---|---|---|" + "---|" * len(MEASURES)]
+    for row in rows:
+        for arm, figures in row["arms"].items():
+            if figures:
+                lines.append(f"| {row['size']} | {row['seed']} | {arm} | " + " | ".join(
+                    _interval(figures["paired_delta"][key]) if key in figures["paired_delta"]
+                    else "—" for key, _ in MEASURES) + " |")
     return lines
 
 
