@@ -34,7 +34,8 @@ def header(e: dict[str, Any]) -> list[str]:
              "```", e["command"], "```", "",
              f"- device: **{e['device']}**; host: {e['host']}; torch {e['torch']}",
              (f"- wall time: {e['wall_s']:.0f} s (deadline {e['deadline_s']:.0f} s); the parts ran "
-             "as processes on the one GPU, several at a time (below), so every absolute time was "
+             "as processes on the one machine (on its GPU, or on its CPU cores where section 5 "
+             "says so), several at a time (below), so every absolute time was "
              "measured beside other work; the ratios are side by side in one process.")]
     if e["dry_run"]:
         lines += ["", ("**Dry run**: tiny counts on whatever device there was. It checks the "
