@@ -4,8 +4,9 @@
 
 Run from the repository root on a CUDA machine; it writes `gpu.md` (the page
 docs/results/gpu.md is), `gpu.json` and `logs.tar.gz` to `--out`. Its parts run as
-processes on the one GPU, several at a time, under one deadline (a part still running then is
-stopped, and the page says so):
+processes on the one machine, several at a time, under one deadline (a part still running then
+is stopped, and the page says so); each uses the GPU, except the scale part's sizes named in
+`--scale-on-cpu`, which run on the host's CPU cores:
 
 1. `pytest -m gpu tests/gpu`;
 2. the reward path: `benchmarks/bench_reward_gpu.py` for correctness, correctness+batch and
@@ -70,7 +71,8 @@ def python(script: str, *args: str) -> list[str]:
 def plan(out: Path, work: Path, seeds: list[int], dry: bool, parts: list[str],
          scale_on_cpu: tuple[str, ...] = ()) -> list[Job]:
     """The chosen parts as jobs, in the order they should start. The scale part's sizes named in
-    `scale_on_cpu` run on the host's CPU cores, one process per core, with CUDA hidden."""
+    `scale_on_cpu` run with CUDA hidden: on the host's CPU cores, one single-threaded process
+    per cell (`OMP_NUM_THREADS=1`, as every job), all started when their SFT is done."""
     dry_flag = ["--dry-run"] if dry else []
     tests = [sys.executable, "-m", "pytest", "-m", "gpu", "tests/gpu", "-q",
              "-p", "no:cacheprovider", "-o", "addopts="]
@@ -157,6 +159,7 @@ def scale_comparisons(work: Path, seeds: list[int], dry: bool) -> list[dict[str,
             arms = {o: read_json(work / f"rl-{size}-s{seed}-{o}.json") for o in OBJECTIVES}
             row: dict[str, Any] = {"size": size, "seed": seed,
                                    "parameters": sft and sft["parameters"],
+                                   "sft_stages": sft and sft["stages"],
                                    "arms": {o: a and {k: a[k] for k in ("per_model", "paired_delta",
                                                                        "sft_p", "grpo", "stages")}
                                             for o, a in arms.items()}}
@@ -178,10 +181,11 @@ def main() -> None:
     parser.add_argument("--parts", nargs="+", choices=PARTS, default=list(PARTS),
                         help="run only these parts (a second run after a deadline, say)")
     parser.add_argument("--scale-on-cpu", nargs="*", choices=list(SIZES), default=[],
-                        help=("the scale part's sizes to run on the host's CPU cores, one process "
-                              "per cell, instead of the GPU (default: none). Measured once on an "
-                              "H200 host: the study model's SFT took 355 s on one core against "
-                              "about 120 s on the shared GPU (docs/results/gpu.note.md, run 3)"))
+                        help=("the scale part's sizes to run on the host's CPU cores (one "
+                              "single-threaded process per cell) instead of the GPU (default: "
+                              "none). Measured once on an H200 host: the study model's SFT took "
+                              "355 s on one core against 109-129 s on the shared GPU "
+                              "(docs/results/gpu.note.md, run 3)"))
     parser.add_argument("--big-model-from", type=Path, default=None,
                         help="without the big-model part: an earlier run's big.json to report")
     parser.add_argument("--dry-run", action="store_true")
@@ -215,7 +219,8 @@ def main() -> None:
         "gpu_tests": tests_log.read_text()[-2000:] if tests_log.exists() else None,
         "reward": {s: read_json(args.work / f"reward-{s}.json") for s in REWARD_SPECS},
         "big_model": big_model,
-        "scale_placement": {size: "CPU cores" if size in args.scale_on_cpu else "GPU"
+        "scale_placement": {size: "CPU cores" if size in args.scale_on_cpu
+                            else "GPU" if torch.cuda.is_available() else "CPU (no CUDA device)"
                             for size in SIZES},
         "scale": (scale_comparisons(args.work, args.seeds, args.dry_run)
                   if "scale" in args.parts else []),

@@ -44,10 +44,12 @@ def test_the_dry_run_runs_every_part_and_writes_the_page_from_their_figures(tmp_
     assert [(row["size"], row["seed"]) for row in evidence["scale"]] == [("study", 0), ("27M", 0)]
     assert all(set(row["darling_minus_control"]["paired_delta"]) >= {"pass_at_1"}
                for row in evidence["scale"])
-    # The study size ran on CPU cores (CUDA hidden), the larger one where the GPU is.
-    assert evidence["scale_placement"] == {"study": "CPU cores", "27M": "GPU"}
+    # The study size was placed on CPU cores; the other has no GPU to use here, and says so.
+    assert evidence["scale_placement"] == {"study": "CPU cores", "27M": "CPU (no CUDA device)"}
+    assert all(row["sft_stages"]["sft"]["wall_s"] > 0 for row in evidence["scale"])
     page = (out / "gpu.md").read_text()
-    assert page.count("| correctness@unscaled |") == page.count("| darling |") == 2
+    # Each arm's RL − SFT, one row per (size, arm) at seed 0.
+    assert page.count("| 0 | correctness@unscaled |") == page.count("| 0 | darling |") == 2
     assert "**Dry run**" in page and "2 skipped" in page  # no CUDA here: the GPU tests skip
     assert page.count("| 300 ×") == 0 and page.count("| 2 × 3 of 3 |") == 3
     assert (out / "logs.tar.gz").stat().st_size > 0
