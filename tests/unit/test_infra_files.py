@@ -1189,7 +1189,7 @@ def test_every_compose_service_requires_credentials_and_its_clients_send_them():
     assert all(f"\n{name}=" in example for name in clients)
 
 
-def test_the_deployed_grids_are_the_grid_modules_nightly_multi_answer_historical_and_vector():
+def test_the_deployed_grids_are_the_grid_modules_nightly_multi_answer_historical_vector_search():
     """prefect.yaml spells the multi-answer grid out as parameters, and leaves the nightly to
     GridConfig's defaults: both must stay the grids `breadth.study.grid` documents."""
     from breadth.study.grid import (
@@ -1219,3 +1219,11 @@ def test_the_deployed_grids_are_the_grid_modules_nightly_multi_answer_historical
     assert vector.rewards == ["correctness", "vector"] and set(vector.rewards) <= set(multi.rewards)
     assert len(vector.cells()) == 2 * len(vector.seeds) == 14
     assert "schedules" not in deployments["vector"]
+    # The search claim's grid: correctness alone on the pairs task, at 11 seeds none of which
+    # is a seed of the vector grid whose spread sized it.
+    search = GridConfig(**deployments["search"]["parameters"]["study"])
+    assert (search.preset, search.formats, search.rewards) == (
+        MULTI_ANSWER_PRESET, ["free_form"], ["correctness"])
+    assert len(search.cells()) == len(search.seeds) == 11
+    assert not set(search.seeds) & set(vector.seeds)
+    assert "schedules" not in deployments["search"]
