@@ -76,16 +76,25 @@ def policy_dir(tmp_path_factory: pytest.TempPathFactory, problems: list[dict]) -
     return out / "final"
 
 
+API_KEY = "test-key-123"
+
+
 @pytest.fixture(scope="module")
 def server(vllm_env: Path, policy_dir: Path, tmp_path_factory: pytest.TempPathFactory
            ) -> Iterator[Any]:
+    """The module's server, started as on a shared stack, where `breadth env` exports
+    VLLM_API_KEY: the server inherits it and requires it, and breadth's clients in this module
+    send it. One server start for both (each costs ~40 CPU s); the restart test starts a server
+    without a key."""
     from breadth.rollout.vllm_server import VLLMServer
 
     home = tmp_path_factory.mktemp("vllm-home")
-    with VLLMServer(policy_dir, env_dir=vllm_env, home=home, seed=0) as running:
-        assert running.healthy()
-        assert running.pid_path.exists()
-        yield running
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("VLLM_API_KEY", API_KEY)
+        with VLLMServer(policy_dir, env_dir=vllm_env, home=home, seed=0) as running:
+            assert running.healthy()
+            assert running.pid_path.exists()
+            yield running
     assert not running.pid_path.exists(), "stop() leaves no pid file"
 
 
@@ -144,10 +153,12 @@ def test_server_returns_eos_as_the_last_token(server: Any, problems: list[dict])
 
     from breadth.rollout.vllm_backend import completion_request
     from breadth.rollout.vllm_server import served_models
+    from breadth.stack_auth import bearer_headers
 
     body = completion_request(problems[0], rollout_config(), model=served_models(server.url)[0],
                               seed=0)
-    choices = httpx.post(f"{server.url}/v1/completions", json=body, timeout=300).json()["choices"]
+    choices = httpx.post(f"{server.url}/v1/completions", json=body, headers=bearer_headers(),
+                         timeout=300).json()["choices"]
     stopped = [c for c in choices if c["finish_reason"] == "stop"]
     assert stopped and all(c["token_ids"][-1] == 1 and c["stop_reason"] is None for c in stopped)
 
@@ -181,13 +192,15 @@ def test_same_seed_gives_identical_samples_across_server_restarts(
 ) -> None:
     """Determinism: rollout_vllm with no URL starts its own server (kept for the search of
     the same policy inside `kept_vllm_servers()`, stopped at the block's end); the same seed
-    reproduces the module server's samples; another seed does not."""
+    reproduces the module server's samples; another seed does not. This server is started
+    without an API key (a stack without auth), the module's with one."""
     from breadth.rollout.vllm_backend import VLLMBackend, rollout_vllm
     from breadth.rollout.vllm_pool import kept_vllm_servers
 
     monkeypatch.setenv("BREADTH_VLLM_ENV", str(vllm_env))
     monkeypatch.setenv("BREADTH_HOME", str(tmp_path))
     monkeypatch.delenv("BREADTH_VLLM_URL", raising=False)
+    monkeypatch.delenv("VLLM_API_KEY")
     subset = problems[:16]
     with kept_vllm_servers():
         again = rollout_vllm(policy_dir, subset, rollout_config(), model_name="sft", seed=0,
@@ -205,6 +218,7 @@ def test_same_seed_gives_identical_samples_across_server_restarts(
     for a, b in zip(again, first, strict=True):
         assert a["logprobs"] == pytest.approx(b["logprobs"], abs=1e-4)
 
+    monkeypatch.setenv("VLLM_API_KEY", API_KEY)  # the module server's
     other = rollout_vllm(policy_dir, subset, rollout_config(vllm_url=server.url),
                          model_name="sft", seed=1, progress=False)
     changed = sum(a["text"] != b["text"] for a, b in zip(other, first, strict=True))
@@ -262,24 +276,21 @@ def test_accuracy_matches_the_transformers_backend(
 
 
 def test_a_server_started_with_an_api_key_refuses_without_it_and_serves_breadth_with_it(
-    vllm_env: Path, policy_dir: Path, problems: list[dict], tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
+    server: Any, policy_dir: Path, problems: list[dict],
 ) -> None:
     """On a shared stack `breadth env` exports VLLM_API_KEY: the servers breadth starts inherit
-    it and require it (vLLM reads it as --api-key), and breadth's clients send it."""
+    it and require it (vLLM reads it as --api-key), and breadth's clients send it. The module's
+    server was started so."""
     import urllib.error
     import urllib.request
 
     from breadth.rollout.vllm_backend import rollout_vllm
-    from breadth.rollout.vllm_server import VLLMServer
 
-    monkeypatch.setenv("VLLM_API_KEY", "test-key-123")
-    with VLLMServer(policy_dir, env_dir=vllm_env, home=tmp_path, seed=0) as running:
-        for headers, expected in (({}, 401), ({"Authorization": "Bearer wrong"}, 401)):
-            request = urllib.request.Request(f"{running.url}/v1/models", headers=headers)
-            with pytest.raises(urllib.error.HTTPError) as refused:
-                urllib.request.urlopen(request, timeout=30)
-            assert refused.value.code == expected
-        rows = rollout_vllm(policy_dir, problems[:4], rollout_config(vllm_url=running.url),
-                            model_name="sft", seed=0, progress=False)
+    for headers, expected in (({}, 401), ({"Authorization": "Bearer wrong"}, 401)):
+        request = urllib.request.Request(f"{server.url}/v1/models", headers=headers)
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(request, timeout=30)
+        assert refused.value.code == expected
+    rows = rollout_vllm(policy_dir, problems[:4], rollout_config(vllm_url=server.url),
+                        model_name="sft", seed=0, progress=False)
     assert len(rows) == 4 * NUM_SAMPLES
