@@ -34,6 +34,13 @@ MAIN_THREAD_TIMEOUT_S = 1
 SUBPROCESS_TIMEOUT_S = 1.0
 """Hard limit on one symbolic check off the main thread; the helper process is then killed."""
 STARTUP_TIMEOUT_S = 60.0
+# Asked of each new helper before it takes a real check, under STARTUP_TIMEOUT_S: the first
+# check of each kind of expression (symbols, implicit products, fractions, roots, tuples) pays
+# a one-off sympy set-up of 0.1-0.25 s on an idle machine, several times that on a loaded one,
+# which would otherwise count against a real check's limit and turn "x+1" = "1+x" into an
+# undecided verdict under load.
+WARM_UP_CHECKS = (("x+1", "1+x"), ("2x", "x*2"), ("\\frac{1}{2}", "0.5"), ("\\sqrt{2}", "2^{1/2}"),
+                  ("(1,2)", "(1,2)"), ("3", "3.0"))
 MAX_HELPERS = 4
 """Helper processes at most; further concurrent checks wait for one (each waits <= 1 s)."""
 
@@ -189,11 +196,15 @@ class _Helpers:
         return _FAILED
 
     def _start(self) -> subprocess.Popen[bytes] | None:
-        """A helper that has answered once (so sympy and the LaTeX parser are imported: the
-        start-up does not count against a check's time limit), or None."""
+        """A helper that has answered the WARM_UP_CHECKS (so sympy, the LaTeX parser and their
+        lazy set-up are done: the start-up does not count against a check's time limit), or
+        None."""
         helper = self._spawn()
-        if helper is None or self._ask(helper, "1", "1", STARTUP_TIMEOUT_S) is _FAILED:
+        if helper is None:
             return None
+        for answer, text in WARM_UP_CHECKS:
+            if self._ask(helper, answer, text, STARTUP_TIMEOUT_S) is _FAILED:
+                return None
         return helper
 
     @staticmethod
@@ -215,8 +226,8 @@ _HELPERS = _Helpers()
 
 
 def warm_up() -> None:
-    """Start a helper process for symbolic checks off the main thread (about half a second on
-    an idle machine: a fresh interpreter importing sympy). Call it before verifying from worker
+    """Start a helper process for symbolic checks off the main thread (a fresh interpreter
+    importing sympy, then the WARM_UP_CHECKS: 2-3.5 s on a loaded 2-core machine). Call it before verifying from worker
     threads, so that the first check is bounded like every other; otherwise that check also
     waits for the start-up (which does not depend on the input)."""
     _HELPERS.warm_up()

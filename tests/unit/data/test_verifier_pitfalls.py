@@ -238,3 +238,32 @@ def test_many_worker_threads_share_a_few_helpers(helper_started) -> None:
         worker.join(timeout=60)
     assert verdicts == [True] * len(workers)
     assert len(symbolic._HELPERS.idle) <= symbolic.MAX_HELPERS
+
+
+def test_a_new_helper_answers_every_warm_up_check_before_it_takes_a_real_one(monkeypatch) -> None:
+    # The warm-up pays sympy's lazy set-up per kind of expression outside a check's time
+    # limit; under load "x+1" = "1+x" in a fresh helper otherwise came back undecided.
+    from breadth.data import symbolic
+
+    asked: list[tuple[str, str, float]] = []
+    real_ask = symbolic._Helpers._ask
+
+    def recording_ask(helper, answer, text, timeout):
+        asked.append((answer, text, timeout))
+        return real_ask(helper, answer, text, timeout)
+
+    monkeypatch.setattr(symbolic._Helpers, "_ask", staticmethod(recording_ask))
+    helper = symbolic._Helpers()._start()
+    assert helper is not None
+    try:
+        assert asked == [(a, t, symbolic.STARTUP_TIMEOUT_S) for a, t in symbolic.WARM_UP_CHECKS]
+    finally:
+        helper.kill()
+        helper.wait()
+
+
+def test_the_warm_up_checks_are_equalities_the_symbolic_path_decides() -> None:
+    from breadth.data import symbolic
+
+    assert [symbolic._equal(a, t, None) for a, t in symbolic.WARM_UP_CHECKS] == [True] * len(
+        symbolic.WARM_UP_CHECKS)
