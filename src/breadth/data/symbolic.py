@@ -36,9 +36,9 @@ SUBPROCESS_TIMEOUT_S = 1.0
 STARTUP_TIMEOUT_S = 60.0
 # Asked of each new helper before it takes a real check, under STARTUP_TIMEOUT_S: the first
 # check of each kind of expression (symbols, implicit products, fractions, roots, tuples) pays
-# a one-off sympy set-up of 0.1-0.25 s on an idle machine, several times that on a loaded one,
-# which would otherwise count against a real check's limit and turn "x+1" = "1+x" into an
-# undecided verdict under load.
+# a one-off sympy set-up (0.05-0.25 s each, measured beside a running grid; more under heavier
+# load), which would otherwise count against a real check's limit: a clean-clone suite beside a
+# grid saw "x+1" = "1+x" come back undecided.
 WARM_UP_CHECKS = (("x+1", "1+x"), ("2x", "x*2"), ("\\frac{1}{2}", "0.5"), ("\\sqrt{2}", "2^{1/2}"),
                   ("(1,2)", "(1,2)"), ("3", "3.0"))
 MAX_HELPERS = 4
@@ -227,9 +227,9 @@ _HELPERS = _Helpers()
 
 def warm_up() -> None:
     """Start a helper process for symbolic checks off the main thread (a fresh interpreter
-    importing sympy, then the WARM_UP_CHECKS: 2-3.5 s on a loaded 2-core machine). Call it before verifying from worker
-    threads, so that the first check is bounded like every other; otherwise that check also
-    waits for the start-up (which does not depend on the input)."""
+    importing sympy, then the WARM_UP_CHECKS: 2-3.5 s on a loaded 2-core machine). Call it
+    before verifying from worker threads, so that the first check is bounded like every other;
+    otherwise that check also waits for the start-up (which does not depend on the input)."""
     _HELPERS.warm_up()
 
 
