@@ -5,6 +5,7 @@ grid summary while the others finish."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -61,6 +62,20 @@ def grid_on_two_workers(live_stack, tmp_path_factory):
     return code, output, worker_logs
 
 
+def resubmitted_cells(output: str) -> list[str]:
+    """The cells the grid submitted once more because their run was Crashed (its report line in
+    flows/grid_cells.py: `cell NAME crashed (MESSAGE); submitted once more ...`).
+
+    In CI's suite, where this server shares 2 cores with the other xdist worker's night of
+    faults, one cell once finished twice: 4 cell runs, two FINISHED MLflow runs of one cell. The
+    grid submits a cell again only when its run ends Crashed, so that run was marked Crashed
+    while its pipeline went on to finish (by whom, CI's output did not say: the assertions below
+    now print each run's state and message). Submitting a crashed cell once more is the grid's
+    documented answer, and `breadth compare` takes a cell's newest finished run; so the tests
+    allow an extra run exactly for each cell the grid says it resubmitted, and no other."""
+    return re.findall(r"cell (\S+) crashed \(.*; submitted once more", output)
+
+
 def test_the_failing_cell_is_named_and_the_others_finish(grid_on_two_workers, live_stack):
     from mlflow import MlflowClient
 
@@ -76,7 +91,11 @@ def test_the_failing_cell_is_named_and_the_others_finish(grid_on_two_workers, li
     cells = [r for r in client.search_runs([experiment], f"tags.`grid.id` = '{GRID_ID}'")
              if "grid.cell" in r.data.tags]
     finished = sorted(r.data.tags["grid.cell"] for r in cells if r.info.status == "FINISHED")
-    assert finished == ["free_form/correctness+batch/seed5", "free_form/correctness/seed5"]
+    assert sorted(set(finished)) == ["free_form/correctness+batch/seed5",
+                                     "free_form/correctness/seed5"]
+    retried = resubmitted_cells(output)
+    assert all(finished.count(cell) == 1 or cell in retried for cell in finished), (
+        finished, retried)
     [summary] = client.search_runs([experiment], f"tags.`grid.id` = '{GRID_ID}' and "
                                                  "tags.`breadth.kind` = 'grid-summary'")
     assert summary.data.tags["grid.failed_cells"] == failing
@@ -100,13 +119,14 @@ def test_two_cells_of_one_format_and_seed_train_sft_once(grid_on_two_workers, li
 def test_both_workers_took_cells(grid_on_two_workers, live_stack):
     import httpx
 
-    _, _, worker_logs = grid_on_two_workers
+    _, output, worker_logs = grid_on_two_workers
     # 120 s, not 30: in CI's suite the other xdist worker's night of faults loads the 2 cores,
     # and this server once took over 30 s to answer one filter (a ReadTimeout, not a finding).
     runs = httpx.post(live_stack["PREFECT_API_URL"] + "/flow_runs/filter", timeout=120, json={
         "flow_runs": {"tags": {"all_": ["grid-cell"]}, "name": {"like_": GRID_ID}},
     }).json()
-    assert len(runs) == 3
+    states = [(r["name"], r["state"]["name"], r["state"]["message"]) for r in runs]
+    assert len(runs) == 3 + len(resubmitted_cells(output)), (states, output[-3000:])
     # A worker logs "submitting" before it claims the run; the loser of a race logs "Aborted".
     taken = [{r["id"] for r in runs if f"submitting flow run '{r['id']}'" in log
               and f"Aborted submission of flow run '{r['id']}'" not in log}
