@@ -24,9 +24,8 @@ import pandas as pd
 
 from breadth.evaluation.grid_bootstrap import (
     SPLIT_COLUMNS,
-    cell_intervals,
+    cell_statistics,
     split_by_cell,
-    split_sizes,
 )
 from breadth.evaluation.grid_settings import TRANSFER_SETTINGS, ClaimSettings
 from breadth.evaluation.result import ci_names
@@ -147,7 +146,7 @@ def grid_summary(
         cell = _tables_of(per_problem, group, fmt, reward) if tables else None
         if cell is None and not variant:  # a frame without run ids (one grid, checked fair)
             cell = tables.get((fmt, reward))
-        boot = cell_intervals(*cell, k, settings) if cell is not None else {}
+        boot, cell_sizes = cell_statistics(*cell, k, settings) if cell is not None else ({}, {})
         for name, (estimate, low, high) in boot.items():
             if finite(estimate):
                 row.update({name: estimate, f"{name}_ci_low": low, f"{name}_ci_high": high})
@@ -155,8 +154,7 @@ def grid_summary(
         # A transfer split below min_split shows no number: the run's own report calls it
         # inconclusive, and a mean of 10 problems beside conclusive columns reads as a finding.
         # Tables that share no problem with their base give no sizes: the logged ones then.
-        sizes = ((split_sizes(*cell, settings) if cell is not None else {})
-                 or _logged_split_sizes(group, model))
+        sizes = cell_sizes or _logged_split_sizes(group, model)
         row.update(_inconclusive_splits(sizes, settings.min_split))
         rows.append(row)
     out = pd.DataFrame(rows)

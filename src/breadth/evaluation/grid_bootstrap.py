@@ -27,7 +27,7 @@ from breadth.evaluation.grid_settings import ClaimSettings
 from breadth.evaluation.metrics import pass_at_k
 from breadth.evaluation.transfer import solved_by_base
 
-__all__ = ["BOOTSTRAPPED", "SPLIT_COLUMNS", "cell_intervals", "split_by_cell", "split_sizes"]
+__all__ = ["BOOTSTRAPPED", "SPLIT_COLUMNS", "cell_intervals", "cell_statistics", "split_by_cell"]
 
 # Summary columns this module gives intervals for (the grid summary's names).
 BOOTSTRAPPED = (
@@ -69,10 +69,30 @@ def cell_intervals(
     mean of the runs' values). Deltas are per-problem differences, resampled with their pair.
     Distinct outcomes are split by whether the SFT start solved the problem (pass@split_k of
     `settings`, above chance for multiple choice); a split however small gets its numbers
-    here: whether it is large enough to be read is `split_sizes` against `min_split`.
+    here: whether it is large enough to be read is `cell_statistics`' split sizes against `min_split`.
+    """
+    return _intervals(_pairs(trained, base), k, settings or ClaimSettings())
+
+
+def cell_statistics(
+    trained: pd.DataFrame, base: pd.DataFrame, k: int | None, settings: ClaimSettings | None = None
+) -> tuple[dict[str, Interval], dict[str, int]]:
+    """`cell_intervals` of one cell, and its transfer splits' sizes: {"solved": n, "unsolved":
+    n}, the fewest problems of each split in any seed (as the claims count a split against
+    `min_split`; {} without a shared problem). Its rows are paired once for both: the pairing
+    (a merge and a sort) is most of a cell's time in a grid summary of many cells.
+
+    >>> rows = lambda model, correct: pd.DataFrame({"seed": 0, "problem_id": ["a", "b", "c"],
+    ...     "model": model, "num_samples": 4, "num_correct": correct, "distinct_outcomes": 1.0})
+    >>> cell_statistics(rows("rl", [4, 4, 4]), rows("sft", [4, 0, 0]), k=None)[1]
+    {'solved': 1, 'unsolved': 2}
     """
     s = settings or ClaimSettings()
     pairs = _pairs(trained, base)
+    return _intervals(pairs, k, s), _split_sizes(pairs, s)
+
+
+def _intervals(pairs: pd.DataFrame, k: int | None, s: ClaimSettings) -> dict[str, Interval]:
     if pairs.empty:
         return {}
     seeds = pairs["seed"].to_numpy()
@@ -111,22 +131,12 @@ def cell_intervals(
             for name, e, lo, hi in zip(BOOTSTRAPPED, estimate, low, high)}
 
 
-def split_sizes(
-    trained: pd.DataFrame, base: pd.DataFrame, settings: ClaimSettings | None = None
-) -> dict[str, int]:
+def _split_sizes(pairs: pd.DataFrame, s: ClaimSettings) -> dict[str, int]:
     """{"solved": n, "unsolved": n}: the fewest problems of each transfer split in any seed of
-    the cell (the problems `cell_intervals` pairs), as the claims count a split against
-    `min_split`; {} without a shared problem.
-
-    >>> rows = lambda model, correct: pd.DataFrame({"seed": 0, "problem_id": ["a", "b", "c"],
-    ...     "model": model, "num_samples": 4, "num_correct": correct, "distinct_outcomes": 1.0})
-    >>> split_sizes(rows("rl", [4, 4, 4]), rows("sft", [4, 0, 0]))
-    {'solved': 1, 'unsolved': 2}
-    """
-    pairs = _pairs(trained, base)
+    the cell; {} without a shared problem."""
     if pairs.empty:
         return {}
-    solved = pd.Series(_solved(pairs, settings or ClaimSettings()), index=pairs.index)
+    solved = pd.Series(_solved(pairs, s), index=pairs.index)
     per_seed = solved.groupby(pairs["seed"]).agg(["sum", "size"])
     return {"solved": int(per_seed["sum"].min()),
             "unsolved": int((per_seed["size"] - per_seed["sum"]).min())}
