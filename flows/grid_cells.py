@@ -165,8 +165,9 @@ def run_on_deployment(
     A cell whose worker died is marked Crashed by the server (flows/zombies.py) and submitted
     once more, to resume from its checkpoints in S3 on whichever worker takes it; crashed
     again, it is recorded as failed. No cell is waited on forever. A run marked Crashed while
-    its process lived on (a server too loaded to take its state in time) may finish as well:
-    the cell then has two finished runs, the same by seed and cache, and `breadth compare` takes
+    its process lived on (heartbeats rarer than the automation expects: a worker that is not
+    `breadth worker` on a deployment not registered by `breadth deploy`) may finish as well: the
+    cell then has two finished runs, the same by seed and cache, and `breadth compare` takes
     the newest.
 
     Through a Prefect server outage the grid keeps asking (`through_outage`); each submission

@@ -144,8 +144,6 @@ class Night:
 
 @pytest.fixture
 def night(live_stack, tmp_path):
-    from breadth_flows.zombies import heartbeat_env
-
     env = {**live_stack, "CUDA_VISIBLE_DEVICES": "", "OMP_NUM_THREADS": "1"}
     full = {**os.environ, **env}
     subprocess.run([PREFECT, "work-pool", "create", POOL, "--type", "process", "--overwrite"],
@@ -162,7 +160,8 @@ def night(live_stack, tmp_path):
     def start_host(index: int) -> Path:
         (tmp_path / f"host-{index}").mkdir()
         work = tmp_path / f"host-{index}/work"
-        workers.extend(start_workers(1, {**env, **heartbeat_env(), "BREADTH_WORK_DIR": str(work)},
+        # start_workers gives them the heartbeats of `breadth worker` (flows/zombies.py).
+        workers.extend(start_workers(1, {**env, "BREADTH_WORK_DIR": str(work)},
                                      tmp_path / f"host-{index}", pool=POOL, first_index=index))
         return work
 

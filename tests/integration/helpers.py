@@ -87,6 +87,11 @@ def start_workers(count: int, env: dict[str, str], log_dir: Path, pin_cores: boo
     one cell per accelerator) with one torch thread; with `pin_cores`, worker i and the runs
     it starts are held to core i (`taskset`). Workers are numbered from `first_index` (their
     names and logs), so that workers started by separate calls stay distinct."""
+    # As `breadth worker` runs them: heartbeats every 30 s, as the dead-worker automation (which
+    # a grid creates) expects. Without, Prefect's 180 s default let it mark a cell Crashed 90 s
+    # after its first heartbeat, alive, and the grid ran the cell twice (CI, stop 41).
+    from breadth_flows.zombies import heartbeat_env
+
     workers = []
     for index in range(first_index, first_index + count):
         command = [PREFECT, "worker", "start", "--pool", pool, "--limit", "1",
@@ -97,7 +102,8 @@ def start_workers(count: int, env: dict[str, str], log_dir: Path, pin_cores: boo
         workers.append(subprocess.Popen(
             command, cwd=REPO, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
             # Polls every 2 s (default 10 s): a cell waits less for a worker to take it.
-            env={**os.environ, **env, "OMP_NUM_THREADS": "1", "PREFECT_WORKER_QUERY_SECONDS": "2"},
+            env={**heartbeat_env(), **os.environ, **env, "OMP_NUM_THREADS": "1",
+                 "PREFECT_WORKER_QUERY_SECONDS": "2"},
         ))
     return workers
 

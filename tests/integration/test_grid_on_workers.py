@@ -5,7 +5,6 @@ grid summary while the others finish."""
 from __future__ import annotations
 
 import os
-import re
 import subprocess
 from pathlib import Path
 
@@ -62,20 +61,6 @@ def grid_on_two_workers(live_stack, tmp_path_factory):
     return code, output, worker_logs
 
 
-def resubmitted_cells(output: str) -> list[str]:
-    """The cells the grid submitted once more because their run was Crashed (its report line in
-    flows/grid_cells.py: `cell NAME crashed (MESSAGE); submitted once more ...`).
-
-    In CI's suite, where this server shares 2 cores with the other xdist worker's night of
-    faults, one cell once finished twice: 4 cell runs, two FINISHED MLflow runs of one cell. The
-    grid submits a cell again only when its run ends Crashed, so that run was marked Crashed
-    while its pipeline went on to finish (by whom, CI's output did not say: the assertions below
-    now print each run's state and message). Submitting a crashed cell once more is the grid's
-    documented answer, and `breadth compare` takes a cell's newest finished run; so the tests
-    allow an extra run exactly for each cell the grid says it resubmitted, and no other."""
-    return re.findall(r"cell (\S+) crashed \(.*; submitted once more", output)
-
-
 def test_the_failing_cell_is_named_and_the_others_finish(grid_on_two_workers, live_stack):
     from mlflow import MlflowClient
 
@@ -91,11 +76,10 @@ def test_the_failing_cell_is_named_and_the_others_finish(grid_on_two_workers, li
     cells = [r for r in client.search_runs([experiment], f"tags.`grid.id` = '{GRID_ID}'")
              if "grid.cell" in r.data.tags]
     finished = sorted(r.data.tags["grid.cell"] for r in cells if r.info.status == "FINISHED")
-    assert sorted(set(finished)) == ["free_form/correctness+batch/seed5",
-                                     "free_form/correctness/seed5"]
-    retried = resubmitted_cells(output)
-    assert all(finished.count(cell) == 1 or cell in retried for cell in finished), (
-        finished, retried)
+    # Once each: a cell finished twice when the dead-worker automation marked its run Crashed
+    # while alive and the grid submitted it again (its workers lacked heartbeats; CI, stop 41).
+    assert finished == ["free_form/correctness+batch/seed5", "free_form/correctness/seed5"], (
+        output[-4000:])
     [summary] = client.search_runs([experiment], f"tags.`grid.id` = '{GRID_ID}' and "
                                                  "tags.`breadth.kind` = 'grid-summary'")
     assert summary.data.tags["grid.failed_cells"] == failing
@@ -125,8 +109,9 @@ def test_both_workers_took_cells(grid_on_two_workers, live_stack):
     runs = httpx.post(live_stack["PREFECT_API_URL"] + "/flow_runs/filter", timeout=120, json={
         "flow_runs": {"tags": {"all_": ["grid-cell"]}, "name": {"like_": GRID_ID}},
     }).json()
+    # One run per cell; a second one would be the grid's resubmission of a Crashed run.
     states = [(r["name"], r["state"]["name"], r["state"]["message"]) for r in runs]
-    assert len(runs) == 3 + len(resubmitted_cells(output)), (states, output[-3000:])
+    assert len(runs) == 3, (states, output[-3000:])
     # A worker logs "submitting" before it claims the run; the loser of a race logs "Aborted".
     taken = [{r["id"] for r in runs if f"submitting flow run '{r['id']}'" in log
               and f"Aborted submission of flow run '{r['id']}'" not in log}

@@ -15,6 +15,7 @@ import threading
 from pathlib import Path
 
 import pytest
+from breadth_flows.zombies import HEARTBEAT_S
 from typer.testing import CliRunner
 
 from breadth import cli
@@ -330,7 +331,11 @@ def test_deploy_puts_every_deployment_on_the_chosen_pool_and_names_them(monkeypa
     assert [d["work_pool"]["name"] for d in original["deployments"]] == ["breadth-cpu"] * len(original["deployments"])
     for deployment in original["deployments"]:
         deployment["work_pool"]["name"] = "pool-x"
-    assert spec == original  # the pool moved, nothing else (job variables, schedule, limits)
+        # Flow runs on any worker send heartbeats as often as the dead-worker automation
+        # expects (Prefect's default, 180 s, is past its window); other job variables stay.
+        env = deployment["work_pool"].setdefault("job_variables", {}).setdefault("env", {})
+        env["PREFECT_FLOWS_HEARTBEAT_FREQUENCY"] = str(HEARTBEAT_S)
+    assert spec == original  # the pool moved, the heartbeat added, nothing else changed
     lines = result.output.splitlines()
     assert "Deployed on work pool pool-x:" in lines
     assert "  breadth-grid/nightly  http://ui:4200/deployments/deployment/nightly" + ID in lines

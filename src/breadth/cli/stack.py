@@ -290,12 +290,21 @@ CREATED = re.compile(r"Deployment '([^']+)' successfully created with id '([^']+
 def deployments_on_pool(work_pool: str) -> dict:
     """prefect.yaml with every deployment on `work_pool`. `prefect deploy --all` ignores
     `--pool` (its CLI options apply to a single deployment only) and the file names
-    breadth-cpu, so the pool is written into a copy of the file instead."""
+    breadth-cpu, so the pool is written into a copy of the file instead.
+
+    Each deployment's flow runs also get the dead-worker automation's heartbeat frequency in
+    their environment (a job variable, so on any worker: a Kubernetes or Docker pool, a plain
+    `prefect worker start`). Prefect's own default, 180 s, is past the automation's 90-s
+    window: every run longer than that would be marked Crashed while alive."""
     import yaml
+    from breadth_flows.zombies import heartbeat_env
 
     spec = yaml.safe_load((PROJECT_DIR / "prefect.yaml").read_text())
     for deployment in spec["deployments"]:
-        deployment.setdefault("work_pool", {})["name"] = work_pool
+        pool = deployment.setdefault("work_pool", {})
+        pool["name"] = work_pool
+        variables = pool.setdefault("job_variables", {})
+        variables["env"] = {**heartbeat_env(), **variables.get("env", {})}
     return spec
 
 
