@@ -297,6 +297,8 @@ def deployments_on_pool(work_pool: str) -> dict:
     `prefect worker start`). Prefect's own default, 180 s, is past the automation's 90-s
     window: every run longer than that would be marked Crashed while alive."""
     import yaml
+
+    # Imported on use: flows/ loads Prefect, and the CLI starts without it.
     from breadth_flows.zombies import heartbeat_env
 
     spec = yaml.safe_load((PROJECT_DIR / "prefect.yaml").read_text())
