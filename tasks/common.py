@@ -12,12 +12,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from prefect import runtime
 from prefect.context import TaskRunContext
 
 import breadth
 from breadth.tracking.mlflow_sdk import log_transformers_model
 from breadth.tracking.objects import ObjectStore
-from breadth.tracking.runs import RunHandle, start_child_run
+from breadth.tracking.runs import DEPLOYMENT_SERVER_WAIT_S, RunHandle, start_child_run
 from breadth.tracking.uploads import BackgroundLane, UploadsFailed, is_permanent, with_retries
 from breadth.training.checkpointing import hold_lock
 
@@ -143,10 +144,20 @@ def work_root() -> Path:
     return Path(os.environ.get("BREADTH_WORK_DIR", default)).resolve()
 
 
+def server_wait_s() -> float:
+    """How long a run's start (the parent's, and each stage's) waits for an MLflow server that
+    does not answer: a deployment run (a worker's, nobody at its terminal) waits out a restart;
+    a run from the terminal fails in seconds with the fix."""
+    return DEPLOYMENT_SERVER_WAIT_S if runtime.deployment.id else 0.0
+
+
 def child_run(parent: RunHandle, stage: str, key: str) -> RunHandle:
     """The stage's MLflow run; use it as `with child_run(...) as run:` so that it is closed
-    (FINISHED, FAILED or KILLED) on every path."""
-    return start_child_run(parent, stage, tags={"breadth.stage": stage, "breadth.stage_key": key})
+    (FINISHED, FAILED or KILLED) on every path. A stage that starts while MLflow restarts
+    waits for it as the parent run's start does: without, a worker's cell failed on a stage
+    that began inside a 9-s restart (tests/faults/test_night_of_faults.py)."""
+    return start_child_run(parent, stage, tags={"breadth.stage": stage, "breadth.stage_key": key},
+                           wait_s=server_wait_s())
 
 
 @contextmanager

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from breadth_tasks.common import CODE_FOLDERS, PROJECT_ROOT, code_version
+from breadth_tasks.common import CODE_FOLDERS, PROJECT_ROOT, code_version, server_wait_s
 from prefect import runtime
 
 from breadth.config import PipelineConfig
@@ -20,7 +20,6 @@ from breadth.tracking.provenance import StageOrigin, stage_provenance
 from breadth.tracking.reconcile import reconcile_stale_runs
 from breadth.tracking.rest import RunRecord
 from breadth.tracking.runs import (
-    DEPLOYMENT_SERVER_WAIT_S,
     RunHandle,
     mlflow_ui_url,
     start_run,
@@ -110,13 +109,6 @@ def close_stale_runs() -> None:
         reconcile_stale_runs(tracking_uri())
     except Exception as error:  # noqa: BLE001
         logging.getLogger("breadth.reconcile").warning("could not reconcile stale runs: %s", error)
-
-
-def server_wait_s() -> float:
-    """How long the parent run's start waits for an MLflow server that does not answer: a
-    deployment run (a worker's, nobody at its terminal) waits out a restart; a run from the
-    terminal fails in seconds with the fix."""
-    return DEPLOYMENT_SERVER_WAIT_S if runtime.deployment.id else 0.0
 
 
 def open_parent_run(config: PipelineConfig, extra_tags: dict[str, str] | None = None) -> RunHandle:

@@ -60,6 +60,8 @@ GRID = ["grid", "--preset", "default", "--format", "free_form",
         "--cell-runner", "deployment", "--cell-deployment", DEPLOYMENT, "--grid-id", GRID_ID,
         *set_args(TINY_CELL)]
 GRID_TIMEOUT_S = 1500
+# How long the cell whose worker is killed has been Running (below, step 3).
+CELL_AGE_AT_KILL_S = 6
 # The evaluation of proactive triggers and the state change on top of the bound itself, as in
 # test_dead_worker.py.
 SLACK_S = 60.0
@@ -189,17 +191,20 @@ def test_a_grid_through_a_night_of_faults(night, live_stack):
     # 2. Then MLflow, under the cells running then.
     night.restart("mlflow")
     # 3. Then a worker dies mid-cell: one whose cell has run long enough to have sent its
-    #    first heartbeat and be into its stages.
+    #    first heartbeat (as it turns Running) and be into its stages. Not much longer: on a
+    #    quiet machine a cell runs 13-18 s, and waiting for one 20 s old let the grid finish
+    #    first.
     #    The run and its worker are kept as found (a second query could miss a cell that
     #    finished in between), and the youngest such cell is taken: it has the most left to run.
     found: list[tuple[dict[str, Any], subprocess.Popen]] = []
 
     def a_cell_on_a_worker() -> bool:
-        youngest_first = sorted(night.running(20), key=lambda r: r["start_time"], reverse=True)
+        youngest_first = sorted(night.running(CELL_AGE_AT_KILL_S), key=lambda r: r["start_time"],
+                                reverse=True)
         found[:] = [(r, w) for r in youngest_first if (w := night.worker_of(r["id"]))][:1]
         return bool(found)
 
-    night.wait_for(a_cell_on_a_worker, "a cell running for 20 s on a worker")
+    night.wait_for(a_cell_on_a_worker, f"a cell running for {CELL_AGE_AT_KILL_S} s on a worker")
     [(victim_run, victim)] = found
     night.note(f"SIGKILL to the worker running {victim_run['name']} (cells: {night.states()})")
     killed_at = time.monotonic()

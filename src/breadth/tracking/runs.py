@@ -327,6 +327,13 @@ def experiment_id_of(client: Any, name: str) -> str:
         return created_meanwhile
 
 
+def _reach_tracking_server(uri: str, wait_s: float) -> None:
+    if wait_s > 0:
+        wait_for_tracking_server(uri, wait_s)
+    else:
+        check_tracking_server(uri)
+
+
 def start_run(
     experiment: str, run_name: str, *, tags: Mapping[str, Any] | None = None,
     wait_s: float = 0.0,
@@ -334,19 +341,18 @@ def start_run(
     """Open a top-level run in `experiment` (created if missing); with `wait_s`, wait that long
     for a server that does not answer before failing (`wait_for_tracking_server`)."""
     uri = tracking_uri()
-    if wait_s > 0:
-        wait_for_tracking_server(uri, wait_s)
-    else:
-        check_tracking_server(uri)
+    _reach_tracking_server(uri, wait_s)
     client = tracking_client(uri)
     return _create_run(client, uri, experiment_id_of(client, experiment), run_name, tags)
 
 
 def start_child_run(
-    parent: RunHandle, run_name: str, *, tags: Mapping[str, Any] | None = None
+    parent: RunHandle, run_name: str, *, tags: Mapping[str, Any] | None = None,
+    wait_s: float = 0.0,
 ) -> RunHandle:
-    """Open a child run of `parent`, in its experiment (by id: no look-up by name)."""
-    check_tracking_server(parent.tracking_uri)
+    """Open a child run of `parent`, in its experiment (by id: no look-up by name); with
+    `wait_s`, wait that long for a server that does not answer, as `start_run` does."""
+    _reach_tracking_server(parent.tracking_uri, wait_s)
     tags = {**(tags or {}), "mlflow.parentRunId": parent.run_id}
     return _create_run(parent.tracking, parent.tracking_uri, parent.experiment_id, run_name, tags)
 

@@ -191,3 +191,20 @@ def test_tasks_retry_only_what_a_second_try_can_fix():
         assert retry_if_transient(None, None, Failed(data=permanent)) is False
     for transient in (ConnectionError("refused"), TimeoutError(), OSError("reset")):
         assert retry_if_transient(None, None, Failed(data=transient)) is True
+
+
+def test_a_deployment_runs_stage_waits_for_a_restarting_mlflow_as_its_parent_does(monkeypatch):
+    """A worker's stage that starts inside an MLflow restart waits for it (a cell failed on
+    one); from the terminal it fails at once with the fix."""
+    from breadth_tasks import common
+
+    from breadth.tracking.runs import DEPLOYMENT_SERVER_WAIT_S
+
+    waits = []
+    monkeypatch.setattr(common, "start_child_run",
+                        lambda parent, stage, *, tags, wait_s: waits.append((stage, wait_s)))
+    monkeypatch.delenv("PREFECT__RUNTIME__DEPLOYMENT__ID", raising=False)
+    common.child_run(object(), "sft", "key")
+    monkeypatch.setenv("PREFECT__RUNTIME__DEPLOYMENT__ID", "a-deployment")
+    common.child_run(object(), "rl", "key")
+    assert waits == [("sft", 0.0), ("rl", DEPLOYMENT_SERVER_WAIT_S)]

@@ -203,7 +203,7 @@ def test_the_parent_run_is_tagged_with_the_code_and_the_hardware_it_ran(monkeypa
 
 def test_a_deployment_run_waits_for_a_restarting_mlflow(monkeypatch):
     """A worker's run has nobody at its terminal: its start waits out an MLflow restart."""
-    from breadth_tasks.tracking import server_wait_s
+    from breadth_tasks.common import server_wait_s
 
     from breadth.tracking.runs import DEPLOYMENT_SERVER_WAIT_S
 

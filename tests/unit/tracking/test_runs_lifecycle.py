@@ -142,3 +142,18 @@ def test_any_other_refused_create_is_raised_at_once():
     with pytest.raises(RuntimeError, match="PERMISSION_DENIED"):
         experiment_id_of(client, "twins")
     assert client.lookups == 1  # no second look-up
+
+
+def test_start_child_run_waits_only_when_asked(monkeypatch):
+    from types import SimpleNamespace
+
+    from breadth.tracking import runs
+
+    calls = []
+    monkeypatch.setattr(runs, "wait_for_tracking_server", lambda uri, wait_s: calls.append(("wait", wait_s)))
+    monkeypatch.setattr(runs, "check_tracking_server", lambda uri: calls.append(("check", 0)))
+    monkeypatch.setattr(runs, "_create_run", lambda *args: "run")
+    parent = SimpleNamespace(tracking_uri="http://mlflow", run_id="p", tracking=None, experiment_id="1")
+    assert runs.start_child_run(parent, "sft", wait_s=300) == "run"
+    assert runs.start_child_run(parent, "rl") == "run"
+    assert calls == [("wait", 300), ("check", 0)]
