@@ -105,8 +105,10 @@ def plan(out: Path, work: Path, seeds: list[int], dry: bool, parts: list[str],
     return [job for job in jobs if job.part in parts]
 
 
-def run_jobs(jobs: list[Job], logs: Path, origin: float, deadline: float) -> None:
-    """Start each job once its `after` jobs are ok; stop what still runs at the deadline."""
+def run_jobs(jobs: list[Job], logs: Path, origin: float, deadline: float,
+             max_running: int | None = None) -> None:
+    """Start each job once its `after` jobs are ok, at most `max_running` at a time (None: no
+    limit); stop what still runs at the deadline."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
         [str(ROOT / "src"), str(ROOT / "benchmarks"), str(ROOT / "scripts"),
          os.environ.get("PYTHONPATH", "")]), "PYTHONUNBUFFERED": "1",
@@ -123,7 +125,9 @@ def run_jobs(jobs: list[Job], logs: Path, origin: float, deadline: float) -> Non
             elif job.state == "waiting":
                 if any(by_name[a].state not in ("waiting", "running", "ok") for a in job.after):
                     job.state = "skipped (a part it needs did not finish)"
-                elif all(by_name[a].state == "ok" for a in job.after):
+                elif all(by_name[a].state == "ok" for a in job.after) and (
+                        max_running is None
+                        or sum(j.state == "running" for j in jobs) < max_running):
                     log = (logs / f"{job.name}.log").open("w")
                     job.process = subprocess.Popen(job.argv, cwd=ROOT, env={**env, **job.env},
                                                    stdout=log,
@@ -189,6 +193,11 @@ def main() -> None:
     parser.add_argument("--big-model-from", type=Path, default=None,
                         help="without the big-model part: an earlier run's big.json to report")
     parser.add_argument("--dry-run", action="store_true")
+    parser.add_argument("--max-jobs", type=int, default=None,
+                        help=("at most this many parts' processes at once (default: all that "
+                              "are ready, as on the GPU machine). A dry run on a small CPU "
+                              "machine runs best at its core count: eleven processes at once "
+                              "on 2 cores cost more CPU in all than the same run 2 at a time"))
     args = parser.parse_args()
     from gpu_report import markdown  # the page's writer, beside this script
 
@@ -197,7 +206,7 @@ def main() -> None:
     for folder in (args.out, logs):
         folder.mkdir(parents=True, exist_ok=True)
     jobs = plan(args.out, args.work, args.seeds, args.dry_run, args.parts, tuple(args.scale_on_cpu))
-    run_jobs(jobs, logs, started, started + args.deadline)
+    run_jobs(jobs, logs, started, started + args.deadline, args.max_jobs)
     wall = time.monotonic() - started
     with tarfile.open(args.out / "logs.tar.gz", "w:gz") as tar:  # first: it outlives a crash
         tar.add(logs, arcname="logs")

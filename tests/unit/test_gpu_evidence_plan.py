@@ -35,3 +35,17 @@ def test_a_job_runs_with_its_own_environment_over_the_drivers(tmp_path, monkeypa
     assert (hidden.state, plain.state) == ("ok", "ok")
     assert (tmp_path / "hidden.log").read_text().strip() == "''"
     assert (tmp_path / "plain.log").read_text().strip() == "'0'"
+
+
+def test_max_running_holds_jobs_back_until_one_ends(tmp_path):
+    nap = [sys.executable, "-c", "import time; time.sleep(0.3)"]
+    jobs = [gpu_evidence.Job(f"nap-{i}", "scale", nap) for i in range(2)]
+    start = time.monotonic()
+    gpu_evidence.run_jobs(jobs, tmp_path, start, start + 60, max_running=1)
+    assert [job.state for job in jobs] == ["ok"] * 2
+    first, second = jobs  # one at a time: the second starts once the first has ended
+    assert second.start_offset >= first.start_offset + first.seconds
+
+    unlimited = [gpu_evidence.Job(f"free-{i}", "scale", nap) for i in range(2)]
+    gpu_evidence.run_jobs(unlimited, tmp_path, start, start + 60)
+    assert len({job.start_offset for job in unlimited}) == 1  # all started in one pass
