@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import random
 import resource
 import socket
 import time
@@ -34,6 +35,46 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+# A test stack's ports. weed mini also listens on each of its HTTP ports + 10000 (gRPC; see
+# breadth.stack._weed_extra_ports), and nothing reserves those: with three xdist workers starting
+# stacks at once, a port the kernel had handed out (free_port's) had its twin taken meanwhile,
+# and that worker's stack failed to start, so every test on it erred. So each port is drawn with
+# its twin below the kernel's ephemeral range (where no outgoing connection or free_port() takes
+# them), from a band of its own per xdist worker (no two workers draw the same), both checked
+# free, and never handed out twice in a session.
+GRPC_OFFSET = 10_000
+PORT_BAND = 2_000
+_handed_out: set[int] = set()
+
+
+def _bindable(port: int) -> bool:
+    with socket.socket() as sock:
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def stack_port() -> int:
+    ephemeral = Path("/proc/sys/net/ipv4/ip_local_port_range")
+    ephemeral_low = int(ephemeral.read_text().split()[0]) if ephemeral.exists() else 32768
+    bands = (ephemeral_low - GRPC_OFFSET - 10_000) // PORT_BAND
+    if bands < 1:  # an ephemeral range too low to keep twins below it: the kernel's choice
+        return free_port()
+    worker = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw") or 0)
+    start = 10_000 + (worker % bands) * PORT_BAND
+    candidates = list(range(start, start + PORT_BAND))
+    random.Random(os.getpid()).shuffle(candidates)  # two sessions at once rarely meet
+    for port in candidates:
+        if {port, port + GRPC_OFFSET}.isdisjoint(_handed_out) and _bindable(port) \
+                and _bindable(port + GRPC_OFFSET):
+            _handed_out.update((port, port + GRPC_OFFSET))
+            return port
+    raise RuntimeError(f"no free port with a free twin (+{GRPC_OFFSET}) in {start}-"
+                       f"{start + PORT_BAND - 1}: stop the test stacks left running")
+
+
 @contextlib.contextmanager
 def running_local_stack(home: Path, server_env: dict[str, str] | None = None
                         ) -> Iterator[dict[str, str]]:
@@ -48,7 +89,7 @@ def running_local_stack(home: Path, server_env: dict[str, str] | None = None
     for name in EXTERNAL_VARIABLES:
         os.environ.pop(name, None)
     for name in PORT_VARIABLES:
-        os.environ[name] = str(free_port())
+        os.environ[name] = str(stack_port())
     os.environ["BREADTH_HOME"] = str(home)
     os.environ.update(server_env)
     # 300 s, not 120: on a loaded 2-core machine with two xdist workers starting stacks at once,
