@@ -3,18 +3,14 @@
 PYTHON ?= python3
 VENV ?= .venv
 BIN = $(VENV)/bin
-# pytest-xdist workers; `make test TEST_WORKERS=0` runs the suite in one process. The whole
-# suite takes three on two cores: its real-stack modules spend much of their time waiting on
-# servers (a dead worker's 90-s window, outages), which a third worker fills
-# (docs/guide/testing.md). The quick tier has one such module and keeps two.
-TEST_WORKERS ?= 3
-CHECK_WORKERS ?= 2
+# pytest-xdist workers; `make test TEST_WORKERS=0` runs the suite in one process.
+TEST_WORKERS ?= 2
 # --dist loadscope: a module's tests stay on one worker, so its module-scoped fixtures (a
 # pipeline run, a grid on workers) run once. --no-loadscope-reorder: modules go out in
 # collection order (faults, integration, then unit), long real-stack modules first and the
 # many short unit modules filling in after; xdist's default sends the modules with the most
 # tests first, which left the 2-test smoke module, 80 s of waiting on servers, for the end.
-PYTEST = $(BIN)/pytest -q --dist loadscope --no-loadscope-reorder
+PYTEST = $(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadscope --no-loadscope-reorder
 
 .PHONY: install install-run vllm-env demo check test test-unit lint stack-up stack-down benchmark
 
@@ -40,14 +36,14 @@ demo: install-run
 
 # Lint, the unit tests but the minute-long Monte Carlo ones, and one real-stack pipeline run.
 check: lint
-	$(PYTEST) -n $(CHECK_WORKERS) -m "(not integration and not slow) or smoke"
+	$(PYTEST) -m "(not integration and not slow) or smoke"
 
 # The slowest 25 at the end: where the suite's time goes, in every CI log.
 test: install
-	$(PYTEST) -n $(TEST_WORKERS) --durations=25
+	$(PYTEST) --durations=25
 
 test-unit: install
-	$(PYTEST) -n $(TEST_WORKERS) -m "not integration"
+	$(PYTEST) -m "not integration"
 
 lint: install
 	$(BIN)/ruff check src tasks flows tests benchmarks scripts
