@@ -154,8 +154,8 @@ def server_wait_s() -> float:
 def child_run(parent: RunHandle, stage: str, key: str) -> RunHandle:
     """The stage's MLflow run; use it as `with child_run(...) as run:` so that it is closed
     (FINISHED, FAILED or KILLED) on every path. A stage that starts while MLflow restarts
-    waits for it as the parent run's start does: without, a worker's cell failed on a stage
-    that began inside a 9-s restart (tests/faults/test_night_of_faults.py)."""
+    waits for it as the parent run's start does (`server_wait_s`), so a worker's cell outlives
+    a restart between its stages."""
     return start_child_run(parent, stage, tags={"breadth.stage": stage, "breadth.stage_key": key},
                            wait_s=server_wait_s())
 

@@ -36,12 +36,11 @@ def free_port() -> int:
 
 
 # A test stack's ports. weed mini also listens on each of its HTTP ports + 10000 (gRPC; see
-# breadth.stack._weed_extra_ports), and nothing reserves those: with three xdist workers starting
-# stacks at once, a port the kernel had handed out (free_port's) had its twin taken meanwhile,
-# and that worker's stack failed to start, so every test on it erred. So each port is drawn with
-# its twin below the kernel's ephemeral range (where no outgoing connection or free_port() takes
-# them), from a band of its own per xdist worker (no two workers draw the same), both checked
-# free, and never handed out twice in a session.
+# breadth.stack._weed_extra_ports), which picking a free port does not reserve, and a stack whose
+# twin is taken fails to start (every test of that xdist worker then errs). So each port is
+# drawn with its twin below the kernel's ephemeral range (where no outgoing connection or
+# free_port() takes them), from a band of its own per xdist worker (no two workers draw the
+# same), both checked free, and never handed out twice in a session.
 GRPC_OFFSET = 10_000
 PORT_BAND = 2_000
 _handed_out: set[int] = set()

@@ -192,8 +192,7 @@ def test_a_grid_through_a_night_of_faults(night, live_stack):
     night.restart("mlflow")
     # 3. Then a worker dies mid-cell: one whose cell has run long enough to have sent its
     #    first heartbeat (as it turns Running) and be into its stages. Not much longer: on a
-    #    quiet machine a cell runs 13-18 s, and waiting for one 20 s old let the grid finish
-    #    first.
+    #    quiet machine a cell runs 13-18 s, and the grid must still have cells to run.
     #    The run and its worker are kept as found (a second query could miss a cell that
     #    finished in between), and the youngest such cell is taken: it has the most left to run.
     found: list[tuple[dict[str, Any], subprocess.Popen]] = []

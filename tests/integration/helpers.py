@@ -111,10 +111,9 @@ def start_workers(count: int, env: dict[str, str], log_dir: Path, pin_cores: boo
 def stop_workers(workers: list[subprocess.Popen], grace_s: float = 10.0) -> None:
     """Stop each worker (its process group), killing what has not exited `grace_s` after the
     SIGTERM (one deadline for all). Call it once the grid has waited for its cells: a flow run
-    the worker started may live in a session of its own. In the whole suite the night of faults'
-    two workers did not exit within 30 s of it (their logs end at "Sending SIGINT to the
-    process worker"), and a wait of 30 s each held the test's xdist worker idle for a minute;
-    their cells are over, so nothing is lost by killing them sooner."""
+    the worker started may live in a session of its own. A Prefect worker that has run cells
+    may not exit on SIGTERM (its log ends at "Sending SIGINT to the process worker"); its
+    cells are over, so nothing is lost by killing it after the grace."""
     for worker in workers:
         if worker.poll() is None:
             os.killpg(worker.pid, signal.SIGTERM)
