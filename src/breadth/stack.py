@@ -331,11 +331,16 @@ def _prefect_env(s: StackSettings) -> dict[str, str]:
     }
 
 
+# weed mini serves each of its servers' gRPC on that server's HTTP port + this.
+WEED_GRPC_PORT_OFFSET = 10_000
+
+
 def _weed_extra_ports(s: StackSettings) -> tuple[int, ...]:
     """weed mini's other listeners: master, volume and filer, and each server's gRPC port
-    (its HTTP port + 10000) — a second stack on nearby ports collides on those."""
+    (its HTTP port + WEED_GRPC_PORT_OFFSET) — a second stack on nearby ports collides on those."""
     http = (s.weed_master_port, s.weed_volume_port, s.weed_filer_port)
-    grpc = tuple(port + 10000 for port in (s.s3_port, *http) if port + 10000 < 65536)
+    grpc = tuple(port + WEED_GRPC_PORT_OFFSET for port in (s.s3_port, *http)
+                 if port + WEED_GRPC_PORT_OFFSET < 65536)
     return http + grpc
 
 
@@ -556,7 +561,7 @@ class LocalStack:
                     f"breadth's {service.name} to a free port with "
                     f"BREADTH_{service.name.upper()}_PORT=<port> (weed's internal ports: "
                     "BREADTH_WEED_MASTER_PORT / _VOLUME_PORT / _FILER_PORT; each also uses its "
-                    "port + 10000 for gRPC)."
+                    f"port + {WEED_GRPC_PORT_OFFSET} for gRPC)."
                 )
         self.logs.mkdir(parents=True, exist_ok=True)
         (self.settings.home / "run").mkdir(parents=True, exist_ok=True)

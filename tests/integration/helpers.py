@@ -89,7 +89,7 @@ def start_workers(count: int, env: dict[str, str], log_dir: Path, pin_cores: boo
     names and logs), so that workers started by separate calls stay distinct."""
     # As `breadth worker` runs them: heartbeats every 30 s, as the dead-worker automation (which
     # a grid creates) expects. Without, Prefect's 180 s default let it mark a cell Crashed 90 s
-    # after its first heartbeat, alive, and the grid ran the cell twice (CI, stop 41).
+    # after its first heartbeat, alive, and the grid ran the cell twice.
     from breadth_flows.zombies import heartbeat_env
 
     workers = []

@@ -77,7 +77,7 @@ def test_the_failing_cell_is_named_and_the_others_finish(grid_on_two_workers, li
              if "grid.cell" in r.data.tags]
     finished = sorted(r.data.tags["grid.cell"] for r in cells if r.info.status == "FINISHED")
     # Once each: a cell finished twice when the dead-worker automation marked its run Crashed
-    # while alive and the grid submitted it again (its workers lacked heartbeats; CI, stop 41).
+    # while alive and the grid submitted it again (its workers lacked heartbeats).
     assert finished == ["free_form/correctness+batch/seed5", "free_form/correctness/seed5"], (
         output[-4000:])
     [summary] = client.search_runs([experiment], f"tags.`grid.id` = '{GRID_ID}' and "
