@@ -67,14 +67,14 @@ def plan(config: PipelineConfig, num_train: int, num_eval: int) -> list[StageWor
     problems (after data limits).
 
     >>> from breadth.config import load_config
-    >>> for w in plan(load_config("default", []), num_train=4000, num_eval=64):
+    >>> for w in plan(load_config("default", []), num_train=9000, num_eval=256):
     ...     print(f"{w.stage}: {w.what} = {w.samples}")
-    sft: 504 steps x batch 64 (8 epochs of 4,000 problems) = 32000
-    rl: 100 steps x 8 prompts x 8 generations = 6400
-    rollout-sft: 64 problems x 16 samples = 1024
-    rollout-rl: 64 problems x 16 samples = 1024
-    search-sft: 64 problems x budget 16, evolution + independent = 2048
-    search-rl: 64 problems x budget 16, evolution + independent = 2048
+    sft: 1,692 steps x batch 64 (12 epochs of 9,000 problems) = 108000
+    rl: 300 steps x 32 prompts x 8 generations = 76800
+    rollout-sft: 256 problems x 16 samples = 4096
+    rollout-rl: 256 problems x 16 samples = 4096
+    search-sft: 256 problems x budget 16, evolution + independent = 8192
+    search-rl: 256 problems x budget 16, evolution + independent = 8192
     """
     stages = []
     if config.sft.enabled:

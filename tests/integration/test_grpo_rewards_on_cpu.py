@@ -21,10 +21,14 @@ from breadth.config import PipelineConfig, load_config
 
 pytestmark = pytest.mark.integration
 
-# Small enough for 2 CPU cores.
+# Small enough for 2 CPU cores. The learning rates, temperature and warmup are the config's
+# own defaults, which SFT_EPOCH_LADDER and the cases were set for: the default preset's (a
+# 300-step demo) would leave 3 steps inside a 10-step warmup and sharpen the base so far that
+# a group at temperature 0.8 can agree, with no gradient and no KL.
 COMMON = [
     "data.num_train=4", "data.num_eval=2", "data.difficulty=1", "sft.batch_size=8",
-    "rl.max_steps=3", "rl.num_generations=4", "rl.prompts_per_step=2",
+    "sft.learning_rate=0.003", "rl.learning_rate=0.0001", "rl.warmup_steps=0",
+    "rl.temperature=1.0", "rl.max_steps=3", "rl.num_generations=4", "rl.prompts_per_step=2",
     "rl.max_completion_length=4", "rl.save_steps=1000",
 ]
 WATCHED_PARAMETER = "model.layers.0.self_attn.q_proj.weight"

@@ -155,14 +155,14 @@ def test_compare_shows_runs_with_unlike_configs_as_separate_rows(lone_runs, monk
     data = json.loads(_invoke(lone_runs, [*args, "--json"], monkeypatch).output)
     assert [(c["config"], c["seeds"]) for c in data["cells"]] == [
         (SHORT_LABEL, 1),
-        ("data.num_train=None, rl.max_steps=100, rollout.num_samples=16, sft.epochs=8.0", 1),
+        ("data.num_train=9000, rl.max_steps=300, rollout.num_samples=16, sft.epochs=12.0", 1),
     ]
     assert data["split_cells"] == {"free_form / correctness": sorted(SHORT)}
     result = _invoke(lone_runs, args, monkeypatch)
     text = " ".join(result.output.split())
     assert result.exit_code == 0, result.output
     assert "not pooled: runs of free_form / correctness differ in config beyond the seed" in text
-    assert "rl.max_steps=2" in text and "rl.max_steps=100" in text and "pass@1: rl" in text
+    assert "rl.max_steps=2" in text and "rl.max_steps=300" in text and "pass@1: rl" in text
     assert "not one factor" not in text  # one reward: nothing compared across rewards
 
 

@@ -50,7 +50,7 @@ def test_overrides_are_typed():
         ("default", ["data.source=jsonl"], ["data.source", "not one of", "jsonl:PATH"]),
         ("default", ["data.source=synthetic:algebra"], ["unknown synthetic task 'algebra'"]),
         ("default", ["rl.num_processes=3"],
-         ["rl.prompts_per_step=8 is not divisible by rl.num_processes=3", "multiple of 3"]),
+         ["rl.prompts_per_step=32 is not divisible by rl.num_processes=3", "multiple of 3"]),
         ("default", ["preset=ucb"], ["`preset` is only a label", "--preset ucb"]),
         ("default", ["data.source=no"], ["data.source", "(got 'no')"]),
     ],

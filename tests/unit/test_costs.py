@@ -21,7 +21,7 @@ from breadth.costs import (
 )
 
 # A config small enough to count by hand.
-SMALL = ["sft.epochs=2", "sft.batch_size=10", "rl.max_steps=3", "rl.prompts_per_step=2",
+SMALL = ["data.num_train=4000", "data.num_eval=64", "sft.epochs=2", "sft.batch_size=10", "rl.max_steps=3", "rl.prompts_per_step=2",
          "rl.num_generations=4", "rl.max_completion_length=5", "rollout.num_samples=5",
          "rollout.max_new_tokens=7", "evaluation.search_budget=6",
          "evaluation.transfer_split_k=4"]

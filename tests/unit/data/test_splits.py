@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from breadth.config import ConfigError, load_config
+from breadth.config import ConfigError, PipelineConfig, load_config
 from breadth.data.prepare import SYNTHETIC_NUM_EVAL, SYNTHETIC_NUM_TRAIN, prepare_dataset
 from breadth.data.records import Record
 from breadth.data.splits import SplitError, limit, split_source
@@ -85,7 +85,7 @@ def test_file_sources_keep_every_row_unless_limited(tmp_path) -> None:
 
 
 def test_synthetic_defaults_come_from_one_place(tmp_path) -> None:
-    config = load_config("default")
+    config = PipelineConfig()  # no preset: the default preset sets its own sizes
     assert (config.data.num_train, config.data.num_eval) == (None, None)
     manifest = prepare_dataset("synthetic:arithmetic", fmt="free_form", out_dir=tmp_path,
                                difficulty=config.data.difficulty)

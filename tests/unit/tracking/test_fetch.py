@@ -191,7 +191,7 @@ def test_fetch_runs_points_a_child_run_id_to_its_parent(store):
 # The audit's case: a short run and a default one, both free_form / correctness.
 SHORT = {"rl.max_steps": 2, "sft.epochs": 1.0, "data.num_train": 200, "rollout.num_samples": 4}
 SHORT_LABEL = "data.num_train=200, rl.max_steps=2, rollout.num_samples=4, sft.epochs=1.0"
-DEFAULT_LABEL = "data.num_train=None, rl.max_steps=100, rollout.num_samples=16, sft.epochs=8.0"
+DEFAULT_LABEL = "data.num_train=9000, rl.max_steps=300, rollout.num_samples=16, sft.epochs=12.0"
 
 
 def config_params(**changes) -> dict[str, str]:
