@@ -5,7 +5,8 @@ Run on a CUDA machine: .venv/bin/python benchmarks/bench_reward_gpu.py [--steps 
 Without a CUDA device it prints why and exits 0 (nothing to measure on CPU here; the CPU
 figure is benchmarks/bench_reward_overhead.py).
 
-Both arms train the same model (the default preset's, or `--set model.name_or_path=DIR`: the
+Both arms train the same model (the default preset's at the settings of
+side_by_side.REWARD_BENCH_SETTINGS, or `--set model.name_or_path=DIR`: the
 GPU machine has no network, so a hub model must already be on disk) on the same prepared data
 with the same `trl.GRPOConfig` (breadth's `build_grpo_config`):
   A  bare TRL: GRPOTrainer with one plain reward function (completion ends with the answer), nothing else;
@@ -31,7 +32,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from side_by_side import compare, load_line
+from side_by_side import REWARD_BENCH_SETTINGS, compare, load_line
 
 TARGET_RATIO = 1.03
 SKIPPED_STEPS = 10
@@ -140,7 +141,8 @@ def main() -> None:
     from breadth.config import load_config
     from breadth.stages import init_model_stage, prepare_stage, sft_stage
 
-    config = load_config("default", [*args.overrides, f"rl.reward.spec={args.spec}"])
+    config = load_config("default", [*REWARD_BENCH_SETTINGS, *args.overrides,
+                                       f"rl.reward.spec={args.spec}"])
     device = torch.cuda.get_device_name() if torch.cuda.is_available() else "CPU (smoke run)"
     print(f"{device}; {load_line()}")
     with tempfile.TemporaryDirectory(prefix="bench-reward-gpu-") as scratch:

@@ -3,7 +3,7 @@
 Run: .venv/bin/python benchmarks/bench_reward_overhead.py [--repeats R] [--steps K] [--json PATH]
 
 The tiny default model (ModelConfig defaults), warm-started by a short SFT, trains K GRPO steps
-per reward spec with the default preset's RL settings (G = 8, 4 prompts per step, 8 new tokens).
+per reward spec at side_by_side.REWARD_BENCH_SETTINGS (G = 8, 8 prompts per step, 8 new tokens).
 Specs are interleaved: each of R rounds runs every spec once, in a rotated order, so load from
 other processes hits all specs alike. The first step of each run is dropped as warm-up, and
 each pooled figure is a median over the remaining R * (K - 1) steps; the per-round ratios
@@ -45,7 +45,7 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-from side_by_side import load_line
+from side_by_side import REWARD_BENCH_SETTINGS, load_line
 
 SPECS = [
     "correctness",
@@ -188,8 +188,8 @@ def main() -> None:
     logging.getLogger("transformers").setLevel(logging.ERROR)
 
     torch.set_num_threads(args.threads)
-    overrides = ["data.num_train=128", "data.num_eval=4", "sft.epochs=6", "sft.batch_size=32",
-                 f"rl.learning_rate={args.learning_rate}"]
+    overrides = [*REWARD_BENCH_SETTINGS, "data.num_train=128", "data.num_eval=4", "sft.epochs=6",
+                 "sft.batch_size=32", f"rl.learning_rate={args.learning_rate}"]
     clock = StepClock()
     clock.install()
     print(f"before: {load_line()}")
