@@ -96,7 +96,8 @@ def sample(until: Path, out: Path, interval_s: float) -> None:
             if (seen := _cpu_and_command(pid)) is None:
                 continue
             identity, cpu, command = seen
-            row = processes.setdefault(identity, {"command": command[:300], "first_s": now})
+            row = processes.setdefault(identity, {"pid": int(pid), "command": command[:300],
+                                                  "first_s": now})
             row["cpu_s"] = round(cpu - baseline.get(identity, 0.0), 2)
             row["last_s"] = now
         current = _busy_ticks()
