@@ -37,13 +37,12 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-# A test stack's ports. weed mini also listens on each of its HTTP ports + GRPC_OFFSET (gRPC;
-# see breadth.stack._weed_extra_ports), which picking a free port does not reserve, and a stack whose
-# twin is taken fails to start (every test of that xdist worker then errs). So each port is
-# drawn with its twin below the kernel's ephemeral range (where no outgoing connection or
+# A test stack's ports. weed mini also listens on each of its HTTP ports + WEED_GRPC_PORT_OFFSET
+# (gRPC; see breadth.stack._weed_extra_ports), which picking a free port does not reserve, and a
+# stack whose twin is taken fails to start (every test of that xdist worker then errs). So each
+# port is drawn with its twin below the kernel's ephemeral range (where no outgoing connection or
 # free_port() takes them), from a band of its own per xdist worker (no two workers draw the
 # same), both checked free, and never handed out twice in a session.
-GRPC_OFFSET = WEED_GRPC_PORT_OFFSET
 LOWEST_STACK_PORT = 10_000  # clear of the well-known and common service ports
 PORT_BAND = 2_000
 _handed_out: set[int] = set()
@@ -61,7 +60,7 @@ def _bindable(port: int) -> bool:
 def stack_port() -> int:
     ephemeral = Path("/proc/sys/net/ipv4/ip_local_port_range")
     ephemeral_low = int(ephemeral.read_text().split()[0]) if ephemeral.exists() else 32768
-    bands = (ephemeral_low - GRPC_OFFSET - LOWEST_STACK_PORT) // PORT_BAND
+    bands = (ephemeral_low - WEED_GRPC_PORT_OFFSET - LOWEST_STACK_PORT) // PORT_BAND
     if bands < 1:  # an ephemeral range too low to keep twins below it: the kernel's choice
         return free_port()
     worker = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw") or 0)
@@ -69,11 +68,11 @@ def stack_port() -> int:
     candidates = list(range(start, start + PORT_BAND))
     random.Random(os.getpid()).shuffle(candidates)  # two sessions at once rarely meet
     for port in candidates:
-        if {port, port + GRPC_OFFSET}.isdisjoint(_handed_out) and _bindable(port) \
-                and _bindable(port + GRPC_OFFSET):
-            _handed_out.update((port, port + GRPC_OFFSET))
+        if {port, port + WEED_GRPC_PORT_OFFSET}.isdisjoint(_handed_out) and _bindable(port) \
+                and _bindable(port + WEED_GRPC_PORT_OFFSET):
+            _handed_out.update((port, port + WEED_GRPC_PORT_OFFSET))
             return port
-    raise RuntimeError(f"no free port with a free twin (+{GRPC_OFFSET}) in {start}-"
+    raise RuntimeError(f"no free port with a free twin (+{WEED_GRPC_PORT_OFFSET}) in {start}-"
                        f"{start + PORT_BAND - 1}: stop the test stacks left running")
 
 

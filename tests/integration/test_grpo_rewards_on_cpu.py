@@ -25,11 +25,13 @@ pytestmark = pytest.mark.integration
 # own defaults, which SFT_EPOCH_LADDER and the cases were set for: the default preset's (a
 # 300-step demo) would leave 3 steps inside a 10-step warmup and sharpen the base so far that
 # a group at temperature 0.8 can agree, with no gradient and no KL.
+DEFAULTS = PipelineConfig()
 COMMON = [
     "data.num_train=4", "data.num_eval=2", "data.difficulty=1", "sft.batch_size=8",
-    "sft.learning_rate=0.003", "rl.learning_rate=0.0001", "rl.warmup_steps=0",
-    "rl.temperature=1.0", "rl.max_steps=3", "rl.num_generations=4", "rl.prompts_per_step=2",
-    "rl.max_completion_length=4", "rl.save_steps=1000",
+    f"sft.learning_rate={DEFAULTS.sft.learning_rate}",
+    f"rl.learning_rate={DEFAULTS.rl.learning_rate}", f"rl.warmup_steps={DEFAULTS.rl.warmup_steps}",
+    f"rl.temperature={DEFAULTS.rl.temperature}", "rl.max_steps=3", "rl.num_generations=4",
+    "rl.prompts_per_step=2", "rl.max_completion_length=4", "rl.save_steps=1000",
 ]
 WATCHED_PARAMETER = "model.layers.0.self_attn.q_proj.weight"
 # Logged by every spec (TRL's own metrics and the batch diagnostics of the first term).
