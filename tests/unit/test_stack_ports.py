@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import socket
 
+from breadth.stack import WEED_GRPC_PORT_OFFSET
 from tests import conftest
 
 
@@ -17,7 +18,7 @@ def test_ports_and_their_twins_are_free_distinct_and_in_the_workers_band(monkeyp
     ports = bands["gw0"] + bands["gw1"]
     assert len(set(ports)) == len(ports)
     assert max(bands["gw0"]) < min(bands["gw1"])  # gw0's band lies below gw1's
-    assert all(port + conftest.GRPC_OFFSET < 32768 for port in ports)
+    assert all(port + WEED_GRPC_PORT_OFFSET < 32768 for port in ports)
 
 
 def test_a_port_whose_twin_is_taken_is_not_drawn(monkeypatch):
@@ -34,7 +35,7 @@ def test_a_port_whose_twin_is_taken_is_not_drawn(monkeypatch):
             if port not in (first, left):
                 sock = socket.socket()
                 try:
-                    sock.bind(("127.0.0.1", port + conftest.GRPC_OFFSET))
+                    sock.bind(("127.0.0.1", port + WEED_GRPC_PORT_OFFSET))
                     held.append(sock)
                 except OSError:
                     sock.close()
