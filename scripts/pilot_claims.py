@@ -97,15 +97,16 @@ def run_seed(preset: str, overrides: list[str], seed: int, work: Path,
         (root / "rl_metrics.json").write_text(json.dumps(rl_metrics))
     if times:
         (root / f"times-{int(time.time())}.json").write_text(json.dumps(times))
-    return {"seed": seed, "root": str(root), "times": times}
+    return {"seed": seed, "root": str(root), "times": times, "trace": config.data.reasoning}
 
 
-def seed_values(root: Path) -> dict[str, float]:
-    """Per-seed mean of each measure (RL - SFT, paired by problem)."""
+def seed_values(root: Path, trace: bool) -> dict[str, float]:
+    """Per-seed mean of each measure (RL - SFT, paired by problem); without a `trace` (the
+    preset's data.reasoning) the reasoning measures are NaN, not read off the answer."""
     sft_rows, rl_rows = pd.read_parquet(root / "sft.parquet"), pd.read_parquet(root / "rl.parquet")
-    threshold = reasoning_entropy_threshold(sft_rows)
-    sft = per_problem_table(sft_rows, reasoning_threshold=threshold)
-    rl = per_problem_table(rl_rows, reasoning_threshold=threshold).loc[sft.index]
+    threshold = reasoning_entropy_threshold(sft_rows) if trace else None
+    sft = per_problem_table(sft_rows, reasoning_threshold=threshold, trace=trace)
+    rl = per_problem_table(rl_rows, reasoning_threshold=threshold, trace=trace).loc[sft.index]
     n = int(sft["num_samples"].min())
 
     def pass_n(t: pd.DataFrame) -> np.ndarray:
@@ -172,7 +173,7 @@ def main() -> None:
                             seed, args.work, args.reuse_only)
                 for seed in range(args.seeds)]
         runs = [job.result() for job in jobs]
-    values = [seed_values(Path(run["root"])) for run in runs]
+    values = [seed_values(Path(run["root"]), run["trace"]) for run in runs]
     times = [_stage_times(Path(run["root"])) for run in runs]
     for run, value in zip(runs, values):
         print(json.dumps({"seed": run["seed"], **value}), flush=True)

@@ -179,7 +179,8 @@ def evaluate_stage(
                               seed=config.seed,
                               split_k=evaluation.transfer_split_k,
                               split_threshold=evaluation.transfer_split_threshold,
-                              min_split=evaluation.transfer_min_split)
+                              min_split=evaluation.transfer_min_split,
+                              trace=config.data.reasoning)
     written = write_report(results, Path(out_dir))
     if searches:
         written.append(write_search_report(searches, Path(out_dir)))

@@ -85,3 +85,26 @@ def test_evaluate_stage_is_analysis_only_and_adds_search_to_the_report(eval_dir,
     assert results["m"].metrics()["eval/pass_at_1"] == pytest.approx(0.5)
     assert {p.name for p in written} >= {"search.png", "report.md"}
     assert (folder / "report" / "search.json").exists()
+
+
+@pytest.mark.parametrize("reasoning", [False, True])
+def test_evaluate_stage_reads_reasoning_only_where_the_run_has_a_trace(eval_dir, reasoning):
+    # The default preset trains no trace: its completions are the answer alone, which the
+    # claims' reasoning columns must not read as reasoning (data.reasoning decides).
+    folder, rows = eval_dir
+    config = load_config("default", ["evaluation.bootstrap_samples=10",
+                                     f"data.reasoning={str(reasoning).lower()}"])
+    rollout_rows = [
+        {**row, "sample_index": i, "model": "m", "text": row["answer"], "token_ids": [1],
+         "logprobs": [-0.1], "entropy": [0.1 * (i + 1)] * len(row["answer"]),
+         "finish_reason": "stop", "extracted": row["answer"], "outcome": row["answer"],
+         "correct": True, "score": 1.0, "seed": 0, "backend": "transformers"}
+        for row in rows for i in range(2)
+    ]
+    pd.DataFrame(rollout_rows).to_parquet(folder / "m.parquet", index=False)
+    results, _ = stages.evaluate_stage(config, {"m": folder / "m.parquet"}, folder / "report",
+                                       base_model="m")
+    table = results["m"].per_problem
+    assert table["reasoning_forking_share"].notna().all() == reasoning
+    assert table["distinct_reasoning"].notna().all() == reasoning
+    assert table["reasoning_forking_share"].isna().all() != reasoning

@@ -53,8 +53,21 @@ def reasoning_entropy_threshold(rollouts: pd.DataFrame, quantile: float = 0.8) -
     return div.entropy_threshold(pieces, quantile) if pieces else None
 
 
-def claim_columns(s: SamplesByProblem, reasoning_threshold: float | None) -> dict[str, np.ndarray]:
-    """{column: (P,) values} in problem order of `s`; NaN where an input column is absent."""
+def claim_columns(s: SamplesByProblem, reasoning_threshold: float | None, *,
+                  trace: bool = True) -> dict[str, np.ndarray]:
+    """{column: (P,) values} in problem order of `s`; NaN where an input column is absent,
+    and the reasoning columns NaN without a `trace` (completions that are only the answer).
+
+    >>> rows = pd.DataFrame({"problem_id": ["a", "a"], "correct": [True, False],
+    ...                      "outcome": ["33", "34"], "text": ["33", "34"],
+    ...                      "entropy": [[0.1, 0.9], [0.2, 0.8]]})
+    >>> s = SamplesByProblem.from_rollouts(rows)
+    >>> claim_columns(s, 0.5)["reasoning_forking_share"].tolist()  # the digits as "reasoning"
+    [0.5]
+    >>> [claim_columns(s, 0.5, trace=False)[c].tolist()
+    ...  for c in ("reasoning_forking_share", "distinct_reasoning")]
+    [[nan], [nan]]
+    """
     counts = np.diff(s.bounds)
     num = len(counts)
     group = s.group
@@ -72,6 +85,8 @@ def claim_columns(s: SamplesByProblem, reasoning_threshold: float | None) -> dic
         "reasoning_forking_share": nan,
     }
     rows = s.rows
+    if not trace:
+        return out
     if "text" in rows:
         texts = [as_text(t) for t in rows["text"].to_numpy(object)]
         # An object array, not a Series: a Series of text may become Arrow strings, which

@@ -134,8 +134,14 @@ def evaluate_rollouts(
     split_threshold: float = DEFAULT_SPLIT_THRESHOLD,
     min_split: int = DEFAULT_MIN_SPLIT,
     maj_resamples: int = DEFAULT_MAJ_RESAMPLES,
+    trace: bool = True,
 ) -> EvaluationResult:
     """Evaluate one model's rollouts; with `base` rollouts, add the transfer analysis.
+
+    `trace`: whether the completions hold a reasoning trace before their answer line (the
+    run's `data.reasoning`). Without one the claims' reasoning columns are NaN (not measured):
+    a completion that is only the answer (its cue is in the prompt) has no answer marker of
+    its own, so it would otherwise be read as all reasoning.
 
     ks default to 1, 2, 4, ..., n (n = the smallest sample count of any problem). The
     forking-token threshold defaults to the `entropy_quantile` of the base model's token
@@ -155,9 +161,10 @@ def evaluate_rollouts(
         entropy_threshold = _entropy_threshold_of(rollouts, entropy_quantile)
     # The claims' forking tokens: the reasoning's, at the base model's cut-off (the answer
     # line excluded), as for the whole text above.
-    reasoning_threshold = reasoning_entropy_threshold(base if base is not None else rollouts,
-                                                      entropy_quantile)
+    reasoning_threshold = (reasoning_entropy_threshold(base if base is not None else rollouts,
+                                                       entropy_quantile) if trace else None)
     table_kw = {
+        "trace": trace,
         "entropy_threshold": entropy_threshold,
         "reasoning_threshold": reasoning_threshold,
         "novelty_k": novelty_k,
@@ -300,6 +307,7 @@ def per_problem_table(
     tokenize: Callable[[str], Sequence] = str.split,
     samples: SamplesByProblem | None = None,
     reasoning_threshold: float | None = None,
+    trace: bool = True,
 ) -> pd.DataFrame:
     """One row per problem (index problem_id): num_samples, num_correct, pass_at_1, num_options,
     every column of DIVERSITY_METRICS (NaN where the needed rollout column is absent) and the
@@ -329,7 +337,7 @@ def per_problem_table(
         d = div.outcome_diversity(s.codes[idx])
         distinct[members], fraction[members], entropy[members] = d.distinct, d.fraction, d.entropy
     table["distinct_outcomes"] = distinct
-    extra = claim_columns(s, reasoning_threshold)
+    extra = claim_columns(s, reasoning_threshold, trace=trace)
     table["distinct_correct_outcomes"] = extra.pop("distinct_correct_outcomes")
     table["distinct_outcome_fraction"] = fraction
     table["outcome_entropy"] = entropy

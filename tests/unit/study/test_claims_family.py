@@ -264,6 +264,31 @@ def test_forking_reads_reasoning_tokens_and_the_answer_line_is_excluded():
     assert rl.per_problem.loc["a", "reasoning_forking_share"] == 0.0
 
 
+def test_forking_and_format_are_not_run_where_completions_hold_no_trace():
+    # Without a trace the completion is only the answer ("33": its cue is in the prompt), with
+    # no answer marker of its own. Read as reasoning, its digits gave the forking share (the
+    # default preset's grid-72a58e8a measured -0.066 that way, a "refuted" row).
+    from breadth.evaluation.summary import evaluate_rollouts
+
+    def per_problem(entropies, trace):
+        rows = pd.DataFrame({"problem_id": ["a", "a"], "correct": [True, False],
+                             "outcome": ["33", "34"], "text": ["33", "34"],
+                             "entropy": entropies})
+        return evaluate_rollouts(rows, num_bootstrap=5, split_k=1, trace=trace).per_problem
+
+    # Pooled 0.1, 0.2, 0.8, 0.9: the 80th percentile is 0.84, so one digit of four is above.
+    answers = [[0.1, 0.9], [0.2, 0.8]]
+    assert per_problem(answers, trace=True).loc["a", "reasoning_forking_share"] == 0.25
+    table = per_problem(answers, trace=False)
+    assert table[["reasoning_forking_share", "distinct_reasoning"]].isna().all(axis=None)
+
+    no_trace = {**BASE, "reasoning_forking_share": np.nan, "distinct_reasoning": np.nan}
+    frame = _arms({"sft": no_trace, "correctness": no_trace})
+    rows = {c.claim: c for c in evaluate_claims(pd.concat([frame, frame.assign(format="mcq")]))}
+    assert rows["forking"].verdict == "not run" and "trace" in rows["forking"].detail
+    assert rows["format"].verdict == "not run" and "trace" in rows["format"].detail
+
+
 def test_forking_claim_on_a_known_frame():
     frame = _arms({"sft": {**BASE, "reasoning_forking_share": 0.2},
                    "correctness": {**BASE, "reasoning_forking_share": [0.10, 0.12, 0.08]}})
