@@ -1189,7 +1189,7 @@ def test_every_compose_service_requires_credentials_and_its_clients_send_them():
     assert all(f"\n{name}=" in example for name in clients)
 
 
-def test_the_deployed_grids_are_the_grid_modules_nightly_multi_answer_historical_vector_search():
+def test_the_deployed_grids_are_the_grid_modules_nightly_multi_answer_historical_vector_search_default():
     """prefect.yaml spells the multi-answer grid out as parameters, and leaves the nightly to
     GridConfig's defaults: both must stay the grids `breadth.study.grid` documents."""
     from breadth.study.grid import (
@@ -1227,3 +1227,10 @@ def test_the_deployed_grids_are_the_grid_modules_nightly_multi_answer_historical
     assert len(search.cells()) == len(search.seeds) == 11
     assert not set(search.seeds) & set(vector.seeds)
     assert "schedules" not in deployments["search"]
+    # The claims at the demo's scale: the default preset's two free-form objectives, at seeds
+    # no demo trial or confirmation used (docs/results/demo.md: 0-5, 10, 11).
+    demo_scale = GridConfig(**deployments["default-preset"]["parameters"]["study"])
+    assert (demo_scale.preset, demo_scale.formats) == ("default", ["free_form"])
+    assert demo_scale.rewards == nightly.rewards
+    assert demo_scale.seeds == list(range(20, 30))
+    assert "schedules" not in deployments["default-preset"]
