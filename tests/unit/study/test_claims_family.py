@@ -266,8 +266,7 @@ def test_forking_reads_reasoning_tokens_and_the_answer_line_is_excluded():
 
 def test_forking_and_format_are_not_run_where_completions_hold_no_trace():
     # Without a trace the completion is only the answer ("33": its cue is in the prompt), with
-    # no answer marker of its own. Read as reasoning, its digits gave the forking share (the
-    # default preset's grid-72a58e8a measured -0.066 that way, a "refuted" row).
+    # no answer marker of its own; read as reasoning, its digits would give a forking share.
     from breadth.evaluation.summary import evaluate_rollouts
 
     def per_problem(entropies, trace):
