@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from breadth_flows.grid_cells import run_in_process, run_on_deployment
-from breadth_tasks.claims import pilot_of, publish_claims
+from breadth_tasks.claims import pilot_of, publish_claims, reference_of
 from breadth_tasks.grid import alarm_against_previous, summarise_grid
 from prefect import flow, get_run_logger, runtime
 
@@ -36,7 +36,9 @@ def grid(study: GridConfig = GridConfig()) -> dict[str, Any]:  # noqa: B008 - th
             `preset` with the overrides on top; `cell_runner` says where they run.
     """
     cells = study.cells()  # every cell's config validated before any compute
-    pilot = pilot_of(study)  # and the pilot the claims cite, read before any compute too
+    # The pilot the claims cite and the fuller grid's table the left-out rows cite, read
+    # before any compute too.
+    pilot, reference = pilot_of(study), reference_of(study)
     grid_id = study.grid_id or f"grid-{(runtime.flow_run.id or 'local')[:8]}"
     report = get_run_logger().info
     if study.cell_runner == "deployment":
@@ -49,7 +51,7 @@ def grid(study: GridConfig = GridConfig()) -> dict[str, Any]:  # noqa: B008 - th
         raise CellsFailed(f"every cell of grid {grid_id} failed, nothing to summarise: "
                           + "; ".join(f"{o.cell}: {o.message}" for o in failed))
     summary = summarise_grid(study, grid_id, outcomes)
-    claims = publish_claims(study, grid_id, summary["run_id"], pilot)
+    claims = publish_claims(study, grid_id, summary["run_id"], pilot, reference)
     alarm = alarm_against_previous(study, grid_id, summary)
     if failed:
         raise CellsFailed(

@@ -12,6 +12,9 @@ By default per-problem pass rates are Beta(0.3, 2.96) (the old arithmetic task) 
 sd a fixed bracket. `--from-pilot DIR` (a `scripts/pilot_claims.py` work folder, read only)
 takes both from a real run: pass rates resampled from its per-problem SFT rates, and a bracket
 of 0, 0.5, 1 and 2 times its run-to-run sd of Δ pass@1 (`calibration.pilot_variances`).
+`--from-grid ID` takes them from a grid's free-form correctness cells instead (its study frame,
+read from the stack's MLflow: `calibration.grid_variances`), so the nightly's own cells give
+the structure.
 """
 
 from __future__ import annotations
@@ -25,7 +28,13 @@ from pathlib import Path
 
 import numpy as np
 
-from breadth.evaluation.calibration import PilotVariances, Scenario, calibration_grid, read_pilot
+from breadth.evaluation.calibration import (
+    PilotVariances,
+    Scenario,
+    calibration_grid,
+    grid_variances,
+    read_pilot,
+)
 from breadth.evaluation.seed_interval import t_quantile
 
 TARGET = (0.035, 0.065)  # 5% +- 1.5%
@@ -35,7 +44,7 @@ PILOT_BRACKET = (0.0, 0.5, 1.0, 2.0)
 its 95% interval spans about 0.6x to 3.7x the estimate)."""
 
 
-def structure(scenario: Scenario, pilot: PilotVariances | None, folder: Path | None) -> list[str]:
+def structure(scenario: Scenario, pilot: PilotVariances | None, source: str) -> list[str]:
     """The page's lines on what the simulation draws, and from what."""
     if pilot is None:
         return [(f"- structure: {scenario.num_problems} problems per seed, n = "
@@ -44,12 +53,12 @@ def structure(scenario: Scenario, pilot: PilotVariances | None, folder: Path | N
                  "task's)")]
     rates = np.asarray(pilot.pass_rates)
     return [
-        (f"- structure from the pilot at `{folder}` ({len(pilot.seed_deltas)} seeds): "
+        (f"- structure from {source} ({len(pilot.seed_deltas)} seeds): "
          f"{scenario.num_problems} problems per seed, n = {scenario.num_samples} samples per "
          f"model, per-problem pass rate resampled from its {rates.size} per-problem SFT pass "
          f"rates (mean {rates.mean():.3f}, sd {rates.std():.3f}; {np.mean(rates == 0):.1%} at 0, "
          f"{np.mean(rates == 1):.1%} at 1)"),
-        (f"- seed level from the pilot: per-seed Δ pass@1 (RL - SFT) "
+        (f"- seed level from the same: per-seed Δ pass@1 (RL - SFT) "
          f"{', '.join(f'{d:+.4f}' for d in pilot.seed_deltas)}, sd {pilot.delta_sd:.4f}; "
          f"problem noise of a seed's mean (its standard error, rms over seeds) "
          f"{pilot.within_seed_se:.4f}; run-to-run sd sqrt({pilot.delta_sd:.4f}² - "
@@ -71,7 +80,7 @@ def markdown(rows: list[dict], args: argparse.Namespace, wall: float, scenario: 
          f"bootstrap resamples: {args.resamples}"),
         (f"- machine: {platform.node()} ({platform.processor() or platform.machine()}); "
          f"wall time: {wall / 60:.1f} min"),
-        *structure(scenario, pilot, args.from_pilot),
+        *structure(scenario, pilot, source_of(args)),
         f"- planted effect {args.effect:+g}; nominal 95% intervals",
         "- Monte-Carlo error: ± one standard error of each share",
         "",
@@ -92,6 +101,21 @@ def markdown(rows: list[dict], args: argparse.Namespace, wall: float, scenario: 
     return "\n".join(lines) + "\n"
 
 
+def source_of(args: argparse.Namespace) -> str:
+    """Where the structure came from, as the report names it."""
+    if args.from_grid:
+        return f"grid `{args.from_grid}`'s free_form correctness cells"
+    return f"the pilot at `{args.from_pilot}`"
+
+
+def variances_of_grid(grid_id: str) -> PilotVariances:
+    """`grid_variances` of a grid's study frame, read from the stack's MLflow."""
+    from breadth.stack import StackSettings
+    from breadth.study.frame import load_study_frame
+
+    return grid_variances(load_study_frame(StackSettings().mlflow_url, grid_id))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -105,6 +129,9 @@ def main() -> None:
                         help="a scripts/pilot_claims.py work folder (<hash>-s<seed>/ with "
                              "sft.parquet, rl.parquet): take the problem-level pass rates and "
                              "the seed sd from it")
+    parser.add_argument("--from-grid", default=None,
+                        help="a grid id (the stack's MLflow): take the problem-level pass rates "
+                             "and the seed sd from its free_form correctness cells")
     parser.add_argument("--effect", type=float, default=0.02,
                         help="planted effect for coverage and power (δ of Δ pass@1)")
     parser.add_argument("--resamples", type=int, default=400)
@@ -112,8 +139,10 @@ def main() -> None:
     args = parser.parse_args()
     started = time.perf_counter()
     scenario, pilot, seed_sds = Scenario(1, 0.0), None, args.seed_sd or [0.0, 0.02, 0.04, 0.08]
-    if args.from_pilot is not None:
-        pilot = read_pilot(args.from_pilot)
+    if args.from_pilot is not None and args.from_grid:
+        parser.error("--from-pilot and --from-grid exclude each other")
+    if args.from_pilot is not None or args.from_grid:
+        pilot = variances_of_grid(args.from_grid) if args.from_grid else read_pilot(args.from_pilot)
         scenario = Scenario(1, 0.0, num_problems=pilot.num_problems,
                             num_samples=pilot.num_samples, pass_rates=pilot.pass_rates)
         seed_sds = args.seed_sd or [round(f * pilot.seed_sd, 4) for f in PILOT_BRACKET]

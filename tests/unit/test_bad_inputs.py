@@ -79,6 +79,9 @@ CONFIG_CASES = [
     # The power pilot the claims cite: read before the stack starts.
     (["grid", "--pilot", "missing.json"], "--pilot: pilot sizing missing.json"),
     (["grid", "--pilot", "malformed.yaml"], "not a pilot_claims.py JSON"),
+    # The fuller grid's table the left-out rows cite: read before the stack starts too.
+    (["grid", "--reference", "missing.json"], "--reference: reference table missing.json"),
+    (["grid", "--reference", "malformed.yaml"], "--claims-out DIR` wrote for a fuller grid"),
 ]
 PREPARE_CASES = [
     (["--source", "jsonl:missing.jsonl"], "does not exist"),

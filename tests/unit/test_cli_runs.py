@@ -277,9 +277,9 @@ def _grid_with_splits(monkeypatch, split_ks) -> list:
         seen.append(("summary", settings))
         return summary(*args, settings=settings, **kwargs)
 
-    def claims_of(frame, settings=None, pilot=None, budget=None):
+    def claims_of(frame, settings=None, pilot=None, budget=None, reference=None):
         seen.append(("claims", settings))
-        return evaluate(frame, settings, pilot, budget)
+        return evaluate(frame, settings, pilot, budget, reference)
 
     def no_tables(uri, runs):
         raise FileNotFoundError("no per-problem tables")

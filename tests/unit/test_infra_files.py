@@ -1189,7 +1189,7 @@ def test_every_compose_service_requires_credentials_and_its_clients_send_them():
     assert all(f"\n{name}=" in example for name in clients)
 
 
-def test_the_deployed_grids_are_the_grid_modules_nightly_multi_answer_historical_vector_search_default():
+def test_the_deployed_grids_are_the_grid_modules_nightly_multi_answer_vector_search_default():
     """prefect.yaml spells the multi-answer grid out as parameters, and leaves the nightly to
     GridConfig's defaults: both must stay the grids `breadth.study.grid` documents."""
     from breadth.study.grid import (
@@ -1198,21 +1198,24 @@ def test_the_deployed_grids_are_the_grid_modules_nightly_multi_answer_historical
         NIGHTLY_PRESET,
         GridConfig,
     )
+    from breadth.study.reference import read_reference
 
     deployments = {d["name"]: d for d in yaml.safe_load(PREFECT_YAML.read_text())["deployments"]}
     nightly = GridConfig(**deployments["nightly"]["parameters"]["study"])
-    assert nightly.preset == NIGHTLY_PRESET and nightly.format_rewards == {"mcq": ["correctness"]}
+    # The nightly its table sized (docs/results/full_grid/claims.md): free form, correctness
+    # and ucb, 15 seeds; the mcq rows it leaves out cite that table, which must read.
+    assert (nightly.preset, nightly.formats, nightly.format_rewards) == (
+        NIGHTLY_PRESET, ["free_form"], {})
+    assert nightly.rewards == ["correctness", "correctness+ucb"]
+    assert len(nightly.cells()) == 2 * len(nightly.seeds) == 30
+    reference = read_reference(PREFECT_YAML.parent / nightly.reference)
+    assert {row["format"] for row in reference.rows} == {"free_form", "mcq", "both"}
     multi = GridConfig(**deployments["multi"]["parameters"]["study"])
     assert (multi.preset, multi.rewards, multi.formats) == (
         MULTI_ANSWER_PRESET, MULTI_ANSWER_REWARDS, ["free_form"])
     assert len(multi.cells()) == len(MULTI_ANSWER_REWARDS) * len(multi.seeds)
-    # The historical claim's grid: the nightly's preset and free-form objectives at the seeds
-    # docs/results/budget.md priced, with nothing else.
-    historical = GridConfig(**deployments["historical"]["parameters"]["study"])
-    assert (historical.preset, historical.formats) == (NIGHTLY_PRESET, ["free_form"])
-    assert historical.rewards == ["correctness", "correctness+ucb"] == nightly.rewards
-    assert len(historical.cells()) == 2 * len(historical.seeds) == 22
-    assert "schedules" not in deployments["historical"]  # on demand
+    # The historical claim's on-demand grid (11 seeds) is gone: the nightly holds it.
+    assert "historical" not in deployments
     # The vector claim's grid: the multi grid thinned to vector and its control, at 7 seeds.
     vector = GridConfig(**deployments["vector"]["parameters"]["study"])
     assert (vector.preset, vector.formats) == (MULTI_ANSWER_PRESET, ["free_form"])

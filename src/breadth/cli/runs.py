@@ -23,10 +23,14 @@ from breadth.config import ConfigError, PipelineConfig
 
 if TYPE_CHECKING:  # the CLI imports the study modules on use, to start fast
     from breadth.study.power import PilotSizing
+    from breadth.study.reference import ReferenceTable
 
 app = typer.Typer()
 PILOT_HELP = ("A power pilot's JSON (scripts/pilot_claims.py, e.g. docs/results/pilot.json): the "
               "claims it sized cite its seed sd and seeds needed beside the grid's own.")
+REFERENCE_HELP = ("A fuller grid's claims.json (`breadth compare --grid ID --claims-out DIR`, e.g. "
+                  "docs/results/full_grid/claims.json): the rows of formats this grid left out "
+                  "are listed as not run, each citing what that grid measured and priced.")
 
 
 @app.command()
@@ -110,7 +114,7 @@ GRID_OPTIONS = {"preset": "--preset", "formats": "--format", "rewards": "--rewar
                 "seeds": "--seed", "overrides": "--set", "grid_id": "--grid-id",
                 "format_rewards": "--format-reward",
                 "cell_runner": "--cell-runner", "cell_deployment": "--cell-deployment",
-                "pilot": "--pilot"}
+                "pilot": "--pilot", "reference": "--reference"}
 
 
 @app.command()
@@ -136,6 +140,7 @@ def grid(
         help="With --cell-runner deployment: the pipeline deployment whose runs are the cells.",
     )] = "breadth-pipeline/adhoc",
     pilot: Annotated[Path | None, typer.Option(help=PILOT_HELP)] = None,
+    reference: Annotated[Path | None, typer.Option(help=REFERENCE_HELP)] = None,
 ) -> None:
     """Run a format x reward x seed grid, then its summary, claims and collapse alarm."""
     from pydantic import ValidationError
@@ -146,7 +151,8 @@ def grid(
 
     values: dict = {"overrides": set_ or [], "grid_id": grid_id, "cell_runner": cell_runner,
                     "cell_deployment": cell_deployment,
-                    "pilot": str(pilot.resolve()) if pilot else None}
+                    "pilot": str(pilot.resolve()) if pilot else None,
+                    "reference": str(reference) if reference else None}
     if preset:
         values["preset"] = preset
     for key, given in (("formats", format_), ("rewards", reward), ("seeds", seed)):
@@ -169,6 +175,8 @@ def grid(
         fail(str(error))
     if pilot is not None:
         _read_pilot(pilot)  # read again by the flow; refused here before the stack starts
+    if reference is not None:
+        _read_reference(reference)  # as the pilot
     if study.cell_runner == "in_process":  # deployment cells run on their workers' files
         _fail_on_missing_paths(cells[0][3])  # the cells share their data and model
         from breadth.preflight import unique_fit_configs
@@ -205,6 +213,16 @@ def _read_pilot(pilot: Path) -> PilotSizing:
         return read_pilot_sizing(pilot)
     except ValueError as error:
         fail(f"--pilot: {error}")
+
+
+def _read_reference(reference: Path) -> ReferenceTable:
+    """`--reference`'s table, read, or the CLI's error naming the option."""
+    from breadth.study.reference import read_reference
+
+    try:
+        return read_reference(reference)
+    except ValueError as error:
+        fail(f"--reference: {error}")
 
 
 def _fail_on_missing_paths(config: PipelineConfig) -> None:
@@ -301,6 +319,7 @@ def compare(
     note: Annotated[Path | None, typer.Option(
         help="Markdown placed under the claims report's header, e.g. how the grid was run.")] = None,
     pilot: Annotated[Path | None, typer.Option(help=PILOT_HELP)] = None,
+    reference: Annotated[Path | None, typer.Option(help=REFERENCE_HELP)] = None,
     json_: Annotated[bool, typer.Option("--json", help=(
         "Print the cells, runs, plot paths and a grid's claims as JSON (files are still "
         "written)."))] = False,
@@ -318,6 +337,7 @@ def compare(
     if note is not None and not note.is_file():
         fail(f"--note {note} is not a file")
     pilot_sizing = _read_pilot(pilot) if pilot is not None else None
+    reference_table = _read_reference(reference) if reference is not None else None
     try:
         uri = StackSettings().mlflow_url  # MLFLOW_TRACKING_URI, else the local stack's server
         check_tracking_server(uri)
@@ -346,7 +366,7 @@ def compare(
     if grid_id:
         claims, claims_note = _write_claims(uri, grid_id, claims_dir,
                                             note.read_text() if note else "", settings,
-                                            pilot_sizing)
+                                            pilot_sizing, reference_table)
     if json_:
         print_json({
             "model": model, "k": summary.attrs.get("k"), "cells": _records(summary),
@@ -466,7 +486,7 @@ def _records(frame) -> list[dict]:
 
 
 def _write_claims(
-    uri: str, grid_id: str, folder: Path, note: str, settings, pilot=None
+    uri: str, grid_id: str, folder: Path, note: str, settings, pilot=None, reference=None
 ) -> tuple[Path | None, str]:
     """The grid's claims report (each literature claim with its effect, CI and verdict) in
     `folder`; or None and why there is none."""
@@ -476,7 +496,8 @@ def _write_claims(
     # The report names the command that wrote it, so a committed copy says how to redo it.
     command = shlex.join(["breadth", *sys.argv[1:]])
     try:
-        publish_claims(uri, grid_id, folder, settings, command=command, note=note, pilot=pilot)
+        publish_claims(uri, grid_id, folder, settings, command=command, note=note, pilot=pilot,
+                       reference=reference)
     except FileNotFoundError as error:  # cells without their per-problem tables
         return None, str(error)
     return folder, ""

@@ -258,3 +258,35 @@ def read_pilot(folder: Path) -> PilotVariances:
     return pilot_variances([(pd.read_parquet(roots[0] / "sft.parquet", columns=columns),
                              pd.read_parquet(roots[0] / "rl.parquet", columns=columns))
                             for _, roots in sorted(by_seed.items())])
+
+
+def grid_variances(frame: pd.DataFrame, fmt: str = "free_form",
+                   objective: str = "correctness") -> PilotVariances:
+    """`pilot_variances` of a grid's study frame (`breadth.study.frame.load_study_frame`):
+    per seed, the SFT start and the RL model of `objective` in `fmt`, from their per-problem
+    counts (`num_correct` of `num_samples`), so the simulation takes the nightly's own cells'
+    structure. Seeds without that RL cell are left out."""
+    cells = frame[frame["format"] == fmt]
+    seeds = []
+    for _, rows in cells.groupby("seed"):
+        rl = rows[(rows["model"] == "rl") & (rows["objective"] == objective)]
+        if len(rl):
+            sft = rows[rows["model"] == "sft"].drop_duplicates("problem_id")
+            seeds.append((_samples_of_counts(sft), _samples_of_counts(rl)))
+    if not seeds:
+        raise ValueError(f"the grid has no {fmt} cell of {objective}: nothing to calibrate on")
+    return pilot_variances(seeds)
+
+
+def _samples_of_counts(rows: pd.DataFrame) -> pd.DataFrame:
+    """Per-sample rows (`problem_id`, `correct`) with each problem's counts: c correct of n.
+
+    >>> _samples_of_counts(pd.DataFrame({"problem_id": ["a", "b"], "num_samples": [2, 1],
+    ...                                  "num_correct": [1, 0]}))["correct"].tolist()
+    [1.0, 0.0, 0.0]
+    """
+    counts = rows[["num_samples", "num_correct"]].astype(int).to_numpy()
+    return pd.DataFrame({
+        "problem_id": np.repeat(rows["problem_id"].to_numpy(), counts[:, 0]),
+        "correct": np.concatenate([np.r_[np.ones(c), np.zeros(n - c)] for n, c in counts]),
+    })

@@ -70,6 +70,7 @@ from breadth.study.grid import (
     VECTOR,
 )
 from breadth.study.power import PilotSizing
+from breadth.study.reference import ReferenceTable, with_reference
 
 __all__ = [
     "CORRECT_ANSWER_ROWS",
@@ -246,12 +247,15 @@ def _of_seed(rows: pd.DataFrame, seed, problems) -> pd.DataFrame:
 
 def evaluate_claims(frame: pd.DataFrame, settings: ClaimSettings | None = None,
                     pilot: PilotSizing | None = None,
-                    budget: NightlyBudget | None = None) -> list[Claim]:
+                    budget: NightlyBudget | None = None,
+                    reference: ReferenceTable | None = None) -> list[Claim]:
     """Every named claim, per format, with family-wise verdicts and each measured row's power;
     a claim whose arms or measurements the frame lacks is *not run*. With a power `pilot`
     (`breadth.study.power.read_pilot_sizing`), the rows it sized cite its numbers; with a
     `budget` (`breadth.study.budget.nightly_budget`), inconclusive rows price their seeds as a
-    nightly of their arms."""
+    nightly of their arms; with a `reference` (`breadth.study.reference.read_reference`), a
+    fuller grid's table, the rows of formats this grid left out are *not run* rows that cite
+    what it measured, as do this grid's not-run rows it measured."""
     settings = settings or ClaimSettings()
     claims: list[Claim] = []
     formats = sorted(frame["format"].unique())
@@ -264,7 +268,8 @@ def evaluate_claims(frame: pd.DataFrame, settings: ClaimSettings | None = None,
     # left out would not say that the comparison was never made.
     claim = _format_claim(frame, settings)
     claims.append(_guessing(claim, guessing.get("mcq", "") or guessing.get("free_form", "")))
-    return decide_family(claims, settings.confidence, pilot, budget)
+    return with_reference(decide_family(claims, settings.confidence, pilot, budget), formats,
+                          reference)
 
 
 def _at_chance(study: Study) -> str:

@@ -30,19 +30,21 @@ CORRECTNESS_ENTROPY = f"{CORRECTNESS}@entropy"
 UNSCALED_CONTROL = f"{CORRECTNESS}@unscaled"
 # Every objective the study's claims compare (the 42-cell grid of 2026-11-23 ran them all).
 STUDY_OBJECTIVES = [CORRECTNESS, UCB, BATCH, DARLING, PASSK, VECTOR, CORRECTNESS_ENTROPY]
-# The nightly (a GridConfig's defaults), sized by the power pilot (docs/results/pilot.md): it
-# projects 5 seeds in 3 h on 2 cores from free-form stage times; mcq's sequences are about twice
-# as long (docs/results/tasks.md), so 4. The first full night measured 342 min of stage work,
-# about 2.9 h on two workers (docs/guide/study.md); at 3 seeds, no verdict is guaranteed at Holm
-# (the pilot). The chain task, whose trace, transfer split and two
-# formats carry sharpening, crossover, transfer, forking, format and historical exploration.
-# mcq runs correctness only (the format claim's arm). The claims that need several right
-# answers per problem (batch, darling, pass@k, vector, search) are the multi-answer grid's
-# (MULTI_ANSWER_*, deployed as `breadth-grid/multi` in prefect.yaml).
+# The nightly (a GridConfig's defaults), sized by its own table. The chain task, whose trace,
+# transfer split and two formats carry sharpening, crossover, transfer, forking, format and
+# historical exploration. The full grid (both formats, mcq at correctness, 4 seeds: grid-6abeba80,
+# docs/results/full_grid/claims.md) priced each inconclusive row at its spread and stage work on
+# 2 workers: no mcq row and not the format claim fits 3 h (mcq Δ pass@1 74 seeds, 24.1 h; Δ
+# pass@n 15, 4.9 h; forking 19, 6.2 h; format 11, 4.8 h), and the nightly that decides the most
+# rows in 3 h is free form with correctness and correctness+ucb at 15 seeds (2.4 h). So mcq is
+# left out (issue #26: "drop or thin cells rather than miss that"); the nightly's report lists
+# its rows as not run, each citing that table (`GridConfig.reference`, set in prefect.yaml).
+# The claims that need several right answers per problem (batch, darling, pass@k, vector,
+# search) are the multi-answer grid's (MULTI_ANSWER_*, `breadth-grid/multi` in prefect.yaml).
 NIGHTLY_PRESET = "reasoning"
+NIGHTLY_FORMATS: list[Format] = ["free_form"]
 NIGHTLY_REWARDS = [CORRECTNESS, UCB]
-NIGHTLY_FORMAT_REWARDS: dict[str, list[str]] = {"mcq": [CORRECTNESS]}
-NIGHTLY_SEEDS = [0, 1, 2, 3]
+NIGHTLY_SEEDS = list(range(15))
 # The multi-answer grid (pairs, free form; `breadth-grid/multi`): each objective beside the
 # control at its own step size (darling and passk set rl.scale_rewards=none).
 MULTI_ANSWER_PRESET = "multi"
@@ -55,7 +57,7 @@ OBJECTIVE_KEYS = ("rl.reward.", "rl.epsilon_high", "rl.top_entropy_quantile", "r
 # Grid keys that say how cells run, not what they compute.
 RUNNER_KEYS = ("cell_runner", "cell_deployment")
 # What the claims report cites beside the study, not what the study is.
-REPORT_KEYS = ("pilot",)
+REPORT_KEYS = ("pilot", "reference")
 # Keys that differ between cells by design: the grid's own axes and the preset label.
 GRID_AXIS_KEYS = ("data.format", "seed", "preset")
 # The config key each cell sets from a grid axis (after the shared overrides, so an override
@@ -73,7 +75,7 @@ class GridConfig(Section):
 
     preset: str = Field(NIGHTLY_PRESET, description="Preset every cell starts from.")
     formats: list[Format] = Field(
-        default_factory=lambda: ["mcq", "free_form"], description="Data formats to compare."
+        default_factory=lambda: list(NIGHTLY_FORMATS), description="Data formats to compare."
     )
     rewards: list[str] = Field(
         default_factory=lambda: list(NIGHTLY_REWARDS),
@@ -87,7 +89,7 @@ class GridConfig(Section):
         default_factory=list, description="`key=value` overrides applied to every cell."
     )
     format_rewards: dict[Format, list[str]] = Field(
-        default_factory=lambda: {k: list(v) for k, v in NIGHTLY_FORMAT_REWARDS.items()},
+        default_factory=dict,
         description="Thin the grid: a format listed here runs only these of `rewards`, e.g. "
         "`{\"mcq\": [\"correctness\"]}` (the format claim needs only correctness in both "
         "formats). A claim whose arm was left out is reported *not run*, naming the arm.",
@@ -117,6 +119,14 @@ class GridConfig(Section):
         "docs/results/pilot.json; relative paths from the working directory, a deployment's "
         "is the project folder): the claims it sized cite its seed sd and seeds needed beside "
         "the grid's own. Read before any cell starts. Empty = the table's own power only.",
+    )
+    reference: str | None = Field(
+        None,
+        description="A fuller grid's claims.json (`breadth compare --grid ID --claims-out "
+        "DIR`, e.g. docs/results/full_grid/claims.json; paths as for `pilot`): the rows of the "
+        "formats this grid leaves out are listed as not run, each citing what that grid "
+        "measured and what deciding it would cost. Read before any cell starts. Empty = "
+        "left-out formats have no rows.",
     )
 
     @field_validator("formats", "rewards", "seeds")

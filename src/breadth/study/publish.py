@@ -17,6 +17,7 @@ from breadth.study import report as study_report
 from breadth.study.budget import NightlyBudget, nightly_budget, plan_text, row_name
 from breadth.study.claim_table import Claim
 from breadth.study.power import PilotSizing
+from breadth.study.reference import ReferenceTable
 
 __all__ = ["PublishedClaims", "publish_claims"]
 
@@ -36,12 +37,15 @@ class PublishedClaims:
 
 def publish_claims(tracking_uri: str, grid_id: str, out_dir: Path, settings: ClaimSettings, *,
                    command: str = "", note: str = "",
-                   pilot: PilotSizing | None = None) -> PublishedClaims:
+                   pilot: PilotSizing | None = None,
+                   reference: ReferenceTable | None = None) -> PublishedClaims:
     """Grid `grid_id`'s claims report in `out_dir`, its header the grid's provenance, then
     `command` (the command line that wrote it) and `note` where given. Its "Collapse over
     training steps" section reads each cell's RL training histories (`load_training_histories`);
     a grid that logged none says so there. A power `pilot` (`read_pilot_sizing` of the file
-    the caller names) puts its seed sd and seeds needed beside the rows it sized. Inconclusive
+    the caller names) puts its seed sd and seeds needed beside the rows it sized; a `reference`
+    (`read_reference`: a fuller grid's claims.json) gives the rows of the formats this grid
+    left out, not run, each citing what that grid measured and priced. Inconclusive
     rows price the seeds they need as a nightly of their arms at the grid's stage work, against
     the settings' nightly hours and workers (`breadth.study.budget.nightly_budget`), and the
     table ends with the nightly that would decide the most of them (`nightly_plan`).
@@ -54,7 +58,7 @@ def publish_claims(tracking_uri: str, grid_id: str, out_dir: Path, settings: Cla
     header = study_frame.provenance_header(provenance, command)
     header += f"\n\n{note.strip()}" if note.strip() else ""
     budget = nightly_budget(provenance, settings.nightly_workers, settings.nightly_hours)
-    claims = study_claims.evaluate_claims(frame, settings, pilot, budget)
+    claims = study_claims.evaluate_claims(frame, settings, pilot, budget, reference)
     training = study_curves.training_curves(
         study_frame.load_training_histories(tracking_uri, frame), confidence=settings.confidence)
     paths = study_report.write_study_report(frame, claims, Path(out_dir), header=header,

@@ -9,6 +9,7 @@ import pytest
 from breadth.evaluation.calibration import (
     Scenario,
     calibration_grid,
+    grid_variances,
     pilot_variances,
     read_pilot,
     simulate_study,
@@ -52,6 +53,32 @@ def test_pilot_variances_refuses_unpaired_problems_and_one_seed():
         pilot_variances([SEEDS[0], (SEEDS[1][0], _rollouts({"a": [1, 0]}))])
     with pytest.raises(ValueError, match="at least 2 seeds"):
         pilot_variances(SEEDS[:1])
+
+
+def _study_rows(seed, model, objective, counts, fmt="free_form"):
+    """A study frame's rows: per problem, c correct of n."""
+    return [{"format": fmt, "objective": objective, "seed": seed, "model": model,
+             "problem_id": pid, "num_samples": n, "num_correct": c}
+            for pid, (c, n) in counts.items()]
+
+
+def test_grid_variances_read_the_study_frames_counts_as_the_pilots_samples():
+    """The same two seeds as SEEDS, as a grid's study frame holds them: SFT shared by the
+    seed's cells (repeated in each), an RL model per objective; other formats and objectives
+    do not count."""
+    rows = []
+    for seed, rl in ((0, {"a": (2, 2), "b": (1, 2)}), (1, {"a": (1, 2), "b": (0, 2)})):
+        for objective in ("correctness", "correctness+ucb"):
+            rows += _study_rows(seed, "sft", objective, {"a": (2, 2), "b": (0, 2)})
+        rows += _study_rows(seed, "rl", "correctness", rl)
+        rows += _study_rows(seed, "rl", "correctness+ucb", {"a": (0, 2), "b": (2, 2)})
+        rows += _study_rows(seed, "rl", "correctness", {"a": (0, 2), "b": (2, 2)}, fmt="mcq")
+    rows += _study_rows(2, "sft", "correctness+ucb", {"a": (2, 2), "b": (0, 2)})  # no RL cell
+    grid = grid_variances(pd.DataFrame(rows))
+    assert grid == pilot_variances(SEEDS)
+    assert grid.seed_deltas == (0.25, -0.25) and grid.seed_sd == pytest.approx(0.25)
+    with pytest.raises(ValueError, match="no free_form cell of vector"):
+        grid_variances(pd.DataFrame(rows), objective="vector")
 
 
 def test_read_pilot_reads_one_folder_per_seed(tmp_path):

@@ -90,8 +90,9 @@ def test_the_cli_and_the_prefect_task_publish_the_same_report(calls, monkeypatch
     result = breadth_tasks.claims.publish_claims.fn(GridConfig(), "g", "summary-run")
 
     # Both went through the one sequence: the CLI names its command line, the task none.
-    assert calls == [{"command": "breadth compare --grid g", "note": "", "pilot": None},
-                     {"pilot": None}]
+    assert calls == [{"command": "breadth compare --grid g", "note": "", "pilot": None,
+                      "reference": None},
+                     {"pilot": None, "reference": None}]
     cli, task = tmp_path / "cli", logged / "claims"
     names = {"claims.md", "claims.json", "pass_at_k_by_objective.png",
              "pass_at_k_by_objective.csv", *TRAINING_FILES}

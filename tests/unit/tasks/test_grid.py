@@ -91,8 +91,10 @@ def grid_tasks(monkeypatch):
         calls["summary"].append(outcomes) or {"run_id": "sum"}))
     monkeypatch.setattr(breadth_flows.grid, "alarm_against_previous", lambda study, grid_id, summary: (
         calls["alarm"].append(grid_id) or {"fired": False}))
-    monkeypatch.setattr(breadth_flows.grid, "publish_claims", lambda study, grid_id, run_id, pilot: (
-        calls["claims"].append((grid_id, run_id, pilot)) or {"markdown": "| claims |"}))
+    monkeypatch.setattr(breadth_flows.grid, "publish_claims",
+                        lambda study, grid_id, run_id, pilot, reference: (
+                            calls["claims"].append((grid_id, run_id, pilot, reference))
+                            or {"markdown": "| claims |"}))
     return calls
 
 
@@ -105,7 +107,7 @@ def test_grid_flow_runs_every_cell_with_its_tags_then_summary_and_alarm(monkeypa
         result = breadth_flows.grid.grid.fn(study)
     assert result == {"grid_id": "night-1", "cells": 4, "summary_run": "sum",
                       "claims": "| claims |", "alarm": {"fired": False}}
-    assert grid_tasks["claims"] == [("night-1", "sum", None)]  # the claims go on the summary run
+    assert grid_tasks["claims"] == [("night-1", "sum", None, None)]  # the claims go on the summary run
     ran = fake.ran
     assert [(r[1], r[2], r[3]) for r in ran] == [
         ("mcq", "correctness", 0), ("mcq", "correctness", 1), ("mcq", "darling", 0),
@@ -142,7 +144,7 @@ def test_a_failed_cell_does_not_stop_the_others_and_the_summary_names_it(monkeyp
         breadth_flows.grid.grid.fn(STUDY.model_copy(update={"grid_id": "night-2"}))
     assert len(fake.ran) == 4  # the cells after the failed one ran
     [outcomes] = grid_tasks["summary"]  # summary, claims and alarm still ran, once
-    assert grid_tasks["claims"] == [("night-2", "sum", None)] and grid_tasks["alarm"] == ["night-2"]
+    assert grid_tasks["claims"] == [("night-2", "sum", None, None)] and grid_tasks["alarm"] == ["night-2"]
     failed = [o for o in outcomes if not o.completed]
     assert [(o.cell, o.state) for o in failed] == [("mcq/correctness/seed1", "FAILED")]
     assert "mcq/correctness/seed1 broke" in failed[0].message
@@ -170,7 +172,7 @@ def test_the_studys_pilot_is_read_before_any_cell_and_reaches_the_claims(monkeyp
     fake = FakePipeline()
     monkeypatch.setattr(breadth_flows.grid_cells, "pipeline", fake)
     breadth_flows.grid.grid.fn(STUDY.model_copy(update={"grid_id": "night-p", "pilot": str(pilot)}))
-    ((_, _, sizing),) = grid_tasks["claims"]
+    ((_, _, sizing, _),) = grid_tasks["claims"]
     assert sizing.source == str(pilot) and sizing.values["Δ pass@1"] == (0.01, 0.03)
 
 
@@ -184,8 +186,30 @@ def test_a_pilot_that_cannot_be_read_fails_the_grid_before_any_cell(monkeypatch,
     assert fake.ran == [] and grid_tasks["summary"] == []
 
 
+def test_the_studys_reference_is_read_before_any_cell_and_reaches_the_claims(
+        monkeypatch, grid_tasks, tmp_path):
+    reference = tmp_path / "claims.json"
+    reference.write_text(json.dumps([{"claim": "sharpening", "format": "mcq", "measure": "Δ",
+                                      "verdict": "inconclusive", "detail": "underpowered"}]))
+    fake = FakePipeline()
+    monkeypatch.setattr(breadth_flows.grid_cells, "pipeline", fake)
+    breadth_flows.grid.grid.fn(STUDY.model_copy(update={"grid_id": "night-r",
+                                                        "reference": str(reference)}))
+    ((_, _, _, table),) = grid_tasks["claims"]
+    assert table.source == str(reference) and table.rows[0]["detail"] == "underpowered"
+
+    broken = STUDY.model_copy(update={"grid_id": "night-rb", "reference": str(tmp_path / "no")})
+    fake.ran.clear()
+    with pytest.raises(ValueError, match=r"study\.reference: reference table .*no: .*claims-out"):
+        breadth_flows.grid.grid.fn(broken)
+    assert fake.ran == []
+
+
 def test_the_pilot_is_not_part_of_what_the_study_is():
     """The alarm compares a night with the previous one of the same study (content_hash): a
     night that cites a pilot is still that study."""
     assert STUDY.model_copy(update={"pilot": "docs/results/pilot.json"}).content_hash() == (
         STUDY.content_hash())
+    # Nor the fuller grid's table its left-out rows cite.
+    assert STUDY.model_copy(update={"reference": "docs/results/full_grid/claims.json"}
+                            ).content_hash() == STUDY.content_hash()
