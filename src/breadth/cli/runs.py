@@ -217,6 +217,7 @@ def _read_pilot(pilot: Path) -> PilotSizing:
 
 def _read_reference(reference: Path) -> ReferenceTable:
     """`--reference`'s table, read, or the CLI's error naming the option."""
+    # Imported on use: `breadth --help` and the other commands do not load it.
     from breadth.study.reference import read_reference
 
     try:
