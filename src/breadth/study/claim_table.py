@@ -200,7 +200,11 @@ def effect_text(c: Claim) -> str:
     '+0.100 [-0.500, +0.700] (99.75%)'
     >>> effect_text(Claim("crossover", "mcq", "m", 4.0, 2.0, None, "inconclusive", ""))
     'k = 4 [2, beyond]'
+    >>> effect_text(Claim("crossover", "mcq", "m", None, None, None, "not run", ""))
+    'n/a'
     """
+    if c.verdict == NOT_RUN:  # nothing measured: not "none [beyond, beyond]", a crossing never seen
+        return "n/a"
     if c.claim == "crossover":
         return " ".join(["none" if c.estimate is None else f"k = {c.estimate:g}",
                          f"[{_k(c.low)}, {_k(c.high)}]"])

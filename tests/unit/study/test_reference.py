@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from breadth.evaluation.grid_settings import ClaimSettings
-from breadth.study.claims import evaluate_claims
+from breadth.study.claims import claims_markdown, evaluate_claims
 from breadth.study.reference import read_reference
 
 from .test_claims import _cells
@@ -42,6 +42,10 @@ def test_the_rows_of_a_left_out_format_are_not_run_and_cite_what_the_reference_m
     assert [(c.claim, c.measure) for c in mcq] == [(r["claim"], r["measure"]) for r in expected]
     assert {c.verdict for c in mcq} == {"not run"}
     assert all(c.estimate is None and c.low is None and c.power is None for c in mcq)
+    # The table shows nothing measured for any of them, the crossover included.
+    table = claims_markdown(cited)
+    assert [line.split(" | ")[4] for line in table.splitlines() if " | mcq | " in line] == [
+        "n/a"] * len(mcq)
     # A row the reference measured quotes its verdict, seeds and details, word for word.
     [sharpening] = [c for c in mcq if c.claim == "sharpening" and "pass@1" in c.measure]
     [row] = [r for r in expected if r["measure"] == sharpening.measure]
