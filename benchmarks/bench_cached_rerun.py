@@ -51,7 +51,7 @@ def main() -> None:
     from breadth_tasks.stage_keys import stage_keys
 
     from breadth.config import load_config
-    from breadth.stack import LocalStack
+    from breadth.stack.local import LocalStack
 
     stack = LocalStack()
     stack.up()

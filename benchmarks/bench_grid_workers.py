@@ -104,7 +104,7 @@ def main() -> None:
     if (os.cpu_count() or 1) < 2:
         raise SystemExit("this benchmark pins two workers to two cores; this machine has one")
 
-    from breadth.stack import LocalStack, StackSettings
+    from breadth.stack.local import LocalStack, StackSettings
 
     with tempfile.TemporaryDirectory(prefix="bench-grid-") as scratch:
         home = Path(scratch)

@@ -121,7 +121,7 @@ def main() -> None:
     args = parser.parse_args()
 
     from breadth.config import load_config
-    from breadth.stack import LocalStack
+    from breadth.stack.local import LocalStack
 
     overrides = [*args.overrides, "tracking.experiment=bench-orchestration"]
     load_config(args.preset, overrides)  # a bad --set fails here, before the stack starts

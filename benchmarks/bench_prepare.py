@@ -59,8 +59,8 @@ def run_case(task: str, fmt: str, num: int, pairs: int, side_num: int) -> dict:
     import pyarrow.parquet as pq  # imported up front so its load time is not timed
 
     from breadth.data.formats import render
+    from breadth.data.generators import generate_arithmetic, generate_countdown
     from breadth.data.prepare import content_hash, prepare_dataset, write_rows
-    from breadth.data.tasks import generate_arithmetic, generate_countdown
 
     generate = {"arithmetic": generate_arithmetic, "countdown": generate_countdown}[task]
     num_eval = int(num * EVAL_SHARE)

@@ -38,7 +38,7 @@ TARGETS = {"a": 0.95, "b": 0.90}
 
 def make_problems(count: int) -> list[dict[str, Any]]:
     from breadth.data.formats import render
-    from breadth.data.tasks import generate_arithmetic
+    from breadth.data.generators import generate_arithmetic
 
     easy = generate_arithmetic(85, seed=0, difficulty=1, split="train")
     harder = generate_arithmetic(max(0, count - len(easy)), seed=0, difficulty=2, split="train")

@@ -28,7 +28,7 @@ TARGET_SPEED_UP = 5.0
 
 def make_problems(count: int) -> list[dict]:
     from breadth.data.formats import render
-    from breadth.data.tasks import generate_arithmetic
+    from breadth.data.generators import generate_arithmetic
 
     records = generate_arithmetic(count, seed=0, difficulty=3, split="train")
     return [render(record, "free_form") for record in records][:count]

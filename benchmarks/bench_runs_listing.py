@@ -51,7 +51,7 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=20)
     args = parser.parse_args()
 
-    from breadth.stack import LocalStack
+    from breadth.stack.local import LocalStack
 
     stack = LocalStack()
     stack.up()

@@ -36,7 +36,7 @@ from prefect.exceptions import ObjectNotFound, PrefectHTTPStatusError
 from prefect.settings import PREFECT_API_URL
 
 from breadth.config import PipelineConfig
-from breadth.grid_progress import CellOutcome, progress_line
+from breadth.display.grid_progress import CellOutcome, progress_line
 
 Cell = tuple[str, str, int, PipelineConfig]  # (format, objective, seed, validated config)
 T = TypeVar("T")

@@ -25,10 +25,10 @@ from prefect.exceptions import MissingContextError
 from prefect.logging import get_logger
 
 from breadth.config import PipelineConfig, available_presets
-from breadth.costs import log_plan
-from breadth.preflight import check_fit, check_local_paths
+from breadth.config.run_form import PipelineConfigForm, config_from_form
+from breadth.preflight.checks import check_fit, check_local_paths
+from breadth.preflight.costs import log_plan
 from breadth.rollout.vllm_pool import kept_vllm_servers
-from breadth.run_form import PipelineConfigForm, config_from_form
 from breadth.tracking.datasets import dataset_inputs
 from breadth.tracking.names import CACHED_MARK
 from breadth.tracking.run_log import StageLog, config_summary, log

@@ -1,6 +1,6 @@
 """Choose the claims' interval by simulation: false positives and coverage of each method.
 
-Simulates the nightly study's structure (`breadth.evaluation.calibration`: S seeds, P problems
+Simulates the nightly study's structure (`breadth.stats.calibration`: S seeds, P problems
 nested in seeds, per-problem pass rates from n samples, a seed-level shift) under no effect and
 under a planted effect, and scores each interval method; writes a markdown report headed by
 this command, its seed, reps and wall time.
@@ -28,14 +28,14 @@ from pathlib import Path
 
 import numpy as np
 
-from breadth.evaluation.calibration import (
+from breadth.stats.calibration import (
     PilotVariances,
     Scenario,
     calibration_grid,
     grid_variances,
     read_pilot,
 )
-from breadth.evaluation.seed_interval import t_quantile
+from breadth.stats.seed_interval import t_quantile
 
 TARGET = (0.035, 0.065)  # 5% +- 1.5%
 MIN_COVERAGE = 0.93
@@ -110,7 +110,7 @@ def source_of(args: argparse.Namespace) -> str:
 
 def variances_of_grid(grid_id: str) -> PilotVariances:
     """`grid_variances` of a grid's study frame, read from the stack's MLflow."""
-    from breadth.stack import StackSettings
+    from breadth.stack.local import StackSettings
     from breadth.study.frame import load_study_frame
 
     return grid_variances(load_study_frame(StackSettings().mlflow_url, grid_id))

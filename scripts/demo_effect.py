@@ -40,9 +40,9 @@ import pandas as pd
 
 from breadth import stages
 from breadth.config import PipelineConfig, load_config
-from breadth.evaluation.bootstrap import DEFAULT_RESAMPLES
 from breadth.evaluation.paired import PAIRED_MEASURES, paired_against_base
 from breadth.evaluation.summary import evaluate_models, per_problem_table
+from breadth.stats.bootstrap import DEFAULT_RESAMPLES
 
 METRICS = ("pass_at_1", "pass_at_n", "distinct_outcomes")
 

@@ -17,8 +17,8 @@ import pandas as pd
 
 from breadth import stages
 from breadth.config import load_config
-from breadth.evaluation.bootstrap import bootstrap_ci
 from breadth.evaluation.metrics import pass_at_k
+from breadth.stats.bootstrap import bootstrap_ci
 
 
 def main() -> None:

@@ -1,4 +1,4 @@
-"""CPU and wall seconds of the data fit check (`breadth.preflight.fit_report`).
+"""CPU and wall seconds of the data fit check (`breadth.preflight.checks.fit_report`).
 
     .venv/bin/python scripts/measure_fit_check.py
 
@@ -49,7 +49,7 @@ def write_gsm8k_style(path: Path, rows: int, rng: random.Random) -> list[int]:
 def main() -> None:
     started = cpu_seconds()
     from breadth.config import load_config
-    from breadth.preflight import fit_report
+    from breadth.preflight.checks import fit_report
 
     print(f"imports: {cpu_seconds() - started:.1f} s CPU")
     with tempfile.TemporaryDirectory() as folder:

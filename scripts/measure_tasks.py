@@ -37,8 +37,8 @@ import pandas as pd
 
 from breadth import stages
 from breadth.config import load_config
+from breadth.data.generators import get_task
 from breadth.data.records import Record
-from breadth.data.tasks import get_task
 from breadth.evaluation.metrics import pass_at_k
 from breadth.training.grpo import grpo_rows
 from breadth.training.trainer_setup import TRAIN_LOG
@@ -211,9 +211,9 @@ def data_rows(num: int = 300) -> list[dict[str, Any]]:
     """Per synthetic task, format and level, from `num` generated eval problems (no model):
     target tokens (one per character, plus EOS) and valid answers per problem."""
     from breadth.data.formats import RenderError, render
+    from breadth.data.generators import TASKS
     from breadth.data.records import FORMATS
     from breadth.data.synthetic import draw_level
-    from breadth.data.tasks import TASKS
 
     rows = []
     for name, task in TASKS.items():

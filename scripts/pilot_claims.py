@@ -43,11 +43,11 @@ from breadth import stages
 from breadth.config import load_config
 from breadth.evaluation.claim_columns import reasoning_entropy_threshold
 from breadth.evaluation.metrics import pass_at_k
-from breadth.evaluation.seed_interval import seed_t_interval
-from breadth.evaluation.sizing import decisive_half_width, half_width, seeds_needed
 from breadth.evaluation.summary import per_problem_table
+from breadth.stats.seed_interval import seed_t_interval
+from breadth.stats.sizing import decisive_half_width, half_width, seeds_needed
 from breadth.study.claim_registry import DELTAS
-from breadth.study.grid import NIGHTLY_SEEDS
+from breadth.study.grid_design import NIGHTLY_SEEDS
 
 # (label, claim whose δ applies, the claim, the claim's spread over this measure's): the
 # format claim is a difference of two formats' falls, each measured as here, so its per-seed

@@ -24,8 +24,8 @@ import pandas as pd
 
 from breadth import stages
 from breadth.config import load_config
-from breadth.evaluation.bootstrap import hierarchical_bootstrap_ci
 from breadth.evaluation.metrics import pass_at_k
+from breadth.stats.bootstrap import hierarchical_bootstrap_ci
 
 
 def per_problem(path: Path) -> pd.DataFrame:

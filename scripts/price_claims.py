@@ -33,7 +33,6 @@ import sys
 import time
 from pathlib import Path
 
-from breadth.evaluation.grid_settings import ClaimSettings
 from breadth.study.budget import (
     FormatCost,
     NightlyBudget,
@@ -42,7 +41,8 @@ from breadth.study.budget import (
     row_arms,
     row_name,
 )
-from breadth.study.grid import CORRECTNESS, STUDY_OBJECTIVES, UCB, UNSCALED_CONTROL
+from breadth.study.grid_design import CORRECTNESS, STUDY_OBJECTIVES, UCB, UNSCALED_CONTROL
+from breadth.study.grid_settings import ClaimSettings
 from breadth.study.power import seeds_text
 
 _CELLS = re.compile(r"^- cells: (\d+) ", re.MULTILINE)

@@ -35,9 +35,9 @@ from pathlib import Path
 import numpy as np
 
 from breadth.evaluation.diversity import distinct_correct_outcomes
-from breadth.evaluation.seed_interval import seed_t_interval
+from breadth.stats.seed_interval import seed_t_interval
 from breadth.study.claims import CORRECT_ANSWER_ROWS, UNSCALED_OBJECTIVES
-from breadth.study.grid import (
+from breadth.study.grid_design import (
     BATCH,
     CORRECTNESS,
     DARLING,

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from power_analysis import markdown
 
-from breadth.evaluation.bootstrap import widened_for_few_seeds
+from breadth.stats.bootstrap import widened_for_few_seeds
 
 
 def widened(row: dict) -> dict:

@@ -10,13 +10,13 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from breadth_tasks.common import retry_if_transient
-from breadth_tasks.grid import claim_settings
+from breadth_tasks.grid_tasks import claim_settings
 from prefect import task
 from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 
 from breadth.study import publish
-from breadth.study.grid import GridConfig
+from breadth.study.grid_design import GridConfig
 from breadth.study.power import PilotSizing, read_pilot_sizing
 from breadth.study.reference import ReferenceTable, read_reference
 from breadth.tracking.clients import tracking_client

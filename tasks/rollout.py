@@ -12,7 +12,7 @@ from breadth_tasks.common import (
 from prefect import task
 
 from breadth.config import PipelineConfig
-from breadth.costs import measured
+from breadth.preflight.costs import measured
 from breadth.stages import rollout_stage
 from breadth.tracking.objects import ObjectStore
 from breadth.tracking.runs import RunHandle

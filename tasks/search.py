@@ -15,7 +15,7 @@ from breadth_tasks.common import (
 from prefect import task
 
 from breadth.config import PipelineConfig
-from breadth.costs import measured
+from breadth.preflight.costs import measured
 from breadth.stages import search_stage
 from breadth.tracking.runs import RunHandle
 

@@ -16,7 +16,7 @@ from breadth_tasks.common import (
 from prefect import get_run_logger, task
 
 from breadth.config import PipelineConfig
-from breadth.costs import measured
+from breadth.preflight.costs import measured
 from breadth.stages import init_model_stage, rl_stage, sft_stage
 from breadth.tracking.objects import ObjectStore, ObjectStoreError
 from breadth.tracking.runs import MetricBuffer, RunHandle

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from breadth.stack import WEED_GRPC_PORT_OFFSET
+from breadth.stack.local import WEED_GRPC_PORT_OFFSET
 
 PORT_VARIABLES = (
     "BREADTH_S3_PORT", "BREADTH_MLFLOW_PORT", "BREADTH_PREFECT_PORT",
@@ -38,7 +38,7 @@ def free_port() -> int:
 
 
 # A test stack's ports. weed mini also listens on each of its HTTP ports + WEED_GRPC_PORT_OFFSET
-# (gRPC; see breadth.stack._weed_extra_ports), which picking a free port does not reserve, and a
+# (gRPC; see breadth.stack.local._weed_extra_ports), which picking a free port does not reserve, and a
 # stack whose twin is taken fails to start (every test of that xdist worker then errs). So each
 # port is drawn with its twin below the kernel's ephemeral range (where no outgoing connection or
 # free_port() takes them), from a band of its own per xdist worker (no two workers draw the
@@ -82,7 +82,7 @@ def running_local_stack(home: Path, server_env: dict[str, str] | None = None
     """The real local stack on free ports under `home`, its servers started with `server_env`
     added to the environment (e.g. a Postgres database); yields the client environment (already
     exported) and restores the environment after."""
-    from breadth.stack import LocalStack, StackSettings
+    from breadth.stack.local import LocalStack, StackSettings
 
     server_env = server_env or {}
     saved = {name: os.environ.get(name) for name in (*PORT_VARIABLES, *EXTERNAL_VARIABLES,

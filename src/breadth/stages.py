@@ -124,9 +124,9 @@ def search_stage(
     evaluation problem, through the configured rollout backend -> a SearchComparison, with a
     progress bar (and log lines) of the samples drawn."""
     # Imported on use: a stage loads only what it runs (torch, pandas, ...).
-    from breadth.data.tasks import verify
+    from breadth.data.generators import verify
+    from breadth.display.progress import StageBar
     from breadth.evaluation.search import EvolutionConfig, compare_search
-    from breadth.progress import StageBar
     from breadth.rollout.backend_choice import resolve_backend
     from breadth.rollout.backends import rollout_backend
 

@@ -72,15 +72,15 @@ def wait_for(condition: Callable[[], bool], process: subprocess.Popen, log: Path
 
 
 def _stack() -> Any:
-    from breadth.stack import LocalStack, StackSettings
+    from breadth.stack.local import LocalStack, StackSettings
 
     return LocalStack(StackSettings(home=Path(os.environ["BREADTH_HOME"])))
 
 
 def stop_service(name: str) -> None:
     """Stop one service of the test stack as a crash would (its data stays on disk)."""
-    from breadth.processes import stop_process_group
-    from breadth.stack import services
+    from breadth.stack.local import services
+    from breadth.stack.processes import stop_process_group
 
     stack = _stack()
     service = next(s for s in services(stack.settings) if s.name == name)
@@ -93,7 +93,7 @@ def stop_service(name: str) -> None:
 def start_service(name: str) -> None:
     """Start it again on its port. The test session exports the service's URL, which makes
     the stack treat it as external: hidden here so that the stack starts its own again."""
-    from breadth.stack import services
+    from breadth.stack.local import services
 
     stack = _stack()
     service = next(s for s in services(stack.settings) if s.name == name)

@@ -126,7 +126,7 @@ ACCURACY_BAND = (0.3, 0.8)
 def _sampled_accuracy(
     model: Any, tokenizer: Any, rows: list[dict], config: PipelineConfig
 ) -> float:
-    from breadth.data.tasks import verify
+    from breadth.data.generators import verify
 
     torch.manual_seed(config.seed)
     samples = config.rl.num_generations * 2

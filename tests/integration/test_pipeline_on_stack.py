@@ -76,8 +76,8 @@ def test_parent_run_has_a_child_per_stage_and_the_tags(two_runs, live_stack):
 
 def test_compare_reads_what_the_pipeline_logged(two_runs, live_stack):
     # The reader against the writer: `breadth compare` and the grid read this layout back.
-    from breadth.evaluation.grid import grid_summary
     from breadth.study.frame import study_frame_of_runs
+    from breadth.study.grid_statistics import grid_summary
     from breadth.tracking.fetch import CompareError, fetch_runs
 
     uri = live_stack["MLFLOW_TRACKING_URI"]

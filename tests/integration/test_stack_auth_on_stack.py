@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from breadth import stack_auth
+from breadth.stack import auth as stack_auth
 from tests.conftest import running_local_stack
 
 pytestmark = pytest.mark.integration
@@ -52,7 +52,7 @@ def test_each_service_refuses_without_credentials_and_admits_with_them(tmp_path:
             assert _status(s3) == 403  # unsigned
 
             # breadth's own clients, reading the credentials from the environment.
-            from breadth.stack_auth import prefect_auth_headers
+            from breadth.stack.auth import prefect_auth_headers
             from breadth.tracking.objects import ObjectStore
             from breadth.tracking.rest import MlflowRest
 

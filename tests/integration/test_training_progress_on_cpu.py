@@ -40,8 +40,8 @@ def test_sft_takes_the_steps_the_dry_run_plans_and_logs_its_progress(tmp_path, c
     epochs is ceil(3 x 1.5) = 5 steps, as `breadth run --dry-run` says."""
     import logging
 
-    from breadth.costs import plan
     from breadth.models.tiny import load_policy
+    from breadth.preflight.costs import plan
     from breadth.stages import init_model_stage, prepare_stage, read_rows
     from breadth.training.sft import train_sft
     from breadth.training.trainer_setup import TRAIN_LOG
@@ -52,10 +52,10 @@ def test_sft_takes_the_steps_the_dry_run_plans_and_logs_its_progress(tmp_path, c
     init_model_stage(config, tmp_path / "base")
     model, tokenizer = load_policy(tmp_path / "base")
     rows = read_rows(tmp_path / "data" / "train.parquet")
-    caplog.set_level(logging.INFO, logger="breadth.progress")
+    caplog.set_level(logging.INFO, logger="breadth.display.progress")
     train_sft(model, tokenizer, rows, config.sft, output_dir=tmp_path / "sft", seed=0)
     logged = [json.loads(line) for line in (tmp_path / "sft" / TRAIN_LOG).read_text().splitlines()]
     trained = max(entry["step"] for entry in logged)
     assert trained == plan(config, num_train=len(rows), num_eval=2)[0].steps == 5
-    lines = [r.getMessage() for r in caplog.records if r.name == "breadth.progress"]
+    lines = [r.getMessage() for r in caplog.records if r.name == "breadth.display.progress"]
     assert any(line.startswith("sft: 5/5 steps (100%)") for line in lines), lines

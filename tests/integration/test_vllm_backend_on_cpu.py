@@ -53,7 +53,7 @@ def vllm_env() -> Path:
 @pytest.fixture(scope="module")
 def problems() -> list[dict[str, Any]]:
     from breadth.data.formats import render
-    from breadth.data.tasks import generate_arithmetic
+    from breadth.data.generators import generate_arithmetic
 
     records = generate_arithmetic(85, seed=0, difficulty=1, split="train")
     return [render(record, "free_form") for record in records][:NUM_PROBLEMS]
@@ -153,7 +153,7 @@ def test_server_returns_eos_as_the_last_token(server: Any, problems: list[dict])
 
     from breadth.rollout.vllm_backend import completion_request
     from breadth.rollout.vllm_server import served_models
-    from breadth.stack_auth import bearer_headers
+    from breadth.stack.auth import bearer_headers
 
     body = completion_request(problems[0], rollout_config(), model=served_models(server.url)[0],
                               seed=0)

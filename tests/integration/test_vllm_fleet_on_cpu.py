@@ -46,7 +46,7 @@ def vllm_env() -> Path:
 @pytest.fixture(scope="module")
 def problems() -> list[dict[str, Any]]:
     from breadth.data.formats import render
-    from breadth.data.tasks import generate_arithmetic
+    from breadth.data.generators import generate_arithmetic
 
     records = generate_arithmetic(NUM_PROBLEMS, seed=3, difficulty=1, split="train")
     return [render(record, "free_form") for record in records]

@@ -116,7 +116,7 @@ def test_a_bad_reward_value_is_blamed_on_reward_not_the_preset_or_set(runner):
 def test_grid_dry_run_says_which_stages_the_cache_holds(runner, tmp_path, monkeypatch):
     from breadth_tasks.stage_keys import stage_keys
 
-    from breadth.study.grid import GridConfig
+    from breadth.study.grid_design import GridConfig
 
     monkeypatch.setenv("BREADTH_HOME", str(tmp_path))
     monkeypatch.delenv("PREFECT_LOCAL_STORAGE_PATH", raising=False)

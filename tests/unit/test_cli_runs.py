@@ -259,8 +259,8 @@ def _grid_with_splits(monkeypatch, split_ks) -> list:
     MLflow reads faked; -> [(what, the ClaimSettings it was given)] once it has run."""
     import pandas as pd
 
-    from breadth.evaluation import grid, grid_report
-    from breadth.study import claims
+    from breadth.study import claims, grid_report
+    from breadth.study import grid_statistics as grid
     from tests.unit.study.test_claims import _cells
 
     runs = pd.DataFrame({
@@ -434,7 +434,7 @@ def _one_run_with_a_small_split(run_id="0123456789abcdef"):
     """One run whose per-problem tables hold 10 base-solved and 30 base-unsolved problems."""
     import pandas as pd
 
-    from tests.unit.evaluation.test_grid_bootstrap import _runs, _split_study
+    from tests.unit.study.test_grid_bootstrap import _runs, _split_study
 
     frame = _split_study(solved=10, unsolved=30).assign(run_id=run_id)
     runs = _runs(frame).assign(run_id=run_id, config=[{"evaluation.transfer_min_split": "20"}])

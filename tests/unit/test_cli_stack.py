@@ -19,7 +19,7 @@ from breadth_flows.zombies import HEARTBEAT_S
 from typer.testing import CliRunner
 
 from breadth import cli
-from breadth.stack import LocalStack, StackSettings
+from breadth.stack.local import LocalStack, StackSettings
 
 EXTERNAL = ("PREFECT_API_URL", "MLFLOW_TRACKING_URI", "BREADTH_S3_ENDPOINT",
             "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")
@@ -283,7 +283,7 @@ def _prefect_deploy(calls, registers=None, returncode=0, preamble=""):
     from rich.console import Console
     from rich.panel import Panel
 
-    flow_names = {"flows/grid.py:grid": "breadth-grid", "flows/pipeline.py:pipeline": "breadth-pipeline"}
+    flow_names = {"flows/grid_flow.py:grid": "breadth-grid", "flows/pipeline.py:pipeline": "breadth-pipeline"}
 
     def run(argv, **kwargs):
         spec = None

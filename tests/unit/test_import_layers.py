@@ -21,12 +21,12 @@ PACKAGES = {"breadth": ROOT / "src" / "breadth", "breadth_tasks": ROOT / "tasks"
 # Lowest first, as docs/design/architecture.md lists them ("Layers"). A module may import its
 # own layer and the ones below; a name matches a module and the modules under it.
 LAYERS = [
-    ["breadth", "breadth.suggestions", "breadth.processes", "breadth.urls",
-     "breadth.grid_progress", "breadth.progress", "breadth.stack_auth"],
+    ["breadth", "breadth.display", "breadth.stats", "breadth.stack.processes",
+     "breadth.stack.auth"],
     ["breadth.data"],
     ["breadth.rewards", "breadth.evaluation"],
-    ["breadth.config", "breadth.run_form", "breadth.costs"],
-    ["breadth.models", "breadth.tracking"],
+    ["breadth.config", "breadth.preflight.costs"],
+    ["breadth.models", "breadth.tracking", "breadth.preflight.sequence_fit"],
     ["breadth.stack", "breadth.rollout", "breadth.training"],
     ["breadth.stages", "breadth.study", "breadth.preflight"],
     ["breadth_tasks"],

@@ -1191,8 +1191,8 @@ def test_every_compose_service_requires_credentials_and_its_clients_send_them():
 
 def test_the_deployed_grids_are_the_grid_modules_nightly_multi_answer_vector_search_default():
     """prefect.yaml spells the multi-answer grid out as parameters, and leaves the nightly to
-    GridConfig's defaults: both must stay the grids `breadth.study.grid` documents."""
-    from breadth.study.grid import (
+    GridConfig's defaults: both must stay the grids `breadth.study.grid_design` documents."""
+    from breadth.study.grid_design import (
         MULTI_ANSWER_PRESET,
         MULTI_ANSWER_REWARDS,
         NIGHTLY_PRESET,

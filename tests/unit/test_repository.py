@@ -132,3 +132,15 @@ def test_doc_snippets_set_the_prefect_server_before_the_prefect_cli():
                    for line in lines[:first]):
             missing.append(lines[first].strip())
     assert not missing, f"doc snippets run the Prefect CLI with no server set: {missing}"
+
+
+def test_pyproject_lists_every_package_under_src():
+    """setuptools installs only the packages pyproject.toml names: one left out imports in the
+    editable checkout and fails in a wheel or a worker image."""
+    import tomllib
+
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+                 ["packages"])
+    on_disk = {".".join(init.parent.relative_to(ROOT / "src").parts)
+               for init in (ROOT / "src").rglob("__init__.py")}
+    assert on_disk | {"breadth_tasks", "breadth_flows"} == listed

@@ -12,7 +12,7 @@ import pytest
 from breadth import stages
 from breadth.config import load_config
 from breadth.data.formats import render_free_form
-from breadth.data.tasks import generate_arithmetic
+from breadth.data.generators import generate_arithmetic
 
 
 class ScriptedBackend:

@@ -12,7 +12,8 @@ from rich.table import Table
 
 from breadth.cli.output import console, fail
 from breadth.config import PipelineConfig
-from breadth.costs import (
+from breadth.display.grid_progress import duration
+from breadth.preflight.costs import (
     StageWork,
     estimate_seconds,
     eval_heavy_warning,
@@ -21,7 +22,6 @@ from breadth.costs import (
     rate_text,
     rates_path,
 )
-from breadth.grid_progress import duration
 
 
 def problem_counts(
@@ -34,7 +34,7 @@ def problem_counts(
     # Imported on use: tasks/ loads Prefect, and the CLI starts without it.
     from breadth_tasks.common import work_root
 
-    from breadth.costs import dataset_counts
+    from breadth.preflight.costs import dataset_counts
     from breadth.stages import prepare_stage
 
     known = {} if known is None else known
@@ -56,7 +56,7 @@ def cached_stages(keys: dict[str, str]) -> set[str]:
     """The stages whose results this machine's Prefect result storage holds (a run serves
     them from the cache)."""
     # Imported on use, to keep the CLI's start fast (breadth --help loads every command module).
-    from breadth.stack import StackSettings
+    from breadth.stack.local import StackSettings
 
     storage = StackSettings().result_storage
     return {stage for stage, key in keys.items() if (storage / key).is_file()}

@@ -147,7 +147,7 @@ def grid(
 
     # Imported on use: `breadth --help` and the other commands do not load it.
     from breadth.config import describe_options
-    from breadth.study.grid import GridConfig
+    from breadth.study.grid_design import GridConfig
 
     values: dict = {"overrides": set_ or [], "grid_id": grid_id, "cell_runner": cell_runner,
                     "cell_deployment": cell_deployment,
@@ -179,7 +179,7 @@ def grid(
         _read_reference(reference)  # as the pilot
     if study.cell_runner == "in_process":  # deployment cells run on their workers' files
         _fail_on_missing_paths(cells[0][3])  # the cells share their data and model
-        from breadth.preflight import unique_fit_configs
+        from breadth.preflight.checks import unique_fit_configs
 
         # Cells differ in format and seed (other rows) and rewards may change the limits:
         # each distinct combination is checked once.
@@ -191,7 +191,7 @@ def grid(
         return
     stack.bring_up_stack(reconcile=False)
     # Imported on use: flows/ and tasks/ load Prefect, which other commands do not need.
-    from breadth_flows.grid import grid as grid_flow
+    from breadth_flows.grid_flow import grid as grid_flow
     from breadth_flows.in_process import in_process_run
 
     started = time.monotonic()
@@ -229,7 +229,7 @@ def _read_reference(reference: Path) -> ReferenceTable:
 def _fail_on_missing_paths(config: PipelineConfig) -> None:
     """A data file or model folder missing on this machine, named before anything starts."""
     # Imported on use: `breadth --help` and the other commands do not load it.
-    from breadth.preflight import check_local_paths
+    from breadth.preflight.checks import check_local_paths
 
     try:
         check_local_paths(config)
@@ -242,7 +242,7 @@ def _fail_on_unfit_data(config: PipelineConfig) -> None:
     keys, the longest row and the values that fit, before anything starts; the characters
     the model's tokenizer maps or does not know, said (docs/guide/data-fit.md)."""
     # Imported on use, to keep the CLI's start fast (breadth --help loads every command module).
-    from breadth.preflight import check_fit
+    from breadth.preflight.checks import check_fit
 
     try:
         report = check_fit(config, offline=True)
@@ -271,9 +271,9 @@ def _print_cells(cells: list) -> None:
     from breadth_tasks.stage_keys import stage_keys
 
     from breadth.cli.costs import cached_stages, cost_rows, print_totals, problem_counts
-    from breadth.costs import eval_heavy_warning, measured_rates
-    from breadth.grid_progress import duration
-    from breadth.stack import StackSettings
+    from breadth.display.grid_progress import duration
+    from breadth.preflight.costs import eval_heavy_warning, measured_rates
+    from breadth.stack.local import StackSettings
 
     storage = StackSettings().result_storage
     rates, counts, everything, warnings = measured_rates(), {}, [], {}
@@ -327,9 +327,9 @@ def compare(
 ) -> None:
     """Side-by-side table (terminal) and plots (PNG) of pipeline runs or a grid, from MLflow."""
     # Imported on use: `breadth --help` and the other commands do not load it.
-    from breadth.evaluation.grid import claim_settings_of_runs, grid_summary
-    from breadth.evaluation.grid_report import plot_grid, render_table
-    from breadth.stack import StackSettings
+    from breadth.stack.local import StackSettings
+    from breadth.study.grid_report import plot_grid, render_table
+    from breadth.study.grid_statistics import claim_settings_of_runs, grid_summary
     from breadth.tracking.fetch import CompareError, fetch_runs
     from breadth.tracking.runs import TrackingError, check_tracking_server
 
@@ -513,7 +513,7 @@ def list_runs(
 ) -> None:
     """The newest pipeline runs: name, status, headline metrics and links to MLflow and Prefect."""
     # Imported on use: `breadth --help` and the other commands do not load it.
-    from breadth.stack import StackSettings
+    from breadth.stack.local import StackSettings
     from breadth.tracking.recent import RunListError, recent_runs
     from breadth.tracking.rest import MlflowRequestError
     from breadth.tracking.runs import TrackingError, check_tracking_server

@@ -17,8 +17,8 @@ import typer
 from rich.table import Column, Table
 
 from breadth.cli.output import console, fail, print_json
-from breadth.suggestions import did_you_mean
-from breadth.urls import without_userinfo
+from breadth.display.suggestions import did_you_mean
+from breadth.display.urls import without_userinfo
 
 stack_app = typer.Typer(no_args_is_help=True, help="The local stack: S3, MLflow and Prefect.")
 app = typer.Typer()
@@ -31,7 +31,7 @@ PRINTED_ADDRESSES = ("PREFECT_API_URL", "MLFLOW_TRACKING_URI", "BREADTH_S3_ENDPO
 
 def _stack():
     # Imported on use: `breadth --help` and the other commands do not load it.
-    from breadth.stack import LocalStack, StackSettings
+    from breadth.stack.local import LocalStack, StackSettings
 
     return LocalStack(StackSettings())
 
@@ -40,7 +40,7 @@ def start_stack(reconcile: bool = True) -> tuple[dict[str, str], dict[str, str]]
     """Start what is not running (external services are only checked): the client environment,
     and what `up` did per service ("started", "running" or "external")."""
     # Imported on use: `breadth --help` and the other commands do not load it.
-    from breadth.stack import StackError
+    from breadth.stack.local import StackError
 
     stack = _stack()
     try:
@@ -116,8 +116,8 @@ def stack_credentials() -> None:
     hands them to clients and workers. Needed when BREADTH_BIND_ADDRESS is beyond loopback,
     or with BREADTH_STACK_AUTH=1."""
     # Imported on use, to keep the CLI's start fast (breadth --help loads every command module).
-    from breadth.stack import StackSettings
-    from breadth.stack_auth import credentials_path, write_credentials
+    from breadth.stack.auth import credentials_path, write_credentials
+    from breadth.stack.local import StackSettings
 
     home = StackSettings().home
     existed = credentials_path(home).exists()
@@ -131,7 +131,7 @@ def stack_credentials() -> None:
 def secret_source() -> str:
     """Where the S3 secret key comes from: the caller's environment or the stack's own file."""
     # Imported on use: `breadth --help` and the other commands do not load it.
-    from breadth.stack import StackSettings
+    from breadth.stack.local import StackSettings
 
     if os.environ.get("AWS_ACCESS_KEY_ID") and os.environ.get("AWS_SECRET_ACCESS_KEY"):
         return "from your environment"
@@ -153,7 +153,7 @@ def stack_status(json_: Annotated[bool, typer.Option("--json", help=JSON_HELP)] 
 
 def _service_names() -> list[str]:
     # Imported on use: `breadth --help` and the other commands do not load it.
-    from breadth.stack import StackSettings, services
+    from breadth.stack.local import StackSettings, services
 
     return [service.name for service in services(StackSettings())]
 
@@ -232,7 +232,7 @@ def env(json_: Annotated[bool, typer.Option("--json", help="Print a JSON object.
     As `export` lines for `eval "$(breadth env)"`, or a JSON object. It includes the S3 secret
     key: do not paste the output into logs or issues."""
     # Imported on use: `breadth --help` and the other commands do not load it.
-    from breadth.stack import StackError, StackSettings
+    from breadth.stack.local import StackError, StackSettings
 
     try:
         values = StackSettings().client_env()

@@ -25,17 +25,17 @@ from pydantic import (
 )
 from pydantic_core import InitErrorDetails
 
+from breadth.data.generators import synthetic_task_names
 from breadth.data.prepare import DEFAULT_EVAL_FRACTION, SYNTHETIC_NUM_EVAL, SYNTHETIC_NUM_TRAIN
 from breadth.data.records import Format
 from breadth.data.sources import parse_source_spec
-from breadth.data.tasks import synthetic_task_names
 from breadth.rewards.plan import RewardPlan, resolve_plan
 from breadth.rewards.registry import REWARDS, RewardEntry, RewardParam, reward_names
 from breadth.rewards.spec import RewardSpec, parse_reward_spec
 
 
 class Section(BaseModel):
-    """The base of every config section (and of `breadth.study.grid.GridConfig`)."""
+    """The base of every config section (and of `breadth.study.grid_design.GridConfig`)."""
 
     # extra="forbid": a misspelt key in a preset or `--set` must fail loudly, not be ignored.
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
@@ -468,7 +468,7 @@ class TrackingConfig(Section):
 
 class PipelineConfig(Section):
     """The whole pipeline. The Prefect flow's `config` parameter is its form twin,
-    `breadth.run_form.PipelineConfigForm`: the UI renders it as a form."""
+    `breadth.config.run_form.PipelineConfigForm`: the UI renders it as a form."""
 
     preset: str = Field(
         "default", description="Label: the preset these values started from (names the MLflow "

@@ -16,7 +16,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from breadth.config.models import PipelineConfig, RewardConfig, reward_keys_registered_since
-from breadth.suggestions import did_you_mean
+from breadth.display.suggestions import did_you_mean
 
 
 class ConfigError(ValueError):

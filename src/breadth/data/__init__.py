@@ -5,10 +5,10 @@ for symbolic answers, each imported only where used).
 """
 
 from breadth.data.formats import RenderError, render, render_free_form, render_mcq
+from breadth.data.generators import generate_arithmetic, generate_countdown, verify
 from breadth.data.prepare import Manifest, content_hash, prepare_dataset
 from breadth.data.records import FORMATS, BadRow, BadRowsError, Format, Record, make_record_id
 from breadth.data.sources import LoadResult, load_records, parse_source_spec
-from breadth.data.tasks import generate_arithmetic, generate_countdown, verify
 from breadth.data.verifiers import (
     Verification,
     verify_countdown,

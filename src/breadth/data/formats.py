@@ -1,6 +1,6 @@
 """Render a record as a multiple-choice or free-form example: prompt, SFT target, options.
 
-Each task (`breadth.data.tasks`) says how its problems look; this module holds what every task
+Each task (`breadth.data.generators`) says how its problems look; this module holds what every task
 shares (the row's columns, option shuffling, the gold letter). Prompts for synthetic tasks are
 short ASCII, because the default model is a tiny character-level model that has to learn them
 in minutes on a CPU:
@@ -25,9 +25,9 @@ from typing import Any
 
 from breadth.data.expressions import ExpressionError
 from breadth.data.extraction import LETTERS
+from breadth.data.generators import Task, get_task
+from breadth.data.generators.base import remap_letters
 from breadth.data.records import FORMATS, Record, RenderError
-from breadth.data.tasks import Task, get_task
-from breadth.data.tasks.base import remap_letters
 
 DEFAULT_NUM_OPTIONS = 4
 __all__ = ["DEFAULT_NUM_OPTIONS", "FORMATS", "RenderError", "remap_letters", "render",

@@ -89,7 +89,7 @@ class Record:
     difficulty: int | None = None
     """1 (easy) .. 3 (hard) for synthetic problems; None when unknown."""
     task: str = "generic"
-    """The task the problem belongs to: a name in `breadth.data.tasks` ("generic" for file
+    """The task the problem belongs to: a name in `breadth.data.generators` ("generic" for file
     and hub sources); it chooses the renderings, verifier and outcome key."""
     meta: dict[str, Any] = field(default_factory=dict, hash=False)
     """Task details, e.g. countdown: {"numbers": [...], "target": int}."""

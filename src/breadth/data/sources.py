@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from breadth.data.generators import get_task, synthetic_task_names
 from breadth.data.records import BadRow, BadRowsError, Record, RowOrigin, check_on_bad_rows
 from breadth.data.schemas import SCHEMAS, RowError, detect_schema, record_from_row, row_id
-from breadth.data.tasks import get_task, synthetic_task_names
 
 SOURCE_KINDS = ("synthetic", "jsonl", "parquet", "hf")
 HUB_EVAL_SPLITS = ("test", "validation", "valid", "dev", "eval")

@@ -1,6 +1,6 @@
 """Drawing synthetic problems, deterministic by seed, with a difficulty knob (1 easy .. 3 hard).
 
-Each task (`breadth.data.tasks`) draws one random problem of a level; this module turns those
+Each task (`breadth.data.generators`) draws one random problem of a level; this module turns those
 draws into a split's distinct problems. Train and eval never share a problem: every problem is
 assigned to a split by a hash of its canonical key (so "3 5 7 -> 22" and "7 3 5 -> 22" land
 together), and each split is drawn with its own seed. Small problem spaces are finite
@@ -78,7 +78,7 @@ def generate_problems(
     (difficulty None) an equal share of each of `levels`, no problem at two levels. `fill`: a
     level short of its share passes what it lacks to the next (else that is an error).
 
-    >>> from breadth.data.tasks import get_task
+    >>> from breadth.data.generators import get_task
     >>> arithmetic = get_task("arithmetic")
     >>> generate_problems("arithmetic", arithmetic.draw, 600, seed=0, difficulty=None,
     ...                   split="train")

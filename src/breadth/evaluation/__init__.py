@@ -8,10 +8,6 @@ Formulas and names: docs/design/algorithms.md, "Metrics" and "Search at test tim
 # Prefect reads a cached search result (a `SearchComparison`) by importing this package, and
 # importing every module eagerly would load pandas into a run that needs none of it.
 _HOMES = {
-    "ConfidenceInterval": "bootstrap",
-    "bootstrap_ci": "bootstrap",
-    "bootstrap_means": "bootstrap",
-    "bootstrap_weights": "bootstrap",
     "OutcomeDiversity": "diversity",
     "distinct_classes": "diversity",
     "distinct_k": "diversity",

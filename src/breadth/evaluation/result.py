@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from breadth.evaluation.bootstrap import ConfidenceInterval
 from breadth.evaluation.transfer import SPLITS, TransferResult
+from breadth.stats.bootstrap import ConfidenceInterval
 
 if TYPE_CHECKING:  # annotations only: reading a cached result must not load pandas
     import pandas as pd

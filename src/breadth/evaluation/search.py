@@ -10,7 +10,7 @@ plain prompt with the same budget.
 
 Nothing here knows about models: a `Sampler` maps (prompts, n per prompt, seed) to texts, a
 scorer maps (text, row) to anything with `.score` and `.correct` (e.g.
-`breadth.data.tasks.verify`, which returns a `Verification`).
+`breadth.data.generators.verify`, which returns a `Verification`).
 """
 
 from __future__ import annotations

@@ -23,14 +23,6 @@ import pandas as pd
 
 from breadth.evaluation import diversity as div
 from breadth.evaluation import grouped
-from breadth.evaluation.bootstrap import (
-    DEFAULT_CONFIDENCE,
-    DEFAULT_RESAMPLES,
-    ConfidenceInterval,
-    bootstrap_means,
-    bootstrap_weights,
-    percentile_interval,
-)
 from breadth.evaluation.claim_columns import claim_columns, reasoning_entropy_threshold
 from breadth.evaluation.metrics import (
     DEFAULT_MAJ_RESAMPLES,
@@ -53,6 +45,14 @@ from breadth.evaluation.transfer import (
     DEFAULT_SPLIT_K,
     DEFAULT_SPLIT_THRESHOLD,
     transfer_analysis,
+)
+from breadth.stats.bootstrap import (
+    DEFAULT_CONFIDENCE,
+    DEFAULT_RESAMPLES,
+    ConfidenceInterval,
+    bootstrap_means,
+    bootstrap_weights,
+    percentile_interval,
 )
 
 __all__ = [

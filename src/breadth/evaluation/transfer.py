@@ -24,7 +24,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from breadth.evaluation.bootstrap import (
+from breadth.evaluation.metrics import chance_corrected_pass_at_k, default_ks, pass_at_k
+from breadth.stats.bootstrap import (
     DEFAULT_CONFIDENCE,
     DEFAULT_RESAMPLES,
     ConfidenceInterval,
@@ -32,7 +33,6 @@ from breadth.evaluation.bootstrap import (
     bootstrap_weights,
     percentile_interval,
 )
-from breadth.evaluation.metrics import chance_corrected_pass_at_k, default_ks, pass_at_k
 
 if TYPE_CHECKING:  # annotations only: reading a cached result must not load pandas
     import pandas as pd

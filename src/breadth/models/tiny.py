@@ -31,7 +31,7 @@ CHARACTERS = [c for c in string.printable if c not in "\t\n\r\x0b\x0c"] + ["\n"]
 # meaning the same: the tokenizer reads them as that spelling. Without it each became <unk>,
 # silently. Characters without one (degree sign, square root, superscripts, vulgar fractions,
 # whose ASCII forms read differently next to digits) stay <unk>, and the run reports them with
-# counts (breadth.preflight).
+# counts (breadth.preflight.checks).
 ASCII_SPELLINGS = {
     "\u2018": "'", "\u2019": "'", "\u201a": "'", "\u201b": "'", "\u2032": "'",  # quotes, prime
     "\u201c": '"', "\u201d": '"', "\u201e": '"', "\u201f": '"', "\u2033": '"',

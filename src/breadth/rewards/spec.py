@@ -17,8 +17,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from breadth.display.suggestions import did_you_mean
 from breadth.rewards.registry import REWARDS, ParamValue, reward_names
-from breadth.suggestions import did_you_mean
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from breadth.data.tasks import verify
+from breadth.data.generators import verify
 from breadth.rewards.plan import RewardPlan
 from breadth.rewards.scoring import BatchScorer, VerifyFn
 from breadth.rewards.terms import GatherObjects, RewardTermFunc, single_process_gather
@@ -66,7 +66,7 @@ def build_trl_rewards(
     `seed` is the run's seed (randomised terms draw from it). Pass `num_generations` (and
     `num_generations_eval` if it differs) so that every call checks its groups are whole;
     without them, groups are only checked for equal sizes. `verify_fn` defaults to
-    `breadth.data.tasks.verify`. With several training processes, `gather_objects` is
+    `breadth.data.generators.verify`. With several training processes, `gather_objects` is
     their all-gather: terms with state (ucb) then keep global counts, identical on every process.
 
     >>> from types import SimpleNamespace as NS

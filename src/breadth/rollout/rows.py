@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from breadth.data.tasks import verify
+from breadth.data.generators import verify
 
 # The rendered-row columns a rollout keeps so it can be re-verified offline.
 PROBLEM_COLUMNS = ("problem_id", "format", "prompt", "answer", "task", "options", "letter", "meta")

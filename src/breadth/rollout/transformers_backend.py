@@ -8,10 +8,10 @@ from pathlib import Path
 from typing import Any
 
 from breadth.config import RolloutConfig
+from breadth.display.progress import StageBar
 from breadth.models.tiny import inference_device, load_policy, model_context
-from breadth.progress import StageBar
+from breadth.preflight.sequence_fit import check_rows_fit
 from breadth.rollout.rows import Sample, request_seed, rollout_rows
-from breadth.sequence_fit import check_rows_fit
 
 
 def generate_samples(

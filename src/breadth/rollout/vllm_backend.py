@@ -25,12 +25,12 @@ from pathlib import Path
 from typing import Any
 
 from breadth.config import RolloutConfig
-from breadth.progress import StageBar
+from breadth.display.progress import StageBar
 from breadth.rollout.rows import Sample, request_seed, rollout_rows
 from breadth.rollout.vllm_fleet import VLLMFleet
 from breadth.rollout.vllm_pool import policy_server_url
 from breadth.rollout.vllm_server import VLLMServerError, resolve_vllm_urls
-from breadth.stack_auth import bearer_headers
+from breadth.stack.auth import bearer_headers
 
 # More requests in flight than this gains nothing on one server and only queues.
 MAX_IN_FLIGHT = 64

@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Self
 
-from breadth.processes import stop_process_group
-from breadth.stack_auth import bearer_headers
+from breadth.stack.auth import bearer_headers
+from breadth.stack.processes import stop_process_group
 
 INSTALL_HINT = "run scripts/install_vllm_env.sh (from the repository root) to create it"
 # On CPU, `--gpu-memory-utilization` is the share of host RAM reserved (the default 0.92

@@ -4,7 +4,7 @@ per-problem study frame read back from a grid's runs (`frame`), the claims measu
 collapse over training steps (`curves`, shown by `curves_report`) and their report
 (`report`)."""
 
-from breadth.study.grid import (
+from breadth.study.grid_design import (
     ENTROPY_KNOBS,
     GRID_AXIS_KEYS,
     OBJECTIVE_KEYS,

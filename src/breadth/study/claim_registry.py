@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from breadth.study.grid import PASSK, VECTOR
+from breadth.study.grid_design import PASSK, VECTOR
 
 __all__ = ["DELTAS", "PAPERS", "Smallest", "paper_of"]
 

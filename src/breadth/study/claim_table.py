@@ -9,7 +9,7 @@ from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 
-from breadth.evaluation.seed_interval import holm_adjusted, t_interval
+from breadth.stats.seed_interval import holm_adjusted, t_interval
 from breadth.study.budget import NightlyBudget, row_arms
 from breadth.study.power import UNDERPOWERED, PilotSizing, RowPower, row_power
 

@@ -10,7 +10,7 @@ policy), with the per-problem columns of `breadth.evaluation.summary.per_problem
 
 Every effect is a paired per-problem difference, averaged within each seed (problems are
 nested in seeds), then over seeds, with a t interval over the per-seed means (S - 1 degrees
-of freedom: `breadth.evaluation.seed_interval`), the method the calibration simulation kept
+of freedom: `breadth.stats.seed_interval`), the method the calibration simulation kept
 (`docs/results/calibration.md`). The measured rows form one family: their verdicts read
 Holm-adjusted intervals, the unadjusted 95% interval is shown beside. Each row pre-registers
 its smallest effect of interest δ (`claim_registry.DELTAS`). Verdicts:
@@ -33,16 +33,15 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
-from breadth.evaluation.bootstrap import hierarchical_bootstrap_means
-from breadth.evaluation.grid_settings import ClaimSettings
 from breadth.evaluation.metrics import chance_pass_at_k, largest_k_above_chance, pass_at_k
-from breadth.evaluation.seed_interval import seed_means, seed_t_interval
 from breadth.evaluation.transfer import (
     first_crossing,
     leader,
     options_of,
     solved_by_base,
 )
+from breadth.stats.bootstrap import hierarchical_bootstrap_means
+from breadth.stats.seed_interval import seed_means, seed_t_interval
 from breadth.study.budget import NightlyBudget
 from breadth.study.claim_registry import DELTAS, paper_of
 from breadth.study.claim_table import (
@@ -60,7 +59,7 @@ from breadth.study.claim_table import (
     unadjusted_text,
     verdict,
 )
-from breadth.study.grid import (
+from breadth.study.grid_design import (
     BATCH,
     CORRECTNESS,
     DARLING,
@@ -69,6 +68,7 @@ from breadth.study.grid import (
     UNSCALED_CONTROL,
     VECTOR,
 )
+from breadth.study.grid_settings import ClaimSettings
 from breadth.study.power import PilotSizing
 from breadth.study.reference import ReferenceTable, with_reference
 
@@ -85,7 +85,7 @@ __all__ = [
     "verdict",
 ]
 
-# Every arm is named by the grid's own constants (`breadth.study.grid`), never a string that
+# Every arm is named by the grid's own constants (`breadth.study.grid_design`), never a string that
 # must match them. The objectives that set rl.scale_rewards=none themselves are compared with
 # UNSCALED_CONTROL (correctness at none), so that the objective, not the step size, differs.
 UNSCALED_OBJECTIVES = (DARLING, PASSK)

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from breadth.evaluation.seed_interval import seed_t_interval
+from breadth.stats.seed_interval import seed_t_interval
 
 __all__ = ["DISTINCT_OUTCOMES", "ENTROPY", "TRAINING_METRICS", "CellKey", "Histories",
            "TrainingCurves", "least_squares_slope", "training_curves"]

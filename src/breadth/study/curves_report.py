@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 
 from breadth.study.curves import DISTINCT_OUTCOMES, TRAINING_METRICS, TrainingCurves
-from breadth.study.grid import CORRECTNESS
+from breadth.study.grid_design import CORRECTNESS
 
 __all__ = ["collapse_section", "panel_figure", "save_figure", "write_training_curves"]
 

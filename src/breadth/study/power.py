@@ -2,7 +2,7 @@
 had, the seeds it would need, and why an *inconclusive* row is inconclusive.
 
 A row's seed sd is its standard error times √S (the spread of the S per-seed paired means).
-The seeds it needs come from `breadth.evaluation.sizing` at Holm's strictest level for the
+The seeds it needs come from `breadth.stats.sizing` at Holm's strictest level for the
 family it was decided in (α / m), for a half-width below δ / 2 (a verdict guaranteed: an
 interval holding 0 then lies within ±δ) and below δ (*no effect* reachable). An inconclusive
 row is either
@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from breadth.evaluation.sizing import decisive_half_width, half_width, seeds_needed
+from breadth.stats.sizing import decisive_half_width, half_width, seeds_needed
 from breadth.study.budget import Arms, NightlyBudget, RowPrice
 
 __all__ = ["PILOT_MEASURES", "PilotSizing", "RowPower", "read_pilot_sizing", "row_power",

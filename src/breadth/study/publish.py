@@ -8,14 +8,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-# Modules, not their names: a test that fakes MLflow replaces the loader where it lives.
-from breadth.evaluation.grid_settings import ClaimSettings
 from breadth.study import claims as study_claims
 from breadth.study import curves as study_curves
 from breadth.study import frame as study_frame
 from breadth.study import report as study_report
 from breadth.study.budget import NightlyBudget, nightly_budget, plan_text, row_name
 from breadth.study.claim_table import Claim
+
+# Modules, not their names: a test that fakes MLflow replaces the loader where it lives.
+from breadth.study.grid_settings import ClaimSettings
 from breadth.study.power import PilotSizing
 from breadth.study.reference import ReferenceTable
 

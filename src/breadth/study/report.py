@@ -8,14 +8,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from breadth.evaluation.bootstrap import (
+from breadth.evaluation.metrics import largest_k_above_chance
+from breadth.evaluation.transfer import options_of
+from breadth.stats.bootstrap import (
     hierarchical_bootstrap_means,
     percentile_interval,
     widened_for_few_seeds,
 )
-from breadth.evaluation.grid_settings import ClaimSettings
-from breadth.evaluation.metrics import largest_k_above_chance
-from breadth.evaluation.transfer import options_of
 from breadth.study.claims import (
     Claim,
     Study,
@@ -29,6 +28,7 @@ from breadth.study.curves_report import (
     save_figure,
     write_training_curves,
 )
+from breadth.study.grid_settings import ClaimSettings
 
 __all__ = ["pass_at_k_by_objective", "plot_pass_at_k_by_objective", "write_study_report"]
 

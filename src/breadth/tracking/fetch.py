@@ -10,7 +10,7 @@ differs are different experiments, not seeds of one.
 Everything goes through `tracking_client` (MLflow's REST API for an http(s) server, without
 `import mlflow`; `MlflowClient` for local stores) and explicit run ids; every value put into an
 MLflow filter string is quoted by `quoted` (which refuses what MLflow cannot escape). The statistics
-over these rows live in `breadth.evaluation.grid`.
+over these rows live in `breadth.study.grid_statistics`.
 """
 
 from __future__ import annotations

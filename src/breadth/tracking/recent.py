@@ -12,7 +12,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from breadth.suggestions import did_you_mean
+from breadth.display.suggestions import did_you_mean
 from breadth.tracking.clients import tracking_client
 from breadth.tracking.names import cached_label
 from breadth.tracking.rest import RunRecord, quoted

@@ -22,8 +22,8 @@ import urllib.error
 import urllib.request
 from typing import Any
 
-from breadth.processes import pid_alive
-from breadth.stack_auth import prefect_auth_headers
+from breadth.stack.auth import prefect_auth_headers
+from breadth.stack.processes import pid_alive
 from breadth.tracking.clients import tracking_client
 from breadth.tracking.rest import RunRecord
 from breadth.tracking.runs import PROCESS_TAG, check_tracking_server, process_start_ticks

@@ -20,10 +20,10 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 
-from breadth.processes import proc_stat
+from breadth.display.urls import scheme_hint, without_userinfo
+from breadth.stack.processes import proc_stat
 from breadth.tracking.clients import tracking_client
 from breadth.tracking.rest import UNREACHABLE_FIX, MlflowRest, RunRecord
-from breadth.urls import scheme_hint, without_userinfo
 
 # Values MLflow refuses as params beyond this length; longer ones are truncated, marked so.
 MAX_PARAM_LENGTH = 500

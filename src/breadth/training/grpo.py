@@ -12,9 +12,9 @@ from breadth.config import RLConfig
 from breadth.data.prepare import read_rows
 from breadth.data.verifiers import warm_up_symbolic
 from breadth.models.tiny import model_context
+from breadth.preflight.sequence_fit import check_rows_fit, count_tokens
 from breadth.rewards.callback import RewardStateCallback, load_reward_state
 from breadth.rewards.trl_adapter import build_trl_rewards
-from breadth.sequence_fit import check_rows_fit, count_tokens
 from breadth.training.checkpointing import (
     CHECKPOINT_COMPLETE,
     checkpoint_step,

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from breadth.config import PipelineConfig, RLConfig
-from breadth.processes import stop_process_group
+from breadth.stack.processes import stop_process_group
 from breadth.training.distributed import launched_world_size
 
 WORKER_MODULE = "breadth.training.grpo_worker"

@@ -8,7 +8,7 @@ from typing import Any
 
 from breadth.config import SFTConfig
 from breadth.models.tiny import model_context
-from breadth.sequence_fit import check_rows_fit, split_lengths, tokenizer_counter
+from breadth.preflight.sequence_fit import check_rows_fit, split_lengths, tokenizer_counter
 from breadth.training.trainer_setup import MetricsCallback, device_arguments, show_progress
 
 

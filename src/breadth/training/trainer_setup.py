@@ -11,7 +11,7 @@ from typing import Any
 import torch
 from transformers import TrainerCallback
 
-from breadth.progress import StageBar
+from breadth.display.progress import StageBar
 
 
 def device_arguments() -> dict[str, Any]:
@@ -57,7 +57,7 @@ KEY_FIGURES = {"loss": "loss", "reward": "reward", "mean_token_accuracy": "acc",
 class StageProgress(TrainerCallback):
     """One progress bar for a training stage, with its key figures and ETA, instead of
     transformers' bar that prints every step's log dict under itself (it floods terminals and
-    worker logs); a log line at every tenth of the steps (`breadth.progress.StageBar`).
+    worker logs); a log line at every tenth of the steps (`breadth.display.progress.StageBar`).
 
     Every log dict is appended, whole, to `log_file` (JSON lines with the step); MLflow gets
     the numbers from `MetricsCallback`. Only the main process draws and writes.

@@ -14,8 +14,8 @@ import pytest
 
 from breadth.data.expressions import evaluate, parse_expression
 from breadth.data.formats import RenderError, render, render_free_form, render_mcq
+from breadth.data.generators import generate_arithmetic, generate_countdown, verify
 from breadth.data.records import Record, RowOrigin
-from breadth.data.tasks import generate_arithmetic, generate_countdown, verify
 
 ROW_KEYS = {"id", "source", "split", "question", "answer", "choices", "solution", "difficulty",
             "task", "meta", "problem_id", "format", "prompt", "target", "options", "letter"}

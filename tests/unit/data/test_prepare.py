@@ -9,9 +9,9 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
+from breadth.data.generators import verify
 from breadth.data.prepare import Manifest, prepare_dataset
 from breadth.data.records import BadRowsError
-from breadth.data.tasks import verify
 
 GSM8K = [
     {"question": f"Sam has {n} apples and buys {n + 3} more. How many now?",

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from breadth.cli import app
 from breadth.data.extraction import LETTERS
-from breadth.data.tasks import verify
+from breadth.data.generators import verify
 from breadth.data.verifiers import verify_mcq
 
 FIXTURES = Path(__file__).parent / "fixtures"

@@ -7,8 +7,8 @@ import statistics
 import pytest
 
 from breadth.data.expressions import evaluate, numbers_used, parse_expression
+from breadth.data.generators import generate_arithmetic, generate_countdown, get_task
 from breadth.data.synthetic import split_of
-from breadth.data.tasks import generate_arithmetic, generate_countdown, get_task
 from breadth.data.verifiers import verify_countdown
 
 GENERATORS = [generate_arithmetic, generate_countdown]

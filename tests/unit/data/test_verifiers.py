@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from breadth.data.tasks import verify
+from breadth.data.generators import verify
 from breadth.data.verifiers import (
     Verification,
     verify_countdown,

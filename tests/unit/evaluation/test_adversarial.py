@@ -91,7 +91,7 @@ def test_adversarial_rollouts_evaluate_and_count_as_incorrect(tmp_path):
 
 
 def test_adversarial_texts_reverified_by_the_verifier_are_incorrect():
-    tasks = pytest.importorskip("breadth.data.tasks")
+    tasks = pytest.importorskip("breadth.data.generators")
     df = adversarial_rollouts(num_good_problems=0)
     mcq_row = {
         "format": "mcq",

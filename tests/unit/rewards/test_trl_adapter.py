@@ -322,7 +322,7 @@ def test_batch_is_verified_once_for_all_terms():
 
 
 def test_real_verifier_on_rendered_rows():
-    tasks = pytest.importorskip("breadth.data.tasks")
+    tasks = pytest.importorskip("breadth.data.generators")
     formats = pytest.importorskip("breadth.data.formats")
     records = tasks.generate_arithmetic(2, seed=0, difficulty=1, split="train")
     rows = [formats.render(record, "free_form") for record in records]

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from breadth.evaluation.grid_settings import ClaimSettings
 from breadth.study import claims
-from breadth.study.grid import STUDY_OBJECTIVES, UNSCALED_CONTROL
+from breadth.study.grid_design import STUDY_OBJECTIVES, UNSCALED_CONTROL
+from breadth.study.grid_settings import ClaimSettings
 from tests.unit.study.test_claims import _cells
 
 # Every measurement a claim reads, so that only a missing arm can leave a row not run.

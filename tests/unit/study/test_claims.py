@@ -6,9 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from breadth.evaluation.bootstrap import hierarchical_bootstrap_ci
-from breadth.evaluation.grid_settings import ClaimSettings
-from breadth.evaluation.seed_interval import seed_t_interval
+from breadth.stats.bootstrap import hierarchical_bootstrap_ci
+from breadth.stats.seed_interval import seed_t_interval
 from breadth.study.claims import (
     claims_markdown,
     effect_text,
@@ -16,6 +15,7 @@ from breadth.study.claims import (
     pass_metric,
     verdict,
 )
+from breadth.study.grid_settings import ClaimSettings
 
 
 @pytest.mark.parametrize(
@@ -207,7 +207,7 @@ def test_claim_settings_take_every_transfer_key_of_the_evaluation_config():
     # The grid flow and `compare --grid` both read the cells' split through this mapping: a
     # renamed config key would silently leave the claims at the default split.
     from breadth.config import EvaluationConfig
-    from breadth.evaluation.grid_settings import TRANSFER_SETTINGS
+    from breadth.study.grid_settings import TRANSFER_SETTINGS
 
     assert {k for k in EvaluationConfig.model_fields if k.startswith("transfer_")} == set(
         TRANSFER_SETTINGS

@@ -9,23 +9,23 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from breadth.evaluation.calibration import (
+from breadth.evaluation.metrics import chance_corrected_pass_at_k
+from breadth.evaluation.summary import per_problem_table
+from breadth.stats.calibration import (
     Scenario,
     bootstrap_over_pooled_problems,
     score_methods,
     seed_t,
 )
-from breadth.evaluation.grid_settings import ClaimSettings
-from breadth.evaluation.metrics import chance_corrected_pass_at_k
-from breadth.evaluation.seed_interval import (
+from breadth.stats.seed_interval import (
     holm_adjusted,
     seed_t_interval,
     t_cdf,
     t_interval,
     t_quantile,
 )
-from breadth.evaluation.summary import per_problem_table
 from breadth.study.claims import Claim, decide_family, evaluate_claims, verdict
+from breadth.study.grid_settings import ClaimSettings
 
 
 def _t2(q):

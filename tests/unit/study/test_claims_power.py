@@ -8,10 +8,10 @@ from dataclasses import replace
 import pandas as pd
 import pytest
 
-from breadth.evaluation.grid_settings import ClaimSettings
-from breadth.evaluation.seed_interval import seed_t_interval, t_quantile
+from breadth.stats.seed_interval import seed_t_interval, t_quantile
 from breadth.study.budget import FormatCost, NightlyBudget
 from breadth.study.claims import Claim, claims_markdown, decide_family, evaluate_claims
+from breadth.study.grid_settings import ClaimSettings
 from breadth.study.power import read_pilot_sizing
 
 

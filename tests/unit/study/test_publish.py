@@ -15,9 +15,9 @@ import pytest
 
 import breadth.study.publish
 from breadth.cli.runs import _write_claims
-from breadth.evaluation.grid_settings import ClaimSettings
 from breadth.study.curves import DISTINCT_OUTCOMES, ENTROPY
-from breadth.study.grid import GridConfig
+from breadth.study.grid_design import GridConfig
+from breadth.study.grid_settings import ClaimSettings
 from tests.unit.study.test_claims import _cells
 
 SETTINGS = ClaimSettings(num_resamples=20)

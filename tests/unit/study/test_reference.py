@@ -5,8 +5,8 @@ import json
 import pandas as pd
 import pytest
 
-from breadth.evaluation.grid_settings import ClaimSettings
 from breadth.study.claims import claims_markdown, evaluate_claims
+from breadth.study.grid_settings import ClaimSettings
 from breadth.study.reference import read_reference
 
 from .test_claims import _cells

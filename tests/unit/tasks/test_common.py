@@ -175,7 +175,7 @@ def test_tasks_retry_only_what_a_second_try_can_fix():
     """A bad input or missing file failed, waited, and failed again with a second traceback."""
     import breadth_tasks.claims
     import breadth_tasks.evaluate
-    import breadth_tasks.grid
+    import breadth_tasks.grid_tasks
     import breadth_tasks.prepare
     import breadth_tasks.rollout
     import breadth_tasks.search
@@ -184,8 +184,8 @@ def test_tasks_retry_only_what_a_second_try_can_fix():
     from prefect.states import Failed
 
     retried = [breadth_tasks.prepare.prepare, breadth_tasks.train.init_model, breadth_tasks.rollout.rollout,
-               breadth_tasks.search.search, breadth_tasks.evaluate.evaluate, breadth_tasks.grid.summarise_grid,
-               breadth_tasks.grid.alarm_against_previous, breadth_tasks.claims.publish_claims]
+               breadth_tasks.search.search, breadth_tasks.evaluate.evaluate, breadth_tasks.grid_tasks.summarise_grid,
+               breadth_tasks.grid_tasks.alarm_against_previous, breadth_tasks.claims.publish_claims]
     assert all(t.retries == 1 and t.retry_condition_fn is retry_if_transient for t in retried)
     for permanent in (ValueError("bad row"), FileNotFoundError("x.jsonl"), TypeError("arg")):
         assert retry_if_transient(None, None, Failed(data=permanent)) is False

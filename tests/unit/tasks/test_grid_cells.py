@@ -13,7 +13,7 @@ import httpx
 import pytest
 from prefect.states import Completed, Crashed, Failed, Running
 
-from breadth.study.grid import GridConfig
+from breadth.study.grid_design import GridConfig
 
 
 class ScriptedPool:

@@ -15,7 +15,7 @@ from prefect.utilities.callables import parameter_schema
 from prefect.utilities.schema_tools import ValidationError, validate
 
 from breadth.config import load_config
-from breadth.run_form import config_from_form
+from breadth.config.run_form import config_from_form
 
 REPO = Path(__file__).resolve().parents[3]
 COMMAND = re.compile(r"prefect deployment run (?P<name>\S+) --params '(?P<params>[^']+)'")

@@ -14,11 +14,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from breadth.evaluation.grid import grid_summary
-from breadth.evaluation.grid_report import plot_grid, render_table, summary_markdown
-from breadth.evaluation.grid_settings import ClaimSettings
 from breadth.evaluation.result import headline_metrics
 from breadth.evaluation.summary import evaluate_models
+from breadth.study.grid_report import plot_grid, render_table, summary_markdown
+from breadth.study.grid_settings import ClaimSettings
+from breadth.study.grid_statistics import grid_summary
 from breadth.tracking.fetch import GRID_SUMMARY_KIND, CompareError, fetch_runs, previous_grid_id
 
 GRID = "grid-2026-11-22"

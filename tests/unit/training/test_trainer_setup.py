@@ -36,7 +36,7 @@ def test_every_log_goes_to_the_file_and_the_bar_shows_key_figures(tmp_path, caps
     state = TrainerState(max_steps=3, is_world_process_zero=True)
     logs = [{"loss": 0.5 - i / 10, "reward": i / 4, "grad_norm": 1.0, "note": "x"} for i in range(3)]
     _train(progress, state, logs)
-    bar = progress.bar.bar  # the tqdm bar under breadth.progress.StageBar
+    bar = progress.bar.bar  # the tqdm bar under breadth.display.progress.StageBar
     assert (bar.n, bar.total, bar.desc) == (3, 3, "rl")
     assert bar.postfix == "loss=0.3, reward=0.5"  # the last step's figures, not grad_norm
     progress.on_train_end(None, state, None)

@@ -1,0 +1,127 @@
+"""arithmetic: one expression with a unique numeric answer.
+
+1: two 1-digit operands with +; 2: two 2-digit operands with + or -; 3: three operands, one
+product (e.g. "12+7*3").
+
+    free_form  "12+7*3="                                   target "33"
+    mcq        "12+7*3=? A)31 B)33 C)36 D)30 Answer:"      target "B"
+
+With a trace: free_form "7*3=21, 12+21=33. Answer: 33"; mcq weighs every option
+("7*3=21, 12+21=33. A)31 no; B)33 yes; C)36 no; D)30 no. Answer: B").
+"""
+
+from __future__ import annotations
+
+import random
+from typing import ClassVar
+
+from breadth.data.distractors import numeric_distractors
+from breadth.data.expressions import (
+    BinOp,
+    ExpressionError,
+    Node,
+    Num,
+    parse_expression,
+    render,
+    steps,
+)
+from breadth.data.extraction import LETTERS, canonical_number
+from breadth.data.generators.base import Task, TaskProperties, weighed_trace
+from breadth.data.records import Record
+from breadth.data.synthetic import Problem, int_apply
+
+
+class Arithmetic(Task):
+    name: ClassVar[str] = "arithmetic"
+    summary: ClassVar[str] = "One expression with a unique numeric answer, e.g. 12+7*3."
+    levels: ClassVar[tuple[int, ...]] = (1, 2, 3)
+    level_help: ClassVar[dict[int, str]] = {
+        1: "two 1-digit operands with + (100 problems in all)",
+        2: "two 2-digit operands with + or -",
+        3: "three operands, one product (e.g. 12+7*3)",
+    }
+    properties: ClassVar[TaskProperties] = TaskProperties(
+        answers="one", outcome="the number",
+        trace="the expression's steps, innermost first (7*3=21, 12+21=33)")
+
+    def draw(self, rng: random.Random, level: int, split: str) -> Problem | None:
+        tree = _tree(rng, level)
+        if tree is None:
+            return None
+        question = render(tree)
+        record = Record.create(
+            source="synthetic:arithmetic", split=split, question=question,
+            answer=str(whole_value(tree)), solution=", ".join(steps(tree)),
+            difficulty=level, task="arithmetic",
+        )
+        return question, record
+
+    def valid_answers(self, record: Record) -> list[str]:
+        return [record.answer]
+
+    def free_form(self, record: Record, reasoning: bool) -> tuple[str, str]:
+        target = f"{_solution(record)}. Answer: {record.answer}" if reasoning else record.answer
+        return f"{record.question}=", target
+
+    def mcq_options(self, record: Record, num_options: int, rng: random.Random
+                    ) -> tuple[str, list[str]]:
+        gold = canonical_number(record.answer)
+        if record.choices or gold is None:
+            return super().mcq_options(record, num_options, rng)
+        wrong = numeric_distractors(gold, num_options - 1, rng, expression=_parsed(record))
+        return gold, [gold, *wrong]
+
+    def mcq_prompt(self, record: Record, options: list[str], reasoning: bool) -> str:
+        return inline_mcq_prompt(f"{record.question}=?", options, reasoning)
+
+    def mcq_trace(self, record: Record, options: list[str], letter: str,
+                  moved: dict[str, str]) -> str:
+        return weighed_trace(_solution(record), options, letter)
+
+
+def inline_mcq_prompt(stem: str, options: list[str], reasoning: bool) -> str:
+    """A short synthetic mcq prompt on one line: "stem A)x B)y Answer:" (no cue before a trace).
+
+    >>> inline_mcq_prompt("3+4=?", ["7", "8"], False)
+    '3+4=? A)7 B)8 Answer:'
+    """
+    listed = " ".join(f"{LETTERS[i]}){option}" for i, option in enumerate(options))
+    return f"{stem} {listed}" + ("\n" if reasoning else " Answer:")
+
+
+def _tree(rng: random.Random, difficulty: int) -> Node | None:
+    if difficulty == 1:
+        return BinOp("+", Num(rng.randint(0, 9)), Num(rng.randint(0, 9)))
+    if difficulty == 2:
+        a, b = rng.randint(10, 99), rng.randint(10, 99)
+        if rng.random() < 0.5:
+            return BinOp("+", Num(a), Num(b))
+        return BinOp("-", Num(max(a, b)), Num(min(a, b)))
+    product = BinOp("*", Num(rng.randint(2, 19)), Num(rng.randint(2, 19)))
+    other = Num(rng.randint(1, 199))
+    form = rng.randrange(4)
+    tree = [BinOp("+", other, product), BinOp("+", product, other),
+            BinOp("-", product, other), BinOp("-", other, product)][form]
+    return tree if whole_value(tree) >= 0 else None
+
+
+def whole_value(node: Node) -> int:
+    """The value of a tree of whole-number steps."""
+    if isinstance(node, Num):
+        return node.value
+    assert isinstance(node, BinOp)
+    return int_apply(node.op, whole_value(node.left), whole_value(node.right))
+
+
+def _parsed(record: Record) -> Node | None:
+    try:
+        return parse_expression(record.question)
+    except ExpressionError:
+        return None
+
+
+def _solution(record: Record) -> str:
+    if record.solution:
+        return record.solution
+    tree = _parsed(record)
+    return ", ".join(steps(tree)) if tree is not None else record.question
