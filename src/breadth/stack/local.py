@@ -372,7 +372,7 @@ def _port_in_use(port: int) -> bool:
 
 def started_from(service: str, port: int) -> Path | None:
     """The BREADTH_HOME of the stack whose `service` listens on `port`, or None when that cannot
-    be told (not Linux, another user's process, a server started by hand).
+    be told (another user's process, a server started by hand).
 
     A stack starts each server in its home (the working directory) and writes its pid to
     `run/<service>.pid` there, so the listener, or the process it descends from (MLflow's

@@ -1,4 +1,11 @@
-"""Process helpers for the services breadth starts (the local stack, vLLM servers)."""
+"""Process helpers for the services breadth starts (the local stack, vLLM servers), on psutil:
+what a process is (alive, its parent, its working directory, when it started), which
+processes listen on a port, and stopping a process group.
+
+psutil reads each platform's own tables (/proc on Linux, sysctl on macOS), so the stack can
+tell its own servers apart wherever it runs. Another user's process may be hidden from some
+of these (its working directory, its sockets): each function says what it returns then.
+"""
 
 from __future__ import annotations
 
@@ -7,84 +14,74 @@ import signal
 import time
 from pathlib import Path
 
+import psutil
+
+__all__ = ["ancestry", "listening_pids", "pid_alive", "start_time", "stop_process_group",
+           "working_directory"]
+
 
 def pid_alive(pid: int) -> bool:
-    """True while `pid` runs; a zombie (exited, not yet reaped) counts as dead."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+    """True while `pid` runs; a zombie (exited, not yet reaped) counts as dead, and another
+    user's process that this user may not inspect counts as alive."""
+    if pid <= 0:
         return False
-    except PermissionError:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:  # ZombieProcess is one: some platforms raise it for zombies
+        return False
+    except psutil.AccessDenied:
         return True
-    fields = proc_stat(pid)
-    return fields is not None and fields[0] != "Z"
 
 
-def proc_stat(pid: int) -> list[str] | None:
-    """The fields of /proc/<pid>/stat after the command (state, ppid, ..., start time at index
-    19), or None where /proc does not show the process. The command may hold spaces and
-    parentheses, so the fields start after its last ')'."""
+def start_time(pid: int) -> str:
+    """When `pid` started, in seconds since boot to 0.01 s ('' where it is gone). With the pid
+    it names one process: a reused pid starts later. Since boot rather than since the epoch:
+    setting the clock moves both the start and the boot time, so the difference stays put."""
     try:
-        text = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    return text.rsplit(")", 1)[1].split()
-
-
-def listening_pids(port: int) -> set[int]:
-    """The processes holding a TCP socket that listens on `port` (any address), as far as
-    /proc shows them: Linux only, and only processes whose descriptors this user may read
-    (its own); an empty set where /proc cannot tell."""
-    inodes = set()
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        try:
-            rows = Path(table).read_text().splitlines()[1:]
-        except OSError:
-            continue
-        for row in rows:
-            # local address "HEX_IP:HEX_PORT", remote, state (0A: LISTEN), ..., inode (10th)
-            fields = row.split()
-            listening = len(fields) > 9 and fields[3] == "0A"
-            if listening and int(fields[1].rsplit(":", 1)[1], 16) == port:
-                inodes.add(f"socket:[{fields[9]}]")
-    pids = set()
-    for name in os.listdir("/proc") if inodes else ():
-        if not name.isdigit():
-            continue
-        try:
-            descriptors = os.listdir(f"/proc/{name}/fd")
-        except OSError:  # gone, or another user's
-            continue
-        if any(_link(f"/proc/{name}/fd/{fd}") in inodes for fd in descriptors):
-            pids.add(int(name))
-    return pids
-
-
-def _link(path: str) -> str:
-    try:
-        return os.readlink(path)
-    except OSError:  # the descriptor closed meanwhile
+        return f"{psutil.Process(pid).create_time() - psutil.boot_time():.2f}"
+    except psutil.Error:
         return ""
 
 
+def listening_pids(port: int) -> set[int]:
+    """The processes holding a TCP socket that listens on `port` (any address), as far as this
+    user may see them (its own processes at least); an empty set where none is seen."""
+    try:
+        connections = psutil.net_connections(kind="tcp")
+    except psutil.AccessDenied:  # macOS: the system-wide table needs root; ask each process
+        return {process.pid for process in psutil.process_iter() if _listens(process, port)}
+    return {c.pid for c in connections
+            if c.pid and c.status == psutil.CONN_LISTEN and c.laddr and c.laddr.port == port}
+
+
+def _listens(process: psutil.Process, port: int) -> bool:
+    try:
+        connections = process.net_connections(kind="tcp")
+    except psutil.Error:  # gone, or another user's
+        return False
+    return any(c.status == psutil.CONN_LISTEN and c.laddr and c.laddr.port == port
+               for c in connections)
+
+
 def ancestry(pid: int) -> list[int]:
-    """`pid`, its parent, and so on up to the first process (as /proc shows them)."""
+    """`pid`, its parent, and so on up to the first process (as far as they can be read)."""
     chain = []
     while pid > 0 and pid not in chain:
         chain.append(pid)
-        fields = proc_stat(pid)
-        if fields is None:
+        try:
+            pid = psutil.Process(pid).ppid()
+        except psutil.Error:
             break
-        pid = int(fields[1])  # the parent
     return chain
 
 
 def working_directory(pid: int) -> Path | None:
-    """Where `pid` runs (its cwd), or None when /proc does not say (gone, another user's)."""
+    """Where `pid` runs (its cwd), or None when that cannot be read (gone, another user's)."""
     try:
-        return Path(os.readlink(f"/proc/{pid}/cwd"))
-    except OSError:
+        cwd = psutil.Process(pid).cwd()
+    except psutil.Error:
         return None
+    return Path(cwd) if cwd else None
 
 
 def stop_process_group(pid: int, grace_s: float) -> None:

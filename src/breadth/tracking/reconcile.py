@@ -23,10 +23,10 @@ import urllib.request
 from typing import Any
 
 from breadth.stack.auth import prefect_auth_headers
-from breadth.stack.processes import pid_alive
+from breadth.stack.processes import pid_alive, start_time
 from breadth.tracking.clients import tracking_client
 from breadth.tracking.rest import RunRecord
-from breadth.tracking.runs import PROCESS_TAG, check_tracking_server, process_start_ticks
+from breadth.tracking.runs import PROCESS_TAG, check_tracking_server
 
 log = logging.getLogger("breadth.reconcile")
 
@@ -40,7 +40,7 @@ def owner_alive(process_tag: str | None, host: str | None = None) -> bool | None
     owner_host, pid, started = process_tag.rsplit(":", 2)
     if owner_host != (host or socket.gethostname()) or not pid.isdigit():
         return None
-    return pid_alive(int(pid)) and process_start_ticks(int(pid)) == started
+    return pid_alive(int(pid)) and start_time(int(pid)) == started
 
 
 class PrefectApi:

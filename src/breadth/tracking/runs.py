@@ -21,7 +21,7 @@ from types import TracebackType
 from typing import Any, Self
 
 from breadth.display.urls import scheme_hint, without_userinfo
-from breadth.stack.processes import proc_stat
+from breadth.stack.processes import start_time
 from breadth.tracking.clients import tracking_client
 from breadth.tracking.rest import UNREACHABLE_FIX, MlflowRest, RunRecord
 
@@ -220,20 +220,15 @@ class MetricBuffer:
         self.run.tracking.log_batch(self.run.run_id, metrics=batch)
 
 
-# Which process owns a run (host:pid:start time), so a later run can tell a dead owner.
+# Which process owns a run (host:pid:start time since boot), so a later run can tell a dead
+# owner (`breadth.stack.processes.start_time`).
 PROCESS_TAG = "breadth.process"
-
-
-def process_start_ticks(pid: int) -> str:
-    """The process's start time in clock ticks (/proc), which tells a reused pid apart."""
-    fields = proc_stat(pid)
-    return fields[19] if fields else ""
 
 
 def this_process() -> str:
     import socket
 
-    return f"{socket.gethostname()}:{os.getpid()}:{process_start_ticks(os.getpid())}"
+    return f"{socket.gethostname()}:{os.getpid()}:{start_time(os.getpid())}"
 
 
 def tracking_uri() -> str:

@@ -95,7 +95,6 @@ def _serve_from(home, port: int, through_parent: bool):
     raise RuntimeError(f"the stand-in server did not listen on {port}")
 
 
-@pytest.mark.skipif(not os.path.exists("/proc/net/tcp"), reason="reads /proc (Linux)")
 @pytest.mark.parametrize(("through_parent", "pid_file_names_it"),
                          [(False, True), (True, True), (False, False)])
 def test_up_and_status_name_the_home_whose_pid_file_names_the_server(
