@@ -10,8 +10,10 @@ codes (negative = nothing extracted); `outcome_codes` turns the first into the s
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Iterable, Sequence
+from fractions import Fraction
 
 import numpy as np
 
@@ -21,13 +23,16 @@ __all__ = [
     "chance_corrected_pass_at_k",
     "chance_pass_at_k",
     "default_ks",
+    "g_pass_at_k",
     "largest_k_above_chance",
     "maj_at_k",
     "maj_at_k_curve",
     "maj_at_k_estimates",
+    "mg_pass_at_k",
     "outcome_codes",
     "pass_at_k",
     "pass_at_k_curve",
+    "pass_hat_k",
     "run_starts",
 ]
 
@@ -44,6 +49,75 @@ def pass_at_k(num_samples, num_correct, k) -> np.ndarray:
     >>> pass_at_k([4, 4, 4], [0, 1, 4], 2).tolist()
     [0.0, 0.5, 1.0]
     """
+    n, c, kk = _counts(num_samples, num_correct, k)
+    # Where n - c < k every k-subset holds a correct sample: the ratio is 0, pass@k exactly 1.
+    return 1.0 - _binomial_ratio(n, n - c, kk)
+
+
+def pass_hat_k(num_samples, num_correct, k) -> np.ndarray:
+    """Unbiased pass^k per problem: the chance that all k samples drawn without replacement
+    are correct, C(c, k) / C(n, k) (tau-bench's pass^k, prime-rl's reliability metric).
+
+    The opposite end from pass@k (at least one of k correct): pass^1 = pass@1 = c/n, and pass^k
+    falls with k unless every sample is correct. Exactly 0 when c < k, exactly 1 when c = n;
+    computed as pass@k's product, ``prod_{i=c+1..n} (1 - k/i)``. Broadcasting and errors as
+    `pass_at_k`.
+
+    >>> pass_hat_k([4, 4, 4], [2, 3, 4], 2).round(12).tolist()  # C(2,2)/C(4,2), C(3,2)/C(4,2)
+    [0.166666666667, 0.5, 1.0]
+    """
+    n, c, kk = _counts(num_samples, num_correct, k)
+    return _binomial_ratio(n, c, kk)
+
+
+# G-Pass@k's default threshold: at least half of the k samples correct (lighteval and the
+# GPassK paper report tau = 0.25, 0.5, 0.75 and 1.0; 0.5 is the middle one, a majority).
+DEFAULT_G_PASS_TAU = 0.5
+
+
+def g_pass_at_k(num_samples, num_correct, k, tau: float = DEFAULT_G_PASS_TAU) -> np.ndarray:
+    """G-Pass@k_tau per problem (Liu et al. 2024, arXiv 2412.13147): the chance that at least
+    m = max(ceil(tau * k), 1) of k samples drawn without replacement are correct,
+
+        sum_{j=m..min(c, k)} C(c, j) C(n - c, k - j) / C(n, k)
+
+    (the hypergeometric upper tail). tau -> 0 (m = 1) is pass@k; tau = 1 (m = k) is pass^k.
+    The ceiling is exact (tau read as the decimal it prints as: 0.3 * 10 is 3, where lighteval's
+    float product 3.0000000000000004 rounds up to 4). tau must be in [0, 1]. Broadcasting and
+    errors as `pass_at_k`.
+
+    >>> [round(g_pass_at_k(10, 3, 4, tau=t).item(), 12) for t in (0.25, 0.5, 1.0)]  # 5/6, 1/3, 0
+    [0.833333333333, 0.333333333333, 0.0]
+    """
+    n, c, kk = _counts(num_samples, num_correct, k)
+    _at_least(tau, 1)  # tau checked even when there is no problem
+    ks, inverse = np.unique(kk.ravel(), return_inverse=True)
+    least = np.array([_at_least(tau, int(x)) for x in ks], dtype=np.int64)[inverse.ravel()]
+    pmf, index = _hypergeometric_pmf(n, c, kk)
+    j = np.arange(pmf.shape[1])
+    return np.where(j >= least[:, None], pmf[index], 0.0).sum(axis=1).reshape(n.shape)
+
+
+def mg_pass_at_k(num_samples, num_correct, k) -> np.ndarray:
+    """mG-Pass@k per problem: G-Pass@k_tau averaged over tau in (0.5, 1], as the GPassK paper
+    and lighteval compute it, ``(2/k) sum_{i=ceil(k/2)+1..k} G-Pass@k_{i/k}``. By that
+    definition mG-Pass@1 is 0 (an empty sum), whatever the samples.
+
+    >>> mg_pass_at_k(4, [2, 4], 2).round(12).tolist()  # (2/2) * pass^2: 1/6, 1
+    [0.166666666667, 1.0]
+    """
+    n, c, kk = _counts(num_samples, num_correct, k)
+    pmf, index = _hypergeometric_pmf(n, c, kk)
+    j = np.arange(pmf.shape[1])
+    first = (kk.ravel() + 1) // 2 + 1  # ceil(k/2) + 1
+    # sum_{i=a..k} P(X >= i) = sum_j P(X = j) * max(0, j - a + 1)
+    weight = np.maximum(j - first[:, None] + 1, 0)
+    total = (pmf[index] * weight).sum(axis=1)
+    return (2.0 * total / kk.ravel()).reshape(n.shape)
+
+
+def _counts(num_samples, num_correct, k) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(n, c, k) as broadcast int64 arrays, checked as `pass_at_k` checks them."""
     n, c, kk = np.broadcast_arrays(
         *(
             _as_int_array(x, name)
@@ -51,21 +125,65 @@ def pass_at_k(num_samples, num_correct, k) -> np.ndarray:
         )
     )
     _check_counts(n, c, kk)
-    out = np.ones(n.shape, dtype=np.float64)
-    # Where n - c < k every k-subset holds a correct sample: pass@k is exactly 1.
-    todo = (n - c) >= kk
+    return n, c, kk
+
+
+def _binomial_ratio(n: np.ndarray, m: np.ndarray, k: np.ndarray) -> np.ndarray:
+    """C(m, k) / C(n, k) per element, 0 where m < k, for checked counts (0 <= m <= n, k <= n).
+
+    ``prod_{i=m+1..n} (1 - k/i)`` (C(i-1, k) / C(i, k) = 1 - k/i); problems sharing (n, k) share
+    one cumulative product, so a (10,000 problems, one n) batch costs one table.
+    """
+    out = np.zeros(n.shape, dtype=np.float64)
+    todo = m >= k
     if not todo.any():
         return out
-    n_t, c_t, k_t = n[todo], c[todo], kk[todo]
-    fail = np.empty(n_t.shape, dtype=np.float64)
+    n_t, m_t, k_t = n[todo], m[todo], k[todo]
+    ratio = np.empty(n_t.shape, dtype=np.float64)
     for (nn, k1), members in _group_indices(n_t, k_t):
         # terms[j] = 1 - k/(nn - j) for i = nn, nn-1, ..., k+1: multiplying from the top keeps
-        # the rounding error of the c-term product below c ulps (no log/exp round trip).
+        # the rounding error of the (n-m)-term product below n-m ulps (no log/exp round trip).
         terms = 1.0 - k1 / np.arange(nn, k1, -1, dtype=np.float64)
         table = np.concatenate(([1.0], np.cumprod(terms)))
-        fail[members] = table[c_t[members]]
-    out[todo] = 1.0 - fail
+        ratio[members] = table[nn - m_t[members]]
+    out[todo] = ratio
     return out
+
+
+def _log_binomials(a: np.ndarray, k: int) -> np.ndarray:
+    """log C(a, t) for t = 0..k, one row per a (a column of counts); -inf where t > a."""
+    i = np.arange(1, k + 1, dtype=np.float64)
+    with np.errstate(divide="ignore"):  # log 0: the terms past t = a, -inf on purpose
+        steps = np.log(np.maximum(a - i + 1.0, 0.0)) - np.log(i)
+    return np.concatenate([np.zeros((len(a), 1)), np.cumsum(steps, axis=1)], axis=1)
+
+
+def _at_least(tau: float, k: int) -> int:
+    """G-Pass@k's m = max(ceil(tau * k), 1), the ceiling taken exactly."""
+    if not 0.0 <= float(tau) <= 1.0:
+        raise ValueError(f"tau must be in [0, 1] (the share of k samples that must be correct), "
+                         f"got {tau}")
+    return max(math.ceil(Fraction(str(float(tau))) * k), 1)
+
+
+def _hypergeometric_pmf(n: np.ndarray, c: np.ndarray, k: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(pmf, index): pmf[index[p], j] = P(j of k samples drawn without replacement from problem
+    p's n are correct) for j = 0..max k, one row per distinct (n, c, k).
+
+    Weights C(c, j) C(n - c, k - j) in logs (cumulative sums of log((a - i + 1) / i)), scaled
+    by their largest and normalised to sum 1: no factorial is formed, nothing underflows
+    where it matters, and the support's ends (c = 0, c = n) are exact 0s and 1s.
+    """
+    triples = np.stack([n.ravel(), c.ravel(), k.ravel()], axis=1)
+    distinct, index = np.unique(triples, axis=0, return_inverse=True)
+    width = int(distinct[:, 2].max(initial=0)) + 1
+    pmf = np.zeros((len(distinct), width))
+    for (nn, k1), members in _group_indices(distinct[:, 0], distinct[:, 2]):
+        cc = distinct[members, 1].astype(np.float64)[:, None]
+        log_weight = _log_binomials(cc, k1) + _log_binomials(nn - cc, k1)[:, ::-1]
+        weight = np.exp(log_weight - log_weight.max(axis=1, keepdims=True))
+        pmf[members, : k1 + 1] = weight / weight.sum(axis=1, keepdims=True)
+    return pmf, index.ravel()
 
 
 def default_ks(num_samples: int) -> list[int]:

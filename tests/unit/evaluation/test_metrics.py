@@ -19,12 +19,15 @@ from breadth.evaluation.metrics import (
     chance_corrected_pass_at_k,
     chance_pass_at_k,
     default_ks,
+    g_pass_at_k,
     maj_at_k,
     maj_at_k_curve,
     maj_at_k_estimates,
+    mg_pass_at_k,
     outcome_codes,
     pass_at_k,
     pass_at_k_curve,
+    pass_hat_k,
 )
 
 CASES = Path(__file__).parent / "cases"
@@ -118,6 +121,110 @@ def test_pass_at_k_curve_default_ks_and_values():
 )
 def test_default_ks(n, ks):
     assert default_ks(n) == ks
+
+
+# --- pass^k, G-Pass@k, mG-Pass@k ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("case", _load("pass_hat_k.json"), ids=lambda c: c["name"])
+def test_pass_hat_k_table(case):
+    got = pass_hat_k(case["n"], case["c"], case["k"])
+    assert got.shape == ()
+    assert got.item() == pytest.approx(case["expected"], abs=1e-12)
+
+
+@pytest.mark.parametrize("case", _load("g_pass_at_k.json"), ids=lambda c: c["name"])
+def test_g_pass_at_k_table(case):
+    got = g_pass_at_k(case["n"], case["c"], case["k"], tau=case["tau"])
+    assert got.shape == ()
+    assert got.item() == pytest.approx(case["expected"], abs=1e-12)
+
+
+@pytest.mark.parametrize("case", _load("mg_pass_at_k.json"), ids=lambda c: c["name"])
+def test_mg_pass_at_k_table(case):
+    got = mg_pass_at_k(case["n"], case["c"], case["k"])
+    assert got.shape == ()
+    assert got.item() == pytest.approx(case["expected"], abs=1e-12)
+
+
+def _hypergeometric_tail(n: int, c: int, k: int, m: int) -> float:
+    """P(at least m of k drawn without replacement are correct), in exact integers."""
+    top = sum(math.comb(c, j) * math.comb(n - c, k - j) for j in range(m, min(c, k) + 1))
+    return top / math.comb(n, k)
+
+
+def _random_triples(seed: int, num: int, largest: int):
+    rng = np.random.default_rng(seed)
+    n = rng.integers(1, largest + 1, size=num)
+    c = (rng.random(num) * (n + 1)).astype(np.int64)
+    k = 1 + (rng.random(num) * n).astype(np.int64)
+    return n, c, k
+
+
+def test_pass_hat_k_is_exact_binomial_ratio_on_random_triples():
+    n, c, k = _random_triples(11, 20_000, 300)
+    want = [math.comb(b, kk) / math.comb(a, kk) for a, b, kk in zip(*(x.tolist() for x in (n, c, k)))]
+    got = pass_hat_k(n, c, k)
+    assert np.max(np.abs(got - np.array(want))) <= 1e-12
+    assert np.all(got[c < k] == 0.0) and np.all(got[c == n] == 1.0)
+
+
+@pytest.mark.parametrize("tau", [0.0, 0.1, 0.25, 0.5, 0.75, 0.9, 1.0])
+def test_g_pass_at_k_is_the_exact_hypergeometric_tail(tau):
+    n, c, k = _random_triples(int(tau * 100), 3_000, 120)
+    got = g_pass_at_k(n, c, k, tau=tau)
+    want = [_hypergeometric_tail(a, b, kk, max(math.ceil(round(tau * kk, 9)), 1))
+            for a, b, kk in zip(n.tolist(), c.tolist(), k.tolist())]
+    assert np.max(np.abs(got - np.array(want))) <= 1e-12
+
+
+def test_g_pass_at_k_at_its_ends_is_pass_at_k_and_pass_hat_k():
+    """A threshold small enough that one correct sample passes (ceil(tau k) = 1) is pass@k;
+    tau = 1 (all k correct) is pass^k."""
+    n, c, k = _random_triples(5, 5_000, 200)
+    small = g_pass_at_k(n, c, k, tau=1e-6)  # ceil(1e-6 * k) = 1 for every k <= 200
+    assert np.max(np.abs(small - pass_at_k(n, c, k))) <= 1e-12
+    assert np.max(np.abs(g_pass_at_k(n, c, k, tau=1.0) - pass_hat_k(n, c, k))) <= 1e-12
+    # Between them, whatever tau: pass^k <= G-Pass@k <= pass@k.
+    middle = g_pass_at_k(n, c, k, tau=0.5)
+    assert np.all(middle <= pass_at_k(n, c, k) + 1e-12)
+    assert np.all(middle >= pass_hat_k(n, c, k) - 1e-12)
+
+
+def test_mg_pass_at_k_is_the_mean_of_g_pass_over_the_upper_half_of_thresholds():
+    n, c, k = _random_triples(9, 400, 60)
+    for a, b, kk, got in zip(n, c, k, mg_pass_at_k(n, c, k)):
+        terms = [_hypergeometric_tail(int(a), int(b), int(kk), i)
+                 for i in range(math.ceil(kk * 0.5) + 1, kk + 1)]
+        assert got == pytest.approx(2.0 * sum(terms) / kk, abs=1e-12)
+
+
+def test_pass_hat_and_g_pass_broadcast_and_keep_shape():
+    n, c = np.full((2, 3), 8), np.array([[0, 1, 2], [3, 8, 5]])
+    for metric in (pass_hat_k, g_pass_at_k, mg_pass_at_k):
+        got = metric(n, c, 2)
+        assert got.shape == (2, 3)
+        assert got[0, 0] == 0.0 and got[1, 1] == 1.0  # no sample correct; every sample correct
+    # k broadcasts too: 2 of 8 with 4 right at tau 0.5 is pass@2 = 1 - C(4,2)/C(8,2); k = n is 1.
+    assert g_pass_at_k([8, 8], [4, 4], [2, 8]).tolist() == pytest.approx([1 - 6 / 28, 1.0],
+                                                                         abs=1e-12)
+
+
+@pytest.mark.parametrize("metric", [pass_hat_k, g_pass_at_k, mg_pass_at_k])
+@pytest.mark.parametrize(
+    ("n", "c", "k", "message"),
+    [(4, 1, 5, "k must be <= num_samples"), (4, 5, 1, "num_correct must be <= num_samples"),
+     ([4, 4, 2], [0, 0, 0], 3, "problem 2")],
+)
+def test_pass_hat_and_g_pass_reject_bad_counts_naming_them(metric, n, c, k, message):
+    with pytest.raises(ValueError, match=message):
+        metric(n, c, k)
+
+
+@pytest.mark.parametrize("tau", [-0.1, 1.5])
+def test_g_pass_at_k_rejects_a_threshold_outside_0_1(tau):
+    with pytest.raises(ValueError, match=r"tau must be in \[0, 1\]"):
+        g_pass_at_k(4, 2, 2, tau=tau)
 
 
 # --- best-of-k ----------------------------------------------------------------------------
