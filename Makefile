@@ -15,21 +15,21 @@ PYTEST = $(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadscope --no-loadscope-reo
 .PHONY: install install-run vllm-env demo check test test-unit lint stack-up stack-down benchmark
 
 # install-run: what running needs (`make demo`); install: that plus the dev tools (tests, lint).
-# scripts/install.sh uses uv when it can be had, else pip, and takes torch==2.13.0 as the file
-# pip picks (the local CPU wheel, see docs/guide/install.md). Each re-runs when
+# scripts/tools/install.sh uses uv when it can be had, else pip, and takes torch==2.13.0 as the
+# file pip picks (the local CPU wheel, see docs/guide/install.md). Each re-runs when
 # pyproject.toml changes.
 install-run: $(VENV)/.installed-run
 install: $(VENV)/.installed
 
-$(VENV)/.installed-run: pyproject.toml scripts/install.sh
-	PYTHON=$(PYTHON) bash scripts/install.sh $(VENV) && touch $@
+$(VENV)/.installed-run: pyproject.toml scripts/tools/install.sh
+	PYTHON=$(PYTHON) bash scripts/tools/install.sh $(VENV) && touch $@
 
 $(VENV)/.installed: $(VENV)/.installed-run
-	PYTHON=$(PYTHON) bash scripts/install.sh $(VENV) dev && touch $@
+	PYTHON=$(PYTHON) bash scripts/tools/install.sh $(VENV) dev && touch $@
 
 # vLLM in its own environment (its fastapi pin conflicts with Prefect's): ~3.4 GB, CPU build.
 vllm-env: install
-	bash scripts/install_vllm_env.sh
+	bash scripts/tools/install_vllm_env.sh
 
 demo: install-run
 	$(BIN)/breadth run

@@ -9,7 +9,7 @@ ratio), and for each --new-tokens value our two backends sample the same problem
 (benchmarks/side_by_side.py: warm-up, then transformers and vLLM alternate for --pairs rounds).
 The ratio printed is vLLM / transformers throughput per pair: min, median, max, and the load.
 With --markdown the table is written there, headed by the command that produced it.
-Needs the vLLM environment (scripts/install_vllm_env.sh, or BREADTH_VLLM_ENV).
+Needs the vLLM environment (scripts/tools/install_vllm_env.sh, or BREADTH_VLLM_ENV).
 """
 
 from __future__ import annotations

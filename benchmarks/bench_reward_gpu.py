@@ -125,7 +125,7 @@ def main() -> None:
                         help="start both arms from the preset's SFT model, as the pipeline does "
                              "(default: the untrained model, whose noise the verifier parses)")
     parser.add_argument("--json", type=Path, default=None,
-                        help="also write the figures here (scripts/gpu_evidence.py reads them)")
+                        help="also write the figures here (scripts/results/gpu.py reads them)")
     parser.add_argument("--cpu-smoke", action="store_true",
                         help="run on CPU anyway (checks the script, measures nothing useful)")
     args = parser.parse_args()

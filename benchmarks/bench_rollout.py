@@ -14,7 +14,7 @@ Every ratio is measured the same way (benchmarks/side_by_side.py): both arms war
 alternate A B A B for --pairs rounds; each ratio is the median of the per-pair ratios, printed
 with its min and max and the load average. Without --policy the tiny model is built and
 SFT-trained briefly (~20 s) so that it answers and stops like a real policy. Needs the vLLM
-environment (scripts/install_vllm_env.sh).
+environment (scripts/tools/install_vllm_env.sh).
 """
 
 from __future__ import annotations

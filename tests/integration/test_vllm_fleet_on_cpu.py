@@ -2,7 +2,7 @@
 server's (same seeds), and a server killed mid-run does not stop the run. Select with
 `pytest -m integration -k fleet`.
 
-The vLLM environment is built by scripts/install_vllm_env.sh when missing (see
+The vLLM environment is built by scripts/tools/install_vllm_env.sh when missing (see
 test_vllm_backend_on_cpu.py); the model is an untrained tiny one, so the test spends its time
 on the servers, not on training. Requests are few in flight per server (rollout.batch_size
 over num_samples) so that the kill lands while most requests are still to come.

@@ -78,7 +78,7 @@ CONFIG_CASES = [
     (["grid", "--set", "data.eval_source=hf:./no-dir"], "no-dir does not exist"),
     # The power pilot the claims cite: read before the stack starts.
     (["grid", "--pilot", "missing.json"], "--pilot: pilot sizing missing.json"),
-    (["grid", "--pilot", "malformed.yaml"], "not a pilot_claims.py JSON"),
+    (["grid", "--pilot", "malformed.yaml"], "not a power pilot's JSON"),
     # The fuller grid's table the left-out rows cite: read before the stack starts too.
     (["grid", "--reference", "missing.json"], "--reference: reference table missing.json"),
     (["grid", "--reference", "malformed.yaml"], "--claims-out DIR` wrote for a fuller grid"),

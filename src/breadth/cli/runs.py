@@ -26,7 +26,7 @@ if TYPE_CHECKING:  # the CLI imports the study modules on use, to start fast
     from breadth.study.reference import ReferenceTable
 
 app = typer.Typer()
-PILOT_HELP = ("A power pilot's JSON (scripts/pilot_claims.py, e.g. docs/results/pilot.json): the "
+PILOT_HELP = ("A power pilot's JSON (scripts/results/pilot.py, e.g. docs/results/pilot.json): the "
               "claims it sized cite its seed sd and seeds needed beside the grid's own.")
 REFERENCE_HELP = ("A fuller grid's claims.json (`breadth compare --grid ID --claims-out DIR`, e.g. "
                   "docs/results/full_grid/claims.json): the rows of formats this grid left out "

@@ -153,7 +153,7 @@ def check_fit(config: PipelineConfig, *, offline: bool = False) -> FitReport:
     not know) when they fit.
 
     Seconds: about 1 s of CPU for the default preset, 2 s for GSM8K-sized train and test
-    files, plus 0.5 s of imports (`scripts/measure_fit_check.py`, 2-core machine). `offline`: a hub model's tokenizer is read from the Hugging Face cache only; if
+    files, plus 0.5 s of imports (`scripts/tools/measure_fit_check.py`, 2-core machine). `offline`: a hub model's tokenizer is read from the Hugging Face cache only; if
     it is not there the check is skipped (the report says so) and the flow checks it again.
     """
     cache = _fit_cache_file(config)

@@ -1,8 +1,9 @@
 """Start, stop and health-check an OpenAI-compatible vLLM server for one model directory.
 
 vLLM runs in its own environment (`${BREADTH_HOME:-.breadth}/envs/vllm`, made by
-scripts/install_vllm_env.sh) because its fastapi pin conflicts with Prefect's (docs/design/versions.md);
-this module only launches that environment's python as a subprocess and speaks HTTP to it.
+scripts/tools/install_vllm_env.sh) because its fastapi pin conflicts with Prefect's
+(docs/design/versions.md); this module only launches that environment's python as a
+subprocess and speaks HTTP to it.
 The module entry point is used, not the `vllm` console script: with the CPU build the script
 fails (`PackageNotFoundError: vllm`, it looks up the wrong distribution name).
 
@@ -28,7 +29,7 @@ from typing import Self
 from breadth.stack.auth import bearer_headers
 from breadth.stack.processes import stop_process_group
 
-INSTALL_HINT = "run scripts/install_vllm_env.sh (from the repository root) to create it"
+INSTALL_HINT = "run scripts/tools/install_vllm_env.sh (from the repository root) to create it"
 # On CPU, `--gpu-memory-utilization` is the share of host RAM reserved (the default 0.92
 # refuses to start on a shared machine); an explicit KV-cache size keeps start-up small.
 CPU_MEMORY_UTILIZATION = 0.3

@@ -1,4 +1,4 @@
-"""Calibration by simulation of the claims' interval methods (`scripts/calibrate_intervals.py`).
+"""Calibration by simulation of the claims' interval methods (`scripts/results/calibration.py`).
 
 A simulated study has the nightly grid's structure: S training seeds, P eval problems nested
 in each seed, and per problem a paired difference of pass rates read from n samples of each
@@ -240,7 +240,7 @@ def pilot_variances(seeds: Sequence[tuple[pd.DataFrame, pd.DataFrame]]) -> Pilot
 
 
 def read_pilot(folder: Path) -> PilotVariances:
-    """`pilot_variances` of `scripts/pilot_claims.py`'s work folder: one `<hash>-s<seed>`
+    """`pilot_variances` of `scripts/results/pilot.py`'s work folder: one `<hash>-s<seed>`
     folder per seed, each with its `sft.parquet` and `rl.parquet` rollouts (read only)."""
     folder = Path(folder)
     by_seed: dict[int, list[Path]] = {}
@@ -253,7 +253,7 @@ def read_pilot(folder: Path) -> PilotVariances:
                          "point --from-pilot at a folder with one run per seed")
     if len(by_seed) < 2:
         raise FileNotFoundError(f"{folder}: fewer than 2 seed folders (<hash>-s<seed>) with "
-                                "sft.parquet and rl.parquet; run scripts/pilot_claims.py first")
+                                "sft.parquet and rl.parquet; run scripts/results/pilot.py first")
     columns = ["problem_id", "correct"]
     return pilot_variances([(pd.read_parquet(roots[0] / "sft.parquet", columns=columns),
                              pd.read_parquet(roots[0] / "rl.parquet", columns=columns))

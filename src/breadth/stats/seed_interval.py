@@ -6,7 +6,7 @@ seed first; the S per-seed means are then independent and, with 100+ problems pe
 close to normal. A t interval with S - 1 degrees of freedom over them counts the problem
 noise once (inside each seed's mean) and has the t tails that few seeds need. The two-level
 bootstrap it replaces for verdicts counted problem noise twice and could not supply those
-tails (`scripts/calibrate_intervals.py`, `docs/results/calibration.md`).
+tails (`scripts/results/calibration.py`, `docs/results/calibration.md`).
 
 Student's t distribution is scipy's (`scipy.stats.t`); this module adds the claims' use of it.
 """

@@ -115,7 +115,7 @@ class GridConfig(Section):
     )
     pilot: str | None = Field(
         None,
-        description="A power pilot's JSON (scripts/pilot_claims.py, e.g. "
+        description="A power pilot's JSON (scripts/results/pilot.py, e.g. "
         "docs/results/pilot.json; relative paths from the working directory, a deployment's "
         "is the project folder): the claims it sized cite its seed sd and seeds needed beside "
         "the grid's own. Read before any cell starts. Empty = the table's own power only.",

@@ -12,7 +12,7 @@ row is either
 - or *near δ*: its interval is narrower than δ but holds 0 and reaches past ±δ, so the effect
   is about δ in size. More seeds settle that too, but the interval is not too wide for δ.
 
-A power pilot (`scripts/pilot_claims.py`, its `pilot.json`) can be given beside the grid, read
+A power pilot (`scripts/results/pilot.py`, its `pilot.json`) can be given beside the grid, read
 by `read_pilot_sizing` from a path the caller names: the rows whose measure the pilot sized
 then cite its sd and seeds needed beside the run's own.
 
@@ -46,9 +46,10 @@ PILOT_MEASURES: dict[tuple[str, str], tuple[str, float]] = {
     ("format", "format"): ("relative fall of distinct reasoning paths (1 - RL/SFT)",
                            math.sqrt(2.0)),
 }
-"""(claim, δ name) -> (the pilot's measure, as `pilot_claims.py` keys it in pilot.json, and the
-row's spread over that measure's). Rows not here (ucb, the objectives' correct answers,
-search) measure contrasts the pilot did not run: they cite no pilot numbers."""
+"""(claim, δ name) -> (the pilot's measure, as `scripts/results/pilot.py` keys it in
+pilot.json, and the row's spread over that measure's). Rows not here (ucb, the objectives'
+correct answers, search) measure contrasts the pilot did not run: they cite no pilot
+numbers."""
 
 
 @dataclass(frozen=True)
@@ -74,14 +75,14 @@ class PilotSizing:
 
 
 def read_pilot_sizing(path: Path, fmt: str = "free_form") -> PilotSizing:
-    """`scripts/pilot_claims.py`'s JSON ({"seeds": [{measure: value, ...}, ...], ...}) at `path`;
+    """`scripts/results/pilot.py`'s JSON ({"seeds": [{measure: value, ...}, ...], ...}) at `path`;
     `fmt` is the format its preset ran (the pilot's presets are free-form)."""
     path = Path(path)
     try:
         seeds = json.loads(path.read_text())["seeds"]
     except (OSError, ValueError, KeyError, TypeError) as error:
-        raise ValueError(f"pilot sizing {path}: not a pilot_claims.py JSON with a 'seeds' list "
-                         f"({error}); write it with scripts/pilot_claims.py") from error
+        raise ValueError(f"pilot sizing {path}: not a power pilot's JSON with a 'seeds' list "
+                         f"({error}); write it with scripts/results/pilot.py") from error
     labels = {label for label, _ in PILOT_MEASURES.values()}
     values = {label: tuple(float(s[label]) if s.get(label) is not None else math.nan
                            for s in seeds) for label in labels}

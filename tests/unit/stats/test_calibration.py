@@ -98,7 +98,7 @@ def test_read_pilot_reads_one_folder_per_seed(tmp_path):
 
 
 def test_read_pilot_names_a_folder_without_seeds(tmp_path):
-    with pytest.raises(FileNotFoundError, match="pilot_claims.py"):
+    with pytest.raises(FileNotFoundError, match="scripts/results/pilot.py"):
         read_pilot(tmp_path)
 
 

@@ -147,7 +147,7 @@ def test_the_pilots_numbers_appear_beside_the_runs_when_given(tmp_path):
 def test_a_bad_pilot_file_names_itself(tmp_path):
     path = tmp_path / "pilot.json"
     path.write_text("[]")
-    with pytest.raises(ValueError, match="pilot.json: not a pilot_claims.py JSON"):
+    with pytest.raises(ValueError, match="pilot.json: not a power pilot's JSON"):
         read_pilot_sizing(path)
 
 

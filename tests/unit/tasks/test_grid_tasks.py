@@ -181,7 +181,7 @@ def test_a_pilot_that_cannot_be_read_fails_the_grid_before_any_cell(monkeypatch,
     fake = FakePipeline()
     monkeypatch.setattr(breadth_flows.grid_cells, "pipeline", fake)
     missing = STUDY.model_copy(update={"grid_id": "night-m", "pilot": str(tmp_path / "no.json")})
-    with pytest.raises(ValueError, match=r"study\.pilot: pilot sizing .*no\.json.*pilot_claims"):
+    with pytest.raises(ValueError, match=r"study\.pilot: pilot sizing .*no\.json.*scripts/results/pilot\.py"):
         breadth_flows.grid_flow.grid.fn(missing)
     assert fake.ran == [] and grid_tasks["summary"] == []
 

@@ -22,7 +22,7 @@ care about the order.
 
 A first design (three numbers 1-19 / 10-49 / 10-99) was measured at SFT pass@1 0.000 on the
 study model (64 eval problems x 64 samples; 192 SFT steps): the model wrote the work's shape
-but did not copy two-digit numbers from the prompt (scripts/measure_tasks.py; see
+but did not copy two-digit numbers from the prompt (scripts/results/tasks.py; see
 docs/guide/tasks.md). These levels ask for single-digit copying first.
 """
 

@@ -1,20 +1,17 @@
-"""scripts/price_claims.py: a published table's inconclusive rows priced as a nightly of their
+"""scripts/results/budget.py: a published table's inconclusive rows priced as a nightly of their
 arms at its header's stage work, and the nightly that decides the most of them, on hand-made
 headers and rows."""
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pytest
 
 from breadth.study.budget import FormatCost, NightlyBudget
+from tests.unit.scripts.helpers import load_script
 
-_spec = importlib.util.spec_from_file_location(
-    "price_claims", Path(__file__).resolve().parents[2] / "scripts" / "price_claims.py")
-price = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(price)
+price = load_script("results/budget.py")
 
 HEADER = """# Claims of grid grid-abc
 
@@ -153,11 +150,11 @@ def test_the_page_gives_its_command_each_grids_seeds_and_machine_and_its_own(tmp
         '"inconclusive", "power": {"reason": "underpowered", "num_seeds": 4, '
         '"seeds_for_verdict": 10, "pilot_sd": null, "pilot_seeds_for_verdict": null}}]')
     page = tmp_path / "budget.md"
-    monkeypatch.setattr("sys.argv", ["price_claims.py", f"{table}:free_form=8/2,mcq=4/1",
+    monkeypatch.setattr("sys.argv", ["budget.py", f"{table}:free_form=8/2,mcq=4/1",
                                      "--markdown", str(page)])
     price.main()
     text = page.read_text()
-    assert f"scripts/price_claims.py {table}:free_form=8/2,mcq=4/1 --markdown {page}`" in text
+    assert f"scripts/results/budget.py {table}:free_form=8/2,mcq=4/1 --markdown {page}`" in text
     assert "## [grid-abc](claims.md)\n\n- seeds: 4\n- machine: box (2 CPU cores; GPU: none)\n" \
         in text
     # mcq at 65 min a seed, 10 seeds: 10 * 65 / 2 / 60 = 5.4 h.

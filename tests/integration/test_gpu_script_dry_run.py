@@ -1,4 +1,4 @@
-"""scripts/gpu_evidence.py --dry-run: every part of the GPU evidence run, end to end, on a CPU.
+"""scripts/results/gpu.py --dry-run: every part of the GPU evidence run, end to end, on a CPU.
 
 The GPU run is one shot on a lent device (15 minutes in all), so what it needs is checked
 here first: each part's process, the figures each writes, and the page made from them."""
@@ -19,7 +19,7 @@ pytestmark = pytest.mark.integration
 def test_the_dry_run_runs_every_part_and_writes_the_page_from_their_figures(tmp_path):
     out, work = tmp_path / "out", tmp_path / "work"
     done = subprocess.run(
-        [sys.executable, "scripts/gpu_evidence.py", "--dry-run", "--seeds", "0", "--out", str(out),
+        [sys.executable, "scripts/results/gpu.py", "--dry-run", "--seeds", "0", "--out", str(out),
          "--work", str(work), "--deadline", "840", "--scale-on-cpu", "study",
          # Two at a time, as the cores here: all eleven at once cost more CPU in all.
          "--max-jobs", "2"],

@@ -2,9 +2,9 @@
 `breadth run` the same run as before it?
 
     eval "$(breadth env)"                        # the stack that ran the pipeline
-    python scripts/run_metrics.py dump before.json
+    python scripts/tools/run_metrics.py dump before.json
     ... the other commit's `breadth run`, with a BREADTH_HOME of its own ...
-    python scripts/run_metrics.py compare before.json after.json --tolerance 1e-9 \
+    python scripts/tools/run_metrics.py compare before.json after.json --tolerance 1e-9 \
         [--ignore 'transfer/']                   # metrics a commit between them meant to change
 
 A run is keyed by experiment and run name (the part before a `·`, so a cached re-run's name

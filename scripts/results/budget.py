@@ -16,7 +16,7 @@ a share is priced at a full seed whatever a row's arms. Cells must add up to the
 Rows of a claims.json from before rows carried their objectives are read for them from their
 measure (`legacy_objectives`).
 
-    PYTHONPATH=src .venv/bin/python scripts/price_claims.py \\
+    PYTHONPATH=src .venv/bin/python scripts/results/budget.py \\
         docs/results/claims.md:free_form=8/2/0.37,mcq=4/1 \\
         docs/results/multi/claims.md:free_form=25/6/0.20 --markdown docs/results/budget.md
 """
@@ -211,7 +211,7 @@ def main() -> None:
     args = parser.parse_args()
     started = time.perf_counter()
 
-    command = "PYTHONPATH=src .venv/bin/python " + shlex.join(["scripts/price_claims.py",
+    command = "PYTHONPATH=src .venv/bin/python " + shlex.join(["scripts/results/budget.py",
                                                               *sys.argv[1:]])
     lines = ["# The nightly's budget against the claims' seeds", "",
              f"Written by `{command}` (do not edit by hand).", "",

@@ -2,8 +2,8 @@
 # Install breadth (editable) into a virtual environment, fast: with uv when it can be had,
 # with plain pip when it cannot or when uv fails. docs/guide/install.md says more.
 #
-#   scripts/install.sh VENV          what running needs (`make demo`)
-#   scripts/install.sh VENV dev      plus the dev tools (`make test`, `make lint`)
+#   scripts/tools/install.sh VENV          what running needs (`make demo`)
+#   scripts/tools/install.sh VENV dev      plus the dev tools (`make test`, `make lint`)
 #
 # BREADTH_INSTALLER=pip skips uv. PYTHON names the interpreter that makes the venv.
 #
@@ -13,9 +13,9 @@
 # GB). So pip says which file it would install (a dry run: nothing is downloaded or
 # installed), and uv installs exactly that file; everything else uv resolves itself.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 
-venv=${1:?usage: scripts/install.sh VENV [EXTRAS]}
+venv=${1:?usage: scripts/tools/install.sh VENV [EXTRAS]}
 extras=${2:-}
 target=.
 [ -n "$extras" ] && target=".[$extras]"

@@ -1,6 +1,6 @@
 """Measure each task and format on a preset's model and write docs/results/tasks.md.
 
-    OMP_NUM_THREADS=1 .venv/bin/python scripts/measure_tasks.py
+    OMP_NUM_THREADS=1 .venv/bin/python scripts/results/tasks.py
         [--rows chain:free_form,chain:mcq,pairs:free_form:sft.epochs=4] [--num-eval 64]
         [--n 64] [--grpo-steps 3] [--out FILE]
 
@@ -218,7 +218,7 @@ def data_rows(num: int = 300) -> list[dict[str, Any]]:
     rows = []
     for name, task in TASKS.items():
         for level in task.levels:
-            records = draw_level(name, task.draw, num, seed=0, level=level, split="eval")
+            records = draw_level(task, num, seed=0, level=level, split="eval")
             answers = [task.valid_answers(r) for r in records]
             counts = [len(a) for a in answers if a is not None]
             for fmt in FORMATS:
@@ -241,7 +241,7 @@ def data_rows(num: int = 300) -> list[dict[str, Any]]:
 def report(results: list[dict[str, Any]], data: list[dict[str, Any]], args: argparse.Namespace,
            wall: float, commit: str, load_before: tuple[float, ...],
            load_after: tuple[float, ...]) -> str:
-    command = ("OMP_NUM_THREADS=1 .venv/bin/python scripts/measure_tasks.py "
+    command = ("OMP_NUM_THREADS=1 .venv/bin/python scripts/results/tasks.py "
                f"--rows {args.rows} --num-eval {args.num_eval} "
                f"--n {args.n} --signal-problems {args.signal_problems} "
                f"--grpo-steps {args.grpo_steps}"
@@ -249,7 +249,7 @@ def report(results: list[dict[str, Any]], data: list[dict[str, Any]], args: argp
     lines = [
         "# Tasks, measured",
         "",
-        ("Written by `scripts/measure_tasks.py` (do not edit by hand). Each row: the task's "
+        ("Written by `scripts/results/tasks.py` (do not edit by hand). Each row: the task's "
          "preset, SFT from scratch, then the SFT model sampled; the study model "
          "(presets/study.yaml: hidden 192, 3 layers, ~1.3M parameters) throughout."),
         "",

@@ -1,5 +1,6 @@
-// One screenshot of the MLflow or Prefect UI in headless Chromium (scripts/ui_screenshots.sh
-// calls it for every image in docs/images/ and states the settings behind them there).
+// One screenshot of the MLflow or Prefect UI in headless Chromium
+// (scripts/tools/ui_screenshots.sh calls it for every image in docs/images/ and states the
+// settings behind them there).
 //
 //   node ui_screenshot.js mlflow   URL OUT.png [chart search]   the chart view, filtered
 //   node ui_screenshot.js form     URL OUT.png TEXT             a Prefect form, TEXT in view

@@ -1,22 +1,17 @@
-"""scripts/process_cpu_profile.py: the kinds of processes, and a real sample of a busy child."""
+"""scripts/tools/process_cpu_profile.py: the kinds of processes, and a real sample of a busy child."""
 
 from __future__ import annotations
 
 import doctest
-import importlib.util
 import json
 import subprocess
 import sys
 import threading
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-_spec = importlib.util.spec_from_file_location(
-    "process_cpu_profile", ROOT / "scripts" / "process_cpu_profile.py")
-profile = importlib.util.module_from_spec(_spec)
-sys.modules["process_cpu_profile"] = profile
-_spec.loader.exec_module(profile)
+from tests.unit.scripts.helpers import load_script
+
+profile = load_script("tools/process_cpu_profile.py")
 
 BUSY_LOOP = "import time\nend = time.process_time() + 1.0\nwhile time.process_time() < end: pass"
 

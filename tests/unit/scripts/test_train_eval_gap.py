@@ -1,19 +1,16 @@
-"""scripts/train_eval_gap.py: per-problem measures, a cached rollout's first samples, and the
+"""scripts/results/train_eval_gap.py: per-problem measures, a cached rollout's first samples, and the
 paired comparisons, on hand-made rows."""
 
 from __future__ import annotations
 
 import argparse
-import importlib.util
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-_spec = importlib.util.spec_from_file_location(
-    "train_eval_gap", Path(__file__).resolve().parents[2] / "scripts" / "train_eval_gap.py")
-gap = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(gap)
+from tests.unit.scripts.helpers import load_script
+
+gap = load_script("results/train_eval_gap.py")
 
 
 def _rows(problem_id: str, outcomes: list[str], correct: list[bool]) -> list[dict]:

@@ -1,20 +1,17 @@
 """The suite's CPU accounting: `tests/conftest.py` logs each module's CPU (its own and its
-waited-for children's) under BREADTH_TEST_CPU_LOG, and scripts/test_cpu_report.py ranks it."""
+waited-for children's) under BREADTH_TEST_CPU_LOG, and scripts/tools/test_cpu_report.py ranks it."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-_spec = importlib.util.spec_from_file_location("test_cpu_report",
-                                               ROOT / "scripts" / "test_cpu_report.py")
-cpu_report = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(cpu_report)
+from tests.unit.scripts.helpers import ROOT, load_script
+
+cpu_report = load_script("tools/test_cpu_report.py")
 
 BURNER = '''
 import subprocess, sys

@@ -2,18 +2,19 @@
 # Regenerate docs/images/ from a running stack that holds the demo grid, and write
 # docs/images/README.md with the commands behind them.
 #
-#   scripts/ui_screenshots.sh grid    # run the demo grid (4 small cells) and register the
-#                                     # deployments (the run form needs `adhoc`)
-#   scripts/ui_screenshots.sh shots   # the screenshots and plots, then the README
-#   scripts/ui_screenshots.sh names   # two lone runs and a cached re-run, `breadth deploy`,
-#                                     # then `names-shots`: the screenshots of how they are
-#                                     # told apart (docs/guide/mlflow-and-prefect-names.md)
+#   scripts/tools/ui_screenshots.sh grid    # run the demo grid (4 small cells) and register
+#                                           # the deployments (the run form needs `adhoc`)
+#   scripts/tools/ui_screenshots.sh shots   # the screenshots and plots, then the README
+#   scripts/tools/ui_screenshots.sh names   # two lone runs and a cached re-run, `breadth
+#                                           # deploy`, then `names-shots`: the screenshots of
+#                                           # how they are told apart
+#                                           # (docs/guide/mlflow-and-prefect-names.md)
 #
 # Needs: the client environment of `breadth stack up` in this shell (BREADTH_HOME and the
 # BREADTH_*_PORT variables of that stack), Chromium (/usr/bin/chromium or $CHROMIUM) and
 # playwright-core where node finds it ($NODE_PATH).
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 BREADTH=${BREADTH:-.venv/bin/breadth}
 PYTHON=${PYTHON:-.venv/bin/python}
 GRID_ID=ui-demo
@@ -65,15 +66,15 @@ EOF
   # The grid's finished cell runs only (its summary run has no curve, and would take a colour).
   cells="searchFilter=$("$PYTHON" -c 'import urllib.parse; print(urllib.parse.quote(
     "tags.`grid.cell` LIKE '"'%'"' AND attributes.status = '"'FINISHED'"'"))')"
-  node scripts/ui_screenshot.js mlflow "$mlflow/#/experiments/$experiment/runs?compareRunsMode=CHART&$cells" \
+  node scripts/tools/ui_screenshot.js mlflow "$mlflow/#/experiments/$experiment/runs?compareRunsMode=CHART&$cells" \
     "$out/mlflow-grid-pass-at-k.png" pass_at_k
-  node scripts/ui_screenshot.js form "$prefect/deployments/deployment/$deployment/run" \
+  node scripts/tools/ui_screenshot.js form "$prefect/deployments/deployment/$deployment/run" \
     "$out/prefect-run-form.png" "NAME[:key=val]"
-  node scripts/ui_screenshot.js artifact "$prefect/artifacts/artifact/$artifact" \
+  node scripts/tools/ui_screenshot.js artifact "$prefect/artifacts/artifact/$artifact" \
     "$out/prefect-grid-artifact.png"
-  node scripts/ui_screenshot.js form "$prefect/deployments/deployment/$deployment/run" \
+  node scripts/tools/ui_screenshot.js form "$prefect/deployments/deployment/$deployment/run" \
     "$out/prefect-run-form-preset.png" "Start from this preset"
-  node scripts/ui_screenshot.js artifact "$prefect/runs/flow-run/$flow_run" \
+  node scripts/tools/ui_screenshot.js artifact "$prefect/runs/flow-run/$flow_run" \
     "$out/prefect-flow-run-artifacts.png" Artifacts
   plots=$(mktemp -d)
   "$BREADTH" compare --grid "$GRID_ID" --out "$plots" > /dev/null
@@ -83,9 +84,9 @@ EOF
   cat > "$out/README.md" <<EOF
 # docs/images
 
-Written by \`scripts/ui_screenshots.sh shots\` (headless Chromium through
-\`scripts/ui_screenshot.js\`), against the local stack (\`breadth stack up\`) after
-\`scripts/ui_screenshots.sh grid\`, which ran the demo grid
+Written by \`scripts/tools/ui_screenshots.sh shots\` (headless Chromium through
+\`scripts/tools/ui_screenshot.js\`), against the local stack (\`breadth stack up\`) after
+\`scripts/tools/ui_screenshots.sh grid\`, which ran the demo grid
 
 \`\`\`
 breadth ${GRID_COMMAND[*]:1}
@@ -99,12 +100,12 @@ a demonstration of the views, not a result) and
 | --- | --- |
 | mlflow-grid-pass-at-k.png | MLflow chart view of the grid's experiment, charts filtered to \`pass_at_k\`: runs named \`format·objective·seed\` |
 | prefect-run-form.png | the \`breadth-pipeline/adhoc\` custom-run form at the reward spec, its syntax in code spans |
-| prefect-run-form-preset.png | the same form's first field: the preset, one drop-down starting on \`default\` (\`scripts/ui_screenshots.sh names\`) |
+| prefect-run-form-preset.png | the same form's first field: the preset, one drop-down starting on \`default\` (\`scripts/tools/ui_screenshots.sh names\`) |
 | prefect-grid-artifact.png | the grid summary artifact (\`breadth-grid\`), full page |
 | prefect-flow-run-artifacts.png | the grid flow run's Artifacts tab |
 | grid-pass-at-k-by-format.png, grid-cost-vs-gain.png | \`breadth compare --grid $GRID_ID\` plots |
 
-Written by \`scripts/ui_screenshots.sh names\` (after \`breadth stack up\`): two lone runs of the
+Written by \`scripts/tools/ui_screenshots.sh names\` (after \`breadth stack up\`): two lone runs of the
 small pipeline in experiment \`$NAMES_EXPERIMENT\` (\`breadth run --preset default ${SMALL[*]}\`,
 then the same with \`--set data.source=synthetic:countdown\`), the first again (every stage
 from the cache), and \`breadth deploy\`.
@@ -146,13 +147,13 @@ EOF
   mlflow=$MLFLOW_TRACKING_URI
   prefect=${PREFECT_API_URL%/api}
   # The experiment as breadth links it (no tab named), in a browser that never chose a mode.
-  node scripts/ui_screenshot.js page "$mlflow/#/experiments/$experiment?workflowType=machine_learning" \
+  node scripts/tools/ui_screenshot.js page "$mlflow/#/experiments/$experiment?workflowType=machine_learning" \
     "$out/mlflow-experiment-opens-on-runs.png" "·cached"
-  node scripts/ui_screenshot.js page "$mlflow/#/experiments/$experiment/runs/$run?workflowType=machine_learning" \
+  node scripts/tools/ui_screenshot.js page "$mlflow/#/experiments/$experiment/runs/$run?workflowType=machine_learning" \
     "$out/mlflow-run-datasets.png" "Datasets"
-  node scripts/ui_screenshot.js artifact "$prefect/runs/flow-run/$flow_run" \
+  node scripts/tools/ui_screenshot.js artifact "$prefect/runs/flow-run/$flow_run" \
     "$out/prefect-flow-run-breadth-log.png"
-  node scripts/ui_screenshot.js dropdown "$prefect/deployments/deployment/$deployment/run" \
+  node scripts/tools/ui_screenshot.js dropdown "$prefect/deployments/deployment/$deployment/run" \
     "$out/prefect-run-form-preset.png" "Start from this preset"
   ;;
 *)

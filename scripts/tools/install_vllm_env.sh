@@ -11,23 +11,24 @@
 # (`operator torchvision::nms does not exist`). We install its other requirements explicitly,
 # read from its own metadata, so the list follows the wheel instead of being copied here.
 #
-# With uv (on PATH or in the repository's .venv, as scripts/install.sh leaves it) the packages
-# go in through uv, which installs in parallel from its cache; torch is the file pip picks (as
-# in scripts/install.sh: uv does not read pip's configuration, and would take the CUDA build),
-# and the other packages resolve from the index as for the main environment. A failed uv step
-# is retried with pip. Without uv, or with BREADTH_INSTALLER=pip, plain pip does it all. Either
-# way each package's bytecode is compiled as it is installed (uv's --compile-bytecode compiles
-# what that call installed): the environment's processes need it where PYTHONDONTWRITEBYTECODE
-# is set (`import torch, transformers, vllm`: 11 s compiled, 22 s not).
+# With uv (on PATH or in the repository's .venv, as scripts/tools/install.sh leaves it) the
+# packages go in through uv, which installs in parallel from its cache; torch is the file pip
+# picks (as in scripts/tools/install.sh: uv does not read pip's configuration, and would take
+# the CUDA build), and the other packages resolve from the index as for the main environment.
+# A failed uv step is retried with pip. Without uv, or with BREADTH_INSTALLER=pip, plain pip
+# does it all. Either way each package's bytecode is compiled as it is installed (uv's
+# --compile-bytecode compiles what that call installed): the environment's processes need it
+# where PYTHONDONTWRITEBYTECODE is set (`import torch, transformers, vllm`: 11 s compiled, 22 s
+# not).
 #
 # Idempotent: a marker file keyed by this script's sha256 skips a finished install; edit the
 # script (or delete the environment) to reinstall.
 #
-# Usage: scripts/install_vllm_env.sh   (BREADTH_HOME, BREADTH_VLLM_ENV, BREADTH_INSTALLER and
-# PYTHON are honoured)
+# Usage: scripts/tools/install_vllm_env.sh   (BREADTH_HOME, BREADTH_VLLM_ENV, BREADTH_INSTALLER
+# and PYTHON are honoured)
 set -euo pipefail
 
-REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 HOME_DIR="${BREADTH_HOME:-$REPO/.breadth}"
 ENV_DIR="${BREADTH_VLLM_ENV:-$HOME_DIR/envs/vllm}"
 PYTHON="${PYTHON:-python3}"

@@ -5,11 +5,11 @@ nested in seeds, per-problem pass rates from n samples, a seed-level shift) unde
 under a planted effect, and scores each interval method; writes a markdown report headed by
 this command, its seed, reps and wall time.
 
-    PYTHONPATH=src .venv/bin/python scripts/calibrate_intervals.py --reps 2000 \
+    PYTHONPATH=src .venv/bin/python scripts/results/calibration.py --reps 2000 \
         --out docs/results/calibration.md
 
 By default per-problem pass rates are Beta(0.3, 2.96) (the old arithmetic task) and the seed
-sd a fixed bracket. `--from-pilot DIR` (a `scripts/pilot_claims.py` work folder, read only)
+sd a fixed bracket. `--from-pilot DIR` (a `scripts/results/pilot.py` work folder, read only)
 takes both from a real run: pass rates resampled from its per-problem SFT rates, and a bracket
 of 0, 0.5, 1 and 2 times its run-to-run sd of Δ pass@1 (`calibration.pilot_variances`).
 `--from-grid ID` takes them from a grid's free-form correctness cells instead (its study frame,
@@ -73,7 +73,8 @@ def markdown(rows: list[dict], args: argparse.Namespace, wall: float, scenario: 
         "# Calibration of the claims' interval",
         "",
         "```",
-        "PYTHONPATH=src .venv/bin/python " + shlex.join(["scripts/calibrate_intervals.py", *sys.argv[1:]]),
+        "PYTHONPATH=src .venv/bin/python "
+        + shlex.join(["scripts/results/calibration.py", *sys.argv[1:]]),
         "```",
         "",
         (f"- seed: {args.seed}; reps per scenario: {args.reps} (null and planted each); "
@@ -126,7 +127,7 @@ def main() -> None:
                         help="seed-level sds (default 0 0.02 0.04 0.08, or with --from-pilot "
                              "0, 0.5, 1, 2 x the pilot's)")
     parser.add_argument("--from-pilot", type=Path, default=None,
-                        help="a scripts/pilot_claims.py work folder (<hash>-s<seed>/ with "
+                        help="a scripts/results/pilot.py work folder (<hash>-s<seed>/ with "
                              "sft.parquet, rl.parquet): take the problem-level pass rates and "
                              "the seed sd from it")
     parser.add_argument("--from-grid", default=None,

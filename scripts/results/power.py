@@ -1,6 +1,6 @@
 """Power analysis for the study preset: is the sharpening effect told apart from noise?
 
-    .venv/bin/python scripts/power_analysis.py --seeds 3 \\
+    .venv/bin/python scripts/results/power.py --seeds 3 \\
         --candidate small=rl.learning_rate=1e-4 --candidate fast=rl.learning_rate=1e-3 ...
 
 Each candidate is a list of `key=value` overrides (joined by ';' after its name) on top of

@@ -1,6 +1,6 @@
 """Does the default preset's one run show sharpening? RL vs its SFT start, per seed, paired.
 
-    PYTHONPATH=src:. .venv/bin/python scripts/demo_effect.py --seeds 0 1 2 \\
+    PYTHONPATH=src:. .venv/bin/python scripts/results/demo.py --seeds 0 1 2 \\
         --markdown demo_effect.md
 
 For each seed it runs the library's stages directly, as `breadth run` does without the stack

@@ -1,4 +1,4 @@
-"""docs/results/gpu.md from `scripts/gpu_evidence.py`'s own figures (its gpu.json)."""
+"""docs/results/gpu.md from `scripts/results/gpu.py`'s own figures (its gpu.json)."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ def _interval(d: dict[str, Any]) -> str:
 
 def header(e: dict[str, Any]) -> list[str]:
     lines = ["# GPU evidence (issue #27)", "",
-             ("Written by `scripts/gpu_evidence.py` from its own output; the figures below are "
+             ("Written by `scripts/results/gpu.py` from its own output; the figures below are "
              "that run's, nothing is typed in by hand."), "",
              "```", e["command"], "```", "",
              f"- device: **{e['device']}**; host: {e['host']}; torch {e['torch']}",
@@ -79,7 +79,8 @@ def big_model_section(e: dict[str, Any]) -> list[str]:
     if "from" in b:
         lines += [(f"From an earlier run of this script, on {b['device']}: its own output, "
                   f"`{b['from']}`."), ""]
-    lines += [(f"`scripts/gpu_big_model.py`: shape {b['shape']}, breadth's character tokenizer: "
+    lines += [(f"`scripts/results/gpu_big_model.py`: shape {b['shape']}, breadth's character "
+              "tokenizer: "
               f"{b['parameters'] / 1e6:.2f}M parameters, random weights (every sample runs to its "
               "token limit, in both arms)."), ""]
     r = b["rollout"]

@@ -4,7 +4,7 @@ the child processes it waited for, wall seconds, and each module's share of all 
 On a 2-core machine the suite is CPU-bound, so its length follows the CPU column.
 
     BREADTH_TEST_CPU_LOG=/tmp/cpu.jsonl make test
-    .venv/bin/python scripts/test_cpu_report.py /tmp/cpu.jsonl --top 25
+    .venv/bin/python scripts/tools/test_cpu_report.py /tmp/cpu.jsonl --top 25
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Rollout and GRPO throughput on a model of Qwen2.5-0.5B's shape, beside the bare engines.
 
-    PYTHONPATH=src:benchmarks python3 scripts/gpu_big_model.py --json big.json [--dry-run]
+    PYTHONPATH=src:benchmarks python3 scripts/results/gpu_big_model.py --json big.json [--dry-run]
 
 The model is built from scratch (no hub, no weights needed): Qwen2.5-0.5B's layer sizes
 (hidden 896, 24 layers, 14 query and 2 key-value heads, MLP 4864, tied embeddings) with

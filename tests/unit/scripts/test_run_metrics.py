@@ -1,17 +1,12 @@
-"""scripts/run_metrics.py's comparison of two runs' metric dumps, on hand-made dumps."""
+"""scripts/tools/run_metrics.py's comparison of two runs' metric dumps, on hand-made dumps."""
 
 from __future__ import annotations
 
 import doctest
-import importlib.util
-import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-_spec = importlib.util.spec_from_file_location("run_metrics", ROOT / "scripts" / "run_metrics.py")
-run_metrics = importlib.util.module_from_spec(_spec)
-sys.modules["run_metrics"] = run_metrics
-_spec.loader.exec_module(run_metrics)
+from tests.unit.scripts.helpers import load_script
+
+run_metrics = load_script("tools/run_metrics.py")
 
 BEFORE = {"default/rl": {"train/reward": [[1, 0.25], [2, 0.5]], "train/train_runtime": [[2, 9.0]]},
           "default/evaluate-rl": {"eval/pass_at_1": [[0, 0.1]], "transfer/x": [[0, 3.0]]}}

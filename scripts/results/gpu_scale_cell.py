@@ -1,12 +1,12 @@
 """One cell of the study task at a model size: the SFT half, or one objective's RL half.
 
-    PYTHONPATH=src:benchmarks:scripts python3 scripts/gpu_scale_cell.py sft --size study \\
+    PYTHONPATH=src:benchmarks python3 scripts/results/gpu_scale_cell.py sft --size study \\
         --seed 0 --work W --json sft.json
     ... rl --size study --seed 0 --objective darling --work W --json rl.json
 
-Stages are `demo_effect`'s (the library's stage functions, cached under `--work` by the config
+Stages are `demo.py`'s (the library's stage functions, cached under `--work` by the config
 keys they depend on), so the objectives of one (size, seed) share one SFT start: run `sft`
-first, then each objective's `rl` (they may run at once). `scripts/gpu_evidence.py` runs them
+first, then each objective's `rl` (they may run at once). `scripts/results/gpu.py` runs them
 on one GPU, several processes at a time, and compares the objectives from their rollouts.
 """
 
@@ -17,7 +17,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from demo_effect import Clock, run_seed, run_sft_half, stage_paths
+from demo import Clock, run_seed, run_sft_half, stage_paths
 
 from breadth.config import PipelineConfig, load_config
 from breadth.rollout.backend_choice import parameter_count

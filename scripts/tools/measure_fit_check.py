@@ -1,6 +1,6 @@
 """CPU and wall seconds of the data fit check (`breadth.preflight.checks.fit_report`).
 
-    .venv/bin/python scripts/measure_fit_check.py
+    .venv/bin/python scripts/tools/measure_fit_check.py
 
 Writes GSM8K-sized JSON Lines files (7,473 train and 1,319 test rows, seeded; question lengths
 drawn so that the test file's median is about 220 characters and its longest about 800, like

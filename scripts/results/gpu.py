@@ -1,6 +1,6 @@
 """GPU evidence in one run (issue #27): GPU tests, reward path, 0.5B-shape throughput, scale.
 
-    python3 scripts/gpu_evidence.py --out $OUT [--deadline 450] [--dry-run]
+    python3 scripts/results/gpu.py --out $OUT [--deadline 450] [--dry-run]
 
 Run from the repository root on a CUDA machine; it writes `gpu.md` (the page
 docs/results/gpu.md is), `gpu.json` and `logs.tar.gz` to `--out`. Its parts run as
@@ -11,11 +11,11 @@ is stopped, and the page says so); each uses the GPU, except the scale part's si
 1. `pytest -m gpu tests/gpu`;
 2. the reward path: `benchmarks/bench_reward_gpu.py` for correctness, correctness+batch and
    darling, each against a bare TRL GRPOTrainer, 300 steps after a 20-step warm-up, 3 pairs;
-3. and 4. `scripts/gpu_big_model.py`: rollouts and GRPO on a model of Qwen2.5-0.5B's shape,
-   each beside its bare engine;
+3. and 4. `scripts/results/gpu_big_model.py`: rollouts and GRPO on a model of Qwen2.5-0.5B's
+   shape, each beside its bare engine;
 5. the study task (the chain task, `reasoning` preset) at two sizes: SFT per (size, seed), then
-   correctness@unscaled and darling from that start (`scripts/gpu_scale_cell.py`), compared
-   paired by problem per seed.
+   correctness@unscaled and darling from that start (`scripts/results/gpu_scale_cell.py`),
+   compared paired by problem per seed.
 
 `--dry-run` runs every part with tiny counts on whatever device there is (a CPU here): it
 checks the script end to end, and its figures mean nothing.
@@ -37,15 +37,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
+HERE = Path(__file__).resolve().parent  # scripts/results/: the parts and the page's writer
 # The driver reads the parts' results with the library and the scripts beside it, where breadth
 # is not installed (the GPU machine runs the working tree).
-sys.path[:0] = [str(ROOT / "src"), str(ROOT / "benchmarks"), str(ROOT / "scripts")]
+sys.path[:0] = [str(ROOT / "src"), str(ROOT / "benchmarks"), str(HERE)]
 
 from gpu_scale_cell import OBJECTIVES, SIZES, cell_config  # after the path above
 
 PARTS = ("gpu-tests", "big-model", "scale", "reward")
 REWARD_SPECS = ("correctness", "correctness+batch", "darling")
+SCALE_CELL = "scripts/results/gpu_scale_cell.py"
 
 
 @dataclass
@@ -76,7 +78,7 @@ def plan(out: Path, work: Path, seeds: list[int], dry: bool, parts: list[str],
     dry_flag = ["--dry-run"] if dry else []
     tests = [sys.executable, "-m", "pytest", "-m", "gpu", "tests/gpu", "-q",
              "-p", "no:cacheprovider", "-o", "addopts="]
-    big = python("scripts/gpu_big_model.py", "--json", str(out / "big.json"),
+    big = python("scripts/results/gpu_big_model.py", "--json", str(out / "big.json"),
                  "--work", str(work / "big"), *dry_flag)
     jobs = [Job("gpu-tests", "gpu-tests", tests), Job("big-model", "big-model", big)]
     for size in SIZES:
@@ -87,11 +89,11 @@ def plan(out: Path, work: Path, seeds: list[int], dry: bool, parts: list[str],
                     *dry_flag]
             place = {"CUDA_VISIBLE_DEVICES": ""} if size in scale_on_cpu else {}
             sft = f"sft-{size}-s{seed}"
-            jobs.append(Job(sft, "scale", python("scripts/gpu_scale_cell.py", "sft", *cell,
+            jobs.append(Job(sft, "scale", python(SCALE_CELL, "sft", *cell,
                                                  "--json", str(work / f"{sft}.json")), env=place))
             for objective in OBJECTIVES:
                 name = f"rl-{size}-s{seed}-{objective}"
-                rl = python("scripts/gpu_scale_cell.py", "rl", *cell, "--objective", objective,
+                rl = python(SCALE_CELL, "rl", *cell, "--objective", objective,
                             "--json", str(work / f"{name}.json"))
                 jobs.append(Job(name, "scale", rl, after=[sft], env=place))
     bench = (["--cpu-smoke", "--steps", "2", "--pairs", "3", "--warm-up-steps", "1"] if dry
@@ -110,7 +112,7 @@ def run_jobs(jobs: list[Job], logs: Path, origin: float, deadline: float,
     """Start each job once its `after` jobs are ok, at most `max_running` at a time (None: no
     limit); stop what still runs at the deadline."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-        [str(ROOT / "src"), str(ROOT / "benchmarks"), str(ROOT / "scripts"),
+        [str(ROOT / "src"), str(ROOT / "benchmarks"), str(HERE),
          os.environ.get("PYTHONPATH", "")]), "PYTHONUNBUFFERED": "1",
            "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
     by_name = {job.name: job for job in jobs}
@@ -151,10 +153,10 @@ def read_json(path: Path) -> Any:
 
 
 def scale_comparisons(work: Path, seeds: list[int], dry: bool) -> list[dict[str, Any]]:
-    """darling − correctness@unscaled per (size, seed), paired by problem (demo_effect.compare
+    """darling − correctness@unscaled per (size, seed), paired by problem (demo.compare
     with the control in the base's place), beside each arm's own RL − SFT."""
     import pandas as pd
-    from demo_effect import compare
+    from demo import compare
 
     rows = []
     for size in SIZES:
@@ -218,7 +220,7 @@ def main() -> None:
     tests_log = logs / "gpu-tests.log"
 
     evidence = {
-        "command": shlex.join(["python3", "scripts/gpu_evidence.py", *sys.argv[1:]]),
+        "command": shlex.join(["python3", "scripts/results/gpu.py", *sys.argv[1:]]),
         "device": torch.cuda.get_device_name() if torch.cuda.is_available() else "no CUDA device",
         "host": f"{platform.node()}, {os.cpu_count()} CPU cores", "torch": torch.__version__,
         "dry_run": args.dry_run, "deadline_s": args.deadline, "wall_s": round(wall, 1),

@@ -1,10 +1,10 @@
 """Where a machine's CPU goes while a command runs, by kind of process: the servers and
-subprocesses that `scripts/test_cpu_report.py` cannot count (it sees only the children pytest
+subprocesses that `scripts/tools/test_cpu_report.py` cannot count (it sees only the children pytest
 waited for), and how busy the cores were, minute by minute.
 
-    python3 scripts/process_cpu_profile.py sample --until /tmp/x.done --out /tmp/profile.json &
+    python3 scripts/tools/process_cpu_profile.py sample --until /tmp/x.done --out /tmp/profile.json &
     ( make test; touch /tmp/x.done )
-    python3 scripts/process_cpu_profile.py report /tmp/profile.json
+    python3 scripts/tools/process_cpu_profile.py report /tmp/profile.json
 
 `sample` reads /proc every `--interval` seconds until the file `--until` exists: each process's
 CPU (user + system) at its last sighting, less what it had used when sampling began, and the
@@ -37,7 +37,7 @@ KINDS = (
     ("vLLM server", r"vllm|VLLM::"),
     ("postgres", r"postgres"),
     ("pytest (main and xdist workers)", r"pytest|exec\(eval\(sys\.stdin"),
-    ("breadth CLI and test CLIs", r"\bbreadth\b|faulty_cli|gpu_evidence|benchmarks/|scripts/"),
+    ("breadth CLI and test CLIs", r"\bbreadth\b|faulty_cli|benchmarks/|scripts/"),
     ("other python", r"python"),
 )
 

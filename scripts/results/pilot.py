@@ -1,6 +1,6 @@
 """Power pilot for the claims on a task: how many seeds does each claim's interval need?
 
-    OMP_NUM_THREADS=1 .venv/bin/python scripts/pilot_claims.py --preset reasoning --seeds 3 \\
+    OMP_NUM_THREADS=1 .venv/bin/python scripts/results/pilot.py --preset reasoning --seeds 3 \\
         --workers 2 [--set sft.epochs=32] [--out docs/results/pilot.md]
 
 For every seed (in `--workers` processes, one torch thread each) it runs the library's stages
@@ -201,7 +201,7 @@ def _fmt(value: float) -> str:
 def report(args: argparse.Namespace, values: list[dict[str, float]],
            times: list[dict[str, float]], wall: float, commit: str,
            load_before: tuple[float, ...], load_after: tuple[float, ...]) -> str:
-    command = shlex.join(["OMP_NUM_THREADS=1", ".venv/bin/python", "scripts/pilot_claims.py",
+    command = shlex.join(["OMP_NUM_THREADS=1", ".venv/bin/python", "scripts/results/pilot.py",
                           *sys.argv[1:]])
     seeds = len(values)
     context = {key: np.mean([v[key] for v in values]) for key in
@@ -209,7 +209,7 @@ def report(args: argparse.Namespace, values: list[dict[str, float]],
     lines = [
         "# Power pilot for the claims",
         "",
-        ("Written by `scripts/pilot_claims.py` (do not edit by hand): SFT and correctness-RL per "
+        ("Written by `scripts/results/pilot.py` (do not edit by hand): SFT and correctness-RL per "
         "seed on the preset's task, RL - SFT paired by problem on each claim's measure, a t "
         "interval over the per-seed means (the claims' interval, docs/results/calibration.md), "
         "and the seeds the nightly needs from the spread of those means."),
