@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from breadth.study.claim_table import VERDICTS
 from tests.integration.helpers import SMALL_PIPELINE, run_cli, run_cli_reporting_imports, set_args
 
 pytestmark = pytest.mark.integration
@@ -55,7 +56,7 @@ def test_the_summary_run_carries_the_claims_table(grid_run, live_stack):
     assert claims["batch"]["verdict"] == "not run" and "single-answer" in claims["batch"]["detail"]
     assert claims["historical"]["verdict"] == "not run"
     assert claims["historical"]["estimate"] is None
-    assert all(c["verdict"] in ("reproduced", "refuted", "no effect", "inconclusive", "not run")
+    assert all(c["verdict"] in VERDICTS and c["wording"].startswith(c["verdict"])
                for c in claims.values())
 
 

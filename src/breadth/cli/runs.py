@@ -415,7 +415,8 @@ def compare(
 
 # Verdict colours of the terminal's claims table; "not run" is dim: nothing was measured.
 _VERDICT_STYLES = {"reproduced": "green", "refuted": "red", "no effect": "cyan",
-                   "inconclusive": "yellow", "not run": "dim"}
+                   "smaller than δ, but not zero": "blue", "inconclusive": "yellow",
+                   "not run": "dim"}
 
 
 def _print_claims(rows: list[dict]) -> None:

@@ -20,29 +20,40 @@ __all__ = [
     "NO_EFFECT",
     "REFUTED",
     "REPRODUCED",
+    "SMALLER_THAN_DELTA",
     "VERDICTS",
     "Claim",
+    "Reading",
     "claims_markdown",
     "decide_family",
     "effect_text",
     "interval_text",
+    "read_interval",
     "unadjusted_text",
     "verdict",
+    "verdict_text",
 ]
 
 REPRODUCED, REFUTED, NO_EFFECT, INCONCLUSIVE = "reproduced", "refuted", "no effect", "inconclusive"
+# An effect Holm finds (0 excluded) whose equivalence interval still lies inside ±δ: real, and
+# too small to matter. Neither "no effect" (it is not zero) nor "reproduced" (it is below δ).
+SMALLER_THAN_DELTA = "smaller than δ, but not zero"
 # Not "inconclusive": that reads as "measured, no clear effect"; here nothing was measured.
 NOT_RUN = "not run"
 MEASURED = "measured"  # a row in the family, before `decide_family` gives its verdict
-VERDICTS = (REPRODUCED, REFUTED, NO_EFFECT, INCONCLUSIVE, NOT_RUN)
-FAMILY_MEANING = ("Verdicts read the Holm-adjusted interval over the family of measured rows "
-                  "(its level in brackets); *no effect*: the Bonferroni equivalence interval "
-                  "(1 − 2α/m) lies inside ±δ; δ is pre-registered per claim "
-                  "(`docs/design/algorithms.md`). *Seeds: run / for a verdict*: the seeds the "
-                  "grid ran, and the seeds this spread of per-seed means would need for a Holm "
-                  "half-width below δ/2 (at α/m), where every interval gets a verdict; "
-                  "*underpowered*: the Holm half-width is at least δ, so no interval holding 0 "
-                  "can lie within ±δ.")
+VERDICTS = (REPRODUCED, REFUTED, SMALLER_THAN_DELTA, NO_EFFECT, INCONCLUSIVE, NOT_RUN)
+FAMILY_MEANING = ("Each verdict reports two tests over the family of measured rows: whether the "
+                  "effect differs from 0 (Holm: the adjusted interval, its level in brackets, "
+                  "excludes 0) and whether it lies within ±δ (equivalence: the Bonferroni TOST "
+                  "interval, level 1 − 2α/m, lies inside ±δ). *reproduced* / *refuted*: not 0, "
+                  "on the claimed / the other side, and not within ±δ (*beyond δ* where the "
+                  "adjusted interval clears δ too); *smaller than δ, but not zero*: both tests "
+                  "pass; *no effect*: within ±δ and 0 not excluded; *inconclusive*: neither. δ is "
+                  "pre-registered per claim (`docs/design/algorithms.md`). *Seeds: run / for a "
+                  "verdict*: the seeds the grid ran, and the seeds this spread of per-seed means "
+                  "would need for a Holm half-width below δ/2 (at α/m), where every interval gets "
+                  "a verdict; *underpowered*: the Holm half-width is at least δ, so no interval "
+                  "holding 0 can lie within ±δ.")
 BUDGET_MEANING = ("An inconclusive row's details price the seeds it needs as a nightly of its "
                   "own arms (the objectives it compares, in its format) at that many seeds: "
                   "each seed's warm start (data, SFT and its rollouts, shared by the seed's "
@@ -86,39 +97,126 @@ class Claim:
     objectives: tuple[str, ...] = ()
     """The grid objectives the row's arms read (the SFT start comes with any of them); in each
     format for a row of "both". What a nightly must run to measure it."""
+    differs_from_zero: bool | None = None
+    """Holm rejects 0 (the adjusted interval excludes it); None outside the Holm family."""
+    within_delta: bool | None = None
+    """The equivalence interval lies inside ±δ; None outside the family or without a δ."""
+    beyond_delta: bool | None = None
+    """The adjusted interval lies beyond δ on one side (the effect is at least δ)."""
+    wording: str = ""
+    """The verdict as a sentence with both tests' results (`verdict_text`), for quoting."""
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        """The row as claims.json keeps it, `wording` filled for every row (a row outside the
+        family reads as its verdict)."""
+        return asdict(replace(self, wording=verdict_text(self)))
 
     def interval_at(self, confidence: float) -> tuple[float, float]:
         """The row's t interval at another confidence (same estimate and standard error)."""
         return t_interval(self.estimate, self.standard_error, self.num_seeds, confidence)
 
 
+@dataclass(frozen=True)
+class Reading:
+    """What both tests saw in a row's intervals, and the verdict they give (`read_interval`)."""
+
+    verdict: str
+    differs_from_zero: bool | None = None
+    within_delta: bool | None = None
+    beyond_delta: bool | None = None
+    direction: int = 0
+    """The side of 0 the adjusted interval lies on (+1, -1), 0 where it holds 0."""
+
+
+def read_interval(low, high, sign: int, delta: float | None = None,
+                  equivalence: tuple[float, float] | None = None) -> Reading:
+    """The verdict of an (adjusted) interval, the claimed sign (+1, -1; 0 for two-sided), δ
+    and the equivalence interval, with the two tests it reads.
+
+    Differs from 0 (D): the adjusted interval excludes 0, on the side `direction`. Within δ
+    (W): the equivalence interval lies inside ±δ. Beyond δ (B): the adjusted interval clears
+    δ (low > δ or high < -δ); B implies D, and W and B exclude each other (both intervals
+    hold the estimate). The verdict (`docs/design/algorithms.md` has the table):
+
+    - D and W: *smaller than δ, but not zero*, on either side;
+    - D, not W: *reproduced* on the claimed side (either side for a two-sided claim), else
+      *refuted* (B says the effect is at least δ);
+    - not D, W: *no effect*;
+    - not D, not W, or an interval that cannot be read: *inconclusive*.
+
+    >>> [read_interval(*i, +1).verdict for i in ((0.01, 0.05), (-0.05, -0.01), (-0.01, 0.02))]
+    ['reproduced', 'refuted', 'inconclusive']
+    >>> read_interval(-0.01, 0.02, +1, delta=0.05, equivalence=(-0.005, 0.015)).verdict
+    'no effect'
+    >>> r = read_interval(-0.019, -0.013, +1, delta=0.02, equivalence=(-0.019, -0.013))
+    >>> r.verdict, r.differs_from_zero, r.within_delta, r.direction
+    ('smaller than δ, but not zero', True, True, -1)
+    >>> r = read_interval(-0.3, -0.1, 0, delta=0.05, equivalence=(-0.28, -0.12))
+    >>> r.verdict, r.beyond_delta
+    ('reproduced', True)
+    """
+    has_delta = delta is not None
+    within = None
+    if has_delta and equivalence is not None:
+        within = bool(np.isfinite(equivalence).all() and -delta < equivalence[0]
+                      and equivalence[1] < delta)
+    if low is None or high is None or not np.isfinite([low, high]).all():
+        return Reading(NO_EFFECT if within else INCONCLUSIVE, None, within)
+    differs = bool(low > 0 or high < 0)
+    direction = (1 if low > 0 else -1) if differs else 0
+    beyond = bool(low > delta or high < -delta) if has_delta else None
+    if differs and within:
+        result = SMALLER_THAN_DELTA
+    elif differs:
+        result = REPRODUCED if sign in (0, direction) else REFUTED
+    else:
+        result = NO_EFFECT if within else INCONCLUSIVE
+    return Reading(result, differs, within, beyond, direction)
+
+
 def verdict(low, high, sign: int, delta: float | None = None,
             equivalence: tuple[float, float] | None = None) -> str:
-    """reproduced / refuted / no effect / inconclusive from an (adjusted) interval, the
-    claimed sign (+1, -1; 0 for two-sided), δ and the equivalence interval.
+    """The verdict alone of `read_interval`.
 
-    *no effect* comes first: an interval inside ±δ says the effect, whatever its sign, is
-    below what matters, even where it also excludes 0.
-
-    >>> verdict(0.01, 0.05, +1), verdict(-0.05, -0.01, +1), verdict(-0.01, 0.02, -1)
-    ('reproduced', 'refuted', 'inconclusive')
-    >>> verdict(-0.01, 0.02, +1, delta=0.05, equivalence=(-0.005, 0.015))
-    'no effect'
-    >>> verdict(-0.3, -0.1, 0)
-    'reproduced'
+    >>> verdict(0.01, 0.05, +1), verdict(-0.3, -0.1, 0), verdict(0.01, 0.03, +1, 0.05, (0.012, 0.028))
+    ('reproduced', 'reproduced', 'smaller than δ, but not zero')
     """
-    if delta is not None and equivalence is not None and np.isfinite(equivalence).all() \
-            and -delta < equivalence[0] and equivalence[1] < delta:
-        return NO_EFFECT
-    if low is None or high is None or not np.isfinite([low, high]).all():
-        return INCONCLUSIVE
-    if low > 0 or high < 0:
-        direction = 1 if low > 0 else -1
-        return REPRODUCED if sign in (0, direction) else REFUTED
-    return INCONCLUSIVE
+    return read_interval(low, high, sign, delta, equivalence).verdict
+
+
+def verdict_text(c: Claim) -> str:
+    """The row's verdict as a sentence saying what both tests saw (its `wording` once decided).
+
+    >>> row = Claim("forking", "free_form", "m", -0.0157, -0.019, -0.013, SMALLER_THAN_DELTA,
+    ...             "", delta=0.02, p_holm=4.92e-9, sign=+1, differs_from_zero=True,
+    ...             within_delta=True, beyond_delta=False)
+    >>> verdict_text(row)
+    'smaller than δ, but not zero (-0.016 within ±0.02; Holm p 4.9e-09; against the claimed sign)'
+    >>> verdict_text(replace(row, verdict=NO_EFFECT, differs_from_zero=False, p_holm=0.07))
+    'no effect (-0.016 within ±0.02; 0 not excluded, Holm p 0.07)'
+    >>> verdict_text(Claim("x", "mcq", "m", None, None, None, NOT_RUN, "no arm"))
+    'not run'
+    """
+    if c.wording:
+        return c.wording
+    if c.differs_from_zero is None or c.estimate is None or c.p_holm is None:
+        return c.verdict  # outside the Holm family: the verdict says all there is
+    p = f"Holm p {c.p_holm:.2g}"
+    delta = "" if c.delta is None else f"±{c.delta:g}"
+    side = "" if not c.differs_from_zero or c.sign == 0 or \
+        np.sign(c.estimate) == c.sign else "; against the claimed sign"
+    if c.verdict == SMALLER_THAN_DELTA:
+        return f"{c.verdict} ({c.estimate:+.3f} within {delta}; {p}{side})"
+    if c.verdict == NO_EFFECT:
+        return f"{c.verdict} ({c.estimate:+.3f} within {delta}; 0 not excluded, {p})"
+    if c.verdict in (REPRODUCED, REFUTED):
+        size = "" if c.beyond_delta is None else (
+            f"; beyond {delta}" if c.beyond_delta else f"; not shown beyond {delta}")
+        return f"{c.verdict} ({c.estimate:+.3f}, not 0: {p}{size})"
+    if c.verdict == INCONCLUSIVE:
+        within = "" if c.within_delta is None else f"; not within {delta}"
+        return f"{c.verdict} ({c.estimate:+.3f}; 0 not excluded, {p}{within})"
+    return c.verdict
 
 
 def decide_family(claims: list[Claim], confidence: float = 0.95,
@@ -153,17 +251,21 @@ def decide_family(claims: list[Claim], confidence: float = 0.95,
         level = 1 - alpha / (m - rank[i]) if rejected else 1 - alpha / m
         low, high = c.interval_at(level)
         equivalence = c.interval_at(1 - 2 * alpha / m)
-        result = verdict(low, high, c.sign, c.delta, equivalence)
+        reading = read_interval(low, high, c.sign, c.delta, equivalence)
+        result = reading.verdict
         note = f"family of {m}; Holm p = {p_holm:.3g} (unadjusted {c.p_value:.3g})"
-        if result == NO_EFFECT:
+        if reading.within_delta is not None:
             note += (f"; equivalence interval [{equivalence[0]:+.3f}, {equivalence[1]:+.3f}] "
-                     f"inside ±{c.delta:g}")
+                     f"{'inside' if reading.within_delta else 'not inside'} ±{c.delta:g}")
         power = _power(c, level, m, result == INCONCLUSIVE, confidence, pilot, budget)
         if power is not None and power.reason:
             note = f"{power.text(c.delta, c.estimate)}; {note}"
-        out[i] = replace(c, verdict=result, adjusted_low=float(low), adjusted_high=float(high),
-                         adjusted_confidence=float(level), p_holm=float(p_holm),
-                         detail=f"{note}; {c.detail}", power=power)
+        decided = replace(c, verdict=result, adjusted_low=float(low), adjusted_high=float(high),
+                          adjusted_confidence=float(level), p_holm=float(p_holm),
+                          detail=f"{note}; {c.detail}", power=power,
+                          differs_from_zero=reading.differs_from_zero,
+                          within_delta=reading.within_delta, beyond_delta=reading.beyond_delta)
+        out[i] = replace(decided, wording=verdict_text(decided))
     return out
 
 
@@ -234,8 +336,8 @@ def claims_markdown(claims: list[Claim], header: str = "", plan: str = "") -> st
     for c in claims:
         delta = "" if c.delta is None else f"±{c.delta:g}"
         seeds = "" if c.power is None else c.power.cell()
-        shown = (f"{c.verdict} ({UNDERPOWERED})" if c.power is not None
-                 and c.power.reason == UNDERPOWERED else c.verdict)
+        shown = (f"{verdict_text(c)} ({UNDERPOWERED})" if c.power is not None
+                 and c.power.reason == UNDERPOWERED else verdict_text(c))
         lines.append(f"| **{c.claim}** | {c.format} | {c.measure} | {delta} | {effect_text(c)} | "
                      f"{unadjusted_text(c)} | {seeds} | {shown} | {c.paper} |")
     lines += ["", FAMILY_MEANING]

@@ -13,14 +13,18 @@ nested in seeds), then over seeds, with a t interval over the per-seed means (S 
 of freedom: `breadth.stats.seed_interval`), the method the calibration simulation kept
 (`docs/results/calibration.md`). The measured rows form one family: their verdicts read
 Holm-adjusted intervals, the unadjusted 95% interval is shown beside. Each row pre-registers
-its smallest effect of interest δ (`claim_registry.DELTAS`). Verdicts:
+its smallest effect of interest δ (`claim_registry.DELTAS`). Each verdict reads two tests:
+whether the effect differs from 0 (the Holm-adjusted interval excludes 0) and whether it lies
+within ±δ (the equivalence interval, Bonferroni, level 1 - 2α/m: two one-sided tests, lies
+inside ±δ); the row keeps both (`differs_from_zero`, `within_delta`, and `beyond_delta`: the
+adjusted interval clears δ) and a sentence of them (`wording`). Verdicts:
 
-- *reproduced*: the adjusted interval excludes 0 on the claimed side;
-- *refuted*: it excludes 0 on the other side;
-- *no effect*: the equivalence interval (Bonferroni, level 1 - 2α/m: two one-sided tests)
-  lies inside ±δ, whichever side of 0;
-- *inconclusive*: none of these (too wide to say), or the row cannot be read (one seed, a
-  transfer split below `min_split`, an mcq start at chance);
+- *reproduced*: not 0, on the claimed side, and not within ±δ;
+- *refuted*: not 0, on the other side, and not within ±δ;
+- *smaller than δ, but not zero*: not 0, and within ±δ (either side);
+- *no effect*: within ±δ, and 0 not excluded;
+- *inconclusive*: neither test passes (too wide to say), or the row cannot be read (one
+  seed, a transfer split below `min_split`, an mcq start at chance);
 - *not run*: the grid lacks an arm or a measurement the claim needs, and the row says which.
 """
 

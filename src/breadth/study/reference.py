@@ -45,7 +45,9 @@ class ReferenceTable:
         'full/claims.json measured it at 4 seeds: inconclusive (underpowered: …)'
         """
         seeds = f" at {row['num_seeds']} seeds" if row.get("num_seeds") else ""
-        return f"{self.source} measured it{seeds}: {row['verdict']} ({row['detail']})"
+        # `wording` (both tests' results) where the table has it; older tables have the verdict.
+        return f"{self.source} measured it{seeds}: {row.get('wording') or row['verdict']} " \
+               f"({row['detail']})"
 
 
 def read_reference(path: Path, source: str | None = None) -> ReferenceTable:

@@ -24,7 +24,14 @@ from breadth.stats.seed_interval import (
     t_interval,
     t_quantile,
 )
-from breadth.study.claims import Claim, decide_family, evaluate_claims, verdict
+from breadth.study.claim_table import read_interval
+from breadth.study.claims import (
+    Claim,
+    claims_markdown,
+    decide_family,
+    evaluate_claims,
+    verdict,
+)
 from breadth.study.grid_settings import ClaimSettings
 
 
@@ -107,17 +114,53 @@ def test_decide_family_holm_levels_and_the_equivalence_verdict():
 
 
 @pytest.mark.parametrize(
-    ("adjusted", "equivalence", "delta", "expected"),
+    ("adjusted", "equivalence", "sign", "expected", "differs", "within", "beyond"),
     [
-        ((-0.01, 0.03), (-0.005, 0.02), 0.05, "no effect"),  # inside +-δ
-        ((-0.01, 0.09), (-0.005, 0.06), 0.05, "inconclusive"),  # reaches past δ: too wide
-        ((0.01, 0.03), (0.012, 0.028), 0.05, "no effect"),  # nonzero but below δ
-        ((0.01, 0.20), (0.02, 0.15), 0.05, "reproduced"),
-        ((-0.20, -0.01), (-0.15, -0.02), 0.05, "refuted"),
+        # The truth table of docs/design/algorithms.md, δ = 0.05: D (0 excluded), W (the
+        # equivalence interval inside ±δ), B (the adjusted interval beyond δ).
+        ((0.10, 0.20), (0.11, 0.19), +1, "reproduced", True, False, True),  # D, B, claimed side
+        ((0.01, 0.20), (0.02, 0.15), +1, "reproduced", True, False, False),  # D, size vs δ open
+        ((0.01, 0.20), (0.02, 0.15), 0, "reproduced", True, False, False),  # two-sided
+        ((-0.20, -0.10), (-0.19, -0.11), +1, "refuted", True, False, True),
+        ((-0.20, -0.01), (-0.15, -0.02), +1, "refuted", True, False, False),
+        ((0.01, 0.03), (0.012, 0.028), +1, "smaller than δ, but not zero", True, True, False),
+        ((-0.03, -0.01), (-0.028, -0.012), +1, "smaller than δ, but not zero", True, True, False),
+        ((-0.01, 0.03), (-0.005, 0.02), +1, "no effect", False, True, False),  # inside ±δ
+        ((-0.01, 0.09), (-0.005, 0.06), +1, "inconclusive", False, False, False),  # past δ
+        ((-0.30, 0.30), (-0.20, 0.20), -1, "inconclusive", False, False, False),  # too wide
     ],
 )
-def test_equivalence_verdict(adjusted, equivalence, delta, expected):
-    assert verdict(adjusted[0], adjusted[1], +1, delta, equivalence) == expected
+def test_verdict_reports_both_tests(adjusted, equivalence, sign, expected, differs, within,
+                                    beyond):
+    reading = read_interval(adjusted[0], adjusted[1], sign, 0.05, equivalence)
+    assert (reading.verdict, reading.differs_from_zero, reading.within_delta,
+            reading.beyond_delta) == (expected, differs, within, beyond)
+    assert verdict(adjusted[0], adjusted[1], sign, 0.05, equivalence) == expected
+
+
+def test_without_a_delta_only_the_test_against_zero_is_read():
+    reading = read_interval(0.01, 0.03, +1)
+    assert (reading.verdict, reading.within_delta, reading.beyond_delta) == (
+        "reproduced", None, None)
+    assert read_interval(None, None, +1).verdict == "inconclusive"
+
+
+def test_a_significant_effect_inside_delta_is_not_called_no_effect():
+    # The nightly's forking row (grid-80e1e8eb): -0.016 at 15 seeds, Holm p ~ 5e-9, its
+    # equivalence interval [-0.019, -0.013] inside ±0.02. It read "no effect"; both tests
+    # say it is not zero and smaller than δ.
+    row = replace(_measured("forking", -0.0157, 0.0012, delta=0.02), num_seeds=15,
+                  p_value=1.23e-9)
+    (decided,) = decide_family([row])
+    assert decided.verdict == "smaller than δ, but not zero"
+    assert (decided.differs_from_zero, decided.within_delta, decided.beyond_delta) == (
+        True, True, False)
+    assert decided.wording == ("smaller than δ, but not zero (-0.016 within ±0.02; Holm p "
+                               "1.2e-09; against the claimed sign)")
+    assert decided.to_dict()["wording"] == decided.wording
+    # A family of 1: the equivalence level is 90%, -0.0157 ± t(0.95, 14) 1.761 x 0.0012.
+    assert "equivalence interval [-0.018, -0.014] inside ±0.02" in decided.detail
+    assert f"| {decided.wording} |" in claims_markdown([decided])
 
 
 def test_chance_correction_at_k_32_with_an_unsolved_problem():

@@ -101,7 +101,8 @@ def test_a_decided_row_does_not_claim_underpower():
     assert strong.power.holm_half_width > strong.delta
     assert "underpowered" not in strong.detail and "lack of power" not in strong.detail
     table = claims_markdown([strong])
-    assert "| 3 / " in table and "reproduced |" in table and "(underpowered)" not in table
+    assert "| 3 / " in table and "| reproduced (+1.000, not 0: Holm p " in table
+    assert "beyond ±0.02) |" in table and "(underpowered)" not in table
 
 
 def test_an_interval_narrower_than_delta_at_its_edge_is_not_a_power_problem():

@@ -1,11 +1,13 @@
 """The rows a thinned grid left out, told from a fuller grid's table (`--reference`)."""
 
 import json
+from pathlib import Path
 
 import pandas as pd
 import pytest
 
-from breadth.study.claims import claims_markdown, evaluate_claims
+from breadth.study.claim_table import verdict_text
+from breadth.study.claims import Claim, claims_markdown, evaluate_claims
 from breadth.study.grid_settings import ClaimSettings
 from breadth.study.reference import read_reference
 
@@ -51,7 +53,8 @@ def test_the_rows_of_a_left_out_format_are_not_run_and_cite_what_the_reference_m
     [row] = [r for r in expected if r["measure"] == sharpening.measure]
     assert row["verdict"] != "not run" and row["num_seeds"] == 2
     assert sharpening.detail == (f"the grid left out mcq; full/claims.json measured it at 2 "
-                                 f"seeds: {row['verdict']} ({row['detail']})")
+                                 f"seeds: {row['wording']} ({row['detail']})")
+    assert row["wording"].startswith(row["verdict"])
     assert (sharpening.delta, sharpening.paper) == (row["delta"], row["paper"])
     # A row the reference did not run either says so, with the reference's reason.
     [historical] = [c for c in mcq if c.claim == "historical"]
@@ -70,7 +73,7 @@ def test_the_reference_changes_no_measured_row_and_the_format_claim_stays_last(r
     [row] = [r for r in reference.rows if r["claim"] == "format"]
     assert row["verdict"] != "not run"
     assert cited[-1].detail == (f"{alone[-1].detail}; full/claims.json measured it at "
-                                f"{row['num_seeds']} seeds: {row['verdict']} ({row['detail']})")
+                                f"{row['num_seeds']} seeds: {row['wording']} ({row['detail']})")
     assert alone[-1].detail == "format not in the grid: mcq"
 
 
@@ -92,3 +95,16 @@ def test_a_reference_that_cannot_be_read_names_the_file_and_how_to_write_it(tmp_
     with pytest.raises(ValueError, match=f"reference table {path}: .*{why}.*"
                                          r"breadth compare --grid GRID --claims-out DIR"):
         read_reference(path)
+
+
+def test_a_claims_json_written_before_the_two_tests_still_reads():
+    # The full grid's committed table has no `wording` or test fields: it is cited by its
+    # verdict, and its rows still make claims (as `breadth compare` prints them).
+    path = Path(__file__).parents[3] / "docs/results/full_grid/claims.json"
+    old = read_reference(path, source="full")
+    assert all("wording" not in row for row in old.rows)
+    [row] = [r for r in old.rows if (r["claim"], r["format"]) == ("forking", "free_form")]
+    assert old.account(row).startswith("full measured it at 4 seeds: refuted (family of 9;")
+    claims = [Claim(**row) for row in old.rows]
+    assert {c.differs_from_zero for c in claims} == {None}
+    assert verdict_text(Claim(**row)) == "refuted"
