@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 
 import httpx
 from breadth_flows.pipeline import pipeline
-from breadth_flows.zombies import ensure_zombie_automation
+from breadth_tasks.dead_runs import ensure_zombie_automation
 from breadth_tasks.train import sft
 from prefect import get_client, runtime
 from prefect.client.schemas.filters import (
@@ -162,7 +162,7 @@ def run_on_deployment(
     its SFT stage has completed (or its run has ended), so that they find the SFT start in the
     cache instead of training it again on another machine, and hold no accelerator meanwhile.
 
-    A cell whose worker died is marked Crashed by the server (flows/zombies.py) and submitted
+    A cell whose worker died is marked Crashed by the server (tasks/dead_runs.py) and submitted
     once more, to resume from its checkpoints in S3 on whichever worker takes it; crashed
     again, it is recorded as failed. No cell is waited on forever. A run marked Crashed while
     its process lived on (heartbeats rarer than the automation expects: a worker that is not

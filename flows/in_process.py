@@ -13,7 +13,7 @@ from prefect.settings import temporary_settings
 def in_process_run() -> Iterator[None]:
     """Run flows here without Prefect's flow-run heartbeats.
 
-    Why: heartbeats feed the dead-worker automation (flows/zombies.py), which is for runs on
+    Why: heartbeats feed the dead-worker automation (tasks/dead_runs.py), which is for runs on
     workers elsewhere; a run in this process that dies is found by `reconcile_stale_runs` (its
     process is gone from this host) at the next run or `breadth stack up`. And they cost every run up to a
     second: Prefect's sync engine joins the heartbeat thread at the end of the run, which waits

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from breadth_flows.run_log import breadth_logs_in_run_log, label_flow_run, run_tags
+from breadth_flows.flow_run_display import breadth_logs_in_run_log, label_flow_run
 from breadth_tasks.common import StageResult, models_logged_in_background
 from breadth_tasks.evaluate import evaluate, publish_report
 from breadth_tasks.prepare import prepare
@@ -30,7 +30,7 @@ from breadth.preflight.checks import check_fit, check_local_paths
 from breadth.preflight.costs import log_plan
 from breadth.rollout.vllm_pool import kept_vllm_servers
 from breadth.tracking.datasets import dataset_inputs
-from breadth.tracking.names import CACHED_MARK
+from breadth.tracking.names import CACHED_MARK, run_tags
 from breadth.tracking.run_log import StageLog, config_summary, log
 
 # The form's preset picker: a drop-down of the presets shipped with the package.
@@ -103,6 +103,8 @@ def run_pipeline(config: PipelineConfig, extra_tags: dict[str, str] | None = Non
                                          dataset.info["content_hash"]))
 
         policy = base = init_model(config, keys["init"])
+        if base.info.get("tags"):  # a GGUF source: its file, hash, package and licence
+            parent.set_tags(base.info["tags"])
         models = {}
         if config.sft.enabled:
             policy = done(sft(config, keys["sft"], parent, dataset, base))

@@ -12,6 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from breadth_tasks.common import CODE_FOLDERS, PROJECT_ROOT, code_version, server_wait_s
+from breadth_tasks.dead_runs import PrefectFlowRuns
 from prefect import runtime
 
 from breadth.config import PipelineConfig
@@ -106,7 +107,7 @@ def close_stale_runs() -> None:
     """Close what killed runs left open (RUNNING in MLflow, Running in Prefect); a failure here
     is logged, never a reason not to run."""
     try:
-        reconcile_stale_runs(tracking_uri())
+        reconcile_stale_runs(tracking_uri(), flow_runs=PrefectFlowRuns)
     except Exception as error:  # noqa: BLE001
         logging.getLogger("breadth.reconcile").warning("could not reconcile stale runs: %s", error)
 

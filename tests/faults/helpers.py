@@ -134,9 +134,9 @@ def stage_dir(work: Path, stage: str) -> Path:
 
 
 def flow_run_state(stack_env: dict[str, str], flow_run_id: str) -> str | None:
-    from breadth.tracking.reconcile import PrefectApi
+    from breadth_tasks.dead_runs import PrefectFlowRuns
 
-    return PrefectApi(stack_env["PREFECT_API_URL"]).flow_run_state(flow_run_id)
+    return PrefectFlowRuns(stack_env["PREFECT_API_URL"]).state(flow_run_id)
 
 
 def descendants(pid: int) -> list[int]:

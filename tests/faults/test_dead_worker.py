@@ -1,5 +1,5 @@
 """A worker killed outright (kill -9, as a lost host) while its flow run is Running: the run's
-heartbeats stop and the server's automation (flows/zombies.py) marks it Crashed within
+heartbeats stop and the server's automation (tasks/dead_runs.py) marks it Crashed within
 HEARTBEAT_S + MISSED_AFTER_S plus the trigger's evaluation. The time from the kill to Crashed
 is measured and printed (run with -s to see it)."""
 
@@ -40,7 +40,7 @@ def test_a_dead_workers_run_is_marked_crashed_within_the_bound(live_stack, tmp_p
 
 
 def _kill_a_worker_and_time_its_run(live_stack, tmp_path, env):
-    from breadth_flows.zombies import (
+    from breadth_tasks.dead_runs import (
         HEARTBEAT_S,
         MISSED_AFTER_S,
         ensure_zombie_automation,

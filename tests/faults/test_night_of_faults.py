@@ -162,7 +162,7 @@ def night(live_stack, tmp_path):
     def start_host(index: int) -> Path:
         (tmp_path / f"host-{index}").mkdir()
         work = tmp_path / f"host-{index}/work"
-        # start_workers gives them the heartbeats of `breadth worker` (flows/zombies.py).
+        # start_workers gives them the heartbeats of `breadth worker` (tasks/dead_runs.py).
         workers.extend(start_workers(1, {**env, "BREADTH_WORK_DIR": str(work)},
                                      tmp_path / f"host-{index}", pool=POOL, first_index=index))
         return work
@@ -184,7 +184,7 @@ def night(live_stack, tmp_path):
 
 @pytest.mark.timeout(GRID_TIMEOUT_S + 300)
 def test_a_grid_through_a_night_of_faults(night, live_stack):
-    from breadth_flows.zombies import HEARTBEAT_S, MISSED_AFTER_S
+    from breadth_tasks.dead_runs import HEARTBEAT_S, MISSED_AFTER_S
 
     # 1. The Prefect server restarts while the first cells run and another waits in its queue.
     night.restart("prefect", and_scheduled=True)

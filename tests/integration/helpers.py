@@ -90,7 +90,7 @@ def start_workers(count: int, env: dict[str, str], log_dir: Path, pin_cores: boo
     # As `breadth worker` runs them: heartbeats every 30 s, as the dead-worker automation (which
     # a grid creates) expects. Without, Prefect's 180 s default let it mark a cell Crashed 90 s
     # after its first heartbeat, alive, and the grid ran the cell twice.
-    from breadth_flows.zombies import heartbeat_env
+    from breadth_tasks.dead_runs import heartbeat_env
 
     workers = []
     for index in range(first_index, first_index + count):

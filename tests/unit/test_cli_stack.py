@@ -15,7 +15,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from breadth_flows.zombies import HEARTBEAT_S
+from breadth_tasks.dead_runs import HEARTBEAT_S
 from typer.testing import CliRunner
 
 from breadth import cli

@@ -30,10 +30,13 @@ PRINTED_ADDRESSES = ("PREFECT_API_URL", "MLFLOW_TRACKING_URI", "BREADTH_S3_ENDPO
 
 
 def _stack():
-    # Imported on use: `breadth --help` and the other commands do not load it.
+    # Imported on use: `breadth --help` and the other commands do not load it. dead_runs
+    # imports Prefect only when a dead run's flow run is crashed.
+    from breadth_tasks.dead_runs import PrefectFlowRuns
+
     from breadth.stack.local import LocalStack, StackSettings
 
-    return LocalStack(StackSettings())
+    return LocalStack(StackSettings(), flow_runs=PrefectFlowRuns)
 
 
 def start_stack(reconcile: bool = True) -> tuple[dict[str, str], dict[str, str]]:
@@ -251,8 +254,8 @@ def worker_invocation(
     """The `prefect worker start` command for `pool` and its whole environment: the caller's,
     with the stack's client environment over it (Prefect, MLflow and S3 alike), and flow-run
     heartbeats every 30 s (unless set) so that a run whose worker dies is marked Crashed."""
-    # Imported on use: flows/ loads Prefect, and the CLI starts without it.
-    from breadth_flows.zombies import heartbeat_env
+    # Imported on use: the CLI starts without the orchestration's modules.
+    from breadth_tasks.dead_runs import heartbeat_env
 
     argv = [str(Path(sys.executable).parent / "prefect"), "worker", "start", "--pool", pool]
     if limit is not None:
@@ -298,8 +301,8 @@ def deployments_on_pool(work_pool: str) -> dict:
     window: every run longer than that would be marked Crashed while alive."""
     import yaml
 
-    # Imported on use: flows/ loads Prefect, and the CLI starts without it.
-    from breadth_flows.zombies import heartbeat_env
+    # Imported on use: the CLI starts without the orchestration's modules.
+    from breadth_tasks.dead_runs import heartbeat_env
 
     spec = yaml.safe_load((PROJECT_DIR / "prefect.yaml").read_text())
     for deployment in spec["deployments"]:
@@ -322,10 +325,10 @@ def created_deployments(output: str) -> dict[str, str]:
 
 
 def _ensure_dead_worker_automation() -> None:
-    """The server automation that marks a dead worker's runs Crashed (flows/zombies.py); the
+    """The server automation that marks a dead worker's runs Crashed (tasks/dead_runs.py); the
     stack's client environment is already this process's (bring_up_stack)."""
-    # Imported on use: flows/ loads Prefect, and the CLI starts without it.
-    from breadth_flows.zombies import AUTOMATION_NAME, ensure_zombie_automation
+    # Imported on use: the CLI starts without the orchestration's modules.
+    from breadth_tasks.dead_runs import AUTOMATION_NAME, ensure_zombie_automation
 
     ensure_zombie_automation()
     console.print(f"automation {AUTOMATION_NAME!r} is on the server", highlight=False)

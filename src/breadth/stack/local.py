@@ -46,7 +46,7 @@ from breadth.stack.processes import (
     working_directory,
 )
 from breadth.tracking.objects import ObjectStore
-from breadth.tracking.reconcile import reconcile_stale_runs
+from breadth.tracking.reconcile import FlowRuns, reconcile_stale_runs
 
 # How a URL names this machine's own loopback interface, where the stack's servers listen.
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
@@ -393,11 +393,17 @@ def started_from(service: str, port: int) -> Path | None:
 
 
 class LocalStack:
-    """Start, stop and inspect the local services. Safe to call `up` repeatedly."""
+    """Start, stop and inspect the local services. Safe to call `up` repeatedly.
 
-    def __init__(self, settings: StackSettings | None = None, start_timeout_s: float = 120.0):
+    `flow_runs` makes the Prefect client that `reconcile` crashes dead flow runs with
+    (`breadth_tasks.dead_runs.PrefectFlowRuns`, which the CLI gives); without it, `reconcile`
+    closes MLflow runs only (this library imports no Prefect)."""
+
+    def __init__(self, settings: StackSettings | None = None, start_timeout_s: float = 120.0,
+                 flow_runs: Callable[[str], FlowRuns] | None = None):
         self.settings = settings or StackSettings()
         self.start_timeout_s = start_timeout_s
+        self.flow_runs = flow_runs
         self.logs = self.settings.home / "logs"
 
     def _pid_file(self, service: Service) -> Path:
@@ -526,7 +532,8 @@ class LocalStack:
 
         env = self.settings.client_env()
         try:
-            return reconcile_stale_runs(env["MLFLOW_TRACKING_URI"], env.get("PREFECT_API_URL"))
+            return reconcile_stale_runs(env["MLFLOW_TRACKING_URI"], env.get("PREFECT_API_URL"),
+                                        flow_runs=self.flow_runs)
         except Exception as error:  # noqa: BLE001 - the stack is up; reconciling is a courtesy
             note = f"could not reconcile stale runs: {error}"
             logging.getLogger("breadth.reconcile").warning(note)

@@ -1,4 +1,4 @@
-"""What a pipeline run is called in MLflow and Prefect: names that tell runs apart.
+"""What a pipeline run is called in MLflow and Prefect: names and tags that tell runs apart.
 
 A lone run is named by its preset, its data source when that is not the preset's, what else
 differs from the preset, and its config hash: `default·gsm8k_test.jsonl·rl.max_steps=60·1a2b3c4d`,
@@ -116,3 +116,15 @@ def cached_label(cached: int, stages: int) -> str:
     if stages and cached == stages:
         return "all"
     return "none" if cached == 0 else f"{cached}/{stages}"
+
+
+def run_tags(config: PipelineConfig) -> list[str]:
+    """Prefect tags (`key:value`) that tell runs apart, as the MLflow parent's tags do.
+
+    >>> from breadth.config import load_config
+    >>> run_tags(load_config("default", ["seed=1"]))
+    ['preset:default', 'format:free_form', 'reward:correctness', 'seed:1', 'data:arithmetic']
+    """
+    return [f"preset:{config.preset}", f"format:{config.data.format}",
+            f"reward:{config.rl.reward.spec}", f"seed:{config.seed}",
+            f"data:{short_source(config.data.source)}"]

@@ -1,4 +1,4 @@
-"""Close the records a killed process left open.
+"""Close the records a killed process left open: the MLflow half of breadth's dead-run design.
 
 A process killed with SIGKILL (or a machine that lost power) cannot close its MLflow runs or
 tell Prefect it ended: they stay RUNNING / Running forever. A later pipeline run and
@@ -10,19 +10,23 @@ An owner is gone when its process (tagged `breadth.process` = host:pid:start tim
 runs on this host, or when Prefect already holds its flow run in a final state. A run owned by
 a live process, or by a process on another host whose flow run Prefect still calls running,
 is left alone.
+
+Dead runs, one design (docs/design/architecture.md, "Dead runs"): this module decides from
+MLflow and the process table, which only this host can see; the Prefect server decides for
+deployment runs on workers elsewhere, from their heartbeats (`breadth_tasks.dead_runs`' automation).
+Both talk to Prefect through Prefect's own client: this library imports no Prefect, so the
+caller hands in `flow_runs` (`breadth_tasks.dead_runs.PrefectFlowRuns`), which reads a flow run's
+state and marks it Crashed. Without it only MLflow runs are closed.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import socket
-import urllib.error
-import urllib.request
-from typing import Any
+from collections.abc import Callable
+from typing import Any, Protocol
 
-from breadth.stack.auth import prefect_auth_headers
 from breadth.stack.processes import pid_alive, start_time
 from breadth.tracking.clients import tracking_client
 from breadth.tracking.rest import RunRecord
@@ -43,40 +47,14 @@ def owner_alive(process_tag: str | None, host: str | None = None) -> bool | None
     return pid_alive(int(pid)) and start_time(int(pid)) == started
 
 
-class PrefectApi:
-    """The few REST calls reconciliation needs (src/breadth does not import Prefect)."""
+class FlowRuns(Protocol):
+    """What reconciliation asks of Prefect, for flow runs by id (`breadth_tasks.dead_runs`)."""
 
-    def __init__(self, url: str):
-        self.url = url.rstrip("/")
-
-    def _call(self, method: str, path: str, body: Any = None) -> Any:
-        data = None if body is None else json.dumps(body).encode()
-        headers = {"Content-Type": "application/json", **prefect_auth_headers()}
-        request = urllib.request.Request(self.url + path, data=data, method=method,
-                                         headers=headers)
-        with urllib.request.urlopen(request, timeout=10) as response:
-            return json.loads(response.read() or b"null")
-
-    def flow_run_state(self, flow_run_id: str) -> str | None:
-        try:
-            return self._call("GET", f"/flow_runs/{flow_run_id}").get("state_type")
-        except urllib.error.HTTPError as error:
-            if error.code == 404:
-                return None
-            raise
+    def state(self, flow_run_id: str) -> str | None:
+        """The flow run's state type ("RUNNING", "COMPLETED", ...); None where there is none."""
 
     def crash(self, flow_run_id: str, message: str) -> list[str]:
-        """Mark the flow run and its unfinished task runs Crashed; returns the task run ids."""
-        state = {"type": "CRASHED", "name": "Crashed", "message": message}
-        self._call("POST", f"/flow_runs/{flow_run_id}/set_state", {"state": state, "force": True})
-        tasks = self._call("POST", "/task_runs/filter", {
-            "flow_runs": {"id": {"any_": [flow_run_id]}},
-            "task_runs": {"state": {"type": {"any_": sorted(OPEN_PREFECT_STATES)}}},
-        })
-        for task in tasks:
-            self._call("POST", f"/task_runs/{task['id']}/set_state",
-                       {"state": state, "force": True})
-        return [task["id"] for task in tasks]
+        """Mark the flow run and its unfinished task runs Crashed; the task run ids."""
 
 
 def _flow_run_id(client: Any, run: RunRecord, cache: dict[str, RunRecord]) -> str:
@@ -92,10 +70,13 @@ def _flow_run_id(client: Any, run: RunRecord, cache: dict[str, RunRecord]) -> st
 
 
 def reconcile_stale_runs(
-    tracking_uri: str, prefect_api_url: str | None = None, host: str | None = None
+    tracking_uri: str, prefect_api_url: str | None = None, host: str | None = None,
+    flow_runs: Callable[[str], FlowRuns] | None = None,
 ) -> list[str]:
     """Mark RUNNING MLflow runs whose owner is gone KILLED and their flow runs Crashed.
 
+    `flow_runs` makes the Prefect client for the server at `prefect_api_url` (default
+    PREFECT_API_URL); without either, Prefect is not asked and no flow run is crashed.
     Returns one line per record changed (for the terminal and the logs). It runs before every
     pipeline run, so it talks REST to an http(s) server (`tracking_client`): importing `mlflow`
     here was most of a cached run's start-up.
@@ -103,7 +84,7 @@ def reconcile_stale_runs(
     check_tracking_server(tracking_uri)  # seconds, not the client's minutes of retries
     client = tracking_client(tracking_uri)
     prefect_url = prefect_api_url if prefect_api_url is not None else os.environ.get("PREFECT_API_URL")
-    prefect = PrefectApi(prefect_url) if prefect_url else None
+    prefect = flow_runs(prefect_url) if prefect_url and flow_runs is not None else None
     experiments = client.experiment_ids()
     if not experiments:
         return []
@@ -117,7 +98,7 @@ def reconcile_stale_runs(
         alive = owner_alive(run.tags.get(PROCESS_TAG), host)
         if alive is None and prefect and flow_run_id:
             if flow_run_id not in states:
-                states[flow_run_id] = prefect.flow_run_state(flow_run_id)
+                states[flow_run_id] = prefect.state(flow_run_id)
             alive = False if states[flow_run_id] in FINAL_PREFECT_STATES else None
         if alive is not False:
             continue
@@ -130,7 +111,7 @@ def reconcile_stale_runs(
     for flow_run_id in sorted(to_crash):
         if prefect is None:
             continue
-        state = states.get(flow_run_id) or prefect.flow_run_state(flow_run_id)
+        state = states.get(flow_run_id) or prefect.state(flow_run_id)
         if state in OPEN_PREFECT_STATES:
             tasks = prefect.crash(flow_run_id, "its process was killed (found by reconciliation)")
             notes.append(f"Prefect flow run {flow_run_id} {state} -> CRASHED "

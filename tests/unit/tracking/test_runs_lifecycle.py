@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from breadth.tracking.reconcile import owner_alive, reconcile_stale_runs
+from breadth.tracking.reconcile import FLOW_RUN_TAG, owner_alive, reconcile_stale_runs
 from breadth.tracking.rest import MlflowRequestError
 from breadth.tracking.runs import PROCESS_TAG, MetricBuffer, start_run, this_process
 from breadth.tracking.uploads import BackgroundLane
@@ -81,6 +81,48 @@ def test_reconciliation_kills_runs_of_dead_processes_and_spares_live_ones(tracki
     assert len(notes) == 1 and stale.run_id in notes[0]
     live.finish()
     foreign.finish()
+
+
+class _FlowRuns:
+    """`reconcile.FlowRuns` with the flow runs' states given: records what it is asked."""
+
+    def __init__(self, states: dict[str, str]):
+        self.states, self.crashed = states, []
+
+    def __call__(self, api_url: str) -> _FlowRuns:
+        assert api_url == "http://prefect.test/api"
+        return self
+
+    def state(self, flow_run_id: str) -> str | None:
+        return self.states.get(flow_run_id)
+
+    def crash(self, flow_run_id: str, message: str) -> list[str]:
+        self.crashed.append(flow_run_id)
+        self.states[flow_run_id] = "CRASHED"
+        return ["task-1"]
+
+
+def test_reconciliation_asks_prefect_through_the_flow_runs_it_is_given(tracking):
+    """A dead owner's flow run is crashed; another host's run is closed only when Prefect
+    holds its flow run final, and left alone while Prefect calls it running."""
+    flow_runs = _FlowRuns({"dead": "RUNNING", "done": "COMPLETED", "busy": "RUNNING"})
+    runs = {}
+    for name, process in (("dead", _dead_process_tag()), ("done", "another-host:1:1"),
+                          ("busy", "another-host:2:1")):
+        runs[name] = start_run("reconcile-prefect", name, tags={FLOW_RUN_TAG: name})
+        runs[name].client.set_tag(runs[name].run_id, PROCESS_TAG, process)
+    notes = reconcile_stale_runs(tracking, prefect_api_url="http://prefect.test/api",
+                                 flow_runs=flow_runs)
+    assert {name: _status(run) for name, run in runs.items()} == {
+        "dead": "KILLED", "done": "KILLED", "busy": "RUNNING"}
+    assert flow_runs.crashed == ["dead"]  # "done" is final already
+    assert "Prefect flow run dead RUNNING -> CRASHED (and 1 unfinished task run(s))" in notes
+    runs["busy"].finish()
+    # Without a client for Prefect, only MLflow is closed.
+    quiet = start_run("reconcile-prefect", "no-client", tags={FLOW_RUN_TAG: "x"})
+    quiet.client.set_tag(quiet.run_id, PROCESS_TAG, _dead_process_tag())
+    assert len(reconcile_stale_runs(tracking, "http://prefect.test/api")) == 1
+    assert _status(quiet) == "KILLED"
 
 
 def test_metric_buffer_flushes_through_a_background_lane(tracking):

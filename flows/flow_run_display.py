@@ -1,5 +1,7 @@
-"""A pipeline flow run as the Prefect UI shows it: named and tagged like its MLflow parent run,
-and with breadth's own log lines (`breadth.*` loggers) in its log."""
+"""A pipeline flow run as the Prefect UI shows it: named and tagged like its MLflow parent run
+(the name and tags come from `breadth.tracking.names`), and with breadth's own log lines in its
+log. What those lines say is `breadth.tracking.run_log`'s; this module only carries the
+`breadth.*` loggers into Prefect's run log."""
 
 from __future__ import annotations
 
@@ -12,22 +14,7 @@ from prefect.client.orchestration import get_client
 from prefect.context import FlowRunContext, TaskRunContext
 from prefect.logging.handlers import APILogHandler
 
-from breadth.config import PipelineConfig
-from breadth.tracking.names import short_source
-
-log = logging.getLogger("breadth.run")
-
-
-def run_tags(config: PipelineConfig) -> list[str]:
-    """Prefect tags (`key:value`) that tell runs apart, as the MLflow parent's tags do.
-
-    >>> from breadth.config import load_config
-    >>> run_tags(load_config("default", ["seed=1"]))
-    ['preset:default', 'format:free_form', 'reward:correctness', 'seed:1', 'data:arithmetic']
-    """
-    return [f"preset:{config.preset}", f"format:{config.data.format}",
-            f"reward:{config.rl.reward.spec}", f"seed:{config.seed}",
-            f"data:{short_source(config.data.source)}"]
+from breadth.tracking.run_log import log
 
 
 def label_flow_run(name: str | None, tags: list[str]) -> None:

@@ -8,8 +8,8 @@ import logging
 import threading
 from types import SimpleNamespace
 
-import breadth_flows.run_log
-from breadth_flows.run_log import _ThisFlowRun, breadth_logs_in_run_log, label_flow_run
+import breadth_flows.flow_run_display
+from breadth_flows.flow_run_display import _ThisFlowRun, breadth_logs_in_run_log, label_flow_run
 from prefect.logging.handlers import APILogHandler
 
 RUN_ID = "0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0"
@@ -34,7 +34,7 @@ class _Client:
 
 
 def _in_a_run(monkeypatch, flow_run_id=RUN_ID):
-    monkeypatch.setattr(breadth_flows.run_log, "runtime",
+    monkeypatch.setattr(breadth_flows.flow_run_display, "runtime",
                         SimpleNamespace(flow_run=SimpleNamespace(id=flow_run_id, tags=[])))
 
 
@@ -43,7 +43,7 @@ def test_a_relabel_adds_to_the_tags_the_run_has_now(monkeypatch):
     the run's context holds only the tags it was created with."""
     _in_a_run(monkeypatch)
     client = _Client(["breadth", "adhoc"])
-    monkeypatch.setattr(breadth_flows.run_log, "get_client", lambda sync_client: client)
+    monkeypatch.setattr(breadth_flows.flow_run_display, "get_client", lambda sync_client: client)
     label_flow_run("default·1a2b3c4d", ["preset:default", "seed:0"])
     label_flow_run("default·1a2b3c4d·cached", ["cached"])
     assert client.updates[-1] == (RUN_ID, "default·1a2b3c4d·cached",
@@ -56,7 +56,7 @@ def test_a_label_that_cannot_be_set_is_logged_not_raised(monkeypatch, caplog):
     def down(sync_client):
         raise ConnectionError("Prefect is down")
 
-    monkeypatch.setattr(breadth_flows.run_log, "get_client", down)
+    monkeypatch.setattr(breadth_flows.flow_run_display, "get_client", down)
     with caplog.at_level(logging.WARNING, logger="breadth.run"):
         label_flow_run("x", ["seed:0"])
     assert "could not name Prefect flow run" in caplog.text and "Prefect is down" in caplog.text
