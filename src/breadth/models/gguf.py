@@ -41,6 +41,8 @@ INSTALL_HINT = "pip install -e '.[lm]'"
 # Written into provenance.json: a change to what a conversion writes bumps it, so a cached
 # folder says which conversion made it.
 CONVERSION_VERSION = 1
+PROVENANCE_FILE = "provenance.json"
+"""What a converted folder records of its source (`provenance_of`)."""
 # float32 weights take 4 bytes a parameter; the margin covers what runs beside them (the
 # activations of a short forward pass, the allocator's slack, the tokenizer).
 BYTES_PER_PARAMETER = 4
@@ -280,7 +282,7 @@ def convert_gguf_to_hf(source: GgufSource, cache_root: Path | str) -> Path:
     cache_root = Path(cache_root)
     key = source.sha256[:16]
     target = cache_root / key
-    if (target / "provenance.json").is_file():
+    if (target / PROVENANCE_FILE).is_file():
         return target
     if target.exists():
         # Not written by this function: a rename only ever publishes a complete folder.
@@ -304,13 +306,52 @@ def convert_gguf_to_hf(source: GgufSource, cache_root: Path | str) -> Path:
             partial.rename(target)
         except OSError:
             # Another process published the same file's folder first: use theirs.
-            if not (target / "provenance.json").is_file():
+            if not (target / PROVENANCE_FILE).is_file():
                 raise
             shutil.rmtree(partial, ignore_errors=True)
     except BaseException:
         shutil.rmtree(partial, ignore_errors=True)
         raise
     return target
+
+
+def gguf_cache_root() -> Path:
+    """Where converted GGUF models are kept: `$BREADTH_HOME/models/gguf` (default `.breadth`),
+    beside breadth's other state, so every stage and both rollout backends read one folder."""
+    return Path(os.environ.get("BREADTH_HOME", ".breadth")) / "models" / "gguf"
+
+
+def hf_folder_of(name_or_path: str, cache_root: Path | str | None = None) -> str:
+    """What transformers and vLLM load for `model.name_or_path`: the converted HF folder of a
+    GGUF source (converted on the first call, `convert_gguf_to_hf`), else `name_or_path` as
+    given (a hub name or a folder)."""
+    if not is_gguf_source(name_or_path):
+        return name_or_path
+    source = resolve_gguf_source(name_or_path)
+    return str(convert_gguf_to_hf(source, cache_root or gguf_cache_root()))
+
+
+SOURCE_TAGS = ("source", "sha256", "package", "version", "licence")
+"""The provenance fields a run is tagged with (`model.source.<field>`): where the weights came
+from and under which licence; provenance.json keeps the rest."""
+
+
+def source_tags(folder: Path | str) -> dict[str, str]:
+    """`model.source.*` tags of a model folder converted from GGUF ({} for any other folder).
+
+    >>> source_tags("/nonexistent")
+    {}
+    """
+    provenance = provenance_of(folder) or {}
+    return {f"model.source.{name}": str(provenance[name]) for name in SOURCE_TAGS
+            if provenance.get(name) is not None}
+
+
+def provenance_of(folder: Path | str) -> dict[str, Any] | None:
+    """The provenance a converted folder records (source file, sha256, package, version,
+    licence), or None for a folder that was not converted from a GGUF file."""
+    path = Path(folder) / PROVENANCE_FILE
+    return json.loads(path.read_text()) if path.is_file() else None
 
 
 def _write_hf_folder(source: GgufSource, header: GgufHeader, folder: Path) -> None:
@@ -367,7 +408,7 @@ def _write_hf_folder(source: GgufSource, header: GgufHeader, folder: Path) -> No
         "converted_at": datetime.now(UTC).isoformat(timespec="seconds"),
     }
     # Written last: its presence is what marks a folder complete.
-    (folder / "provenance.json").write_text(json.dumps(provenance, indent=2) + "\n")
+    (folder / PROVENANCE_FILE).write_text(json.dumps(provenance, indent=2) + "\n")
 
 
 def _find_in_package(spec: str) -> tuple[Path, str, str, str | None]:
