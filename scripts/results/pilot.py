@@ -61,6 +61,13 @@ MEASURES = [
     ("relative fall of distinct reasoning paths (1 - RL/SFT)", "format",
      "format (mcq - free_form: sized at sqrt(2) x this sd)", math.sqrt(2.0)),
 ]
+# The SFT level a δ rule reads (`claim_registry.Smallest.of`), per measure whose δ is one.
+SFT_LEVELS = {
+    "Δ pass@n": "SFT pass@n",
+    "Δ distinct outcomes": "SFT distinct outcomes",
+    "Δ distinct outcomes, SFT-unsolved (held-out half)":
+        "SFT held-out distinct outcomes, SFT-unsolved",
+}
 
 
 def run_seed(preset: str, overrides: list[str], seed: int, work: Path,
@@ -128,6 +135,9 @@ def seed_values(root: Path, trace: bool) -> dict[str, float]:
         "SFT pass@1": float(sft["pass_at_1"].mean()),
         "RL pass@1": float(rl["pass_at_1"].mean()),
         "SFT distinct outcomes": float(sft["distinct_outcomes"].mean()),
+        "SFT pass@n": float(np.mean(pass_n(sft))),
+        "SFT held-out distinct outcomes, SFT-unsolved": float(
+            sft["heldout_distinct_outcomes"][unsolved].mean()) if unsolved.any() else math.nan,
         "SFT-unsolved problems": float(unsolved.mean()),
         "problems": float(len(sft)),
         "n": float(n),
@@ -239,8 +249,16 @@ def report(args: argparse.Namespace, values: list[dict[str, float]],
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for label, delta_key, claim, spread in MEASURES:
-        delta = DELTAS[delta_key].delta
+        levels = [v[SFT_LEVELS[label]] for v in values if label in SFT_LEVELS
+                  and math.isfinite(v.get(SFT_LEVELS[label], math.nan))]
+        level = float(np.mean(levels)) if levels else None
+        delta = DELTAS[delta_key].of(level)
         per_seed = np.array([v[label] for v in values], dtype=float)
+        if delta is None:
+            lines.append(f"| {label} | {claim} | {DELTAS[delta_key].text(level)} | "
+                         f"{', '.join(_fmt(x) for x in per_seed)} | no δ to size for | - | - | "
+                         "- | - |")
+            continue
         finite = per_seed[np.isfinite(per_seed)]
         if finite.size < 2:
             lines.append(f"| {label} | {claim} | {delta:g} | "

@@ -92,6 +92,10 @@ class Claim:
     """What the source paper reports, or "not reported"."""
     delta_name: str = ""
     """The pre-registered δ's name (`claim_registry.DELTAS`)."""
+    delta_rule: str = ""
+    """The δ's formula where it is a rule of SFT's level (`Smallest.formula`), else ''."""
+    sft_level: float | None = None
+    """SFT's level of the row's measure on its problems, which a δ rule read."""
     power: RowPower | None = None
     """A family row's spread, Holm half-width and seeds needed (`breadth.study.power`)."""
     objectives: tuple[str, ...] = ()
@@ -334,7 +338,7 @@ def claims_markdown(claims: list[Claim], header: str = "", plan: str = "") -> st
                "seeds: run / for a verdict | verdict | paper reports |"),
               "|---|---|---|---|---|---|---|---|---|"]
     for c in claims:
-        delta = "" if c.delta is None else f"±{c.delta:g}"
+        delta = f"±{c.delta:.3g}" if c.delta is not None else c.delta_rule
         seeds = "" if c.power is None else c.power.cell()
         shown = (f"{verdict_text(c)} ({UNDERPOWERED})" if c.power is not None
                  and c.power.reason == UNDERPOWERED else verdict_text(c))

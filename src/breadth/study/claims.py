@@ -197,13 +197,17 @@ class Study:
 
     def effect(self, claim: str, measure: str, a, b, metric: PerProblem, sign: int,
                delta: str, mask=None, min_split: bool = False) -> Claim:
-        """The row of metric(a) - metric(b) (b=None: metric(a) alone), in the family."""
+        """The row of metric(a) - metric(b) (b=None: metric(a) alone), in the family; a δ
+        rule reads SFT's level of `metric` on the row's problems (`with_delta`)."""
         arms = [a] if b is None else [a, b]
-        base = Claim(claim, self.fmt, measure, None, None, None, NOT_RUN, "",
-                     delta=DELTAS[delta].delta, sign=sign, paper=paper_of(claim),
-                     delta_name=delta, objectives=_objectives(arms))
+        base = _not_run(claim, self.fmt, measure, "", delta)
+        base = replace(base, sign=sign, objectives=_objectives(arms))
         if missing := self.missing(arms):
             return replace(base, detail=f"arm not in the grid: {', '.join(missing)}")
+        row = self._measured(base, a, b, metric, mask, min_split)
+        return self.with_delta(row, metric, mask) if DELTAS[delta].is_rule else row
+
+    def _measured(self, base: Claim, a, b, metric: PerProblem, mask, min_split: bool) -> Claim:
         if b is None:
             values, detail = self.aligned([a], metric, mask)
             matrix = None if values is None else values[..., 0]
@@ -230,6 +234,20 @@ class Study:
             return replace(base, verdict=INCONCLUSIVE,
                            detail=f"inconclusive: one seed has no run-to-run spread; {detail}")
         return replace(base, verdict=MEASURED, detail=detail)
+
+    def with_delta(self, row: Claim, metric: PerProblem, mask=None) -> Claim:
+        """`row` with the δ its rule gives at SFT's level of `metric` on the row's problems
+        (the mean over seeds of SFT's per-seed means), the level and δ named in its detail."""
+        values, _ = self.aligned([SFT], metric, mask)
+        means = None if values is None else seed_means(values[..., 0])
+        level = float(means.mean()) if means is not None and means.size else None
+        smallest = DELTAS[row.delta_name]
+        return replace(row, delta=smallest.of(level), sft_level=level,
+                       detail=_join(row.detail, smallest.text(level)))
+
+
+def _join(*parts: str) -> str:
+    return "; ".join(part for part in parts if part)
 
 
 def _objectives(arms: list[tuple[str, str]]) -> tuple[str, ...]:
@@ -301,8 +319,11 @@ def _guessing(claim: Claim, reason: str) -> Claim:
 
 
 def _not_run(claim: str, fmt: str, measure: str, reason: str, delta: str | None = None) -> Claim:
+    """A row with nothing measured; a δ rule shows its formula (no SFT level read)."""
+    smallest = DELTAS[delta] if delta else None
     return Claim(claim, fmt, measure, None, None, None, NOT_RUN, reason,
-                 delta=DELTAS[delta].delta if delta else None,
+                 delta=None if smallest is None else smallest.delta,
+                 delta_rule=smallest.formula() if smallest and smallest.is_rule else "",
                  paper=paper_of(claim), delta_name=delta or "")
 
 

@@ -291,7 +291,7 @@ def test_claims_of_arms_the_grid_did_not_run_are_not_run(tmp_path):
     assert historical.estimate is None and "arm not in the grid: correctness+ucb" in historical.detail
     table, data = write_study_report(frame, claims, tmp_path)[:2]
     assert ("| **darling** | free_form | Δ distinct correct outcomes, darling − correctness@unscaled "
-            "| ±0.25 | n/a |  |  | not run |") in table.read_text()
+            "| SFT distinct correct outcomes / 10 | n/a |  |  | not run |") in table.read_text()
     assert "*not run*: the grid lacks an arm" in table.read_text()
     assert {c["verdict"] for c in json.loads(data.read_text())} >= {"not run", "reproduced"}
 

@@ -168,7 +168,8 @@ def _frame(rl_extra_by_seed, problems=40, n=8, objectives=("correctness",)):
 
 def test_the_claims_table_carries_power_from_the_grids_own_seeds(tmp_path):
     # Per-seed Δ pass@1 = extra / 8 / 40: 0, 0.025, 0.05 -> sd 0.025. Δ pass@8 is 0 in every
-    # seed (pass@8 of 2 or 3 correct in 8 is 1): decided (no effect), no underpower.
+    # seed (pass@8 of 2 or 3 correct in 8 is 1), and SFT's pass@8 is 1: its δ rule (a quarter
+    # of SFT's headroom) leaves no room, so the row has no δ, no equivalence and no power.
     claims = evaluate_claims(_frame([0, 8, 16]), ClaimSettings(num_resamples=20),
                              pilot=_pilot(tmp_path, [0.0249, 0.0542, 0.0215, 0.0007]))
     pass1 = next(c for c in claims if c.measure.startswith("Δ pass@1, RL"))
@@ -180,8 +181,11 @@ def test_the_claims_table_carries_power_from_the_grids_own_seeds(tmp_path):
     assert pass1.power.seeds_for_verdict == needed
     assert f"about {needed} seeds at this spread" in pass1.detail
     assert "the pilot (4 seeds)" in pass1.detail
-    assert passn.verdict == "no effect" and passn.power.reason == ""
-    assert "underpowered" not in passn.detail
+    assert (passn.delta, passn.sft_level, passn.power, passn.within_delta) == (None, 1.0, None,
+                                                                               None)
+    assert passn.detail.endswith("δ = min(0.05, (1 − SFT pass@n) / 4): none at SFT pass@n 1 "
+                                 "(no room to move)")
+    assert passn.verdict == "inconclusive" and "underpowered" not in passn.detail
     # The JSON the report writes carries it.
     record = pass1.to_dict()["power"]
     assert record["seeds_for_verdict"] == needed and record["pilot_seeds"] == 4
