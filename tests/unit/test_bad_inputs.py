@@ -101,7 +101,7 @@ PREPARE_CASES = [
     (["--num-train", "0"], "data.num_train"),
     (["--difficulty", "7"], "data.difficulty"),
     (["--eval-fraction", "1.5"], "data.eval_fraction"),
-    (["--difficulty", "1"], "only 85 distinct difficulty-1"),
+    (["--difficulty", "1"], "arithmetic at difficulty 1 holds only 90 distinct prompts"),
     (["--source", "parquet:renamed.parquet"], "the rows have ['question', 'solution']"),
 ]
 EVALUATE_CASES = [

@@ -74,6 +74,7 @@ def prepare(
     counts = ", ".join(f"{manifest.counts[name]} {name}" for name in ("train", "eval"))
     console.print(f"wrote {out}: {counts} rows (content hash {manifest.content_hash})",
                   highlight=False)
+    console.print(f"  {leakage_line(manifest)}", highlight=False)
     for line in _what_was_left_out(manifest):
         console.print(f"  {line}", highlight=False)
     if manifest.characters:
@@ -81,6 +82,21 @@ def prepare(
         console.print(f"  characters outside printable ASCII, kept as written (a run says which "
                       f"its model does not read; docs/guide/data-fit.md): {listed}",
                       highlight=False)
+
+
+def leakage_line(manifest: Manifest) -> str:
+    """The data set's problems counted by key, and the share of eval problems that are also
+    training problems (in train, and in the rows GRPO draws from): 0 by construction.
+
+    >>> from types import SimpleNamespace
+    >>> print(leakage_line(SimpleNamespace(counts={"train": 9000, "eval": 256},
+    ...     problems={"train": 6472, "eval": 256}, leakage={"train": 0.0, "grpo_pool": 0.0})))
+    9000 train rows ask 6472 distinct problems, 256 eval rows 256; eval problems also in train: 0.000, in GRPO's pool: 0.000
+    """
+    problems, shares = manifest.problems, manifest.leakage
+    return (f"{manifest.counts['train']} train rows ask {problems['train']} distinct problems, "
+            f"{manifest.counts['eval']} eval rows {problems['eval']}; eval problems also in "
+            f"train: {shares['train']:.3f}, in GRPO's pool: {shares['grpo_pool']:.3f}")
 
 
 def _what_was_left_out(manifest: Manifest) -> list[str]:

@@ -4,7 +4,8 @@ Output (the directory is what the pipeline stores content-addressed by `content_
 
     out_dir/train.parquet   rendered rows (see formats.render), one per problem
     out_dir/eval.parquet
-    out_dir/manifest.json   counts, content hash, source, format, seed, bad rows, file checksums
+    out_dir/manifest.json   counts, content hash, source, format, seed, bad rows, file checksums,
+                            distinct problems per split and the leakage shares (0 by construction)
 
 The content hash is a sha256 over the canonical JSON of every row (train then eval), so the
 same inputs give the same hash on every run and any change in rows, format or reasoning gives
@@ -25,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from breadth.data.formats import DEFAULT_NUM_OPTIONS, RenderError, render
+from breadth.data.generators import problem_key
 from breadth.data.records import (
     FORMATS,
     BadRow,
@@ -105,6 +107,14 @@ class Manifest:
     with their counts: what a model's tokenizer may not know. Prepare knows no model and keeps
     them as they are; a run says which its model reads as another spelling or not at all
     (docs/guide/data-fit.md)."""
+    problems: dict[str, int] = dataclasses.field(default_factory=dict)
+    """Distinct problems (keys, `breadth.data.generators.problem_key`) per split written: eval
+    holds each key once; train may hold several wordings of one key."""
+    leakage: dict[str, float] = dataclasses.field(default_factory=dict)
+    """Share of the eval problems whose key is also a training problem's: "train" (the whole
+    train split) and "grpo_pool" (the rows GRPO draws its prompts from: train.parquet, of which
+    it takes the first rl.num_problems, so its share is at most this one). Both are 0: the
+    splits keep a key on one side, and prepare refuses to write a data set where they are not."""
     version: int = MANIFEST_VERSION
 
     def to_dict(self) -> dict[str, Any]:
@@ -220,6 +230,8 @@ def prepare_dataset(
         else:
             limits[name] = counts[name]
 
+    problems, leakage = leakage_shares(rows["train"], rows["eval"],
+                                       {r.id: r for r in splits.train + splits.eval})
     out.mkdir(parents=True, exist_ok=True)
     files = {f"{name}.parquet": write_rows(rows[name], out / f"{name}.parquet")
              for name in ("train", "eval")}
@@ -235,9 +247,44 @@ def prepare_dataset(
         duplicates_dropped=duplicates, files=files, available=available, limits=limits,
         eval_source=eval_source, split_origin=splits.origin, left_out=splits.left_out,
         characters=unusual_characters(rows["train"] + rows["eval"]),
+        problems=problems, leakage=leakage,
     )
     (out / "manifest.json").write_text(manifest.to_json(), encoding="utf-8")
     return manifest
+
+
+class LeakageError(RuntimeError):
+    """Eval problems whose key is also in train: a task's `problem_key` or a split rule is
+    wrong (a bug, never the user's data)."""
+
+
+def leakage_shares(train_rows: list[dict[str, Any]], eval_rows: list[dict[str, Any]],
+                   records: Mapping[str, Record]) -> tuple[dict[str, int], dict[str, float]]:
+    """(distinct problems per split, share of eval problems whose key is in train and in GRPO's
+    pool) for the rows written; `records` maps each row's id to its record. A share above 0
+    raises `LeakageError` naming the problems: such a data set is never written.
+
+    >>> def row(question):
+    ...     return Record.create(source="synthetic:arithmetic", split="train", answer="0",
+    ...                          question=question, task="arithmetic")
+    >>> train, evaluation = [row("3+4"), row("4+3")], [row("5+6")]
+    >>> leakage_shares([{"id": r.id} for r in train], [{"id": r.id} for r in evaluation],
+    ...                {r.id: r for r in train + evaluation})
+    ({'train': 1, 'eval': 1}, {'train': 0.0, 'grpo_pool': 0.0})
+    """
+    train_keys = {problem_key(records[row["id"]]) for row in train_rows}
+    eval_keys = [problem_key(records[row["id"]]) for row in eval_rows]
+    leaked = [key for key in eval_keys if key in train_keys]
+    share = len(leaked) / len(eval_keys) if eval_keys else 0.0
+    if leaked:
+        raise LeakageError(
+            f"{len(leaked)} of {len(eval_keys)} eval problems ({share:.1%}) are also training "
+            f"problems (same key), e.g. {leaked[:3]}: a task's problem_key or a split rule "
+            "keeps a key on both sides; this is a bug to report, not a setting to change")
+    # GRPO draws from train.parquet (its first rl.num_problems rows): the largest pool is the
+    # whole train split, and a smaller one shares no more.
+    return ({"train": len(train_keys), "eval": len(set(eval_keys))},
+            {"train": share, "grpo_pool": share})
 
 
 def _or(value: int | None, default: int) -> int:

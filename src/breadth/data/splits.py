@@ -1,5 +1,11 @@
 """Which records train and which evaluate: a source's own splits, a separate eval source, an
-eval-only source, or a stable hash of the record id; then optional seeded limits.
+eval-only source, or a stable hash of each problem's key; then optional seeded limits.
+
+A problem is its key (`breadth.data.generators.problem_key`: for a file or hub source, the
+question's normalised text), and every rule keeps a key on one side: a hashed split moves whole
+keys, and where the eval problems are given (a source's own test split, an eval source), the
+training records that ask one of them are left out. An eval set holds each key once (a later
+record of an eval key is left out), so no problem is counted twice.
 
 Nothing here drops a record silently: every rule that leaves records out says how many, and
 `prepare_dataset` writes those counts into the manifest.
@@ -13,7 +19,7 @@ import random
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from breadth.data.extraction import normalize_option
+from breadth.data.generators import problem_key
 from breadth.data.records import Record
 
 T = TypeVar("T")
@@ -43,19 +49,21 @@ def split_source(records: list[Record], named: tuple[str, ...], *, spec: str,
     """Split one source's records (no separate eval source).
 
     - eval_only: every record evaluates (of a source with its own eval split, only that split);
-    - a source with its own train and eval splits keeps them;
+    - a source with its own train and eval splits keeps them, less the training records
+      that ask an eval problem (same key);
     - a source with only an eval split (a folder holding test.jsonl) is a test set: refused
       unless eval_only, so it cannot leak into training;
-    - otherwise `eval_fraction` of the records, chosen by a hash of the record id (stable under
-      reordering), evaluate; each split gets at least one record when there are two or more.
+    - otherwise the problems (keys) of `eval_fraction` of the records, chosen by a hash of the
+      key (stable under reordering), evaluate; each split gets at least one problem when there
+      are two or more.
     """
     own_train = [r for r in records if r.split == "train"]
     own_eval = [r for r in records if r.split == "eval"]
     if eval_only:
         if "eval" in named:
             left = {"source train split (eval only)": len(own_train)} if own_train else {}
-            return Splits([], own_eval, "eval only", left)
-        return Splits([], [_as(r, "eval") for r in records], "eval only")
+            return _distinct_eval(Splits([], own_eval, "eval only", left))
+        return _distinct_eval(Splits([], [_as(r, "eval") for r in records], "eval only"))
     if "eval" in named:
         if not own_train:
             raise SplitError(
@@ -64,15 +72,16 @@ def split_source(records: list[Record], named: tuple[str, ...], *, spec: str,
                 "--eval-only (data.eval_only=true), or give training problems in --source and "
                 "this one as --eval-source (data.eval_source)."
             )
-        return Splits(own_train, own_eval, "source splits")
-    return _hash_split(records, eval_fraction)
+        return _distinct_eval(_without_eval_keys(own_train, own_eval, "source splits", {},
+                                                 "train problems also in the eval split"))
+    return _distinct_eval(_hash_split(records, eval_fraction))
 
 
 def split_with_eval_source(train_records: list[Record], train_named: tuple[str, ...],
                            eval_records: list[Record], eval_named: tuple[str, ...]) -> Splits:
     """Train from one source, eval from another. A source's own other split is left out
-    (counted), and training problems whose question also appears in the eval source are
-    dropped from training (counted) so the test set cannot leak in."""
+    (counted), and training problems whose key (for a file, the normalised question) is an
+    eval source's problem are dropped from training (counted) so the test set cannot leak in."""
     left: dict[str, int] = {}
     train = [r for r in train_records if r.split == "train"] if "eval" in train_named else [
         _as(r, "train") for r in train_records]
@@ -82,11 +91,35 @@ def split_with_eval_source(train_records: list[Record], train_named: tuple[str, 
         _as(r, "eval") for r in eval_records]
     if len(evaluate) < len(eval_records):
         left["eval source train split"] = len(eval_records) - len(evaluate)
-    questions = {normalize_option(r.question) for r in evaluate}
-    kept = [r for r in train if normalize_option(r.question) not in questions]
+    return _distinct_eval(_without_eval_keys(train, evaluate, "eval source", left,
+                                             "train questions also in the eval source"))
+
+
+def _without_eval_keys(train: list[Record], evaluate: list[Record], origin: str,
+                       left: dict[str, int], reason: str) -> Splits:
+    """The split with every training record that asks an eval problem (same key) left out,
+    counted under `reason`."""
+    keys = {problem_key(r) for r in evaluate}
+    kept = [r for r in train if problem_key(r) not in keys]
     if len(kept) < len(train):
-        left["train questions also in the eval source"] = len(train) - len(kept)
-    return Splits(kept, evaluate, "eval source", left)
+        left = {**left, reason: len(train) - len(kept)}
+    return Splits(kept, evaluate, origin, left)
+
+
+def _distinct_eval(splits: Splits) -> Splits:
+    """`splits` with each eval problem (key) once: a later eval record of a key already
+    evaluated is left out (counted), so no problem counts twice in a per-problem metric."""
+    seen: set[str] = set()
+    kept = []
+    for record in splits.eval:
+        key = problem_key(record)
+        if key not in seen:
+            seen.add(key)
+            kept.append(record)
+    if len(kept) == len(splits.eval):
+        return splits
+    left = {**splits.left_out, "eval repeats of a problem (same key)": len(splits.eval) - len(kept)}
+    return dataclasses.replace(splits, eval=kept, left_out=left)
 
 
 def _as(record: Record, split: str) -> Record:
@@ -94,18 +127,20 @@ def _as(record: Record, split: str) -> Record:
 
 
 def _hash_split(records: list[Record], eval_fraction: float) -> Splits:
-    ranked = sorted(records, key=lambda r: _hash_unit(r.id))
-    cut = sum(1 for r in ranked if _hash_unit(r.id) < eval_fraction)
-    if len(ranked) >= 2:
-        cut = min(max(cut, 1), len(ranked) - 1)
-    chosen = {r.id for r in ranked[:cut]}
+    """Whole problems (keys) to eval by a hash of the key: those below `eval_fraction`, at
+    least one and not all when there are two or more."""
+    keys = sorted({problem_key(r) for r in records}, key=_hash_unit)
+    cut = sum(1 for key in keys if _hash_unit(key) < eval_fraction)
+    if len(keys) >= 2:
+        cut = min(max(cut, 1), len(keys) - 1)
+    chosen = set(keys[:cut])
     # Source order is kept within each split.
-    return Splits([_as(r, "train") for r in records if r.id not in chosen],
-                  [_as(r, "eval") for r in records if r.id in chosen], "hash")
+    return Splits([_as(r, "train") for r in records if problem_key(r) not in chosen],
+                  [_as(r, "eval") for r in records if problem_key(r) in chosen], "hash")
 
 
-def _hash_unit(record_id: str) -> float:
-    digest = hashlib.sha256(f"split:{record_id}".encode()).digest()
+def _hash_unit(key: str) -> float:
+    digest = hashlib.sha256(f"split:{key}".encode()).digest()
     return int.from_bytes(digest[:8], "big") / 2**64
 
 

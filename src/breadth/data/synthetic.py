@@ -1,18 +1,22 @@
 """Drawing synthetic problems, deterministic by seed, with a difficulty knob (1 easy .. 3 hard).
 
-Each task (`breadth.data.generators`) draws one random problem of a level; this module turns those
-draws into a split's distinct problems. Train and eval never share a problem: every problem is
-assigned to a split by a hash of its canonical key (so "3 5 7 -> 22" and "7 3 5 -> 22" land
-together), and each split is drawn with its own seed. Small problem spaces are finite
-(difficulty-1 arithmetic has 100 problems); asking for more distinct problems than a split
-holds raises an error that says so.
+Each task (`breadth.data.generators`) draws one random problem of a level and names what it
+asks by a canonical key (`Task.problem_key`: chain's "3+5+7" and "7+5+3" are one key); this
+module turns those draws into a split's problems. Train and eval never share a key: every key
+is assigned to a split by a hash of the key alone (the same side at every seed, size and
+level mix), and each split is drawn with its own seed. Eval problems are distinct keys (one
+wording each, so no problem is counted twice); training problems are distinct prompts, so
+several wordings of one training key may train (as SFT's epochs repeat a prompt), none of them
+evaluated. Small problem spaces are finite (difficulty-1 arithmetic has 55 keys, 6 of them on
+the eval side); asking for more than a split holds raises an error that says so, with the
+config keys to change.
 """
 
 from __future__ import annotations
 
 import hashlib
 import random
-from collections.abc import Callable
+from typing import Protocol
 
 from breadth.data.records import SPLITS, Record
 
@@ -22,8 +26,18 @@ EVAL_SHARE_PER_MILLE = 200
 MAX_MISSES_IN_A_ROW = 2000
 """Draws without a new problem before a split's problem space counts as exhausted."""
 
-Problem = tuple[str, Record]  # (canonical key, record)
-Draw = Callable[[random.Random, int], "Problem | None"]
+
+class ProblemSpace(Protocol):
+    """What drawing a task's problems needs of it (`breadth.data.generators.base.Task`)."""
+
+    name: str
+    levels: tuple[int, ...]
+    same_problem: str
+    """What makes two problems one (its key), in words, for the errors that count keys."""
+
+    def draw(self, rng: random.Random, level: int, split: str) -> Record | None: ...
+
+    def problem_key(self, record: Record) -> str: ...
 
 
 def split_of(key: str) -> str:
@@ -64,46 +78,37 @@ def int_apply(op: str, a: int, b: int) -> int:
 
 
 def generate_problems(
-    task: str,
-    draw: Callable[[random.Random, int, str], Problem | None],
+    task: ProblemSpace,
     num: int,
     *,
     seed: int,
     difficulty: int | None,
     split: str,
-    levels: tuple[int, ...] = DIFFICULTIES,
     fill: bool = False,
 ) -> list[Record]:
-    """`num` distinct problems of `task` from `draw(rng, level, split)`: of one level, or
-    (difficulty None) an equal share of each of `levels`, no problem at two levels. `fill`: a
+    """`num` problems of `task` in `split`, each drawn by `task.draw(rng, level, split)` and
+    kept when its key (`task.problem_key`) falls in the split: of one level, or (difficulty
+    None) an equal share of each of `task.levels`, no problem at two levels. Eval problems are
+    distinct keys, training problems distinct prompts (see the module's docstring). `fill`: a
     level short of its share passes what it lacks to the next (else that is an error).
 
     >>> from breadth.data.generators import get_task
-    >>> arithmetic = get_task("arithmetic")
-    >>> generate_problems("arithmetic", arithmetic.draw, 600, seed=0, difficulty=None,
-    ...                   split="train")
+    >>> generate_problems(get_task("arithmetic"), 600, seed=0, difficulty=None, split="train")
     Traceback (most recent call last):
-    ValueError: mixed difficulty: level 1 of arithmetic holds only 85 distinct problems in the \
+    ValueError: mixed difficulty: level 1 of arithmetic holds only 90 distinct prompts in the \
 'train' split, short of its equal share of 200 (of 600 over levels 1, 2, 3). Ask for at most \
-255 (data.num_train / --num-train), or one level (data.difficulty / --difficulty), or let the \
+270 (data.num_train / --num-train), or one level (data.difficulty / --difficulty), or let the \
 next level make up the difference (data.mixed_fill=true; each row's difficulty column then \
-says its level)
+says its level). Problems are counted by key (the expression up to the order of + and * \
+operands (98+87 and 87+98 are one; 9-4 and 4-9 are not)); the train split holds 80% of each \
+level's keys, each in any of its wordings, chosen by a hash of the key.
     """
-    _check(num, difficulty, split, levels)
-
-    def draw_in_split(rng: random.Random, level: int) -> Problem | None:
-        return draw(rng, level, split)
-
+    _check(num, difficulty, split, task.levels)
     if difficulty is not None:
-        records = _draw_unique(draw_in_split, num, _rng(task, seed, difficulty, split),
-                               difficulty, split)
+        records = _draw_unique(task, num, _rng(task.name, seed, difficulty, split), difficulty,
+                               split)
         if len(records) < num:
-            raise ValueError(
-                f"only {len(records)} distinct difficulty-{difficulty} {task} problems exist in "
-                f"the {split!r} split, asked for {num}: ask for fewer (data.num_{split} / "
-                f"--num-{split}), a higher difficulty (data.difficulty / --difficulty), or "
-                "mixed levels (data.difficulty=mixed / --difficulty mixed)"
-            )
+            raise ValueError(_short(task, difficulty, split, len(records), num))
         return records
     # Mixed: an equal share per level. A problem drawn at one level is not drawn again at
     # another (countdown's levels share problems), and a level that holds fewer problems than
@@ -111,53 +116,85 @@ says its level)
     records: list[Record] = []
     seen: set[str] = set()
     shortfall = 0
+    levels = task.levels
     for index, level in enumerate(levels):
         share = num // len(levels) + (1 if index < num % len(levels) else 0)
         asked = share + (shortfall if fill else 0)
-        drawn = _draw_unique(draw_in_split, asked, _rng(task, seed, level, split), level, split,
+        drawn = _draw_unique(task, asked, _rng(task.name, seed, level, split), level, split,
                              seen)
         if len(drawn) < share and not fill:
-            raise ValueError(_short_level(task, level, split, len(drawn), share, num, levels))
+            raise ValueError(_short_level(task, level, split, len(drawn), share, num))
         shortfall = asked - len(drawn)
         records += drawn
     if shortfall:
-        raise ValueError(f"only {len(records)} distinct {task} problems exist in the {split!r} "
-                         f"split, asked for {num}")
-    _rng(task, seed, 0, split).shuffle(records)  # level 0: the mixing draw
+        raise ValueError(_short(task, None, split, len(records), num))
+    _rng(task.name, seed, 0, split).shuffle(records)  # level 0: the mixing draw
     return records
 
 
-def _short_level(task: str, level: int, split: str, holds: int, share: int, num: int,
-                 levels: tuple[int, ...]) -> str:
-    return (f"mixed difficulty: level {level} of {task} holds only {holds} distinct problems in "
-            f"the {split!r} split, short of its equal share of {share} (of {num} over levels "
-            f"{', '.join(map(str, levels))}). Ask for at most {holds * len(levels)} "
+def _unit(split: str) -> str:
+    return "distinct problems" if split == "eval" else "distinct prompts"
+
+
+def _how_counted(task: ProblemSpace, split: str) -> str:
+    """How a split's problems are counted, for the errors that say a split is short."""
+    side = (f"the eval split holds {EVAL_SHARE_PER_MILLE / 10:g}% of each level's keys"
+            if split == "eval" else
+            f"the train split holds {100 - EVAL_SHARE_PER_MILLE / 10:g}% of each level's keys, "
+            "each in any of its wordings")
+    return (f" Problems are counted by key ({task.same_problem}); {side}, chosen by a hash "
+            "of the key.")
+
+
+def _short(task: ProblemSpace, difficulty: int | None, split: str, holds: int, num: int) -> str:
+    level = "mixed difficulty" if difficulty is None else f"difficulty {difficulty}"
+    fix = ("a higher difficulty (data.difficulty / --difficulty), or mixed levels "
+           "(data.difficulty=mixed / --difficulty mixed)" if difficulty is not None else
+           "one level with more problems (data.difficulty / --difficulty)")
+    return (f"{task.name} at {level} holds only {holds} {_unit(split)} in the {split!r} split, "
+            f"and data.num_{split}={num} asks for more: lower data.num_{split} (--num-{split}) "
+            f"to at most {holds}, or ask for {fix}.{_how_counted(task, split)}")
+
+
+def _short_level(task: ProblemSpace, level: int, split: str, holds: int, share: int,
+                 num: int) -> str:
+    levels = task.levels
+    return (f"mixed difficulty: level {level} of {task.name} holds only {holds} {_unit(split)} "
+            f"in the {split!r} split, short of its equal share of {share} (of {num} over "
+            f"levels {', '.join(map(str, levels))}). Ask for at most {holds * len(levels)} "
             f"(data.num_{split} / --num-{split}), or one level (data.difficulty / "
-            "--difficulty), or let the next level make up the difference "
-            "(data.mixed_fill=true; each row's difficulty column then says its level)")
+            "--difficulty), or let the next level make up the difference (data.mixed_fill=true; "
+            f"each row's difficulty column then says its level).{_how_counted(task, split)}")
 
 
-def draw_level(task: str, draw: Callable[[random.Random, int, str], Problem | None], num: int,
-               *, seed: int, level: int, split: str) -> list[Record]:
-    """Up to `num` distinct problems of one level (fewer when the level holds fewer): the
-    level's share as `generate_problems` draws it, for measuring what a level holds."""
-    return _draw_unique(lambda rng, lvl: draw(rng, lvl, split), num,
-                        _rng(task, seed, level, split), level, split)
+def draw_level(task: ProblemSpace, num: int, *, seed: int, level: int, split: str
+               ) -> list[Record]:
+    """Up to `num` problems of one level (fewer when the level holds fewer): the level's share
+    as `generate_problems` draws it, for measuring what a level holds."""
+    return _draw_unique(task, num, _rng(task.name, seed, level, split), level, split)
 
 
-def _draw_unique(draw: Draw, num: int, rng: random.Random, level: int, split: str,
+def _draw_unique(task: ProblemSpace, num: int, rng: random.Random, level: int, split: str,
                  seen: set[str] | None = None) -> list[Record]:
-    """Up to `num` problems not in `seen` (which is updated), stopping when the level's problem
-    space looks exhausted (MAX_MISSES_IN_A_ROW draws in a row without a new one)."""
+    """Up to `num` problems whose key is on `split`'s side and not in `seen` (which is
+    updated): distinct keys for eval, distinct prompts (questions) for train. Stops when the
+    level's problem space looks exhausted (MAX_MISSES_IN_A_ROW draws in a row without a new
+    one)."""
     seen = set() if seen is None else seen
     records: list[Record] = []
     misses = 0
     while len(records) < num and misses < MAX_MISSES_IN_A_ROW:
-        problem = draw(rng, level)
-        if problem is None or problem[0] in seen or split_of(problem[0]) != split:
+        record = task.draw(rng, level, split)
+        if record is None:
             misses += 1
             continue
-        seen.add(problem[0])
-        records.append(problem[1])
+        key = task.problem_key(record)
+        # Eval counts each key once; train may hold several wordings of a training key.
+        identity = key if split == "eval" else record.question
+        if identity in seen or split_of(key) != split:
+            misses += 1
+            continue
+        seen.add(identity)
+        records.append(record)
         misses = 0
     return records

@@ -117,15 +117,15 @@ def test_manifest_contents(tmp_path) -> None:
 
 
 def test_a_mix_short_of_a_level_fails_unless_mixed_fill_is_asked_for(tmp_path) -> None:
-    # Difficulty-1 arithmetic holds 15 eval problems, a third of 60 is 20.
+    # Difficulty-1 arithmetic holds 6 eval problems (keys), a third of 60 is 20.
     kwargs = {"fmt": "free_form", "seed": 0, "num_train": 30, "num_eval": 60, "difficulty": None}
-    with pytest.raises(ValueError, match="level 1 of arithmetic holds only 15 .* 'eval' split"):
+    with pytest.raises(ValueError, match="level 1 of arithmetic holds only 6 .* 'eval' split"):
         prepare_dataset("synthetic:arithmetic", out_dir=tmp_path / "a", **kwargs)
     manifest = prepare_dataset("synthetic:arithmetic", out_dir=tmp_path / "b", mixed_fill=True,
                                **kwargs)
     assert manifest.counts == {"train": 30, "eval": 60}
     levels = collections.Counter(r["difficulty"] for r in read(tmp_path / "b", "eval"))
-    assert levels == {1: 15, 2: 25, 3: 20}
+    assert levels == {1: 6, 2: 34, 3: 20}
 
 
 def test_synthetic_splits_are_disjoint(tmp_path) -> None:

@@ -7,7 +7,7 @@ import statistics
 import pytest
 
 from breadth.data.expressions import evaluate, numbers_used, parse_expression
-from breadth.data.generators import generate_arithmetic, generate_countdown, get_task
+from breadth.data.generators import generate_arithmetic, generate_countdown, get_task, problem_key
 from breadth.data.synthetic import split_of
 from breadth.data.verifiers import verify_countdown
 
@@ -26,11 +26,13 @@ def test_same_seed_same_records(generate) -> None:
 @pytest.mark.parametrize("generate", GENERATORS)
 @pytest.mark.parametrize("difficulty", [1, 2, 3, None])
 def test_train_and_eval_share_no_problem(generate, difficulty) -> None:
-    # Difficulty-1 arithmetic has 100 problems in all (85 train, 15 eval): take every one.
-    train = generate(85, seed=0, difficulty=difficulty, split="train")
-    evaluation = generate(15, seed=0, difficulty=difficulty, split="eval")
-    assert {r.question for r in train}.isdisjoint(r.question for r in evaluation)
+    # Difficulty-1 arithmetic has 100 prompts of 55 problems (keys): 90 prompts train, 6
+    # problems evaluate. Take every one.
+    train = generate(90, seed=0, difficulty=difficulty, split="train")
+    evaluation = generate(6, seed=0, difficulty=difficulty, split="eval")
+    assert {problem_key(r) for r in train}.isdisjoint(problem_key(r) for r in evaluation)
     assert len({r.id for r in train}) == len(train)
+    assert len({problem_key(r) for r in evaluation}) == len(evaluation)
     assert {r.split for r in train} == {"train"} and {r.split for r in evaluation} == {"eval"}
 
 
@@ -91,9 +93,9 @@ def test_mixed_difficulty_spans_levels() -> None:
 
 
 def test_a_level_short_of_its_mixed_share_is_an_error_naming_it_and_the_fix() -> None:
-    # Difficulty-1 arithmetic holds 85 training problems: a third of 600 is 200.
-    with pytest.raises(ValueError, match=r"level 1 of arithmetic holds only 85 .* share of 200 "
-                                         r".* at most 255 \(data.num_train.*data.mixed_fill=true"):
+    # Difficulty-1 arithmetic holds 90 training prompts: a third of 600 is 200.
+    with pytest.raises(ValueError, match=r"level 1 of arithmetic holds only 90 .* share of 200 "
+                                         r".* at most 270 \(data.num_train.*data.mixed_fill=true"):
         generate_arithmetic(600, seed=0, difficulty=None, split="train")
 
 
@@ -101,7 +103,7 @@ def test_mixed_fill_moves_what_a_small_level_lacks_to_the_next() -> None:
     records = get_task("arithmetic").generate(600, seed=0, difficulty=None, split="train",
                                               fill=True)
     counts = {d: sum(r.difficulty == d for r in records) for d in (1, 2, 3)}
-    assert counts == {1: 85, 2: 315, 3: 200}
+    assert counts == {1: 90, 2: 310, 3: 200}
 
 
 def test_no_problem_is_at_two_levels_of_a_mix() -> None:
@@ -112,7 +114,8 @@ def test_no_problem_is_at_two_levels_of_a_mix() -> None:
 
 
 def test_asking_for_more_than_exists_says_so() -> None:
-    with pytest.raises(ValueError, match="only .* distinct difficulty-1 arithmetic"):
+    with pytest.raises(ValueError, match=r"arithmetic at difficulty 1 holds only 90 distinct "
+                                         r"prompts .* data.num_train=500 .* at most 90"):
         generate_arithmetic(500, seed=0, difficulty=1, split="train")
 
 

@@ -12,12 +12,19 @@ from collections.abc import Mapping
 from typing import Any
 
 from breadth.data.generators.base import Task, TaskProperties
-from breadth.data.generators.registry import TASKS, get_task, register, synthetic_task_names
+from breadth.data.generators.registry import (
+    TASKS,
+    get_task,
+    problem_key,
+    register,
+    synthetic_task_names,
+)
 from breadth.data.records import FORMATS, Record
 from breadth.data.verifiers import Verification, as_list, verify_mcq
 
 __all__ = ["TASKS", "Task", "TaskProperties", "generate_arithmetic", "generate_countdown",
-           "get_task", "reasoning_path", "register", "synthetic_task_names", "verify"]
+           "get_task", "problem_key", "reasoning_path", "register", "synthetic_task_names",
+           "verify"]
 
 
 def verify(completion: object, row: Mapping[str, Any]) -> Verification:

@@ -21,6 +21,7 @@ from breadth.data.expressions import (
     ExpressionError,
     Node,
     Num,
+    canonical,
     parse_expression,
     render,
     steps,
@@ -28,7 +29,7 @@ from breadth.data.expressions import (
 from breadth.data.extraction import LETTERS, canonical_number
 from breadth.data.generators.base import Task, TaskProperties, weighed_trace
 from breadth.data.records import Record
-from breadth.data.synthetic import Problem, int_apply
+from breadth.data.synthetic import int_apply
 
 
 class Arithmetic(Task):
@@ -43,18 +44,29 @@ class Arithmetic(Task):
     properties: ClassVar[TaskProperties] = TaskProperties(
         answers="one", outcome="the number",
         trace="the expression's steps, innermost first (7*3=21, 12+21=33)")
+    same_problem: ClassVar[str] = ("the expression up to the order of + and * operands "
+                                   "(98+87 and 87+98 are one; 9-4 and 4-9 are not)")
 
-    def draw(self, rng: random.Random, level: int, split: str) -> Problem | None:
+    def draw(self, rng: random.Random, level: int, split: str) -> Record | None:
         tree = _tree(rng, level)
         if tree is None:
             return None
-        question = render(tree)
-        record = Record.create(
-            source="synthetic:arithmetic", split=split, question=question,
+        return Record.create(
+            source="synthetic:arithmetic", split=split, question=render(tree),
             answer=str(whole_value(tree)), solution=", ".join(steps(tree)),
             difficulty=level, task="arithmetic",
         )
-        return question, record
+
+    def problem_key(self, record: Record) -> str:
+        """The expression's canonical form (`expressions.canonical`): sums and products
+        flattened with their operands sorted, so swapping the operands of + or * asks the same
+        problem; a difference keeps its order.
+
+        >>> key = Arithmetic().problem_key
+        >>> [key(_record(q)) for q in ("98+87", "87+98", "12+7*3", "3*7+12", "9-4")]
+        ['87+98', '87+98', '3*7+12', '3*7+12', '9-4']
+        """
+        return canonical(parse_expression(record.question))
 
     def valid_answers(self, record: Record) -> list[str]:
         return [record.answer]
@@ -111,6 +123,12 @@ def whole_value(node: Node) -> int:
         return node.value
     assert isinstance(node, BinOp)
     return int_apply(node.op, whole_value(node.left), whole_value(node.right))
+
+
+def _record(question: str) -> Record:
+    """A bare arithmetic record, for examples."""
+    return Record.create(source="synthetic:arithmetic", split="train", question=question,
+                         answer="0", task="arithmetic")
 
 
 def _parsed(record: Record) -> Node | None:

@@ -1,5 +1,6 @@
 """What a task is: how its problems are drawn, shown (free-form and mcq, with and without a
-trace), verified, scored and told apart; and what is known about its answers.
+trace), verified, scored and told apart; what makes two problems one (`Task.problem_key`);
+and what is known about its answers.
 
 A task is one subclass of `Task` in its own module plus one entry in `registry.BUILTIN_TASKS`.
 The base class is the behaviour of a problem read from a file (the "generic" task): questions
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import random
 import re
+import string
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -18,7 +20,8 @@ from typing import Any, ClassVar
 from breadth.data.distractors import numeric_distractors
 from breadth.data.extraction import LETTERS, canonical_number
 from breadth.data.records import Record, RenderError
-from breadth.data.synthetic import DIFFICULTIES, Problem, generate_problems
+from breadth.data.synthetic import DIFFICULTIES, generate_problems
+from breadth.data.unicode_text import normalize_text
 from breadth.data.verifiers import Verification, verify_free_form
 
 _CALCULATOR_NOTE = re.compile(r"<<[^<>]*>>")  # GSM8K's "<<48/2=24>>" annotations
@@ -61,14 +64,27 @@ class Task:
     """Each level in words, for the guide and `--help`."""
     properties: ClassVar[TaskProperties] = TaskProperties(
         answers="one (the source's)", outcome="the extracted number, or the normalised text")
+    same_problem: ClassVar[str] = ("the question's text, normalised (case, spacing, "
+                                   "punctuation at its ends)")
+    """What makes two problems one (`problem_key`), in words: the guide's table and the errors
+    that count a split's problems say it."""
 
     # --- generation ---------------------------------------------------------------------
 
-    def draw(self, rng: random.Random, level: int, split: str) -> Problem | None:
-        """One random problem of `level` as (canonical key, record), or None to draw again.
-        The key names the problem regardless of how it is written: equal keys are one problem
-        (never in two splits, never twice in a data set)."""
+    def draw(self, rng: random.Random, level: int, split: str) -> Record | None:
+        """One random problem of `level`, or None to draw again; `problem_key` names it."""
         raise NotImplementedError(f"task {self.name!r} has no generator")
+
+    def problem_key(self, record: Record) -> str:
+        """The canonical key of what `record` asks, however it is written: records with equal
+        keys are one problem, so they are never on both sides of a split, and an eval set
+        holds each key once. A file or hub source's problem is its normalised question text.
+
+        >>> Task().problem_key(Record.create(source="s", split="train", answer="4",
+        ...                                  question="  What is 2 + 2? "))
+        'what is 2 + 2'
+        """
+        return question_key(record.question)
 
     def generate(self, num: int, *, seed: int, difficulty: int | None, split: str,
                  fill: bool = False) -> list[Record]:
@@ -78,8 +94,8 @@ class Task:
         if not self.levels:
             raise ValueError(f"task {self.name!r} is not generated: it comes from a file or hub "
                              "source (data.source=jsonl:PATH, parquet:PATH or hf:NAME)")
-        return generate_problems(self.name, self.draw, num, seed=seed, difficulty=difficulty,
-                                 split=split, levels=self.levels, fill=fill)
+        return generate_problems(self, num, seed=seed, difficulty=difficulty, split=split,
+                                 fill=fill)
 
     # --- rendering ----------------------------------------------------------------------
 
@@ -184,10 +200,21 @@ def _generic_trace(record: Record, answer: str) -> str:
     return f"{reasoning}\nAnswer: {answer}" if reasoning else f"Answer: {answer}"
 
 
+def question_key(text: str) -> str:
+    """A question as a key: Unicode digits as ASCII, case folded, runs of spacing as one space,
+    punctuation at either end dropped ("What is 2+2?" and "what is  2+2" are one question).
+
+    >>> question_key("What is  2+2? ") == question_key("what is 2+2")
+    True
+    """
+    folded = " ".join(normalize_text(text).casefold().split())
+    return folded.strip(string.punctuation + " ")
+
+
 def clean_solution(solution: str | None) -> str:
     """A source's rationale without GSM8K's calculator notes."""
     return _CALCULATOR_NOTE.sub("", solution or "").strip()
 
 
-__all__ = ["DIFFICULTIES", "Task", "TaskProperties", "clean_solution", "remap_letters",
-           "weigh_options", "weighed_trace"]
+__all__ = ["DIFFICULTIES", "Task", "TaskProperties", "clean_solution", "question_key",
+           "remap_letters", "weigh_options", "weighed_trace"]

@@ -16,9 +16,10 @@ once) correctly, the work must use every given number, and the answer line must 
   ("5+7,3+12" for 5+7=12 then 12+3=15).
 
 Levels: 1: three numbers 1-9; 2: four numbers 1-9; 3: three numbers 1-29, one of them 10 or
-more. No problem is at two levels. A problem is its question as written ("3+5+7" and "7+5+3"
-are two problems, as arithmetic's "3+4" and "4+3" are); the verifier and outcome key do not
-care about the order.
+more. No problem is at two levels. A problem is its numbers as a multiset (`problem_key`:
+"3+5+7" and "7+5+3" ask one thing, so they are never on both sides of a split); level 1 holds
+165 such problems, level 2 495, level 3 4,330. Several orders of one training multiset may
+train; an eval set holds each multiset once.
 
 A first design (three numbers 1-19 / 10-49 / 10-99) was measured at SFT pass@1 0.000 on the
 study model (64 eval problems x 64 samples; 192 SFT steps): the model wrote the work's shape
@@ -41,7 +42,6 @@ from breadth.data.generators.arithmetic import inline_mcq_prompt
 from breadth.data.generators.base import Task, TaskProperties, weighed_trace
 from breadth.data.generators.countdown import row_meta
 from breadth.data.records import Record, RenderError
-from breadth.data.synthetic import Problem
 from breadth.data.verifiers import Verification
 
 # (how many numbers, smallest, largest, the largest number at least): the last keeps level 3
@@ -65,8 +65,9 @@ class Chain(Task):
         outcome="the answer line's number",
         reasoning_path=True,
         trace="two of the numbers added, then each other one (12+7=19, 19+5=24)")
+    same_problem: ClassVar[str] = "the numbers as a multiset (3+5+7 and 7+5+3 are one)"
 
-    def draw(self, rng: random.Random, level: int, split: str) -> Problem | None:
+    def draw(self, rng: random.Random, level: int, split: str) -> Record | None:
         count, low, high, least_largest = _LEVELS[level]
         numbers = [rng.randint(low, high) for _ in range(count)]
         if max(numbers) < least_largest:
@@ -74,13 +75,22 @@ class Chain(Task):
         first, second = sorted(rng.sample(range(count), 2))
         rest = [n for i, n in enumerate(numbers) if i not in (first, second)]
         rng.shuffle(rest)
-        question = "+".join(map(str, numbers))
-        record = Record.create(
-            source="synthetic:chain", split=split, question=question,
+        return Record.create(
+            source="synthetic:chain", split=split, question="+".join(map(str, numbers)),
             answer=str(sum(numbers)), solution=_work(numbers[first], numbers[second], rest),
             difficulty=level, task=self.name, meta={"numbers": numbers},
         )
-        return question, record
+
+    def problem_key(self, record: Record) -> str:
+        """The numbers as a multiset, written as their sum in ascending order.
+
+        >>> key = Chain().problem_key
+        >>> [key(Record.create(source="synthetic:chain", split="train", question=q, answer="15",
+        ...                    task="chain", meta={"numbers": [int(n) for n in q.split("+")]}))
+        ...  for q in ("3+5+7", "7+5+3", "7+7+1")]
+        ['3+5+7', '3+5+7', '1+7+7']
+        """
+        return "+".join(map(str, sorted(_numbers({"meta": record.meta}))))
 
     def free_form(self, record: Record, reasoning: bool) -> tuple[str, str]:
         target = f"{_solution(record)}. Answer: {record.answer}" if reasoning else record.answer

@@ -33,7 +33,7 @@ from breadth.data.extraction import LETTERS
 from breadth.data.generators.arithmetic import inline_mcq_prompt
 from breadth.data.generators.base import Task, TaskProperties
 from breadth.data.records import Record, RenderError
-from breadth.data.synthetic import Problem, int_apply
+from breadth.data.synthetic import int_apply
 from breadth.data.verifiers import Verification, verify_countdown
 
 # (how many numbers are given, largest number, how many the target uses, ops, largest target)
@@ -58,8 +58,10 @@ class Countdown(Task):
         answers="one or more (every expression that reaches the target)",
         outcome="the canonicalised expression (3*5+7 and 7+5*3 are one outcome)",
         trace="the expression's steps (3*5=15, 15+7=22)")
+    same_problem: ClassVar[str] = ("the numbers as a multiset and the target (3 5 7 -> 22 and "
+                                   "7 3 5 -> 22 are one)")
 
-    def draw(self, rng: random.Random, level: int, split: str) -> Problem | None:
+    def draw(self, rng: random.Random, level: int, split: str) -> Record | None:
         count, largest, uses, ops, max_target = _LEVELS[level]
         numbers = [rng.randint(1, largest) for _ in range(count)]
         chosen = rng.sample(numbers, rng.choice(uses))
@@ -69,14 +71,26 @@ class Countdown(Task):
         tree, value = built
         if not 2 <= value <= max_target or value in numbers:
             return None  # out of range, or trivially "use that number"
-        key = f"{sorted(numbers)}->{value}"
-        record = Record.create(
+        return Record.create(
             source="synthetic:countdown", split=split,
             question=f"Reach {value} with {' '.join(map(str, numbers))}",
             answer=str(value), solution=render(tree), difficulty=level, task="countdown",
             meta={"numbers": numbers, "target": value},
         )
-        return key, record
+
+    def problem_key(self, record: Record) -> str:
+        """The given numbers as a multiset and the target: the expressions that reach the
+        target do not depend on the order the numbers are given in.
+
+        >>> key = Countdown().problem_key
+        >>> [key(Record.create(source="synthetic:countdown", split="train", answer="22",
+        ...                    question=f"Reach 22 with {n}", task="countdown",
+        ...                    meta={"numbers": [int(x) for x in n.split()], "target": 22}))
+        ...  for n in ("3 5 7", "7 3 5")]
+        ['[3, 5, 7]->22', '[3, 5, 7]->22']
+        """
+        numbers, target = numbers_and_target(record.meta)
+        return f"{sorted(numbers)}->{target}"
 
     def free_form(self, record: Record, reasoning: bool) -> tuple[str, str]:
         solution = _solution(record)
@@ -108,15 +122,18 @@ class Countdown(Task):
         return f"{'; '.join(weighed)}. Answer: {letter}"
 
     def verify(self, completion: object, row: Mapping[str, Any]) -> Verification:
-        meta = row_meta(row)
-        try:
-            numbers, target = [int(n) for n in meta["numbers"]], int(meta["target"])
-        except (KeyError, TypeError, ValueError):
-            raise ValueError(
-                "countdown row needs meta {'numbers': [int, ...], 'target': int}, "
-                f"got {meta!r}"
-            ) from None
+        numbers, target = numbers_and_target(row_meta(row))
         return verify_countdown(completion, numbers, target)
+
+
+def numbers_and_target(meta: Mapping[str, Any], task: str = "countdown") -> tuple[list[int], int]:
+    """A countdown or pairs problem's given numbers and target, from its meta; a meta without
+    them is an error naming the row's task and the shape it needs."""
+    try:
+        return [int(n) for n in meta["numbers"]], int(meta["target"])
+    except (KeyError, TypeError, ValueError):
+        raise ValueError(f"{task} row needs meta {{'numbers': [int, ...], 'target': int}}, "
+                         f"got {dict(meta)!r}") from None
 
 
 def row_meta(row: Mapping[str, Any]) -> dict[str, Any]:

@@ -16,7 +16,8 @@ can be right in different ways. The record's solution is one right pair, drawn p
   else (numbers not given, not a pair).
 
 Levels: 1: five different numbers 1-20; 2: six different numbers 1-40; 3: seven different
-numbers 10-99. A problem is its numbers (as a set) and its target.
+numbers 10-99. A problem is its numbers (as a set) and its target (`problem_key`: the order
+they are given in does not change what is asked).
 """
 
 from __future__ import annotations
@@ -31,9 +32,8 @@ from breadth.data.expressions import BinOp, ExpressionError, Num, parse_expressi
 from breadth.data.extraction import extract_expression
 from breadth.data.generators.arithmetic import inline_mcq_prompt
 from breadth.data.generators.base import Task, TaskProperties
-from breadth.data.generators.countdown import row_meta
+from breadth.data.generators.countdown import numbers_and_target, row_meta
 from breadth.data.records import Record
-from breadth.data.synthetic import Problem
 from breadth.data.verifiers import MAX_OUTCOME_CHARS, Verification
 
 # (how many numbers, smallest, largest)
@@ -56,8 +56,10 @@ class Pairs(Task):
         outcome="the pair, smaller number first (3+9)",
         graded=True,
         trace="the pair's sum (3+9=12)")
+    same_problem: ClassVar[str] = ("the numbers as a set and the target (3 5 7 9 4 -> 12 and "
+                                   "4 9 7 5 3 -> 12 are one)")
 
-    def draw(self, rng: random.Random, level: int, split: str) -> Problem | None:
+    def draw(self, rng: random.Random, level: int, split: str) -> Record | None:
         count, low, high = _LEVELS[level]
         numbers = rng.sample(range(low, high + 1), count)
         reached = Counter(a + b for a, b in itertools.combinations(numbers, 2))
@@ -66,13 +68,25 @@ class Pairs(Task):
             return None
         target = rng.choice(targets)
         a, b = rng.choice(_pairs_reaching(numbers, target))
-        record = Record.create(
+        return Record.create(
             source="synthetic:pairs", split=split,
             question=f"Sum to {target} with two of {' '.join(map(str, numbers))}",
             answer=str(target), solution=f"{a}+{b}", difficulty=level, task=self.name,
             meta={"numbers": numbers, "target": target},
         )
-        return f"{sorted(numbers)}->{target}", record
+
+    def problem_key(self, record: Record) -> str:
+        """The given numbers (all different) as a set, and the target.
+
+        >>> key = Pairs().problem_key
+        >>> [key(Record.create(source="synthetic:pairs", split="train", answer="12",
+        ...                    question=f"Sum to 12 with two of {n}", task="pairs",
+        ...                    meta={"numbers": [int(x) for x in n.split()], "target": 12}))
+        ...  for n in ("3 5 7 9 4", "4 9 7 5 3")]
+        ['[3, 4, 5, 7, 9]->12', '[3, 4, 5, 7, 9]->12']
+        """
+        numbers, target = _meta(record.meta)
+        return f"{sorted(numbers)}->{target}"
 
     def free_form(self, record: Record, reasoning: bool) -> tuple[str, str]:
         pair = record.solution or ""
@@ -142,8 +156,4 @@ def _pairs_reaching(numbers: list[int], target: int) -> list[tuple[int, int]]:
 
 
 def _meta(meta: Mapping[str, Any]) -> tuple[list[int], int]:
-    try:
-        return [int(n) for n in meta["numbers"]], int(meta["target"])
-    except (KeyError, TypeError, ValueError):
-        raise ValueError("pairs row needs meta {'numbers': [int, ...], 'target': int}, "
-                         f"got {dict(meta)!r}") from None
+    return numbers_and_target(meta, "pairs")

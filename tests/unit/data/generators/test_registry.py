@@ -21,7 +21,6 @@ from breadth.data.generators import (
 )
 from breadth.data.records import FORMATS, Record
 from breadth.data.sources import load_records, parse_source_spec
-from breadth.data.synthetic import Problem
 
 
 def test_builtin_tasks_and_which_are_generated() -> None:
@@ -62,11 +61,11 @@ class Parity(Task):
     levels = (1,)
     properties = TaskProperties(answers="one", outcome="yes or no")
 
-    def draw(self, rng: random.Random, level: int, split: str) -> Problem | None:
+    def draw(self, rng: random.Random, level: int, split: str) -> Record | None:
         n = rng.randint(0, 999)
-        return str(n), Record.create(source="synthetic:parity_test_task", split=split,
-                                     question=f"{n} even?", answer="yes" if n % 2 == 0 else "no",
-                                     difficulty=level, task=self.name)
+        return Record.create(source="synthetic:parity_test_task", split=split,
+                             question=f"{n} even?", answer="yes" if n % 2 == 0 else "no",
+                             difficulty=level, task=self.name)
 
 
 def test_a_registered_task_is_a_source_renders_and_verifies() -> None:
