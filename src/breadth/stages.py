@@ -59,7 +59,7 @@ def sft_stage(
     model, tokenizer = load_policy(base_dir)
     rows = read_rows(Path(dataset_dir) / "train.parquet")
     train_sft(model, tokenizer, rows, config.sft, output_dir=Path(out_dir), seed=config.seed,
-              log_metric=log_metric)
+              log_metric=log_metric, chat=config.model)
     return Path(out_dir) / "final"
 
 
@@ -90,7 +90,7 @@ def rl_stage(
     model, tokenizer = load_policy(policy_dir)
     train_grpo(model, tokenizer, grpo_rows(config.rl, Path(dataset_dir)), config.rl,
                output_dir=Path(out_dir), seed=config.seed, log_metric=log_metric,
-               on_checkpoint=on_checkpoint, resume_from=resume_from)
+               on_checkpoint=on_checkpoint, resume_from=resume_from, chat=config.model)
     return Path(out_dir) / "final"
 
 
@@ -109,7 +109,7 @@ def rollout_stage(
     rollout = resolve_backend(config.rollout, Path(policy_dir))
     rows = rollout_backend(rollout).rollout(
         Path(policy_dir), problems, rollout, model_name=model_name, seed=config.seed,
-        progress=progress,
+        progress=progress, chat=config.model,
     )
     out_path = Path(out_path)
     out_path.parent.mkdir(parents=True, exist_ok=True)
@@ -146,7 +146,8 @@ def search_stage(
     # so its bar may end short of the total (and the ETA is an upper bound).
     with StageBar(f"search {model_name}", 2 * budget * len(problems), "sample") as bar, \
             backend.sampler(Path(policy_dir), rollout, seed=config.seed,
-                            chunk=settings.search_chunk, on_samples=bar.update) as sampler:
+                            chunk=settings.search_chunk, on_samples=bar.update,
+                            chat=config.model) as sampler:
         return compare_search(problems, sampler, verify, evolution)
 
 

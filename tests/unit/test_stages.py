@@ -27,7 +27,7 @@ class ScriptedBackend:
         raise AssertionError("search must not call rollout")
 
     @contextlib.contextmanager
-    def sampler(self, policy_dir, config, *, seed, chunk, on_samples=None):
+    def sampler(self, policy_dir, config, *, seed, chunk, on_samples=None, chat=None):
         self.sampler_args.append((policy_dir, seed, chunk))
 
         def sample(prompts, n, call_seed):

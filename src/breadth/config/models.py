@@ -139,6 +139,19 @@ class ModelConfig(Section):
     )
     intermediate_size: int = Field(256, ge=8, description="Tiny model: MLP width.")
     max_length: int = Field(96, ge=16, description="Tiny model: maximum sequence length.")
+    chat_template: Literal["auto", "on", "off"] = Field(
+        "auto",
+        description="How prompts reach the model, in every stage alike (SFT, GRPO, rollouts, "
+        "search): `auto` renders each prompt as a user message with the tokenizer's chat "
+        "template where it has one (the tiny model has none: raw prompts); `on` requires a "
+        "template (refused before the run if the tokenizer has none); `off` sends raw prompts.",
+    )
+    system_prompt: str | None = Field(
+        None,
+        description="A system message put before every prompt through the chat template; "
+        "empty = none (the template's own default, if it has one). Needs a chat template: "
+        "refused with model.chat_template=off or a tokenizer without one.",
+    )
 
     @model_validator(mode="after")
     def _head_dim_at_least_32(self) -> ModelConfig:
@@ -155,6 +168,27 @@ class ModelConfig(Section):
                     f"{self.hidden_size // self.num_heads} is below 32, which vLLM refuses; "
                     "raise hidden_size or lower num_heads"
                 )
+        return self
+
+    @model_validator(mode="after")
+    def _chat_settings_agree(self) -> ModelConfig:
+        # What needs no tokenizer; a model's tokenizer without a template is refused by the
+        # fit check and at load time (breadth.models.chat.check_chat_template).
+        if self.system_prompt and self.chat_template == "off":
+            raise ValueError(
+                "model.system_prompt is set but model.chat_template=off sends raw prompts, so "
+                "the system prompt would be dropped: set model.chat_template=auto (or on), or "
+                "leave model.system_prompt empty"
+            )
+        if self.name_or_path is None and (self.chat_template == "on" or self.system_prompt):
+            key = ("model.chat_template=on" if self.chat_template == "on"
+                   else "model.system_prompt")
+            raise ValueError(
+                f"{key} needs a chat template, and the tiny character-level model "
+                "(model.name_or_path empty) has none: set model.chat_template=auto or off and "
+                "leave model.system_prompt empty, or set model.name_or_path to a model whose "
+                "tokenizer has a chat template"
+            )
         return self
 
 

@@ -28,6 +28,13 @@ from breadth.config import ConfigError, PipelineConfig
 from breadth.data.records import row_numbering
 from breadth.data.sources import load_records, parse_source_spec
 from breadth.evaluation.search import Attempt, EvolutionConfig, build_child_prompt
+from breadth.models.chat import (
+    chat_record,
+    check_chat_template,
+    render_conversation,
+    render_prompts,
+    uses_chat,
+)
 from breadth.models.tiny import build_char_backend, model_context
 from breadth.preflight.sequence_fit import (
     EOS,
@@ -133,13 +140,17 @@ class FitReport:
     characters: CharacterReport | None = None
     skipped: str = ""
     """Why the lengths were not checked (the model's tokenizer is not on this machine)."""
+    chat: dict[str, str] = field(default_factory=dict)
+    """How prompts reach the model (`breadth.models.chat.chat_record`): the chat template
+    applied or raw, its sha256, and the first evaluation prompt as the model sees it."""
 
     def tags(self) -> dict[str, str]:
-        """MLflow tags for the run: the longest rendered sequences, and the characters the
-        tokenizer mapped or does not know."""
+        """MLflow tags for the run: the longest rendered sequences, the characters the
+        tokenizer mapped or does not know, and the chat template with one rendered prompt."""
         if self.skipped:
             return {"data.fit": f"not checked: {self.skipped}"[:5000]}
         tags = {f"data.{name}_tokens": str(value) for name, value in self.longest.items()}
+        tags.update(self.chat)
         tags["data.fit"] = "ok" if not self.found else "does not fit"
         if self.characters:
             tags.update({key: value[:5000] for key, value in self.characters.summary().items()})
@@ -238,7 +249,7 @@ def fit_report(config: PipelineConfig, *, offline: bool = False) -> FitReport:
             prepare_stage(config, Path(folder))
         rows = {split: pq.read_table(Path(folder) / f"{split}.parquet", columns=_COLUMNS)
                 .to_pylist() for split in ("train", "eval")}
-    lengths = {split: split_lengths(split, split_rows, tokens.count)
+    lengths = {split: _split_lengths(split, split_rows, tokens, config)
                for split, split_rows in rows.items()}
     limits = _limits(config, tokens)
     found = shortfalls(lengths["train"], lengths["eval"], limits)
@@ -252,7 +263,27 @@ def fit_report(config: PipelineConfig, *, offline: bool = False) -> FitReport:
         message = fit_message(found, fitting, limits, describe, config.flat())
         if unknown := characters.summary().get("data.chars_unknown"):
             message += f"\nAlso, characters the model's tokenizer does not know: {unknown}"
-    return FitReport(limits, found, message, longest, characters)
+    first = next((split_rows[0]["prompt"] for split_rows in (rows["eval"], rows["train"])
+                  if split_rows), "")
+    return FitReport(limits, found, message, longest, characters,
+                     chat=chat_record(tokens.tokenizer, config.model, first))
+
+
+def _split_lengths(split: str, rows: list[dict[str, Any]], tokens: _ModelTokens,
+                   config: PipelineConfig) -> SplitLengths:
+    """The split's token counts as the stages tokenize them: through the chat template where
+    it applies (`breadth.models.chat`; the template carries its special tokens, and the
+    target is the assistant's turn, its end of turn included), else `split_lengths`."""
+    tokenizer = tokens.tokenizer
+    if not rows or not uses_chat(tokenizer, config.model):
+        return split_lengths(split, rows, tokens.count)
+    prompts = tokens.count(render_prompts(tokenizer, [row["prompt"] for row in rows],
+                                          config.model), False)
+    sequences = tokens.count([render_conversation(tokenizer, row["prompt"], row["target"],
+                                                  config.model) for row in rows], False)
+    return SplitLengths(split, prompt=prompts,
+                        target=[whole - prompt for whole, prompt in zip(sequences, prompts)],
+                        sequence=sequences)
 
 
 _COLUMNS = ["id", "source", "split", "question", "prompt", "target"]
@@ -271,6 +302,8 @@ class _ModelTokens:
     context: int
     """The model's context in tokens."""
     tiny: bool
+    tokenizer: Any = None
+    """The model's tokenizer, for its chat template (None: the tiny model, which has none)."""
 
 
 def _model_tokens(config: PipelineConfig, offline: bool) -> _ModelTokens:
@@ -294,6 +327,10 @@ def _model_tokens(config: PipelineConfig, offline: bool) -> _ModelTokens:
 
     only_cached = offline and not looks_like_a_path(name)
     tokenizer = AutoTokenizer.from_pretrained(name, local_files_only=only_cached)
+    # model.chat_template=on (or a system prompt) with a tokenizer that has no template,
+    # refused here, in seconds, and not when the first stage renders a prompt.
+    check_chat_template(tokenizer, config.model,
+                        model=f"model.name_or_path={config.model.name_or_path}")
     context = model_context(AutoConfig.from_pretrained(name, local_files_only=only_cached))
     told = tokenizer.model_max_length  # transformers says 1e30 when the tokenizer knows none
     candidates = [n for n in (context, told if told < 10**7 else None) if n]
@@ -306,7 +343,7 @@ def _model_tokens(config: PipelineConfig, offline: bool) -> _ModelTokens:
         spelling=normalizer.normalize_str if normalizer is not None else (lambda char: char),
         unknown=lambda char: unk is not None and unk in tokenizer(
             char, add_special_tokens=False)["input_ids"],
-        context=min(candidates, default=10**7), tiny=False,
+        context=min(candidates, default=10**7), tiny=False, tokenizer=tokenizer,
     )
 
 

@@ -7,8 +7,9 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from breadth.config import RolloutConfig
+from breadth.config import ModelConfig, RolloutConfig
 from breadth.display.progress import StageBar
+from breadth.models.chat import render_prompts
 from breadth.models.tiny import inference_device, load_policy, model_context
 from breadth.preflight.sequence_fit import check_rows_fit
 from breadth.rollout.rows import Sample, request_seed, rollout_rows
@@ -25,7 +26,9 @@ def generate_samples(
     max_new_tokens: int,
     seed: int,
 ) -> list[list[Sample]]:
-    """`num_samples` completions per prompt, in one `generate` call, seeded by `seed`."""
+    """`num_samples` completions per prompt, in one `generate` call, seeded by `seed`.
+    `prompts` are the text the model sees (rendered: `breadth.models.chat`), tokenized
+    without special tokens, as the vLLM backend sends them."""
     import torch
 
     model.eval()
@@ -88,16 +91,19 @@ def rollout_transformers(
     model_name: str,
     seed: int,
     progress: bool = True,
+    chat: ModelConfig | None = None,
 ) -> list[dict[str, Any]]:
-    """n samples for every problem -> rollout rows. Deterministic for a given seed."""
+    """n samples for every problem -> rollout rows. Deterministic for a given seed. Each
+    prompt is rendered by `chat` (`breadth.models.chat`); the rows keep the problem's own."""
     per_batch = max(1, config.batch_size // config.num_samples)
+    prompts = render_prompts(tokenizer, [problem["prompt"] for problem in problems], chat)
     rows: list[dict[str, Any]] = []
     with StageBar(f"rollout {model_name}", len(problems) * config.num_samples, "sample",
                   show=progress) as bar:
         for start in range(0, len(problems), per_batch):
             chunk = problems[start : start + per_batch]
             groups = generate_samples(
-                model, tokenizer, [p["prompt"] for p in chunk],
+                model, tokenizer, prompts[start : start + per_batch],
                 num_samples=config.num_samples, temperature=config.temperature,
                 top_p=config.top_p, max_new_tokens=config.max_new_tokens,
                 seed=request_seed(seed, chunk[0]["problem_id"]),
@@ -110,11 +116,14 @@ def rollout_transformers(
 
 
 def transformers_sampler(model: Any, tokenizer: Any, config: RolloutConfig, chunk: int = 64,
-                         on_samples: Callable[[int], None] | None = None):
+                         on_samples: Callable[[int], None] | None = None,
+                         chat: ModelConfig | None = None):
     """A `breadth.evaluation.search.Sampler` over this backend: (prompts, n, seed) -> texts;
-    `on_samples(count)` hears of each chunk's samples as they are drawn (progress)."""
+    `on_samples(count)` hears of each chunk's samples as they are drawn (progress); each
+    prompt is rendered by `chat` first (`breadth.models.chat`)."""
 
     def sample(prompts: list[str], n: int, seed: int) -> list[list[str]]:
+        prompts = render_prompts(tokenizer, prompts, chat)
         texts: list[list[str]] = []
         for start in range(0, len(prompts), chunk):
             groups = generate_samples(
@@ -135,18 +144,19 @@ class TransformersBackend:
 
     def rollout(
         self, policy_dir: Path, problems: Sequence[Mapping[str, Any]], config: RolloutConfig,
-        *, model_name: str, seed: int, progress: bool = True,
+        *, model_name: str, seed: int, progress: bool = True, chat: ModelConfig | None = None,
     ) -> list[dict[str, Any]]:
         # On the GPU where there is one: a policy loaded on the CPU sampled there, GPU or not.
         model, tokenizer = load_policy(policy_dir, device=inference_device())
         return rollout_transformers(model, tokenizer, problems, config, model_name=model_name,
-                                    seed=seed, progress=progress)
+                                    seed=seed, progress=progress, chat=chat)
 
     @contextlib.contextmanager
     def sampler(
         self, policy_dir: Path, config: RolloutConfig, *, seed: int, chunk: int,
-        on_samples: Callable[[int], None] | None = None,
+        on_samples: Callable[[int], None] | None = None, chat: ModelConfig | None = None,
     ) -> Iterator[Any]:
         # On the GPU where there is one: a policy loaded on the CPU sampled there, GPU or not.
         model, tokenizer = load_policy(policy_dir, device=inference_device())
-        yield transformers_sampler(model, tokenizer, config, chunk=chunk, on_samples=on_samples)
+        yield transformers_sampler(model, tokenizer, config, chunk=chunk, on_samples=on_samples,
+                                   chat=chat)

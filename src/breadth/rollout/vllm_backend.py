@@ -14,18 +14,24 @@ Token ids come from the server (`return_token_ids`, vLLM >= 0.10); the stop toke
 dropped from `token_ids` but its log-prob kept, the layout the transformers backend uses.
 A server that returns no ids (another OpenAI-compatible server) gets the text re-tokenized
 with the model's tokenizer.
+
+Prompts go to the completions endpoint, not the chat one: breadth renders them with the
+policy's own tokenizer (`breadth.models.chat`), so the server receives the very text the
+transformers backend tokenizes, and SFT and GRPO trained on.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
-from breadth.config import RolloutConfig
+from breadth.config import ModelConfig, RolloutConfig
 from breadth.display.progress import StageBar
+from breadth.models.chat import check_chat_template, render_prompts
 from breadth.rollout.rows import Sample, request_seed, rollout_rows
 from breadth.rollout.vllm_fleet import VLLMFleet
 from breadth.rollout.vllm_pool import policy_server_url
@@ -150,8 +156,11 @@ def rollout_vllm(
     model_name: str,
     seed: int,
     progress: bool = True,
+    chat: ModelConfig | None = None,
 ) -> list[dict[str, Any]]:
     """n samples for every problem from a vLLM server -> rollout rows (problem order kept).
+    Each prompt is rendered by `chat` with the policy's tokenizer (`breadth.models.chat`);
+    the rows keep the problem's own.
 
     Starts a server for `policy_dir` unless `config.vllm_url` / `$BREADTH_VLLM_URL` names
     servers; several are used as one fleet (`breadth.rollout.vllm_fleet`). Deterministic for a
@@ -170,6 +179,8 @@ def rollout_vllm(
         def tokenize(text: str) -> list[int]:
             return tokenizer(text, add_special_tokens=False)["input_ids"]
 
+    check_chat_template(tokenizer, chat, model=str(policy_dir))  # named, before a server starts
+    prompts = render_prompts(tokenizer, [problem["prompt"] for problem in problems], chat)
     per_server = max(1, min(MAX_IN_FLIGHT, config.batch_size // config.num_samples))
     groups: list[list[Sample] | None] = [None] * len(problems)
     with vllm_endpoints(policy_dir, config, seed=seed) as urls:
@@ -186,11 +197,11 @@ def rollout_vllm(
             futures = {
                 pool.submit(
                     fleet.post, client,
-                    completion_request(problem, config, model=model_name, seed=seed,
-                                       stop_token_ids=stop_ids),
+                    completion_request({**problem, "prompt": prompt}, config,
+                                       model=model_name, seed=seed, stop_token_ids=stop_ids),
                     str(problem["problem_id"]), index,
                 ): index
-                for index, problem in enumerate(problems)
+                for index, (problem, prompt) in enumerate(zip(problems, prompts, strict=True))
             }
             try:
                 for future in as_completed(futures):
@@ -214,22 +225,23 @@ class VLLMBackend:
 
     def rollout(
         self, policy_dir: Path, problems: Sequence[Mapping[str, Any]], config: RolloutConfig,
-        *, model_name: str, seed: int, progress: bool = True,
+        *, model_name: str, seed: int, progress: bool = True, chat: ModelConfig | None = None,
     ) -> list[dict[str, Any]]:
         return rollout_vllm(policy_dir, problems, config, model_name=model_name, seed=seed,
-                            progress=progress)
+                            progress=progress, chat=chat)
 
     @contextlib.contextmanager
     def sampler(
         self, policy_dir: Path, config: RolloutConfig, *, seed: int, chunk: int,
-        on_samples: Callable[[int], None] | None = None,
+        on_samples: Callable[[int], None] | None = None, chat: ModelConfig | None = None,
     ) -> Iterator[Any]:
         """The same servers for the whole search; each call sends one request per prompt (the
-        servers batch them), at most `chunk` in flight per server."""
+        servers batch them), at most `chunk` in flight per server, rendered by `chat`."""
         import httpx
 
         tokenizer = _local_tokenizer(policy_dir)
         eos = getattr(tokenizer, "eos_token_id", None)
+        check_chat_template(tokenizer, chat, model=str(policy_dir))  # before a server starts
         with vllm_endpoints(policy_dir, config, seed=seed) as urls:
             fleet = VLLMFleet.connect(urls, policy_dir, "search")
             in_flight = max(1, min(MAX_IN_FLIGHT, chunk)) * len(fleet.live())
@@ -237,16 +249,21 @@ class VLLMBackend:
                 httpx.Client(timeout=request_timeout(), headers=bearer_headers()) as client,
                 ThreadPoolExecutor(max_workers=in_flight) as pool,
             ):
-                yield _fleet_sampler(fleet, client, pool, config, eos, on_samples)
+                yield _fleet_sampler(fleet, client, pool, config, eos, on_samples,
+                                     render=functools.partial(render_prompts, tokenizer,
+                                                              settings=chat))
 
 
 def _fleet_sampler(fleet: VLLMFleet, client: Any, pool: ThreadPoolExecutor,
                    config: RolloutConfig, eos: int | None,
-                   on_samples: Callable[[int], None] | None = None) -> Any:
+                   on_samples: Callable[[int], None] | None = None,
+                   render: Callable[[list[str]], list[str]] | None = None) -> Any:
     """search's Sampler over a fleet: (prompts, n, seed) -> n texts per prompt, in order;
-    `on_samples(n)` hears of each prompt's n samples as its answer is read (progress)."""
+    `on_samples(n)` hears of each prompt's n samples as its answer is read (progress);
+    `render` turns the prompts into the text sent (`breadth.models.chat.render_prompts`)."""
 
     def sample(prompts: list[str], n: int, call_seed: int) -> list[list[str]]:
+        prompts = render(prompts) if render is not None else prompts
         request = config.model_copy(update={"num_samples": n})
         bodies = [
             completion_request({"problem_id": f"prompt-{i}", "prompt": prompt}, request,

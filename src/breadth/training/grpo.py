@@ -8,9 +8,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from breadth.config import RLConfig
+from breadth.config import ModelConfig, RLConfig
 from breadth.data.prepare import read_rows
 from breadth.data.verifiers import warm_up_symbolic
+from breadth.models.chat import as_messages, render_prompts, uses_chat
 from breadth.models.tiny import model_context
 from breadth.preflight.sequence_fit import check_rows_fit, count_tokens
 from breadth.rewards.callback import RewardStateCallback, load_reward_state
@@ -164,13 +165,17 @@ def build_grpo_config(config: RLConfig, *, output_dir: Path, seed: int, override
 
 
 def _check_prompts_fit(model: Any, tokenizer: Any, rows: Sequence[dict[str, Any]],
-                       completion: int) -> None:
-    """Every prompt + rl.max_completion_length within the model's context: past it, TRL
-    generates and trains at positions the model does not have, without a word."""
+                       completion: int, chat: ModelConfig | None = None) -> None:
+    """Every prompt, as the model sees it, + rl.max_completion_length within the model's
+    context: past it, TRL generates and trains at positions the model does not have, without
+    a word."""
     limit = model_context(model.config)
     if limit is None:
         return
-    prompts = count_tokens([str(row["prompt"]) for row in rows], tokenizer)
+    texts = render_prompts(tokenizer, [str(row["prompt"]) for row in rows], chat)
+    # TRL tokenizes a plain prompt with the special tokens, a rendered one without (the
+    # template holds its own).
+    prompts = count_tokens(texts, tokenizer, special=not uses_chat(tokenizer, chat))
     check_rows_fit([n + completion for n in prompts], limit,
                    what=f"GRPO's prompt + rl.max_completion_length={completion}", rows=rows,
                    fix="raise model.max_length (the tiny model), lower "
@@ -188,8 +193,15 @@ def train_grpo(
     log_metric: Callable[[str, float, int], None] | None = None,
     on_checkpoint: Callable[[Path, int], None] | None = None,
     resume_from: Path | None = None,
+    chat: ModelConfig | None = None,
 ) -> Any:
     """Train `model` with GRPO on the rendered `rows`; returns the trained model (also saved).
+
+    `chat` (the run's `model` section; None: its defaults) says whether prompts go through
+    the tokenizer's chat template (`breadth.models.chat`): then TRL gets conversational
+    prompts (messages), applies the template with the generation prompt, and hands the reward
+    functions the completions as assistant messages (`breadth.rewards.scoring.completion_text`
+    reads their text).
 
     `on_checkpoint(path, step)` is called after each checkpoint is written (the pipeline uploads
     it to S3); `resume_from` is a local checkpoint folder to continue from (trainer state,
@@ -201,7 +213,7 @@ def train_grpo(
     check_process_count(config)
     if resume_from is not None and (checkpoint_step(resume_from) or 0) >= config.max_steps:
         return _finished_run(resume_from, model, tokenizer, output_dir)
-    _check_prompts_fit(model, tokenizer, rows, config.max_completion_length)
+    _check_prompts_fit(model, tokenizer, rows, config.max_completion_length, chat)
     rewards = build_trl_rewards(config.reward_plan, seed=seed,
                                 num_generations=config.num_generations,
                                 gather_objects=gather_objects)
@@ -209,8 +221,10 @@ def train_grpo(
         warm_up_symbolic()  # the verifier's one-time imports, before the first timed step
     args = build_grpo_config(config, output_dir=output_dir, seed=seed,
                              overrides={"reward_weights": rewards.reward_weights})
+    chat_on = uses_chat(tokenizer, chat)
     dataset = Dataset.from_list(
-        [{"prompt": row["prompt"], **{c: row[c] for c in REWARD_COLUMNS}} for row in rows]
+        [{"prompt": as_messages(row["prompt"], chat) if chat_on else row["prompt"],
+          **{c: row[c] for c in REWARD_COLUMNS}} for row in rows]
     )
 
     class _FinishCheckpoint(TrainerCallback):

@@ -34,6 +34,7 @@ def main(argv: list[str] | None = None) -> None:
         log_metric=events.metric if events else None,
         on_checkpoint=events.checkpoint if events else None,
         resume_from=Path(job["resume_from"]) if job["resume_from"] else None,
+        chat=config.model,
     )
 
 

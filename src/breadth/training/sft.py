@@ -6,9 +6,15 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from breadth.config import SFTConfig
+from breadth.config import ModelConfig, SFTConfig
+from breadth.models.chat import as_messages, render_conversation, uses_chat
 from breadth.models.tiny import model_context
-from breadth.preflight.sequence_fit import check_rows_fit, split_lengths, tokenizer_counter
+from breadth.preflight.sequence_fit import (
+    check_rows_fit,
+    count_tokens,
+    split_lengths,
+    tokenizer_counter,
+)
 from breadth.training.trainer_setup import MetricsCallback, device_arguments, show_progress
 
 
@@ -21,8 +27,14 @@ def train_sft(
     output_dir: Path,
     seed: int,
     log_metric: Callable[[str, float, int], None] | None = None,
+    chat: ModelConfig | None = None,
 ) -> Any:
     """Fine-tune `model` on (prompt, target) pairs; returns the trained model (also saved).
+
+    `chat` (the run's `model` section; None: its defaults) says whether the prompts go through
+    the tokenizer's chat template (`breadth.models.chat`): then TRL gets conversational rows,
+    the prompt as messages and the target as the assistant's message, and the loss is on the
+    assistant's turn only (its text and the template's end of turn).
 
     Every prompt + target + eos must fit the model's context: a longer one is refused here,
     never cut (TRL would cut it at `max_length` without a word, and without a `max_length` it
@@ -33,14 +45,26 @@ def train_sft(
     from trl import SFTTrainer
 
     max_length = model_context(model.config) or tokenizer.model_max_length
-    check_rows_fit(split_lengths("train", rows, tokenizer_counter(tokenizer)).sequence, max_length,
-                   what="SFT's prompt + target + <eos>", rows=rows,
+    chat_on = uses_chat(tokenizer, chat)
+    if chat_on:  # the whole conversation as TRL tokenizes it, the template's turns included
+        totals = count_tokens([render_conversation(tokenizer, row["prompt"], row["target"], chat)
+                               for row in rows], tokenizer, special=False)
+    else:
+        totals = split_lengths("train", rows, tokenizer_counter(tokenizer)).sequence
+    check_rows_fit(totals, max_length,
+                   what="SFT's conversation" if chat_on else "SFT's prompt + target + <eos>",
+                   rows=rows,
                    fix="raise model.max_length (the tiny model) or give shorter problems; "
                        "`breadth run` names every limit and the values that fit")
 
-    # TRL's prompt-completion format: loss on the completion only, eos appended by TRL.
+    # TRL's prompt-completion format, loss on the completion only (completion_only_loss):
+    # plain text, eos appended by TRL; or conversational, which TRL renders with the chat
+    # template, the completion being the assistant's turn with the template's end of turn
+    # (assistant_only_loss would need {% generation %} markers in the template).
     dataset = Dataset.from_list(
-        [{"prompt": row["prompt"], "completion": row["target"]} for row in rows]
+        [{"prompt": as_messages(row["prompt"], chat),
+          "completion": [{"role": "assistant", "content": row["target"]}]} if chat_on
+         else {"prompt": row["prompt"], "completion": row["target"]} for row in rows]
     )
     args = TrlSFTConfig(
         output_dir=str(output_dir),
@@ -52,6 +76,8 @@ def train_sft(
         seed=seed,
         data_seed=seed,
         save_strategy="no",
+        completion_only_loss=True,
+        assistant_only_loss=False,
         max_length=max_length,  # checked above: nothing reaches it, so nothing is cut
         **device_arguments(),
     )
