@@ -13,9 +13,11 @@ from prefect import task
 
 from breadth.config import PipelineConfig
 from breadth.preflight.costs import measured
+from breadth.rollout.sample_table import rollout_samples
 from breadth.stages import rollout_stage
 from breadth.tracking.objects import ObjectStore
 from breadth.tracking.runs import RunHandle
+from breadth.tracking.tables import log_table
 
 
 @task(name="rollout", retries=1, retry_condition_fn=retry_if_transient,
@@ -31,6 +33,10 @@ def rollout(
                                  model_name, out / f"{model_name}.parquet")
         uri = ObjectStore.from_env().upload_file(path, f"runs/{parent.run_id}/rollouts/{path.name}")
         run.log_artifact(path, "rollouts")
-        run.set_tags({"rollouts.s3_uri": uri})
+        # What the model wrote, readable in MLflow's UI beside the metrics, and how its
+        # prompts were rendered (chat template and its hash, or raw).
+        samples = rollout_samples(path, policy.ensure_local(), config.model, seed=config.seed)
+        log_table(run.tracking, run.run_id, samples.rows, f"samples/rollout-{model_name}.json")
+        run.set_tags({"rollouts.s3_uri": uri, **samples.chat})
         return StageResult(f"rollout-{model_name}", key, str(path), uri, run.run_id,
                            {"model_name": model_name})
