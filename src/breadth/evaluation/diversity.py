@@ -12,6 +12,7 @@ add nothing to the distinct count or the entropy, but still count in n for the f
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -36,6 +37,9 @@ __all__ = [
     "reasoning_end",
     "reasoning_entropies",
     "utility_k",
+    "vendi_outcomes",
+    "vendi_score",
+    "vendi_text",
 ]
 
 DEFAULT_PATIENCE = 0.8  # NoveltyBench's user patience: weight p^(i-1) on the i-th generation
@@ -114,6 +118,103 @@ def distinct_correct_outcomes(outcomes, correct) -> np.ndarray:
         raise ValueError(f"outcomes {values.shape} and correct {right.shape} must align")
     kept = np.where(right, values, None)
     return outcome_diversity(kept).distinct
+
+
+def vendi_score(similarity, weights=None) -> float:
+    """Vendi score (Friedman & Dieng 2023): the effective number of distinct samples under a
+    similarity kernel, exp of the Shannon entropy of the eigenvalues of K / n.
+
+    `similarity` is one problem's (m, m) kernel matrix K: symmetric, positive semi-definite,
+    K_ii = 1. `weights` (optional, m probabilities) weigh the rows as the reference package's
+    `score_K(K, p=...)` does, diag(sqrt(p)) K diag(sqrt(p)): m distinct items with p_i = (count
+    of item i) / n give the score of n samples with repeats, so repeated samples need not be
+    expanded. Eigenvalues below 0 (rounding) count as 0. 1 for identical samples, n for n
+    samples no two of which are similar at all.
+
+    >>> round(vendi_score(np.eye(3)), 9), round(vendi_score(np.ones((3, 3))), 9)
+    (3.0, 1.0)
+    >>> round(vendi_score([[1.0, 0.5], [0.5, 1.0]]), 6)  # eigenvalues 0.75, 0.25
+    1.754765
+    """
+    k = np.asarray(similarity, dtype=np.float64)
+    if k.ndim != 2 or k.shape[0] != k.shape[1] or k.shape[0] == 0:
+        raise ValueError(f"similarity must be a non-empty square matrix, got shape {k.shape}")
+    if not np.allclose(k, k.T) or not np.allclose(np.diag(k), 1.0):
+        raise ValueError("similarity must be symmetric with ones on its diagonal (K_ii = 1)")
+    m = k.shape[0]
+    p = np.full(m, 1.0 / m) if weights is None else np.asarray(weights, dtype=np.float64)
+    if p.shape != (m,) or np.any(p < 0) or not np.isclose(p.sum(), 1.0):
+        raise ValueError(f"weights must be {m} non-negative numbers summing to 1")
+    root = np.sqrt(p)
+    return float(_vendi_of_eigenvalues(np.linalg.eigvalsh(k * np.outer(root, root))))
+
+
+def _vendi_of_eigenvalues(eigenvalues: np.ndarray) -> np.ndarray:
+    """exp(-sum lambda log lambda) over the last axis, eigenvalues <= 0 left out."""
+    lam = np.clip(eigenvalues, 0.0, None)
+    plogp = np.where(lam > 0, lam * np.log(np.where(lam > 0, lam, 1.0)), 0.0)
+    return np.exp(-plogp.sum(axis=-1))
+
+
+def vendi_outcomes(outcomes) -> np.ndarray:
+    """Vendi score per problem with the exact-match kernel on extracted outcomes (K_ij = 1 when
+    samples i and j extracted the same outcome, else 0); 0.0 where no sample has one.
+
+    K is then block-diagonal with one all-ones block per outcome, so the eigenvalues of K / n
+    are the outcomes' shares and the score is exp(outcome entropy): the effective number of
+    outcomes (the Hill number of order 1), between 1 and `distinct_outcomes`. Like the entropy
+    it reads the samples with an outcome only (None is no answer, not a shared one).
+
+    >>> vendi_outcomes([["a", "a", "a", "a"], ["a", "b", "c", "d"]]).tolist()
+    [1.0, 4.0]
+    >>> round(float(vendi_outcomes(["a", "a", "b", "c"])), 6)  # shares 1/2, 1/4, 1/4: 2^1.5
+    2.828427
+    """
+    d = outcome_diversity(outcomes)
+    return np.where(d.distinct > 0, np.exp(d.entropy), 0.0)
+
+
+DEFAULT_VENDI_NS = (1, 2, 3, 4)  # the reference package's `ngram_vendi_score` default
+
+
+def vendi_text(
+    texts: Sequence[str] | Sequence[Sequence],
+    ns: Sequence[int] = DEFAULT_VENDI_NS,
+    *,
+    tokenize: Callable[[str], Sequence] = str.split,
+    max_tokens_per_text: int = 20_000,
+) -> float:
+    """Vendi score of one problem's texts under the n-gram kernel: K = the mean over n in `ns`
+    of the cosine similarity of the texts' n-gram count vectors (the reference package's
+    `ngram_vendi_score`).
+
+    A text with fewer than n tokens counts as one n-gram of its own (its tokens, padded), so
+    identical texts always have similarity 1 and K_ii = 1; the reference gives such a text a
+    zero row for that n instead, which makes two identical one-word answers only 1/4 alike.
+    Strings are split by `tokenize` (sequences are their own tokens), each cut to
+    `max_tokens_per_text` tokens, as `distinct_n` does.
+
+    >>> round(vendi_text(["a b", "a b", "a b"]), 9), round(vendi_text(["a", "b", "c"]), 9)
+    (1.0, 3.0)
+    >>> round(vendi_text(["a b", "a c"], ns=(1,)), 6)  # cosine 1/2: eigenvalues 0.75, 0.25
+    1.754765
+    """
+    if not len(texts):
+        raise ValueError("vendi_text needs at least one text")
+    for n in ns:
+        if n < 1:
+            raise ValueError(f"n must be >= 1 for the n-gram kernel, got {n}")
+    tokens = [tuple((tokenize(t) if isinstance(t, str) else list(t))[:max_tokens_per_text])
+              for t in texts]
+    kernel = np.zeros((len(tokens), len(tokens)))
+    for n in ns:
+        counts = [Counter(t[i : i + n] for i in range(len(t) - n + 1)) if len(t) >= n
+                  else Counter([t]) for t in tokens]
+        norms = np.sqrt([sum(v * v for v in c.values()) for c in counts])
+        for i, a in enumerate(counts):
+            for j, b in enumerate(counts):
+                kernel[i, j] += sum(v * b[g] for g, v in a.items()) / (norms[i] * norms[j])
+    return vendi_score(kernel / len(ns))
 
 
 def distinct_outcome_fraction(outcomes) -> np.ndarray:

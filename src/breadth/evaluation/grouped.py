@@ -18,7 +18,11 @@ from itertools import chain
 import numpy as np
 import pandas as pd
 
-from breadth.evaluation.diversity import embedding_diversity
+from breadth.evaluation.diversity import (
+    DEFAULT_VENDI_NS,
+    _vendi_of_eigenvalues,
+    embedding_diversity,
+)
 
 __all__ = [
     "distinct_k_by_group",
@@ -26,8 +30,10 @@ __all__ = [
     "distinct_per_group",
     "embedding_diversity_by_group",
     "flat_vectors",
+    "text_tokens",
     "token_entropy_by_group",
     "utility_k_by_group",
+    "vendi_text_by_group",
 ]
 
 
@@ -92,6 +98,7 @@ def distinct_n_by_group(
     *,
     tokenize: Callable[[str], Sequence] = str.split,
     max_tokens_per_text: int = 20_000,
+    tokens: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> dict[int, np.ndarray]:
     """Distinct-n for each n in `ns`: unique n-grams / total n-grams over each group's texts
     (0.0 for a group without n-grams); equal to `diversity.distinct_n` applied per group.
@@ -100,6 +107,9 @@ def distinct_n_by_group(
     split by Arrow's string kernels (no Python string per token); empty tokens, which Arrow
     yields at leading or trailing whitespace and `str.split` never does, are dropped.
 
+    `tokens`: the texts' `text_tokens`, when the caller has them (then `tokenize` and the cap
+    are theirs).
+
     >>> d = distinct_n_by_group(["a b a b", "a b", "x"], np.array([0, 0, 1]), 2, ns=(1, 2))
     >>> d[1].tolist(), d[2].tolist()
     ([0.3333333333333333, 1.0], [0.5, 0.0])
@@ -107,12 +117,7 @@ def distinct_n_by_group(
     for n in ns:
         if n < 1:
             raise ValueError(f"n must be >= 1 for distinct-n, got {n}")
-    token_ids, lengths = _token_ids(texts, tokenize)
-    if lengths.max(initial=0) > max_tokens_per_text:
-        # Tokens past the cap are dropped, as `diversity.distinct_n` does per text.
-        starts = np.repeat(np.cumsum(lengths) - lengths, lengths)
-        keep = np.arange(len(token_ids)) - starts < max_tokens_per_text
-        token_ids, lengths = token_ids[keep], np.minimum(lengths, max_tokens_per_text)
+    token_ids, lengths = tokens or text_tokens(texts, tokenize, max_tokens_per_text)
     # n-grams per group: each text of L tokens holds max(L - n + 1, 0).
     totals = {
         n: np.bincount(group, weights=np.maximum(lengths - n + 1, 0), minlength=num_groups)
@@ -136,6 +141,25 @@ def distinct_n_by_group(
         n: np.divide(seen[n], totals[n], out=np.zeros(num_groups), where=totals[n] > 0)
         for n in ns
     }
+
+
+def text_tokens(texts: Sequence, tokenize: Callable[[str], Sequence] = str.split,
+                max_tokens_per_text: int = 20_000) -> tuple[np.ndarray, np.ndarray]:
+    """(token id per token, tokens per text), equal tokens sharing an id, each text cut to
+    `max_tokens_per_text` tokens (as `diversity.distinct_n` cuts it): what the text metrics
+    read, computed once for all of them.
+
+    >>> ids, lengths = text_tokens(["a b a", "", "b"])
+    >>> ids.tolist(), lengths.tolist()
+    ([0, 1, 0, 1], [3, 0, 1])
+    """
+    token_ids, lengths = _token_ids(texts, tokenize)
+    if lengths.max(initial=0) > max_tokens_per_text:
+        # Tokens past the cap are dropped, as `diversity.distinct_n` does per text.
+        starts = np.repeat(np.cumsum(lengths) - lengths, lengths)
+        keep = np.arange(len(token_ids)) - starts < max_tokens_per_text
+        token_ids, lengths = token_ids[keep], np.minimum(lengths, max_tokens_per_text)
+    return token_ids, lengths
 
 
 _KEY_BITS = 62  # packed n-gram keys stay below the int64 maximum used for padding
@@ -216,6 +240,213 @@ def _ids_within_groups(ids: np.ndarray, groups: np.ndarray, bits: int) -> np.nda
     uniques, dense = np.unique(keys, return_inverse=True)
     first_of_group = np.searchsorted(uniques >> bits, np.arange(int(groups.max(initial=0)) + 1))
     return dense.ravel() - first_of_group[groups]
+
+
+def vendi_text_by_group(
+    texts: Sequence,
+    group: np.ndarray,
+    num_groups: int,
+    ns: Sequence[int] = DEFAULT_VENDI_NS,
+    *,
+    tokenize: Callable[[str], Sequence] = str.split,
+    max_tokens_per_text: int = 20_000,
+    tokens: tuple[np.ndarray, np.ndarray] | None = None,
+) -> np.ndarray:
+    """`diversity.vendi_text` of each group's texts (the n-gram kernel's Vendi score), for every
+    group at once; 1.0 exactly for a group whose texts are all the same.
+
+    Equal texts of a group are one row of its kernel, weighted by how many samples wrote it
+    (the Vendi score with probability weights: the same eigenvalues as the repeated rows), so
+    a collapsed policy's problems cost least. Each distinct text is tokenised once, and the
+    kernel's blocks are built from sorted (group, n-gram, row) keys (`_ngram_kernel_blocks`);
+    groups with the same number of rows share one batched eigenvalue call. `tokens`: every
+    text's `text_tokens`, when the caller has them.
+
+    >>> vendi_text_by_group(["a b", "a b", "x", "y"], np.array([0, 0, 1, 1]), 2).round(9).tolist()
+    [1.0, 2.0]
+    """
+    for n in ns:
+        if n < 1:
+            raise ValueError(f"n must be >= 1 for the n-gram kernel, got {n}")
+    group = np.asarray(group, dtype=np.int64)
+    out = np.ones(num_groups)
+    if not len(group):
+        return out
+    # One row per distinct (group, text); rows of a group are contiguous (groups are sorted).
+    text_ids = pd.factorize(_factorizable(texts), use_na_sentinel=False)[0].astype(np.int64)
+    row_of_sample = pd.factorize(group * (int(text_ids.max()) + 1) + text_ids)[0]
+    num_rows = int(row_of_sample.max()) + 1
+    first_sample = np.empty(num_rows, dtype=np.int64)
+    first_sample[row_of_sample[::-1]] = np.arange(len(group))[::-1]
+    row_group = group[first_sample]
+    samples = np.bincount(group, minlength=num_groups)
+    weight = np.bincount(row_of_sample, minlength=num_rows) / samples[row_group]
+    rows = np.bincount(row_group, minlength=num_groups)
+    if rows.max() < 2:
+        return out
+    if tokens is None:
+        token_ids, lengths = text_tokens(_take(texts, first_sample), tokenize, max_tokens_per_text)
+    else:  # every sample's tokens given: keep each row's first sample's
+        all_ids, all_lengths = tokens
+        lengths = all_lengths[first_sample]
+        starts = (np.cumsum(all_lengths) - all_lengths)[first_sample]
+        within = np.arange(int(lengths.sum())) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+        token_ids = all_ids[np.repeat(starts, lengths) + within]
+    offset = np.cumsum(rows * rows) - rows * rows
+    kernel = _ngram_kernel_blocks(token_ids, lengths, row_group, rows, offset, np.sqrt(weight),
+                                  ns)
+    for size in np.unique(rows[rows > 1]):
+        members = np.flatnonzero(rows == size)
+        cells = offset[members][:, None] + np.arange(size * size)
+        # Only the lower triangle is filled: the one eigvalsh reads (UPLO="L").
+        matrices = kernel[cells].reshape(len(members), size, size)
+        out[members] = _vendi_of_eigenvalues(np.linalg.eigvalsh(matrices, UPLO="L"))
+    return out
+
+
+# Sorted keys per batch: a few hundred thousand stay in cache-friendly sizes and bound the
+# memory of the pair lists built from them.
+_KERNEL_BATCH = 1 << 19
+
+
+def _ngram_kernel_blocks(token_ids: np.ndarray, lengths: np.ndarray, row_group: np.ndarray,
+                         rows: np.ndarray, offset: np.ndarray, scale: np.ndarray,
+                         ns: Sequence[int]) -> np.ndarray:
+    """The weighted n-gram kernel of `vendi_text_by_group`, diag(scale) K diag(scale), as each
+    group's (rows x rows) block laid end to end (block g at offset[g], row-major), lower
+    triangle only. K is the mean over n in `ns` of the cosine similarity of the rows' n-gram
+    counts; a row shorter than n tokens is one n-gram: its tokens padded.
+
+    n-grams are token ids (plus 1; 0 pads past a row's end) packed side by side into one int64,
+    numbered by hashing only when they do not fit."""
+    num_rows, most = len(lengths), max(ns)
+    extended = np.maximum(lengths, 1)  # an empty text is one padding token
+    row_start = np.cumsum(extended) - extended
+    stream = np.zeros(int(extended.sum()), dtype=np.int64)
+    offset_in_text = np.arange(len(token_ids)) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+    ids = token_ids
+    if most * _id_bits(ids + 1) > _KEY_BITS:  # a large vocabulary: number tokens per group
+        ids = _ids_within_groups(ids, np.repeat(row_group, lengths), _id_bits(ids))
+    stream[np.repeat(row_start, lengths) + offset_in_text] = ids + 1
+    bits = _id_bits(stream)
+    row_of_slot = np.repeat(np.arange(num_rows), extended)
+    group_of_slot = row_group[row_of_slot]
+    first_row = np.cumsum(rows) - rows
+    local_of_row = np.arange(num_rows) - first_row[row_group]
+    local_of_slot = local_of_row[row_of_slot]
+    left = np.repeat(row_start + extended, extended) - np.arange(len(stream))  # to the row's end
+    # A row shorter than n is one n-gram, at its first slot.
+    short = np.where(np.arange(len(stream)) == row_start[row_of_slot],
+                     extended[row_of_slot], np.iinfo(np.int64).max)
+    padded = np.concatenate([stream, np.zeros(most, dtype=np.int64)])
+    key = np.zeros(len(stream), dtype=np.int64)
+    out = np.zeros(int(offset[-1] + rows[-1] * rows[-1]))
+    for n in range(1, most + 1):
+        # The n-window from each slot, 0 past its row's end.
+        nxt = np.where(left >= n, padded[n - 1 : n - 1 + len(stream)], 0)
+        if n * bits <= _KEY_BITS:
+            key <<= bits
+            key |= nxt
+        else:  # beyond 62 bits: number the windows instead (hashing: slower, any size)
+            key = pd.factorize(key * (int(stream.max()) + 1) + nxt)[0].astype(np.int64)
+        if n in ns:
+            used = (left >= n) | (short < n)
+            _add_cosines(out, group_of_slot[used], local_of_slot[used], key[used], rows, offset,
+                         scale)
+    out /= len(ns)
+    # Every row's cosine with itself is 1: its diagonal cell is scale^2.
+    out[offset[row_group] + local_of_row * (rows[row_group] + 1)] = scale * scale
+    return out
+
+
+def _add_cosines(out: np.ndarray, groups: np.ndarray, local: np.ndarray, grams: np.ndarray,
+                 rows: np.ndarray, offset: np.ndarray, scale: np.ndarray) -> None:
+    """Add scale_a scale_b cos(a, b) to cell (a, b), a > b, of each group's block, for the
+    rows' n-gram count vectors, from one entry (group, local row, n-gram id) per occurrence in
+    group order; `scale` is per global row.
+
+    In batches of whole groups, keys (group, n-gram, row) are sorted: runs of equal keys count
+    an n-gram in a row (each count divided by its row's norm), runs of equal (group, n-gram)
+    are the rows sharing it, and each pair of those adds the product of their counts to its
+    cell. No hash table and no sparse matrix product: the small sorts are the cost."""
+    first_row = np.cumsum(rows) - rows
+    row_bits = _id_bits(np.asarray([int(rows.max()) - 1]))
+    gram_bits = _id_bits(grams)
+    if gram_bits + row_bits + 1 > _KEY_BITS:
+        grams = pd.factorize(grams)[0].astype(np.int64)
+        gram_bits = _id_bits(grams)
+    group_bits = max(_KEY_BITS + 1 - gram_bits - row_bits, 0)
+    row_mask = (1 << row_bits) - 1
+    bounds = np.searchsorted(groups, np.arange(len(rows) + 1))
+    begin = 0
+    while begin < len(rows):
+        # As many whole groups as fit the key's bits and the batch size (one at least).
+        end = min(begin + (1 << group_bits), len(rows),
+                  int(np.searchsorted(bounds, bounds[begin] + _KERNEL_BATCH, side="right")) - 1)
+        end = max(end, begin + 1)
+        lo, hi = bounds[begin], bounds[end]
+        base_group, begin = begin, end
+        if hi == lo:
+            continue
+        keys = (((groups[lo:hi] - base_group) << (gram_bits + row_bits))
+                | (grams[lo:hi] << row_bits) | local[lo:hi])
+        keys.sort()
+        starts = _run_starts(keys)
+        count = np.diff(np.append(starts, len(keys))).astype(np.float64)
+        unique = keys[starts]
+        group_of = (unique >> (gram_bits + row_bits)) + base_group
+        row_of = unique & row_mask
+        # Each row's count vector to unit length (cosine), then times the row's scale.
+        row = first_row[group_of] + row_of
+        batch_row = row - first_row[base_group]
+        squared = np.bincount(batch_row, weights=count * count)
+        count *= scale[row] / np.sqrt(squared[batch_row])
+        # Rows sharing an n-gram: runs of equal (group, n-gram) of two entries or more (most
+        # n-grams are in one row only, and a row's cosine with itself is 1: set, not summed).
+        run_start = _run_starts(unique >> row_bits)
+        run_length = np.diff(np.append(run_start, len(unique)))
+        shared = np.repeat(run_length > 1, run_length)
+        if not shared.any():
+            continue
+        unique, count, group_of, row_of = (x[shared] for x in (unique, count, group_of, row_of))
+        run_start = _run_starts(unique >> row_bits)
+        run_length = np.diff(np.append(run_start, len(unique)))
+        # Each entry pairs with the run's entries before it (rows ascend in a run: the lower
+        # triangle, which is all eigvalsh reads).
+        first = np.repeat(run_start, run_length)
+        length = np.arange(len(unique)) - first
+        entry = np.repeat(np.arange(len(unique)), length)
+        partner = (np.arange(int(length.sum())) - np.repeat(np.cumsum(length) - length, length)
+                   + np.repeat(first, length))
+        g = group_of[entry]
+        # The batch's blocks are one stretch of `out`: scatter into it alone.
+        first_cell, last_cell = offset[base_group], offset[end - 1] + rows[end - 1] ** 2
+        cell = offset[g] - first_cell + row_of[entry] * rows[g] + row_of[partner]
+        out[first_cell:last_cell] += np.bincount(cell, weights=count[entry] * count[partner],
+                                                 minlength=int(last_cell - first_cell))
+
+
+def _run_starts(sorted_keys: np.ndarray) -> np.ndarray:
+    new = np.empty(len(sorted_keys), dtype=bool)
+    new[:1] = True
+    np.not_equal(sorted_keys[1:], sorted_keys[:-1], out=new[1:])
+    return np.flatnonzero(new)
+
+
+def _factorizable(texts: Sequence):
+    """Texts as `pd.factorize` takes them: Arrow and numpy arrays as they are, else objects
+    (a token sequence as a tuple)."""
+    if isinstance(texts, (np.ndarray, pd.api.extensions.ExtensionArray)):
+        return texts
+    values = np.empty(len(texts), dtype=object)
+    values[:] = [tuple(t) if isinstance(t, (list, np.ndarray)) else t for t in texts]
+    return values
+
+
+def _take(texts: Sequence, index: np.ndarray):
+    if isinstance(texts, (np.ndarray, pd.api.extensions.ExtensionArray)):
+        return texts.take(index)
+    return [texts[i] for i in index]
 
 
 def token_entropy_by_group(

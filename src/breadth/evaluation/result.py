@@ -44,7 +44,8 @@ def ci_names(name: str) -> tuple[str, str]:
 # evaluate child runs keep every metric and curve. `{k}` is the largest k measured.
 _HEADLINE = (
     "eval/num_problems", "eval/pass_at_1", "eval/pass_at_{k}", "eval/maj_at_{k}",
-    "eval/best_of_{k}", "eval/distinct_outcomes", "transfer/solved/distinct_outcomes",
+    "eval/best_of_{k}", "eval/pass_hat_{k}", "eval/distinct_outcomes", "eval/vendi_outcomes",
+    "transfer/solved/distinct_outcomes",
     "transfer/unsolved/distinct_outcomes", "transfer/unsolved/base/distinct_outcomes",
     "transfer/crossover_k", "search/evolutionary_success", "search/independent_success",
 )
@@ -152,6 +153,12 @@ class EvaluationResult:
     """Expected best `score` over k samples."""
     diversity: dict[str, ConfidenceInterval]
     chance: list[ChancePoint] = field(default_factory=list)
+    pass_hat_k: list[CurvePoint] = field(default_factory=list)
+    """pass^k: the chance that all k samples are correct."""
+    g_pass_at_k: list[CurvePoint] = field(default_factory=list)
+    """G-Pass@k at settings["g_pass_tau"]: at least ceil(tau k) of k samples correct."""
+    mg_pass_at_k: list[CurvePoint] = field(default_factory=list)
+    """mG-Pass@k: G-Pass@k averaged over tau in (0.5, 1]."""
     transfer: TransferResult | None = None
     base_model: str | None = None
     entropy_threshold: float | None = None
@@ -172,11 +179,7 @@ class EvaluationResult:
             "eval/num_problems": float(self.num_problems),
             "eval/num_samples": float(self.num_samples),
         }
-        for name, curve in (
-            ("pass_at", self.pass_at_k),
-            ("maj_at", self.maj_at_k),
-            ("best_of", self.best_of_k),
-        ):
+        for name, curve in self._curves():
             for p in curve:
                 out[f"eval/{name}_{p.k}"] = p.estimate
                 out.update(zip(ci_names(f"eval/{name}_{p.k}"), (p.low, p.high)))
@@ -206,16 +209,23 @@ class EvaluationResult:
                 "problems_by_count": u.problems_by_count()}
 
     def curves(self) -> dict[str, list[tuple[int, float]]]:
-        """Curves to log as one metric each with step=k: {"eval/pass_at_k": [(k, value), ...]},
-        their bounds as `eval_ci/low/pass_at_k` and `eval_ci/high/pass_at_k`."""
+        """Curves to log as one metric each with step=k: {"eval/pass_at_k": [(k, value), ...]}
+        (and eval/maj_at_k, best_of_k, pass_hat_k, g_pass_at_k, mg_pass_at_k), their bounds as
+        `eval_ci/low/pass_at_k` and `eval_ci/high/pass_at_k`."""
         out = {}
-        for name, curve in (("eval/pass_at_k", self.pass_at_k), ("eval/maj_at_k", self.maj_at_k),
-                            ("eval/best_of_k", self.best_of_k)):
+        for prefix, curve in self._curves():
+            name = f"eval/{prefix}_k"
             low, high = ci_names(name)
             out[name] = [(p.k, p.estimate) for p in curve]
             out[low] = [(p.k, p.low) for p in curve]
             out[high] = [(p.k, p.high) for p in curve]
         return out
+
+    def _curves(self) -> tuple[tuple[str, list[CurvePoint]], ...]:
+        """(metric name prefix, curve): `eval/<prefix>_<k>` per point, `eval/<prefix>_k` whole."""
+        return (("pass_at", self.pass_at_k), ("maj_at", self.maj_at_k),
+                ("best_of", self.best_of_k), ("pass_hat", self.pass_hat_k),
+                ("g_pass_at", self.g_pass_at_k), ("mg_pass_at", self.mg_pass_at_k))
 
     def to_dict(self, include_per_problem: bool = False) -> dict:
         """JSON-serialisable view (NaN becomes None); per-problem rows only when asked."""
@@ -229,6 +239,9 @@ class EvaluationResult:
             "pass_at_k": [p.to_dict() for p in self.pass_at_k],
             "maj_at_k": [p.to_dict() for p in self.maj_at_k],
             "best_of_k": [p.to_dict() for p in self.best_of_k],
+            "pass_hat_k": [p.to_dict() for p in self.pass_hat_k],
+            "g_pass_at_k": [p.to_dict() for p in self.g_pass_at_k],
+            "mg_pass_at_k": [p.to_dict() for p in self.mg_pass_at_k],
             "chance": [c.to_dict() for c in self.chance],
             "diversity": {k: v.to_dict() for k, v in self.diversity.items()},
             "transfer": None if self.transfer is None else self.transfer.to_dict(),

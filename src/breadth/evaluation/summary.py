@@ -10,7 +10,8 @@ a missing `correct` counts as incorrect; a missing `score` falls back to `correc
 outcome means "nothing extracted" (never wins a vote, adds no distinct outcome).
 
 Metric names are MLflow-safe (`/` and `_`, never `@`): `eval/pass_at_16`, `eval/maj_at_16`,
-`eval/best_of_16`, `eval/distinct_outcomes`, `transfer/unsolved/distinct_outcomes`, ...
+`eval/best_of_16`, `eval/pass_hat_16` (pass^16), `eval/g_pass_at_16`, `eval/mg_pass_at_16`,
+`eval/distinct_outcomes`, `eval/vendi_outcomes`, `transfer/unsolved/distinct_outcomes`, ...
 """
 
 from __future__ import annotations
@@ -25,11 +26,15 @@ from breadth.evaluation import diversity as div
 from breadth.evaluation import grouped
 from breadth.evaluation.claim_columns import claim_columns, reasoning_entropy_threshold
 from breadth.evaluation.metrics import (
+    DEFAULT_G_PASS_TAU,
     DEFAULT_MAJ_RESAMPLES,
     chance_corrected_pass_at_k,
     chance_pass_at_k,
     default_ks,
+    g_pass_at_k,
+    mg_pass_at_k,
     pass_at_k,
+    pass_hat_k,
 )
 from breadth.evaluation.result import ChancePoint, CurvePoint, EvaluationResult
 from breadth.evaluation.samples import (
@@ -72,9 +77,13 @@ log = logging.getLogger(__name__)
 
 # Per-problem diversity columns, in report order. A metric whose inputs are absent (no
 # `text`, no `entropy`, no `embedding` column) is NaN and left out of the outputs.
+# distinct_outcomes = distinct_correct_outcomes + distinct_wrong_outcomes (an outcome is
+# wrong when no sample of it was correct): the two parts of a change in distinct outcomes.
 DIVERSITY_METRICS = (
     "distinct_outcomes",
     "distinct_correct_outcomes",
+    "distinct_wrong_outcomes",
+    "vendi_outcomes",
     "distinct_outcome_fraction",
     "outcome_entropy",
     "distinct_classes",
@@ -82,6 +91,7 @@ DIVERSITY_METRICS = (
     "distinct_2",
     "distinct_3",
     "distinct_4",
+    "vendi_text",
     "distinct_k",
     "utility_k",
     "token_entropy",
@@ -135,6 +145,7 @@ def evaluate_rollouts(
     min_split: int = DEFAULT_MIN_SPLIT,
     maj_resamples: int = DEFAULT_MAJ_RESAMPLES,
     trace: bool = True,
+    g_pass_tau: float = DEFAULT_G_PASS_TAU,
 ) -> EvaluationResult:
     """Evaluate one model's rollouts; with `base` rollouts, add the transfer analysis.
 
@@ -142,6 +153,9 @@ def evaluate_rollouts(
     run's `data.reasoning`). Without one the claims' reasoning columns are NaN (not measured):
     a completion that is only the answer (its cue is in the prompt) has no answer marker of
     its own, so it would otherwise be read as all reasoning.
+
+    Beside pass@k, maj@k and best-of-k, the curves of pass^k (all k correct), G-Pass@k at
+    `g_pass_tau` (at least ceil(tau k) of k correct) and mG-Pass@k (`breadth.evaluation.metrics`).
 
     ks default to 1, 2, 4, ..., n (n = the smallest sample count of any problem). The
     forking-token threshold defaults to the `entropy_quantile` of the base model's token
@@ -191,19 +205,26 @@ def evaluate_rollouts(
     present = [
         m for m in DIVERSITY_METRICS if not table[m].isna().all()
     ]  # a metric without its input column (text, entropy, ...) is left out
-    # Every curve point and diversity metric in one resampling pass over the weights.
+    matrices = {
+        "pass": pass_matrix, "maj": maj_matrix, "best": best_matrix,
+        "pass_hat": np.stack([pass_hat_k(n_arr, c_arr, k) for k in ks], axis=1),
+        "g_pass": np.stack([g_pass_at_k(n_arr, c_arr, k, g_pass_tau) for k in ks], axis=1),
+        "mg_pass": np.stack([mg_pass_at_k(n_arr, c_arr, k) for k in ks], axis=1),
+    }
+    # Every curve point and diversity metric in one resampling pass over the weights (each
+    # column's interval is its own: adding a column changes no other's).
     columns = np.concatenate(
-        [pass_matrix, maj_matrix, best_matrix, table[present].to_numpy(dtype=np.float64)], axis=1
+        [*matrices.values(), table[present].to_numpy(dtype=np.float64)], axis=1
     )
     estimate, low, high = _intervals(columns, weights, confidence)
     intervals = [ConfidenceInterval(float(e), float(lo), float(hi))
                  for e, lo, hi in zip(estimate, low, high)]
-    curves = {name_: [] for name_ in ("pass", "maj", "best")}
+    curves = {name_: [] for name_ in matrices}
     for i, name_ in enumerate(curves):
         for j, k in enumerate(ks):
             ci = intervals[i * len(ks) + j]
             curves[name_].append(CurvePoint(k, ci.estimate, ci.low, ci.high))
-    diversity = dict(zip(present, intervals[3 * len(ks) :]))
+    diversity = dict(zip(present, intervals[len(matrices) * len(ks) :]))
 
     transfer = None
     base_name = None
@@ -246,6 +267,9 @@ def evaluate_rollouts(
         pass_at_k=curves["pass"],
         maj_at_k=curves["maj"],
         best_of_k=curves["best"],
+        pass_hat_k=curves["pass_hat"],
+        g_pass_at_k=curves["g_pass"],
+        mg_pass_at_k=curves["mg_pass"],
         diversity=diversity,
         chance=_chance_points(table, ks, pass_matrix, weights, confidence) if fmt == "mcq" else [],
         transfer=transfer,
@@ -262,6 +286,7 @@ def evaluate_rollouts(
             # exact expectation (too costly there); empty when every k is exact.
             "maj_resampled_ks": maj_resampled,
             "maj_resamples": maj_resamples,
+            "g_pass_tau": g_pass_tau,
         },
         per_problem=table,
         uneven_samples=uneven,
@@ -339,6 +364,10 @@ def per_problem_table(
     table["distinct_outcomes"] = distinct
     extra = claim_columns(s, reasoning_threshold, trace=trace)
     table["distinct_correct_outcomes"] = extra.pop("distinct_correct_outcomes")
+    table["distinct_wrong_outcomes"] = distinct - table["distinct_correct_outcomes"]
+    # The exact-match kernel's Vendi score: exp(outcome entropy), 0 without an outcome
+    # (`diversity.vendi_outcomes`).
+    table["vendi_outcomes"] = np.where(distinct > 0, np.exp(entropy), 0.0)
     table["distinct_outcome_fraction"] = fraction
     table["outcome_entropy"] = entropy
 
@@ -356,9 +385,14 @@ def per_problem_table(
             texts = df["text"].to_numpy(object)
             if pd.api.types.infer_dtype(texts, skipna=True) != "string":  # numbers, bytes, ...
                 texts = [as_text(t) for t in texts]
-        distinct_n = grouped.distinct_n_by_group(texts, group, num_problems, tokenize=tokenize)
+        tokens = grouped.text_tokens(texts, tokenize)  # once, for distinct-n and Vendi
+        distinct_n = grouped.distinct_n_by_group(texts, group, num_problems, tokens=tokens)
+        vendi_text = grouped.vendi_text_by_group(texts, group, num_problems, tokens=tokens)
+    else:
+        vendi_text = nan
     for n in range(1, 5):
         table[f"distinct_{n}"] = distinct_n.get(n, nan)
+    table["vendi_text"] = vendi_text
     table["distinct_k"] = grouped.distinct_k_by_group(classes, group, position, first_k) * 1.0
     table["utility_k"] = grouped.utility_k_by_group(
         classes, s.scores, group, position, first_k, patience

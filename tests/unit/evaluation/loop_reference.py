@@ -17,8 +17,8 @@ from breadth.evaluation.samples import SamplesByProblem
 from breadth.evaluation.summary import DIVERSITY_METRICS
 
 # The metrics the loop computed; the outcome metrics were already vectorised.
-OUTCOME_METRICS = ("distinct_outcomes", "distinct_correct_outcomes", "distinct_outcome_fraction",
-                   "outcome_entropy")
+OUTCOME_METRICS = ("distinct_outcomes", "distinct_correct_outcomes", "distinct_wrong_outcomes",
+                   "vendi_outcomes", "distinct_outcome_fraction", "outcome_entropy")
 LOOP_METRICS = tuple(m for m in DIVERSITY_METRICS if m not in OUTCOME_METRICS)
 
 
@@ -45,6 +45,8 @@ def per_problem_loop(
             cols[f"distinct_{n}"].append(
                 div.distinct_n(texts, n, tokenize=tokenize) if has_text else math.nan
             )
+        cols["vendi_text"].append(div.vendi_text(texts, tokenize=tokenize) if has_text
+                                  else math.nan)
         k = min(novelty_k, hi - lo)
         cols["distinct_k"].append(float(div.distinct_k(cls, k)))
         cols["utility_k"].append(div.utility_k(cls, scores[lo:hi], k, patience))

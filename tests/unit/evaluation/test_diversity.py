@@ -154,3 +154,48 @@ def test_embedding_diversity_table(case):
 def test_embedding_diversity_rejects_non_matrix():
     with pytest.raises(ValueError, match="samples, dims"):
         div.embedding_diversity([1.0, 2.0])
+
+
+@pytest.mark.parametrize("case", TABLES["vendi_outcomes"], ids=_ids(TABLES["vendi_outcomes"]))
+def test_vendi_outcomes_table(case):
+    got = div.vendi_outcomes(np.array(case["outcomes"], dtype=object))
+    assert float(got) == pytest.approx(case["expected"], abs=1e-12)
+    # The exact-match kernel by eigenvalues agrees (answered samples only).
+    answered = [o for o in case["outcomes"] if o is not None]
+    if answered:
+        kernel = np.equal.outer(np.array(answered, dtype=object), np.array(answered, dtype=object))
+        assert div.vendi_score(kernel.astype(float)) == pytest.approx(case["expected"], abs=1e-9)
+
+
+@pytest.mark.parametrize("case", TABLES["vendi_text"], ids=_ids(TABLES["vendi_text"]))
+def test_vendi_text_table(case):
+    assert div.vendi_text(case["texts"], ns=case["ns"]) == pytest.approx(case["expected"],
+                                                                        abs=1e-9)
+
+
+@pytest.mark.parametrize("case", TABLES["vendi_score"], ids=_ids(TABLES["vendi_score"]))
+def test_vendi_score_table(case):
+    got = div.vendi_score(case["kernel"], case["weights"])
+    assert got == pytest.approx(case["expected"], abs=1e-9)
+
+
+def test_vendi_score_of_repeated_samples_equals_distinct_rows_weighted_by_their_counts():
+    """The weights are how `vendi_text_by_group` keeps one row per distinct text."""
+    rng = np.random.default_rng(3)
+    x = rng.random((4, 6))
+    unit = x / np.linalg.norm(x, axis=1, keepdims=True)
+    kernel = unit @ unit.T
+    repeats = np.array([3, 1, 2, 2])
+    expanded = np.repeat(np.repeat(kernel, repeats, axis=0), repeats, axis=1)
+    assert div.vendi_score(kernel, repeats / repeats.sum()) == pytest.approx(
+        div.vendi_score(expanded), abs=1e-9)
+
+
+@pytest.mark.parametrize(
+    ("kernel", "weights", "message"),
+    [([[1, 0.2], [0.3, 1]], None, "symmetric"), ([[2, 0], [0, 1]], None, "ones on its diagonal"),
+     ([[1, 0, 0]], None, "square"), ([[1, 0], [0, 1]], [0.5, 0.6], "summing to 1")],
+)
+def test_vendi_score_rejects_what_is_not_a_kernel(kernel, weights, message):
+    with pytest.raises(ValueError, match=message):
+        div.vendi_score(kernel, weights)

@@ -79,10 +79,39 @@ def test_metric_names_are_mlflow_safe_and_cover_the_contract():
     assert all(isinstance(v, float) and np.isfinite(v) for v in names.values())
 
 
+def test_pass_hat_g_pass_split_and_vendi_by_hand():
+    """The same two problems: a has one right answer of 4 samples ("4"; wrong "5", "5", "6"),
+    b none (four "1"s)."""
+    r = evaluate_rollouts(rollouts(), num_bootstrap=50)
+    m = r.metrics()
+    assert r.settings["g_pass_tau"] == 0.5
+    # pass^k: a's one correct sample cannot fill k >= 2; pass^1 is pass@1.
+    assert [m[f"eval/pass_hat_{k}"] for k in (1, 2, 4)] == [pytest.approx(0.125), 0.0, 0.0]
+    # G-Pass@k at tau 0.5 needs 1, 1, 2 correct of k = 1, 2, 4: pass@1, pass@2, then 0.
+    assert [m[f"eval/g_pass_at_{k}"] for k in (1, 2, 4)] == [
+        pytest.approx(0.125), pytest.approx(0.25), 0.0]
+    assert [m[f"eval/mg_pass_at_{k}"] for k in (1, 2, 4)] == [0.0, 0.0, 0.0]
+    table = r.per_problem
+    # distinct outcomes = correct + wrong: a 3 = 1 + 2, b 1 = 0 + 1.
+    assert table["distinct_correct_outcomes"].tolist() == [1, 0]
+    assert table["distinct_wrong_outcomes"].tolist() == [2, 1]
+    # Exact-match Vendi: a's shares 1/4, 1/2, 1/4 give 2^1.5; b's one outcome 1.
+    assert table["vendi_outcomes"].tolist() == [pytest.approx(2 ** 1.5), 1.0]
+    # Text Vendi: a's texts "the answer is X" share 3 of 4 words, 2 of 3 bigrams, 1 of 2
+    # trigrams and no 4-gram: cosine (3/4 + 2/3 + 1/2 + 0) / 4 between different answers.
+    s = (3 / 4 + 2 / 3 + 1 / 2) / 4
+    kernel = np.array([[1, s, s, s], [s, 1, 1, s], [s, 1, 1, s], [s, s, s, 1]])  # 4, 5, 5, 6
+    lam = np.clip(np.linalg.eigvalsh(kernel / 4), 1e-300, None)
+    assert table["vendi_text"].tolist() == [
+        pytest.approx(np.exp(-(lam * np.log(lam)).sum()), abs=1e-9), 1.0]
+    assert m["eval/vendi_outcomes"] == pytest.approx((2 ** 1.5 + 1) / 2)
+
+
 def test_curves_are_lists_of_k_value_pairs_for_step_logging():
     r = evaluate_rollouts(rollouts(), num_bootstrap=20)
     curves = r.curves()
-    names = {"eval/pass_at_k", "eval/maj_at_k", "eval/best_of_k"}
+    names = {"eval/pass_at_k", "eval/maj_at_k", "eval/best_of_k", "eval/pass_hat_k",
+             "eval/g_pass_at_k", "eval/mg_pass_at_k"}
     bounds = {f"eval_ci/{b}/{n.split('/')[1]}" for n in names for b in ("low", "high")}
     assert set(curves) == names | bounds
     assert [k for k, _ in curves["eval/pass_at_k"]] == [1, 2, 4]

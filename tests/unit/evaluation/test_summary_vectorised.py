@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from breadth.evaluation import grouped
-from breadth.evaluation.diversity import distinct_n
+from breadth.evaluation.diversity import distinct_n, vendi_text
 from breadth.evaluation.metrics import _plurality_accuracy
 from breadth.evaluation.summary import per_problem_table
 from tests.unit.evaluation.loop_reference import (
@@ -130,8 +130,29 @@ def test_large_vocabularies_take_the_within_problem_and_hashed_paths(monkeypatch
     frame = random_frame(21)
     new = per_problem_table(frame)
     old = per_problem_loop(frame, entropy_threshold=None)
-    for n in range(1, 5):
-        np.testing.assert_allclose(new[f"distinct_{n}"], old[f"distinct_{n}"], rtol=0, atol=1e-9)
+    for metric in ("distinct_1", "distinct_2", "distinct_3", "distinct_4", "vendi_text"):
+        np.testing.assert_allclose(new[metric], old[metric], rtol=0, atol=1e-9, err_msg=metric)
+
+
+@pytest.mark.parametrize("batch", [1, 7, 1 << 19])
+def test_vendi_text_is_the_same_whatever_the_batches_of_problems(monkeypatch, batch):
+    # A batch of one entry still takes one whole problem; any batching sums the same pairs.
+    monkeypatch.setattr(grouped, "_KERNEL_BATCH", batch)
+    frame = random_frame(4, 60)
+    new = per_problem_table(frame)
+    old = per_problem_loop(frame, entropy_threshold=None)
+    np.testing.assert_allclose(new["vendi_text"], old["vendi_text"], rtol=0, atol=1e-9)
+
+
+def test_vendi_text_reads_each_distinct_text_once_weighted_by_its_samples():
+    # 30 samples of one text and 2 of another: a 2-row kernel, the same score as all 32 rows.
+    texts = ["the answer is 4"] * 30 + ["so it is 5", "so it is 5"]
+    got = grouped.vendi_text_by_group(texts, np.zeros(32, dtype=np.int64), 1)
+    assert got[0] == pytest.approx(vendi_text(texts), abs=1e-9)
+    assert 1.0 < got[0] < 2.0
+    tokens = grouped.text_tokens(texts)
+    assert grouped.vendi_text_by_group(texts, np.zeros(32, dtype=np.int64), 1, tokens=tokens) \
+        == pytest.approx(got)
 
 
 def test_distinct_n_with_int32_and_int64_keys():
