@@ -283,10 +283,7 @@ def test_a_grid_that_names_its_own_objectives_is_not_thinned_by_the_nightlys_def
         (f, r) for f in ("mcq", "free_form") for r in ("correctness", "darling")}
 
 
-def test_a_preset_extends_another_and_the_ucb_preset_differs_from_study_only_in_the_reward():
-    study, ucb = load_config("study").flat(), load_config("ucb").flat()
-    differing = {key for key in study if study[key] != ucb[key]}
-    assert differing == {"preset", "rl.reward.spec"}
+# A preset extending another, and each objective preset against its base: test_presets.py.
 
 
 def test_a_preset_that_extends_itself_is_refused(tmp_path):
