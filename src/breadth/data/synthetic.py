@@ -182,13 +182,18 @@ def _draw_unique(task: ProblemSpace, num: int, rng: random.Random, level: int, s
     one)."""
     seen = set() if seen is None else seen
     records: list[Record] = []
+    # A generated question states its whole problem, so its key is worked out once per
+    # question: near exhaustion most draws repeat one (arithmetic's key parses the question).
+    keys: dict[str, str] = {}
     misses = 0
     while len(records) < num and misses < MAX_MISSES_IN_A_ROW:
         record = task.draw(rng, level, split)
-        if record is None:
+        if record is None or (split == "train" and record.question in seen):
             misses += 1
             continue
-        key = task.problem_key(record)
+        key = keys.get(record.question)
+        if key is None:
+            key = keys[record.question] = task.problem_key(record)
         # Eval counts each key once; train may hold several wordings of a training key.
         identity = key if split == "eval" else record.question
         if identity in seen or split_of(key) != split:

@@ -3,12 +3,14 @@ hold-out, limits recorded in the manifest, and empty sources refused."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
 import pytest
 
 from breadth.config import ConfigError, PipelineConfig, load_config
+from breadth.data.generators import problem_key
 from breadth.data.prepare import SYNTHETIC_NUM_EVAL, SYNTHETIC_NUM_TRAIN, prepare_dataset
 from breadth.data.records import Record
 from breadth.data.splits import SplitError, limit, split_source
@@ -114,6 +116,41 @@ def test_hash_split_gives_each_split_a_record_and_is_stable_under_reordering() -
     backward = split_source(many[::-1], (), spec="s", eval_fraction=0.1, eval_only=False)
     assert {r.id for r in forward.eval} == {r.id for r in backward.eval}
     assert 5 < len(forward.eval) < 40
+
+
+def _question(text: str, answer: str = "4") -> Record:
+    return Record.create(source="s", split="train", question=text, answer=answer)
+
+
+def test_a_hashed_split_keeps_each_question_on_one_side_however_it_is_written() -> None:
+    # 40 questions, each written three ways (case, spacing, end punctuation): 120 records.
+    written = [_question(form.format(n)) for n in range(40)
+               for form in ("What is {0} + 1?", "what is {0} +  1", "  WHAT IS {0} + 1.")]
+    splits = split_source(written, (), spec="s", eval_fraction=0.2, eval_only=False)
+    train_keys = {problem_key(r) for r in splits.train}
+    assert len(train_keys) + len(splits.eval) == 40 and splits.eval
+    assert train_keys.isdisjoint(problem_key(r) for r in splits.eval)
+    # An eval set holds each problem once; its other wordings are counted as left out.
+    assert splits.left_out == {"eval repeats of a problem (same key)": 2 * len(splits.eval)}
+
+
+def test_a_source_split_loses_the_training_rows_that_ask_an_eval_problem() -> None:
+    train = [dataclasses.replace(_question(f"What is {n}+1?"), split="train") for n in range(10)]
+    test = [dataclasses.replace(_question(f"what is {n}+1"), split="eval") for n in (3, 4)]
+    splits = split_source(train + test, ("train", "eval"), spec="s", eval_fraction=0.1,
+                          eval_only=False)
+    assert splits.counts() == {"train": 8, "eval": 2}
+    assert splits.left_out == {"train problems also in the eval split": 2}
+
+
+def test_a_prepared_file_source_records_no_leakage(tmp_path) -> None:
+    # Each question twice, the second in capitals: a hashed split keeps the two together.
+    rows = ROWS + [{**row, "question": row["question"].upper()} for row in ROWS]
+    manifest = prepare_dataset(f"jsonl:{write_jsonl(tmp_path / 'a.jsonl', rows)}",
+                               fmt="free_form", out_dir=tmp_path / "o", eval_fraction=0.2)
+    assert manifest.leakage == {"train": 0.0, "grpo_pool": 0.0}
+    assert manifest.problems["eval"] == manifest.counts["eval"]
+    assert manifest.problems["train"] + manifest.problems["eval"] == len(ROWS)
 
 
 def test_limit_is_a_seeded_sample_in_source_order() -> None:
