@@ -65,19 +65,6 @@ def test_code_version_runs_git_once_per_process(monkeypatch):
     assert len(calls) == 3  # rev-parse, diff and the untracked files, on first use only
 
 
-@pytest.fixture()
-def s3(monkeypatch):
-    moto = pytest.importorskip("moto")
-    from breadth.tracking.objects import ObjectStore
-
-    with moto.mock_aws():
-        store = ObjectStore("https://s3.amazonaws.com", "breadth-test", "key", "secret")
-        store.endpoint = None  # moto intercepts the default AWS endpoint
-        store.ensure_bucket()
-        monkeypatch.setattr(ObjectStore, "from_env", classmethod(lambda cls, env=None: store))
-        yield store
-
-
 def test_ensure_local_keeps_an_existing_copy(tmp_path):
     (tmp_path / "model").mkdir()
     result = StageResult("sft", "k", str(tmp_path / "model"), "s3://nowhere/x", "run")

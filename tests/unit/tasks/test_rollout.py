@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 
 import pandas as pd
-import pytest
 from breadth_tasks.common import StageResult
 
 from breadth.config import load_config
@@ -19,19 +18,6 @@ from tests.unit.tracking.fake_mlflow import FakeMlflow
 
 TEMPLATE = ("{% for m in messages %}<{{ m['role'] }}> {{ m['content'] }}\n{% endfor %}"
             "{% if add_generation_prompt %}<assistant> {% endif %}")
-
-
-@pytest.fixture
-def s3(monkeypatch):
-    moto = pytest.importorskip("moto")
-    from breadth.tracking.objects import ObjectStore
-
-    with moto.mock_aws():
-        store = ObjectStore("https://s3.amazonaws.com", "breadth-test", "key", "secret")
-        store.endpoint = None  # moto intercepts the default AWS endpoint
-        store.ensure_bucket()
-        monkeypatch.setattr(ObjectStore, "from_env", classmethod(lambda cls, env=None: store))
-        yield store
 
 
 def test_a_rollout_logs_a_seeded_sample_table_and_its_prompting(s3, tmp_path, monkeypatch):
