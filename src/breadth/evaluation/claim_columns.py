@@ -7,6 +7,8 @@
   `heldout_distinct_outcomes`: distinct outcomes of the other half, which it measures. A split
   and a measurement on the same samples select problems where the draw went badly and then
   read that draw's extra wrong answers (regression to the mean).
+  `heldout_distinct_correct_outcomes` and `heldout_distinct_wrong_outcomes` split it: outcomes
+  some held-out sample got right, and the rest (they sum to `heldout_distinct_outcomes`).
 - `distinct_reasoning`: distinct reasoning texts (the text before the answer line, stripped):
   a diversity measure mcq's options do not cap.
 - `reasoning_forking_share`: share of reasoning tokens (answer line excluded) whose entropy
@@ -80,10 +82,14 @@ def claim_columns(s: SamplesByProblem, reasoning_threshold: float | None, *,
         "split_num_samples": counts // 2,
         "split_num_correct": split_correct.astype(np.int64),
         "heldout_distinct_outcomes": _distinct_codes(s.codes, group, ~first_half, num),
+        "heldout_distinct_correct_outcomes": _distinct_codes(s.codes, group,
+                                                             ~first_half & s.correct, num),
         "graded_score": graded.astype(np.float64),
         "distinct_reasoning": nan,
         "reasoning_forking_share": nan,
     }
+    out["heldout_distinct_wrong_outcomes"] = (out["heldout_distinct_outcomes"]
+                                              - out["heldout_distinct_correct_outcomes"])
     rows = s.rows
     if not trace:
         return out

@@ -1,5 +1,6 @@
 """Each trained model against its base, paired by problem: did training move pass@1, pass@n and
-distinct outcomes beyond their intervals?
+distinct outcomes beyond their intervals, and which part of the distinct outcomes moved (wrong
+answers dropped, or correct answers narrowed)?
 
 Two models' per-model intervals can overlap while their paired difference is clear: the
 problems' spread in difficulty is shared by both models and cancels in the difference. So the
@@ -31,14 +32,22 @@ if TYPE_CHECKING:
 
     from breadth.evaluation.result import EvaluationResult
 
-__all__ = ["PAIRED_MEASURES", "PairedDifference", "paired_against_base", "paired_differences"]
+__all__ = ["DIVERSITY_SPLIT", "PAIRED_MEASURES", "PairedDifference", "paired_against_base",
+           "paired_differences"]
 
 # (key, label, needs equal n): the measures the paired comparison reports.
 PAIRED_MEASURES = (
     ("pass_at_1", "pass@1", False),
     ("pass_at_n", "pass@n", True),
     ("distinct_outcomes", "distinct outcomes", True),
+    ("distinct_wrong_outcomes", "distinct wrong outcomes", True),
+    ("distinct_correct_outcomes", "distinct correct outcomes", True),
 )
+# The change in distinct outcomes and its two parts, which sum to it problem by problem (an
+# outcome is correct when some sample of it was): Δ distinct wrong outcomes (wrong answers
+# dropped when negative) + Δ distinct correct outcomes (narrowing among correct answers when
+# negative). docs/design/algorithms.md, "The split of a change in distinct outcomes".
+DIVERSITY_SPLIT = ("distinct outcomes", "distinct wrong outcomes", "distinct correct outcomes")
 
 
 @dataclass(frozen=True)
@@ -70,7 +79,8 @@ def paired_differences(
     seed: int = 0,
 ) -> list[PairedDifference]:
     """trained − base on the problems both per-problem tables hold (`num_samples`,
-    `num_correct`, `distinct_outcomes`); pass@n and distinct outcomes only at equal n.
+    `num_correct`, `distinct_outcomes` and, where both have them, `distinct_wrong_outcomes`
+    and `distinct_correct_outcomes`); pass@n and the counts only at equal n.
 
     >>> import pandas as pd
     >>> base = pd.DataFrame({"num_samples": [4, 4], "num_correct": [1, 0],

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from breadth.evaluation.paired import PAIRED_MEASURES, paired_against_base
+from breadth.evaluation.paired import DIVERSITY_SPLIT, PAIRED_MEASURES, paired_against_base
 from breadth.evaluation.summary import EvaluationResult
 from breadth.evaluation.transfer import SPLITS
 
@@ -29,9 +29,11 @@ __all__ = [
 # The bars of diversity.png: the outcome metrics that answer "does diversity fall on the
 # unsolved split too?".
 # Distinct correct outcomes beside distinct outcomes: on a task with several right answers,
-# the diversity that costs no accuracy.
-REPORT_DIVERSITY_METRICS = ("distinct_outcomes", "distinct_correct_outcomes", "distinct_outcome_fraction",
-                            "outcome_entropy")
+# the diversity that costs no accuracy; distinct wrong outcomes the rest (the two sum to
+# distinct outcomes); the exact-match Vendi score the effective number of outcomes.
+REPORT_DIVERSITY_METRICS = ("distinct_outcomes", "distinct_correct_outcomes",
+                            "distinct_wrong_outcomes", "vendi_outcomes",
+                            "distinct_outcome_fraction", "outcome_entropy")
 
 
 def write_report(results: Mapping[str, EvaluationResult], out_dir: str | Path) -> list[Path]:
@@ -93,7 +95,8 @@ def _pyplot():
 
 
 def plot_pass_at_k(results: Mapping[str, EvaluationResult], path: str | Path) -> Path:
-    """pass@k of every model on one plot, log2 k axis, bootstrap CIs shaded."""
+    """pass@k of every model on one plot, log2 k axis, bootstrap CIs shaded; pass^k (all k
+    correct) dashed in the model's colour, so reliability and coverage read off one figure."""
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
     try:
@@ -108,6 +111,13 @@ def plot_pass_at_k(results: Mapping[str, EvaluationResult], path: str | Path) ->
                 alpha=0.2,
                 linewidth=0,
             )
+            if r.pass_hat_k:
+                hat = r.pass_hat_k
+                ax.plot([p.k for p in hat], [p.estimate for p in hat], linestyle="--",
+                        marker=".", color=line.get_color(), label=f"{name}: pass^k")
+                ax.fill_between([p.k for p in hat], [p.low for p in hat],
+                                [p.high for p in hat], color=line.get_color(), alpha=0.1,
+                                linewidth=0)
             if r.chance:
                 ax.plot(
                     [c.k for c in r.chance],
@@ -118,10 +128,10 @@ def plot_pass_at_k(results: Mapping[str, EvaluationResult], path: str | Path) ->
                 )
         ax.set_xscale("log", base=2)
         ax.set_xlabel("k (samples)")
-        ax.set_ylabel("pass@k")
+        ax.set_ylabel("pass@k (solid), pass^k (dashed)")
         ax.set_ylim(-0.02, 1.02)
         ax.grid(True, alpha=0.3)
-        ax.legend()
+        ax.legend(fontsize=8)
         fig.tight_layout()
         fig.savefig(path, dpi=120)
     finally:
@@ -200,7 +210,10 @@ def plot_diversity(results: Mapping[str, EvaluationResult], path: str | Path) ->
     """Grouped bars: one panel per outcome-diversity metric, splits on x, one bar per model."""
     plt = _pyplot()
     metrics = REPORT_DIVERSITY_METRICS
-    fig, axes = plt.subplots(1, len(metrics), figsize=(4.2 * len(metrics), 3.8))
+    columns = min(len(metrics), 3)
+    rows = -(-len(metrics) // columns)
+    fig, grid = plt.subplots(rows, columns, figsize=(4.2 * columns, 3.8 * rows), squeeze=False)
+    axes = grid.ravel()
     try:
         names = list(results)
         width = 0.8 / max(len(names), 1)
@@ -255,16 +268,20 @@ def markdown_report(results: Mapping[str, EvaluationResult]) -> str:
         at_n = [_ci_text(curve[-1]) + (f" (n={curve[-1].k})" if uneven else "")
                 for curve in (r.pass_at_k, r.maj_at_k, r.best_of_k)]
         lines.append(_row([name, _ci_text(r.pass_at_k[0]), *at_n]))
-    lines += ["", _row(["model", "distinct outcomes", "outcome entropy", "crossover k"]),
-              _row(["---"] * 4)]
+    # The Vendi scores beside distinct outcomes: the effective number of outcomes (exact
+    # match) and of texts (n-gram kernel), which weigh an outcome by how often it is sampled.
+    lines += ["", _row(["model", "distinct outcomes", "outcome entropy", "Vendi (outcomes)",
+                        "Vendi (text)", "crossover k"]),
+              _row(["---"] * 6)]
     # Diversity counts grow with the sample count: at unlike n each value says its n, as the
     # headline's pass@n does (marks are empty when every model has the same n).
     marks = _n_marks(results)
     for name in names:
         r = results[name]
         cross = r.transfer.crossover if r.transfer is not None else None
-        lines.append(_row([name, _ci_text(r.diversity.get("distinct_outcomes")) + marks[name],
-                           _ci_text(r.diversity.get("outcome_entropy")) + marks[name],
+        lines.append(_row([name, *(_ci_text(r.diversity.get(metric)) + marks[name]
+                                   for metric in ("distinct_outcomes", "outcome_entropy",
+                                                  "vendi_outcomes", "vendi_text")),
                            _crossover_text(cross)]))
     lines += _paired_lines(results)
     # Models may have different sample counts (base 4, trained 16): the columns are every k of
@@ -275,6 +292,7 @@ def markdown_report(results: Mapping[str, EvaluationResult]) -> str:
     for name in names:
         at = {p.k: p.estimate for p in results[name].pass_at_k}
         lines.append(_row([name, *[f"{at[k]:.3f}" if k in at else "-" for k in ks]]))
+    lines += _reliability_lines(results, ks)
     has_base = any(r.transfer is not None for r in results.values())
     lines += ["", "## Diversity by base-solved / base-unsolved split" if has_base
               else "## Diversity (no base model, so no base-solved / base-unsolved split)", ""]
@@ -303,6 +321,30 @@ def markdown_report(results: Mapping[str, EvaluationResult]) -> str:
             ]
     lines += ["Files: pass_at_k.png, diversity.png, metrics.json, paired.json.", ""]
     return "\n".join(lines)
+
+
+def _reliability_lines(results: Mapping[str, EvaluationResult], ks: list[int]) -> list[str]:
+    """pass^k, G-Pass@k and mG-Pass@k per model and k (each a mean over problems): the
+    reliability end of the pass@k table, or nothing for results without them."""
+    measured = [name for name, r in results.items() if r.pass_hat_k]
+    if not measured:
+        return []
+    taus = {results[name].settings.get("g_pass_tau") for name in measured}
+    tau = f"{taus.pop():g}" if len(taus) == 1 else "each model's tau"
+    lines = ["", "## pass^k, G-Pass@k and mG-Pass@k", "",
+             (f"pass^k: all k samples correct; G-Pass@k: at least ceil({tau} k) of k correct "
+              "(tau = evaluate_rollouts' g_pass_tau); mG-Pass@k: G-Pass@k averaged over tau in "
+              "(0.5, 1], 0 at k = 1 by its definition. Each the unbiased estimate from the n "
+              "samples, averaged over problems."), "",
+             _row(["model", "measure", *[f"k={k}" for k in ks]]),
+             _row(["---"] * (len(ks) + 2))]
+    for name in measured:
+        r = results[name]
+        for label, curve in (("pass^k", r.pass_hat_k), ("G-Pass@k", r.g_pass_at_k),
+                             ("mG-Pass@k", r.mg_pass_at_k)):
+            at = {p.k: p.estimate for p in curve}
+            lines.append(_row([name, label, *[f"{at[k]:.3f}" if k in at else "-" for k in ks]]))
+    return lines
 
 
 def comparability_notes(results: Mapping[str, EvaluationResult]) -> list[str]:
@@ -406,12 +448,25 @@ def _paired_lines(results: Mapping[str, EvaluationResult]) -> list[str]:
     paired = paired_against_base(results)
     if not paired:
         return []
-    labels = [label for _, label, _ in PAIRED_MEASURES]
+    labels = [label for _, label, _ in PAIRED_MEASURES if label not in DIVERSITY_SPLIT[1:]]
     lines = ["", "## Against the base, paired by problem (95% bootstrap CI of the difference)", "",
              ("Per-model intervals above can overlap while the difference is clear: the "
               "problems' difficulty is shared by both models and cancels in it. pass@n and "
               "distinct outcomes are compared only at equal n."), "",
-             _row(["model − base", "problems", *(f"Δ {label}" for label in labels)]),
+             *_paired_table(paired, labels)]
+    split = {name: (base, diffs) for name, (base, diffs) in paired.items()
+             if {d.measure for d in diffs} >= set(DIVERSITY_SPLIT)}
+    if split:
+        lines += ["", ("The change in distinct outcomes, split: Δ distinct wrong outcomes (below 0: "
+                       "wrong answers dropped) + Δ distinct correct outcomes (below 0: narrowing "
+                       "among correct answers) = Δ distinct outcomes, problem by problem. An "
+                       "outcome is correct when some sample of it was."), "",
+                  *_paired_table(split, list(DIVERSITY_SPLIT))]
+    return lines
+
+
+def _paired_table(paired, labels: list[str]) -> list[str]:
+    lines = [_row(["model − base", "problems", *(f"Δ {label}" for label in labels)]),
              _row(["---"] * (len(labels) + 2))]
     for name, (base, differences) in paired.items():
         by_label = {d.measure: d for d in differences}

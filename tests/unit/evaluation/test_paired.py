@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import pandas as pd
+import pytest
 
 from breadth.evaluation.paired import paired_against_base, paired_differences
 from breadth.evaluation.report import markdown_report, write_report
@@ -72,3 +73,30 @@ def test_no_base_no_paired_section(tmp_path):
     assert "paired by problem" not in markdown_report(results)
     write_report(results, tmp_path)
     assert json.loads((tmp_path / "paired.json").read_text()) == {}
+
+
+def test_the_split_of_distinct_outcomes_sums_to_its_change_by_hand():
+    """Outcome "0" is the right one. sft a "0123": 4 distinct = 1 right + 3 wrong; rl a "0000":
+    1 = 1 + 0. b "1234" -> "0111": 4 = 0 + 4 -> 2 = 1 + 1. c "0012" -> "0000": 3 = 1 + 2 -> 1 = 1 + 0.
+    Δ distinct -3, -2, -2 = Δ wrong -3, -3, -2 + Δ correct 0, +1, 0."""
+    sft = evaluate_rollouts(_rollouts("sft", {"a": "0123", "b": "1234", "c": "0012"}),
+                            num_bootstrap=20)
+    rl = evaluate_rollouts(_rollouts("rl", {"a": "0000", "b": "0111", "c": "0000"}),
+                           num_bootstrap=20)
+    t, b = rl.per_problem, sft.per_problem
+    assert (t["distinct_outcomes"] - b["distinct_outcomes"]).tolist() == [-3, -2, -2]
+    assert (t["distinct_wrong_outcomes"] - b["distinct_wrong_outcomes"]).tolist() == [-3, -3, -2]
+    assert (t["distinct_correct_outcomes"] - b["distinct_correct_outcomes"]).tolist() == [0, 1, 0]
+    got = {d.measure: d.difference for d in paired_differences(t, b, num_resamples=200)}
+    assert got["distinct outcomes"].estimate == pytest.approx(-7 / 3)
+    assert got["distinct wrong outcomes"].estimate == pytest.approx(-8 / 3)
+    assert got["distinct correct outcomes"].estimate == pytest.approx(1 / 3)
+    assert (got["distinct wrong outcomes"].estimate + got["distinct correct outcomes"].estimate
+            == pytest.approx(got["distinct outcomes"].estimate))
+
+
+def test_tables_without_the_split_columns_still_pair_the_rest():
+    base = _table([4, 4], [1, 1], [3, 3])
+    rl = _table([4, 4], [2, 2], [2, 2])
+    assert [d.measure for d in paired_differences(rl, base, num_resamples=20)] == [
+        "pass@1", "pass@n", "distinct outcomes"]

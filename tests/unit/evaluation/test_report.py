@@ -290,3 +290,41 @@ def test_report_shows_distinct_correct_outcomes_beside_distinct_outcomes(tmp_pat
     table = pd.read_parquet(tmp_path / "out" / "per_problem_rl.parquet")
     assert {"distinct_correct_outcomes", "split_num_correct", "heldout_distinct_outcomes",
             "graded_score"} <= set(table.columns)
+
+
+def test_report_shows_pass_hat_g_pass_vendi_and_the_split_of_distinct_outcomes(tmp_path):
+    """base: p0-p2 right on 2 of 8 samples, 4 outcomes twice each; rl: one outcome per problem,
+    right on p0-p2 (8 of 8), wrong on p3-p5."""
+    md = write_report(_results(), tmp_path / "out")[2].read_text()
+    header, _, *rows = _table(md, "## pass^k, G-Pass@k and mG-Pass@k")
+    assert header == ["model", "measure", "k=1", "k=2", "k=4", "k=8"]
+    cells = {(row[0], row[1]): row[2:] for row in rows}
+    # base pass^k: (2/8, C(2,2)/C(8,2), 0, 0) on half the problems.
+    assert cells["base", "pass^k"] == ["0.125", "0.018", "0.000", "0.000"]
+    # G-Pass@k at tau 0.5 needs 1, 1, 2, 4 right: 1/4, 1 - C(6,2)/C(8,2) = 13/28,
+    # C(2,2) C(6,2) / C(8,4) = 3/14, 0, on half the problems.
+    assert cells["base", "G-Pass@k"] == ["0.125", "0.232", "0.107", "0.000"]
+    assert cells["rl", "pass^k"] == cells["rl", "G-Pass@k"] == ["0.500"] * 4
+    assert cells["rl", "mG-Pass@k"] == ["0.000", "0.500", "0.500", "0.500"]
+    # The Vendi scores beside distinct outcomes: base's 4 outcomes at 1/4 each, rl's one.
+    header, _, *rows = _table(md, "| model | distinct outcomes |")
+    assert header == ["model", "distinct outcomes", "outcome entropy", "Vendi (outcomes)",
+                      "Vendi (text)", "crossover k"]
+    vendi = {row[0]: row[3] for row in rows}
+    assert vendi["base"].startswith("4.000") and vendi["rl"].startswith("1.000")
+    assert {row[0]: row[4] for row in rows} == {"base": "-", "rl": "-"}  # no text column
+    # Paired: distinct outcomes 4 -> 1 everywhere; base's wrong outcomes 3 (p0-p2) and 4
+    # (p3-p5) -> 0 and 1: all -3 is wrong answers dropped, none narrowing among correct ones.
+    header, _, row = _table(md, "The change in distinct outcomes, split")
+    assert header == ["model − base", "problems", "Δ distinct outcomes",
+                      "Δ distinct wrong outcomes", "Δ distinct correct outcomes"]
+    assert row[:2] == ["rl − base", "6"]
+    assert row[2] == row[3] == "-3.000 [-3.000, -3.000] (down)"
+    assert row[4] == "+0.000 [+0.000, +0.000] (no clear difference)"
+    paired = json.loads((tmp_path / "out" / "paired.json").read_text())["rl"]["differences"]
+    assert [d["measure"] for d in paired][-2:] == ["distinct wrong outcomes",
+                                                   "distinct correct outcomes"]
+    # The split tables by base-solved / base-unsolved carry the new columns too.
+    assert "**distinct_wrong_outcomes**" in md and "**vendi_outcomes**" in md
+    metrics = json.loads((tmp_path / "out" / "metrics.json").read_text())["rl"]["metrics"]
+    assert metrics["eval/pass_hat_8"] == 0.5 and metrics["eval/vendi_outcomes"] == 1.0

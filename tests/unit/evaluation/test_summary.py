@@ -107,6 +107,20 @@ def test_pass_hat_g_pass_split_and_vendi_by_hand():
     assert m["eval/vendi_outcomes"] == pytest.approx((2 ** 1.5 + 1) / 2)
 
 
+def test_held_out_distinct_outcomes_split_into_correct_and_wrong():
+    # Held-out halves (sample_index 2, 3): a "5" "6" both wrong; c "3" right once and wrong
+    # once: an outcome some sample got right counts as correct, so c's one outcome is correct.
+    rows = [("a", 0, "4", True, 1.0), ("a", 1, "5", False, 0.0), ("a", 2, "5", False, 0.0),
+            ("a", 3, "6", False, 0.0), ("c", 0, "1", False, 0.0), ("c", 1, "2", False, 0.0),
+            ("c", 2, "3", True, 1.0), ("c", 3, "3", False, 0.0)]
+    table = per_problem_table(rollouts(rows=rows))
+    assert table["heldout_distinct_outcomes"].tolist() == [2, 1]
+    assert table["heldout_distinct_correct_outcomes"].tolist() == [0, 1]
+    assert table["heldout_distinct_wrong_outcomes"].tolist() == [2, 0]
+    assert (table["distinct_correct_outcomes"] + table["distinct_wrong_outcomes"]
+            == table["distinct_outcomes"]).all()
+
+
 def test_curves_are_lists_of_k_value_pairs_for_step_logging():
     r = evaluate_rollouts(rollouts(), num_bootstrap=20)
     curves = r.curves()
