@@ -6,6 +6,7 @@ benchmark can call them directly. Every stage is deterministic for a given confi
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -33,18 +34,24 @@ def prepare_stage(config: PipelineConfig, out_dir: Path) -> Any:
 
 
 def init_model_stage(config: PipelineConfig, out_dir: Path) -> Path:
-    """The base policy: the configured hub/local model, or the tiny model built from scratch."""
+    """The base policy: the configured hub/local model (a GGUF source read from its converted
+    folder, whose provenance.json is kept beside the weights), or the tiny model built from
+    scratch."""
     # Imported on use: a stage loads only what it runs (torch, pandas, ...).
+    from breadth.models.gguf import PROVENANCE_FILE, hf_folder_of
     from breadth.models.tiny import build_char_tokenizer, build_tiny_model, load_policy
 
     out_dir = Path(out_dir)
     if config.model.name_or_path:
-        model, tokenizer = load_policy(config.model.name_or_path)
+        folder = hf_folder_of(config.model.name_or_path)
+        model, tokenizer = load_policy(folder)
     else:
         tokenizer = build_char_tokenizer(config.model.max_length)
         model = build_tiny_model(config.model, tokenizer, seed=config.seed)
     model.save_pretrained(out_dir)
     tokenizer.save_pretrained(out_dir)
+    if config.model.name_or_path and (Path(folder) / PROVENANCE_FILE).is_file():
+        shutil.copy2(Path(folder) / PROVENANCE_FILE, out_dir / PROVENANCE_FILE)
     return out_dir
 
 

@@ -35,6 +35,15 @@ from breadth.models.chat import (
     render_prompts,
     uses_chat,
 )
+from breadth.models.gguf import (
+    GgufSourceError,
+    ModelTooLargeError,
+    check_fits_memory,
+    estimate_memory_bytes,
+    hf_folder_of,
+    is_gguf_source,
+    resolve_gguf_source,
+)
 from breadth.models.tiny import build_char_backend, model_context
 from breadth.preflight.sequence_fit import (
     EOS,
@@ -80,7 +89,12 @@ def missing_local_paths(config: PipelineConfig) -> list[str]:
         elif not wanted_file and not path.exists():
             problems.append(f"data.{key}={spec}: {path.resolve()} does not exist")
     name = config.model.name_or_path
-    if name and looks_like_a_path(name):
+    if name and is_gguf_source(name):
+        try:  # cheap: the file, its magic bytes and its hash (the header is read by the fit check)
+            resolve_gguf_source(name)
+        except GgufSourceError as error:
+            problems.append(str(error))
+    elif name and looks_like_a_path(name):
         folder = Path(name)
         if not (folder / "config.json").is_file():
             state = "has no config.json" if folder.is_dir() else "does not exist"
@@ -325,13 +339,25 @@ def _model_tokens(config: PipelineConfig, offline: bool) -> _ModelTokens:
         )
     from transformers import AutoConfig, AutoTokenizer
 
+    try:
+        # A GGUF source is read from its converted folder, written here once (about a minute
+        # for SmolLM2-135M) after its header passed: a wrong or corrupt file fails in seconds.
+        name = hf_folder_of(name)
+    except (GgufSourceError, ModelTooLargeError) as error:
+        raise ConfigError(str(error)) from error
     only_cached = offline and not looks_like_a_path(name)
     tokenizer = AutoTokenizer.from_pretrained(name, local_files_only=only_cached)
     # model.chat_template=on (or a system prompt) with a tokenizer that has no template,
     # refused here, in seconds, and not when the first stage renders a prompt.
     check_chat_template(tokenizer, config.model,
                         model=f"model.name_or_path={config.model.name_or_path}")
-    context = model_context(AutoConfig.from_pretrained(name, local_files_only=only_cached))
+    model_config = AutoConfig.from_pretrained(name, local_files_only=only_cached)
+    try:
+        check_fits_memory(estimate_memory_bytes(model_config),
+                          name_or_path=config.model.name_or_path)
+    except ModelTooLargeError as error:
+        raise ConfigError(str(error)) from error
+    context = model_context(model_config)
     told = tokenizer.model_max_length  # transformers says 1e30 when the tokenizer knows none
     candidates = [n for n in (context, told if told < 10**7 else None) if n]
     # No warning about texts longer than model_max_length: counting them is the point.
