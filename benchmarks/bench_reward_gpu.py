@@ -66,7 +66,10 @@ def median_step(clock) -> float:
     return statistics.median(timed)
 
 
-def bare_trl(config, dataset_dir: Path, policy_dir: Path, out_dir: Path, steps: int) -> float:
+def bare_trl(config, dataset_dir: Path, policy_dir: Path, out_dir: Path, steps: int,
+             clock=None) -> float:
+    """`steps` steps of a bare GRPOTrainer; its median step time by `clock` (a TrainerCallback
+    with `times`, default `step_clock()`)."""
     from datasets import Dataset
     from trl import GRPOTrainer
 
@@ -84,7 +87,7 @@ def bare_trl(config, dataset_dir: Path, policy_dir: Path, out_dir: Path, steps: 
     def answer_suffix_match(completions, answer, **_):
         return [float(str(c).strip().endswith(str(a))) for c, a in zip(completions, answer)]
 
-    clock = step_clock()
+    clock = clock or step_clock()
     dataset = Dataset.from_list([{"prompt": r["prompt"], "answer": r["answer"]} for r in rows])
     trainer = GRPOTrainer(model=model, reward_funcs=[answer_suffix_match], args=args,
                           train_dataset=dataset, processing_class=tokenizer, callbacks=[clock])
@@ -93,12 +96,15 @@ def bare_trl(config, dataset_dir: Path, policy_dir: Path, out_dir: Path, steps: 
     return median_step(clock)
 
 
-def breadth_path(config, dataset_dir: Path, policy_dir: Path, out_dir: Path, steps: int) -> float:
+def breadth_path(config, dataset_dir: Path, policy_dir: Path, out_dir: Path, steps: int,
+                 clock=None, log_metric=None) -> float:
+    """`steps` steps of breadth's `rl_stage` (metrics to `log_metric`, as the pipeline's sink);
+    its median step time by `clock` (default `step_clock()`)."""
     import trl
 
     from breadth.stages import rl_stage
 
-    clock = step_clock()
+    clock = clock or step_clock()
     original = trl.GRPOTrainer.__init__
 
     def with_clock(trainer, *args, **kwargs):  # add the clock without touching breadth's code
@@ -108,7 +114,8 @@ def breadth_path(config, dataset_dir: Path, policy_dir: Path, out_dir: Path, ste
     trl.GRPOTrainer.__init__ = with_clock  # type: ignore[method-assign]
     try:
         rl = config.rl.model_copy(update={"max_steps": steps, "save_steps": steps + 1})
-        rl_stage(config.model_copy(update={"rl": rl}), dataset_dir, policy_dir, out_dir)
+        rl_stage(config.model_copy(update={"rl": rl}), dataset_dir, policy_dir, out_dir,
+                 log_metric=log_metric)
     finally:
         trl.GRPOTrainer.__init__ = original  # type: ignore[method-assign]
     return median_step(clock)
