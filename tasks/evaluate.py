@@ -69,9 +69,11 @@ def publish_report(parent: RunHandle, evaluation: StageResult) -> str:
     models = evaluation.info["metrics"]
     headlines = {f"{name}/{key}": value for name, metrics in models.items()
                  for key, value in headline_metrics(metrics).items()}
-    # ... and the pass@k curve, so the chart view overlays rl/eval/pass_at_k across runs.
-    pass_curves = {f"{name}/eval/pass_at_k": evaluation.info["curves"][name]["eval/pass_at_k"]
-                   for name in models}
+    # ... and the pass@k and pass^k curves, so the chart view overlays rl/eval/pass_at_k and
+    # rl/eval/pass_hat_k across runs (a cached evaluation from before pass^k has none).
+    pass_curves = {f"{name}/{curve}": evaluation.info["curves"][name][curve]
+                   for name in models for curve in ("eval/pass_at_k", "eval/pass_hat_k")
+                   if curve in evaluation.info["curves"][name]}
     log_curves(parent, pass_curves, headlines)
     create_markdown_artifact(
         key="breadth-report",

@@ -330,7 +330,7 @@ def compare(
     from breadth.stack.local import StackSettings
     from breadth.study.grid_report import plot_grid, render_table
     from breadth.study.grid_statistics import claim_settings_of_runs, grid_summary
-    from breadth.tracking.fetch import CompareError, fetch_runs
+    from breadth.tracking.fetch import CompareError, fetch_runs, is_curve_column
     from breadth.tracking.runs import TrackingError, check_tracking_server
 
     if not run_ids and not grid_id:
@@ -371,7 +371,7 @@ def compare(
     if json_:
         print_json({
             "model": model, "k": summary.attrs.get("k"), "cells": _records(summary),
-            "runs": _records(runs.drop(columns=[c for c in runs if c.startswith("curve_")])),
+            "runs": _records(runs.drop(columns=[c for c in runs if is_curve_column(c)])),
             "plots": [str(path) for path in plots],
             "claims": json.loads((claims / "claims.json").read_text()) if claims else None,
             "claims_note": claims_note or None,

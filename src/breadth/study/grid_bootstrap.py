@@ -8,7 +8,7 @@ seed as well as seed noise for several. The resampling itself is the claims' too
 
 Input is the study frame (`breadth.study.frame.load_study_frame`): one row per (format,
 objective, seed, model, problem_id) with `num_samples`, `num_correct`, `distinct_outcomes`
-and, where available, `num_options` and `search_evolutionary`.
+and, where available, `distinct_correct_outcomes`, `num_options` and `search_evolutionary`.
 """
 
 from __future__ import annotations
@@ -27,20 +27,31 @@ from breadth.stats.bootstrap import (
 )
 from breadth.study.grid_settings import ClaimSettings
 
-__all__ = ["BOOTSTRAPPED", "SPLIT_COLUMNS", "cell_intervals", "cell_statistics", "split_by_cell"]
+__all__ = ["BOOTSTRAPPED", "DIVERSITY_SPLIT_COLUMNS", "SPLIT_COLUMNS", "cell_intervals",
+           "cell_statistics", "split_by_cell"]
 
+# distinct_unsolved split in two (docs/design/algorithms.md, "The split of a change in
+# distinct outcomes"): distinct wrong outcomes (no sample of the outcome correct) and distinct
+# correct outcomes, per model and paired; the two deltas sum to distinct_unsolved_delta.
+DIVERSITY_SPLIT_COLUMNS = (
+    "distinct_wrong_unsolved", "base_distinct_wrong_unsolved", "distinct_wrong_unsolved_delta",
+    "distinct_correct_unsolved", "base_distinct_correct_unsolved",
+    "distinct_correct_unsolved_delta",
+)
 # Summary columns this module gives intervals for (the grid summary's names).
 BOOTSTRAPPED = (
     "pass_at_1", "base_pass_at_1", "pass_at_1_delta",
     "pass_at_kmax", "base_pass_at_kmax", "pass_at_kmax_delta",
     "distinct_solved", "distinct_unsolved", "base_distinct_unsolved", "distinct_unsolved_delta",
     "search_success",
+    *DIVERSITY_SPLIT_COLUMNS,
 )
 # The summary columns read on one transfer split: with fewer problems than the settings'
 # `min_split` (in any seed) they are inconclusive, as the run's own report and the claims say.
 SPLIT_COLUMNS = {
     "solved": ("distinct_solved",),
-    "unsolved": ("distinct_unsolved", "base_distinct_unsolved", "distinct_unsolved_delta"),
+    "unsolved": ("distinct_unsolved", "base_distinct_unsolved", "distinct_unsolved_delta",
+                 *DIVERSITY_SPLIT_COLUMNS),
 }
 Interval = tuple[float, float, float]
 _KEYS = ["seed", "problem_id"]
@@ -116,9 +127,16 @@ def _intervals(pairs: pd.DataFrame, k: int | None, s: ClaimSettings) -> dict[str
     pk, pk_base = (_pass(n, c, k), _pass(n0, c0, k)) if k is not None else (nan, nan)
     unsolved = np.where(~solved, distinct, np.nan)
     unsolved0 = np.where(~solved, distinct0, np.nan)
+    # distinct = wrong + correct: the unsolved split's change, split (NaN without the column).
+    correct, correct0 = (pairs[f"distinct_correct_outcomes{x}"].to_numpy(np.float64)
+                         if f"distinct_correct_outcomes{x}" in pairs else nan for x in ("", "_base"))
+    split = []
+    for trained, base in ((distinct - correct, distinct0 - correct0), (correct, correct0)):
+        trained, base = np.where(~solved, trained, np.nan), np.where(~solved, base, np.nan)
+        split += [trained, base, trained - base]
     columns = [p1, p1_base, p1 - p1_base, pk, pk_base, pk - pk_base,
                np.where(solved, distinct, np.nan), unsolved, unsolved0, unsolved - unsolved0,
-               search]
+               search, *split]
     stacked = np.stack([grid(v) for v in columns], axis=-1)  # (seeds, problems, columns)
     with warnings.catch_warnings():  # a column with no value (no search stage) stays NaN
         warnings.simplefilter("ignore", RuntimeWarning)
@@ -144,8 +162,8 @@ def _split_sizes(pairs: pd.DataFrame, s: ClaimSettings) -> dict[str, int]:
 
 def _pairs(trained: pd.DataFrame, base: pd.DataFrame) -> pd.DataFrame:
     """Trained rows beside their SFT rows (`_base` columns), per seed and problem."""
-    wanted = [*_KEYS, "num_samples", "num_correct", "distinct_outcomes", "num_options",
-              "search_evolutionary"]
+    wanted = [*_KEYS, "num_samples", "num_correct", "distinct_outcomes",
+              "distinct_correct_outcomes", "num_options", "search_evolutionary"]
     trained, base = (rows[[c for c in wanted if c in rows]] for rows in (trained, base))
     return trained.merge(base.drop(columns="search_evolutionary", errors="ignore"), on=_KEYS,
                          suffixes=("", "_base")).sort_values(_KEYS)

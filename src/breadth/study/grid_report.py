@@ -40,6 +40,13 @@ def _groups(summary: pd.DataFrame) -> list[tuple[str, str, list[tuple[str, str]]
         ("distinct outcomes per problem, on problems the base did not solve", "distinct, unsolved",
          [("base_distinct_unsolved", base), ("distinct_unsolved", model),
           ("distinct_unsolved_delta", "Δ")]),
+        # Where a claim is about diversity (RL narrows on base-unsolved problems), its change
+        # split: wrong answers dropped + narrowing among correct ones (they sum to its Δ).
+        (("the change in distinct outcomes on problems the base did not solve, split: "
+          "Δwrong (wrong answers dropped) + Δcorrect (narrowing among correct answers)"),
+         "Δdistinct split, unsolved",
+         [("distinct_wrong_unsolved_delta", "Δwrong"),
+          ("distinct_correct_unsolved_delta", "Δcorrect")]),
         ("distinct outcomes per problem, on problems the base solved", "distinct, solved",
          [("distinct_solved", model)]),
         ("search success (evolutionary, within the budget)", "search success",
@@ -72,7 +79,8 @@ def _caption(summary: pd.DataFrame) -> str:
     methods = sorted(set(summary["ci"])) if "ci" in summary else []
     caption = (
         f"{model} vs {base}: mean across seeds [95% CI: {'; '.join(methods) or 'none'}]; "
-        f"Δ = {model} − {base}, paired per problem; distinct = distinct outcomes per problem."
+        f"Δ = {model} − {base}, paired per problem; distinct = distinct outcomes per problem; "
+        "Δwrong + Δcorrect = Δ distinct (an outcome is correct when some sample of it was)."
     )
     if any(summary[c].notna().any() for c in summary if str(c).endswith("_inconclusive")):
         caption += (" inconclusive (n=N < M): the split held N problems (fewest in any seed), "
@@ -172,8 +180,10 @@ def plot_grid(
     runs: pd.DataFrame, summary: pd.DataFrame, out_dir: str | Path, model: str | None = None
 ) -> list[Path]:
     """pass_at_k_by_format.png (one panel per format, one line per objective: the mean over
-    seeds of `curve_<model>`, the base model dashed) and pass_at_1_cost_vs_pass_at_k_gain.png
-    (one labelled point per cell, CI bars where finite). Returns the two paths."""
+    seeds of `curve_<model>`, the base model dashed), pass_at_1_cost_vs_pass_at_k_gain.png
+    (one labelled point per cell, CI bars where finite) and, where the runs logged pass^k,
+    pass_hat_k_by_format.png (the same panels of `pass_hat_curve_<model>`). Returns the
+    paths."""
     import matplotlib
 
     matplotlib.use("Agg", force=True)
@@ -183,13 +193,21 @@ def plot_grid(
     base = summary.attrs.get("base_model", "sft")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    return [
+    paths = [
         _plot_curves(plt, runs, model, base, out / "pass_at_k_by_format.png"),
         _plot_tradeoff(plt, summary, out / "pass_at_1_cost_vs_pass_at_k_gain.png"),
     ]
+    # pass^k beside pass@k, as the runs' own reports draw it (runs from before it: no plot).
+    hat = "pass_hat_curve_"
+    if any(isinstance(c, dict) and c for name in (model, base) if f"{hat}{name}" in runs
+           for c in runs[f"{hat}{name}"]):
+        paths.append(_plot_curves(plt, runs, model, base, out / "pass_hat_k_by_format.png",
+                                  prefix=hat, measure="pass^k"))
+    return paths
 
 
-def _plot_curves(plt, runs: pd.DataFrame, model: str, base: str, path: Path) -> Path:
+def _plot_curves(plt, runs: pd.DataFrame, model: str, base: str, path: Path,
+                 prefix: str = "curve_", measure: str = "pass@k") -> Path:
     formats = sorted(runs["format"].dropna().unique()) or ["-"]
     # One line per row of the summary: runs of unlike configs are not averaged together.
     runs = runs.assign(config_variant=config_variants(runs)[0])
@@ -202,28 +220,28 @@ def _plot_curves(plt, runs: pd.DataFrame, model: str, base: str, path: Path) -> 
             cell_runs = runs[runs["format"] == fmt]
             groups = cell_runs.groupby(["reward", "config_variant"], sort=True)
             split = bool(cell_runs["config_variant"].astype(bool).any())
-            if f"curve_{base}" in runs and not split:
+            if f"{prefix}{base}" in runs and not split:
                 # SFT warm starts are shared across objectives of a format: one base line.
-                curve = mean_curve(cell_runs[f"curve_{base}"])
+                curve = mean_curve(cell_runs[f"{prefix}{base}"])
                 if curve:
                     ax.plot(list(curve), list(curve.values()), "k--", label=f"{base} (base)")
             for index, ((reward, variant), group) in enumerate(groups):
                 name = cell_name({"format": fmt, "reward": reward, "config": variant})
                 name = name.removeprefix(f"{fmt} / ").replace(", ", "\n")  # a key a line
                 colour = {"color": f"C{index % 10}"} if split else {}
-                curve = mean_curve(group[f"curve_{model}"]) if f"curve_{model}" in group else {}
+                curve = mean_curve(group[f"{prefix}{model}"]) if f"{prefix}{model}" in group else {}
                 if curve:
                     ax.plot(list(curve), list(curve.values()), marker="o", ms=3, label=name,
                             **colour)
                 # Unlike configs have unlike warm starts: each its own base line.
-                curve = mean_curve(group[f"curve_{base}"]) if f"curve_{base}" in group else {}
+                curve = mean_curve(group[f"{prefix}{base}"]) if f"{prefix}{base}" in group else {}
                 if split and curve:
                     ax.plot(list(curve), list(curve.values()), "--", **colour,
                             label=None if index else f"{base} (base): dashed, same colour")
             ax.set_xscale("log", base=2)
-            ax.set_title(f"{fmt}: {model} pass@k (mean over seeds)")
+            ax.set_title(f"{fmt}: {model} {measure} (mean over seeds)")
             ax.set_xlabel("k (samples)")
-            ax.set_ylabel("pass@k")
+            ax.set_ylabel(measure)
             ax.set_ylim(-0.02, 1.02)
             ax.grid(True, alpha=0.3)
             if ax.get_legend_handles_labels()[0]:

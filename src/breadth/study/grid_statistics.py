@@ -52,6 +52,10 @@ SUMMARY_METRICS: tuple[tuple[str, str, str], ...] = (
     ("distinct_solved", "distinct, base-solved", "transfer/solved/distinct_outcomes"),
     ("distinct_unsolved", "distinct, base-unsolved", "transfer/unsolved/distinct_outcomes"),
     ("search_success", "search success", "search/evolutionary_success"),
+    ("distinct_wrong_unsolved", "distinct wrong, base-unsolved",
+     "transfer/unsolved/distinct_wrong_outcomes"),
+    ("distinct_correct_unsolved", "distinct correct, base-unsolved",
+     "transfer/unsolved/distinct_correct_outcomes"),
 )
 # Reference values of the base (SFT) model. The unsolved-split diversity of the base is read
 # from the trained model's transfer section (`.../base/...`): the base is evaluated without one.
@@ -61,6 +65,10 @@ _BASE_METRICS: tuple[tuple[str, str, str, bool], ...] = (
     ("base_pass_at_kmax", "{base} pass@{k}", "eval/pass_at_{k}", False),
     ("base_distinct_unsolved", "{base} distinct, base-unsolved",
      "transfer/unsolved/base/distinct_outcomes", True),
+    ("base_distinct_wrong_unsolved", "{base} distinct wrong, base-unsolved",
+     "transfer/unsolved/base/distinct_wrong_outcomes", True),
+    ("base_distinct_correct_unsolved", "{base} distinct correct, base-unsolved",
+     "transfer/unsolved/base/distinct_correct_outcomes", True),
 )
 # Paired per run (same seed, same SFT warm start), then averaged: trained minus base.
 _DELTAS: tuple[tuple[str, str, str, str], ...] = (
@@ -68,6 +76,11 @@ _DELTAS: tuple[tuple[str, str, str, str], ...] = (
     ("pass_at_kmax_delta", "Δpass@{k}", "pass_at_kmax", "base_pass_at_kmax"),
     ("distinct_unsolved_delta", "Δdistinct, base-unsolved", "distinct_unsolved",
      "base_distinct_unsolved"),
+    # Its two parts (they sum to it): wrong answers dropped, narrowing among correct ones.
+    ("distinct_wrong_unsolved_delta", "Δdistinct wrong, base-unsolved", "distinct_wrong_unsolved",
+     "base_distinct_wrong_unsolved"),
+    ("distinct_correct_unsolved_delta", "Δdistinct correct, base-unsolved",
+     "distinct_correct_unsolved", "base_distinct_correct_unsolved"),
 )
 BOOTSTRAP_CI = "bootstrap over seeds × problems"
 RUN_CI = "the run's bootstrap over problems"

@@ -4,7 +4,7 @@ Reads what the pipeline logs (README "MLflow layout"): one parent run per pipeli
 the tags `format`, `reward`, `seed` (and `grid.id` in a grid), the evaluate metrics copied onto
 it as `<model>/<name>` (`rl/eval/pass_at_16`, `sft/eval/pass_at_1`, ...; interval bounds as
 `<model>/eval_ci/low/<name>`), and one evaluate child per model (`evaluate-sft`, `evaluate-rl`)
-holding the curve `eval/pass_at_k` with step=k. The parent's params are its whole config
+holding the curves `eval/pass_at_k` and `eval/pass_hat_k` with step=k. The parent's params are its whole config
 (`PipelineConfig.flat()`); the row keeps them, less the seed, as `config`: runs whose `config`
 differs are different experiments, not seeds of one.
 Everything goes through `tracking_client` (MLflow's REST API for an http(s) server, without
@@ -27,8 +27,11 @@ from breadth.tracking.rest import RunRecord, quoted
 
 _IDENTITY_COLUMNS = ("run_id", "experiment_id", "run_name", "status", "grid_id", "grid_cell",
                      "format", "reward", "seed", "preset", "config_hash", "config")
-_CURVE = "eval/pass_at_k"
-_CURVE_NAMES = ("pass_at_k", "maj_at_k", "best_of_k")  # logged with step = k
+# The curves a row carries per model, as {k: value} columns `<prefix><model>`: pass@k
+# (`curve_rl`) and pass^k (`pass_hat_curve_rl`), which `breadth compare` overlays.
+CURVE_COLUMNS = {"eval/pass_at_k": "curve_", "eval/pass_hat_k": "pass_hat_curve_"}
+_CURVE_NAMES = ("pass_at_k", "maj_at_k", "best_of_k", "pass_hat_k", "g_pass_at_k",
+                "mg_pass_at_k")  # logged with step = k
 # Params that are not part of what a run computes, left out of its `config`: the seed (what
 # seeds of one experiment differ in), the preset's name (a label; its values are the other
 # params) and where the run was logged.
@@ -47,8 +50,8 @@ def fetch_runs(
 ) -> pd.DataFrame:
     """One row per pipeline parent run: identity columns, `config` (its logged config less
     the seed, preset name and tracking keys, as {dotted key: value}; {} when it logged none),
-    every parent metric, and per model the `eval/pass_at_k` curve of its evaluate child as a
-    {k: value} dict (`curve_sft`, ...).
+    every parent metric, and per model the `eval/pass_at_k` and `eval/pass_hat_k` curves of its
+    evaluate child as {k: value} dicts (`curve_sft`, `pass_hat_curve_sft`, ...).
 
     Give `run_ids` (FINISHED parent runs, any experiment) or `grid_id` (every FINISHED parent run
     tagged `grid.id`; a cell run twice with the same seed keeps its newest run). Metrics an
@@ -66,7 +69,7 @@ def fetch_runs(
         parents = _parents_of_grid(client, experiment_ids, str(grid_id), tracking_uri)
     rows = [_row_of(client, run, experiment_ids) for run in parents]
     frame = pd.DataFrame(rows)
-    curve_columns = sorted(c for c in frame.columns if c.startswith("curve_"))
+    curve_columns = sorted(c for c in frame.columns if is_curve_column(c))
     metric_columns = sorted(set(frame.columns) - {*_IDENTITY_COLUMNS, *curve_columns})
     frame = frame[[*_IDENTITY_COLUMNS, *metric_columns, *curve_columns]]
     for column in curve_columns:  # a run without that evaluate child: an empty curve
@@ -209,8 +212,18 @@ def _row_of(client, run: RunRecord, experiment_ids: list[str]) -> dict[str, Any]
         for name, value in child.metrics.items():
             if name.rsplit("/", 1)[-1] not in _CURVE_NAMES:  # a curve's last point, alone
                 row.setdefault(f"{model}/{name}", value)
-        row[f"curve_{model}"] = _curve_of(client, child.run_id)
+        for metric, prefix in CURVE_COLUMNS.items():
+            row[f"{prefix}{model}"] = _curve_of(client, child.run_id, metric)
     return row
+
+
+def is_curve_column(column: str) -> bool:
+    """Whether a `fetch_runs` column holds a curve ({k: value}) rather than a value.
+
+    >>> is_curve_column("curve_rl"), is_curve_column("pass_hat_curve_sft"), is_curve_column("rl/eval/pass_at_1")
+    (True, True, False)
+    """
+    return column.startswith(tuple(CURVE_COLUMNS.values()))
 
 
 def _config_of(run: RunRecord) -> dict[str, str]:
@@ -253,7 +266,8 @@ def _evaluate_children(client, parent: RunRecord, experiment_ids: list[str]) -> 
     return out
 
 
-def _curve_of(client, run_id: str) -> dict[int, float]:
-    # Sorted by time, so a step logged twice keeps its latest value.
-    points = sorted(client.metric_history(run_id, _CURVE), key=lambda m: m.timestamp)
+def _curve_of(client, run_id: str, metric: str) -> dict[int, float]:
+    # Sorted by time, so a step logged twice keeps its latest value. A run from before the
+    # metric was logged (pass^k) has no history: an empty curve.
+    points = sorted(client.metric_history(run_id, metric), key=lambda m: m.timestamp)
     return {int(m.step): float(m.value) for m in sorted(points, key=lambda m: m.step)}

@@ -15,6 +15,8 @@ PROPORTIONS = ("pass_at_1", "base_pass_at_1", "pass_at_kmax", "base_pass_at_kmax
                "search_success")
 DELTAS = ("pass_at_1_delta", "pass_at_kmax_delta")
 COUNTS = ("distinct_solved", "distinct_unsolved", "base_distinct_unsolved")
+SPLIT_COUNTS = ("distinct_wrong_unsolved", "base_distinct_wrong_unsolved",
+                "distinct_correct_unsolved", "base_distinct_correct_unsolved")
 
 
 def _study(seeds, rng, *, problems=30, rl_solve=0.97, objective="correctness"):
@@ -27,9 +29,11 @@ def _study(seeds, rng, *, problems=30, rl_solve=0.97, objective="correctness"):
             rl_c = int(rng.binomial(N, rl_solve))
             for model, c, distinct in (("sft", sft_c, rng.integers(1, 9)),
                                        ("rl", rl_c, rng.integers(1, 4))):
+                correct = min(distinct, int(c > 0) * int(rng.integers(1, 3)))
                 rows.append({"format": "free_form", "objective": objective, "seed": seed,
                              "model": model, "problem_id": f"s{seed}p{p}", "num_samples": N,
                              "num_correct": c, "distinct_outcomes": float(distinct),
+                             "distinct_correct_outcomes": float(correct),
                              "search_evolutionary": float(rng.random() < 0.9)})
     return pd.DataFrame(rows)
 
@@ -68,6 +72,10 @@ def test_intervals_stay_in_range_for_one_two_and_three_seeds(num_seeds):
             assert -1.0 <= low and high <= 1.0, name
         elif name in COUNTS:
             assert low >= 1.0 and high <= N, name  # every problem has 1..8 distinct outcomes
+        elif name in SPLIT_COUNTS:
+            assert low >= 0.0 and high <= N, name
+        else:  # a change in a count
+            assert -N <= low and high <= N, name
 
 
 def test_estimates_match_the_runs_means_and_deltas_are_paired():
@@ -199,3 +207,28 @@ def test_without_tables_the_split_sizes_the_runs_logged_decide():
     assert np.isnan(row["distinct_unsolved"]) and np.isnan(row["distinct_unsolved_delta"])
     assert row["distinct_unsolved_inconclusive"] == "inconclusive (n=12 < 20)"
     assert row["base_distinct_unsolved_inconclusive"] == "inconclusive (n=12 < 20)"
+
+
+def test_the_unsolved_split_of_distinct_outcomes_sums_to_its_change_by_hand():
+    """Two base-unsolved problems (SFT 0 of 8 right) and one solved. Unsolved a: SFT 6 wrong
+    outcomes -> RL 1 right + 1 wrong; b: SFT 4 wrong -> RL 2 wrong. Δdistinct (-4, -2): Δwrong
+    (-5, -2) + Δcorrect (+1, 0); the solved problem c counts in neither."""
+    def rows(model, correct, distinct, right):
+        return [{"format": "free_form", "objective": "correctness", "seed": 0, "model": model,
+                 "problem_id": pid, "num_samples": N, "num_correct": c,
+                 "distinct_outcomes": float(d), "distinct_correct_outcomes": float(r)}
+                for pid, c, d, r in zip("abc", correct, distinct, right)]
+
+    frame = pd.DataFrame(rows("sft", [0, 0, 8], [6, 4, 1], [0, 0, 1])
+                         + rows("rl", [4, 0, 8], [2, 2, 1], [1, 0, 1]))
+    got = _cell(frame, "free_form", "correctness", ClaimSettings(num_resamples=50, min_split=1))
+    assert got["distinct_unsolved_delta"][0] == pytest.approx(-3.0)
+    assert got["distinct_wrong_unsolved_delta"][0] == pytest.approx(-3.5)
+    assert got["distinct_correct_unsolved_delta"][0] == pytest.approx(0.5)
+    assert got["base_distinct_wrong_unsolved"][0] == pytest.approx(5.0)
+    assert got["distinct_correct_unsolved"][0] == pytest.approx(0.5)
+    # Tables from before the column: the split is NaN, the rest unchanged.
+    old = _cell(frame.drop(columns="distinct_correct_outcomes"), "free_form", "correctness",
+                ClaimSettings(num_resamples=50, min_split=1))
+    assert np.isnan(old["distinct_wrong_unsolved_delta"][0])
+    assert old["distinct_unsolved_delta"] == got["distinct_unsolved_delta"]

@@ -54,6 +54,39 @@ def test_plot_grid_draws_both_plots_with_and_without_intervals(tmp_path, with_ci
         assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def test_compare_overlays_pass_hat_curves_as_it_does_pass_at_k(tmp_path):
+    summary = _summary(with_ci=False)
+    runs = summary[["format", "reward"]].assign(curve_rl=[{1: 0.2, 8: 0.6}] * 3)
+    names = [path.name for path in plot_grid(runs, summary, tmp_path)]
+    assert names == ["pass_at_k_by_format.png", "pass_at_1_cost_vs_pass_at_k_gain.png"]
+    runs = runs.assign(pass_hat_curve_rl=[{1: 0.2, 8: 0.01}] * 3,
+                       pass_hat_curve_sft=[{1: 0.1, 8: 0.0}] * 3)
+    paths = plot_grid(runs, summary, tmp_path)
+    assert paths[-1].name == "pass_hat_k_by_format.png"
+    assert paths[-1].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_the_grid_report_splits_the_change_in_distinct_outcomes_on_base_unsolved_problems():
+    """The transfer claim reads distinct outcomes on base-unsolved problems: beside its Δ, the
+    two parts (wrong answers dropped, narrowing among correct ones) that sum to it."""
+    from rich.console import Console
+
+    from breadth.study.grid_report import render_table
+
+    summary = _summary(with_ci=False).assign(
+        distinct_unsolved_delta=-3.0, distinct_wrong_unsolved_delta=-3.5,
+        distinct_correct_unsolved_delta=0.5)
+    md = summary_markdown(summary)
+    assert "Δwrong (wrong answers dropped) + Δcorrect (narrowing among correct answers)" in md
+    header = "| cell | Δwrong | Δcorrect |"
+    assert header in md
+    assert "| mcq / passk | -3.500 | 0.500 |" in md.split(header)[1]
+    assert "Δwrong + Δcorrect = Δ distinct" in md
+    console = Console(width=400, record=True)
+    console.print(render_table(summary))
+    assert "Δdistinct split, unsolved: Δwrong" in console.export_text()
+
+
 def test_markdown_tables_fit_a_flow_run_page():
     summary = _summary(with_ci=True).assign(
         pass_at_1=0.5, pass_at_1_ci_low=0.4, pass_at_1_ci_high=0.6, base_pass_at_1=0.45,

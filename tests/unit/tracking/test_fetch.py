@@ -44,13 +44,15 @@ def _rollouts(fmt: int, reward: int, seed: int) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _log(client, run_id: str, metrics: dict[str, float], curve=(), tags=None) -> None:
-    """One batch per run (sqlite commits dominate the test's time)."""
+def _log(client, run_id: str, metrics: dict[str, float], curves=None, tags=None) -> None:
+    """One batch per run (sqlite commits dominate the test's time); `curves` as
+    EvaluationResult.curves() gives them (step = k)."""
     from mlflow.entities import Metric, RunTag
 
     now = int(time.time() * 1000)
     items = [Metric(k, float(v), now, 0) for k, v in metrics.items()]
-    items += [Metric("eval/pass_at_k", float(v), now, int(k)) for k, v in curve]
+    items += [Metric(name, float(v), now, int(k)) for name, curve in (curves or {}).items()
+              for k, v in curve]
     client.log_batch(run_id, metrics=items, tags=[RunTag(k, v) for k, v in (tags or {}).items()])
     client.set_terminated(run_id)
 
@@ -82,7 +84,9 @@ def _pipeline_run(client, exp, fmt, reward, seed, *, grid=GRID, full_copy=True, 
                 "mlflow.parentRunId": parent, "mlflow.runName": f"evaluate-{name}",
                 "breadth.stage": f"evaluate-{name}", "breadth.stage_key": f"evaluate-{parent}",
                 "model.role": name}).info.run_id
-            _log(client, child, metrics[name], result.curves()["eval/pass_at_k"])
+            curves = result.curves()
+            _log(client, child, metrics[name],
+                 {c: curves[c] for c in ("eval/pass_at_k", "eval/pass_hat_k")})
             children[name] = child
     # publish_report copies the headline metrics onto the parent (full_copy); some runs carry
     # only pass@1 there, the rest only on the evaluate children.
@@ -147,7 +151,9 @@ def test_fetch_runs_by_grid_gives_one_row_per_finished_cell_run(store):
             for name, value in metrics[model].items():
                 assert row[f"{model}/{name}"] == pytest.approx(value), (model, name)
             assert row[f"curve_{model}"] == dict(results[model].curves()["eval/pass_at_k"])
-        assert sorted(row["curve_rl"]) == [1, 2, 4, 8, 16]
+            assert row[f"pass_hat_curve_{model}"] == dict(
+                results[model].curves()["eval/pass_hat_k"])
+        assert sorted(row["curve_rl"]) == sorted(row["pass_hat_curve_rl"]) == [1, 2, 4, 8, 16]
 
 
 def test_fetch_runs_by_id_keeps_the_given_order(store):
@@ -355,12 +361,13 @@ def test_summary_markdown_and_rich_table_show_every_cell(store):
     assert "darling" in text and "mcq" in text and "[" in text
 
 
-def test_plot_grid_writes_two_pngs(store, tmp_path):
+def test_plot_grid_writes_the_pass_at_k_pass_hat_k_and_tradeoff_pngs(store, tmp_path):
     runs = fetch_runs(store[0], grid_id=GRID)
     paths = plot_grid(runs, grid_summary(runs), tmp_path / "plots")
     assert [p.name for p in paths] == [
         "pass_at_k_by_format.png",
         "pass_at_1_cost_vs_pass_at_k_gain.png",
+        "pass_hat_k_by_format.png",
     ]
     for path in paths:
         assert path.read_bytes()[:8] == PNG and path.stat().st_size > 5_000
