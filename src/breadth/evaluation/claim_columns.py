@@ -33,8 +33,10 @@ def _distinct_codes(codes: np.ndarray, group: np.ndarray, keep: np.ndarray, num_
     chosen = keep & (codes >= 0)
     if not chosen.any():
         return np.zeros(num_groups)
-    pairs = np.unique(np.stack([group[chosen], codes[chosen]], axis=1), axis=0)
-    return np.bincount(pairs[:, 0], minlength=num_groups).astype(np.float64)
+    # One int64 key per (group, code): a 1-D unique, ~10x faster than unique rows (axis=0).
+    width = int(codes[chosen].max()) + 1
+    pairs = np.unique(group[chosen].astype(np.int64) * width + codes[chosen])
+    return np.bincount(pairs // width, minlength=num_groups).astype(np.float64)
 
 
 def _reasoning(rows: pd.DataFrame) -> list[np.ndarray | None]:

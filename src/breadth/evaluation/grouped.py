@@ -329,30 +329,40 @@ def _ngram_kernel_blocks(token_ids: np.ndarray, lengths: np.ndarray, row_group: 
         ids = _ids_within_groups(ids, np.repeat(row_group, lengths), _id_bits(ids))
     stream[np.repeat(row_start, lengths) + offset_in_text] = ids + 1
     bits = _id_bits(stream)
-    row_of_slot = np.repeat(np.arange(num_rows), extended)
-    group_of_slot = row_group[row_of_slot]
     first_row = np.cumsum(rows) - rows
     local_of_row = np.arange(num_rows) - first_row[row_group]
-    local_of_slot = local_of_row[row_of_slot]
-    left = np.repeat(row_start + extended, extended) - np.arange(len(stream))  # to the row's end
+    # The slots still read (candidates), with what each level needs of them.
+    slot = np.arange(len(stream))
+    row = np.repeat(np.arange(num_rows), extended)
+    left = np.repeat(row_start + extended, extended) - slot  # slots to the row's end
     # A row shorter than n is one n-gram, at its first slot.
-    short = np.where(np.arange(len(stream)) == row_start[row_of_slot],
-                     extended[row_of_slot], np.iinfo(np.int64).max)
+    short = np.where(slot == row_start[row], extended[row], np.iinfo(np.int64).max)
     padded = np.concatenate([stream, np.zeros(most, dtype=np.int64)])
     key = np.zeros(len(stream), dtype=np.int64)
     out = np.zeros(int(offset[-1] + rows[-1] * rows[-1]))
+    # A slot whose n-gram occurs once in its problem only adds 1 to its row's squared norm at
+    # every longer n it is read at (each longer n-gram from it has that unique prefix, padded
+    # or not): it leaves the candidates, and alone[n, row] counts it. Most 3- and 4-grams go so.
+    alone = np.zeros((most + 1, num_rows))
     for n in range(1, most + 1):
         # The n-window from each slot, 0 past its row's end.
-        nxt = np.where(left >= n, padded[n - 1 : n - 1 + len(stream)], 0)
+        nxt = np.where(left >= n, padded[slot + n - 1], 0)
         if n * bits <= _KEY_BITS:
-            key <<= bits
-            key |= nxt
+            key = (key << bits) | nxt
         else:  # beyond 62 bits: number the windows instead (hashing: slower, any size)
             key = pd.factorize(key * (int(stream.max()) + 1) + nxt)[0].astype(np.int64)
-        if n in ns:
-            used = (left >= n) | (short < n)
-            _add_cosines(out, group_of_slot[used], local_of_slot[used], key[used], rows, offset,
-                         scale)
+        if n not in ns:
+            continue
+        used = np.flatnonzero((left >= n) | (short < n))  # the rest is never read again
+        groups = row_group[row[used]]
+        repeated = _add_cosines(out, groups, local_of_row[row[used]], key[used], rows, offset,
+                                scale, alone[n])
+        gone = used[~repeated]
+        for later in (m for m in ns if m > n):
+            read = (left[gone] >= later) | (short[gone] < later)
+            alone[later] += np.bincount(row[gone[read]], minlength=num_rows)
+        kept = used[repeated]
+        slot, row, left, short, key = (x[kept] for x in (slot, row, left, short, key))
     out /= len(ns)
     # Every row's cosine with itself is 1: its diagonal cell is scale^2.
     out[offset[row_group] + local_of_row * (rows[row_group] + 1)] = scale * scale
@@ -360,15 +370,19 @@ def _ngram_kernel_blocks(token_ids: np.ndarray, lengths: np.ndarray, row_group: 
 
 
 def _add_cosines(out: np.ndarray, groups: np.ndarray, local: np.ndarray, grams: np.ndarray,
-                 rows: np.ndarray, offset: np.ndarray, scale: np.ndarray) -> None:
+                 rows: np.ndarray, offset: np.ndarray, scale: np.ndarray,
+                 alone: np.ndarray) -> np.ndarray:
     """Add scale_a scale_b cos(a, b) to cell (a, b), a > b, of each group's block, for the
     rows' n-gram count vectors, from one entry (group, local row, n-gram id) per occurrence in
-    group order; `scale` is per global row.
+    group order; `scale` is per global row, `alone` the n-grams of each global row left out of
+    the entries (each once in its problem: 1 to the row's squared norm). Returns, per entry,
+    whether its n-gram occurs more than once in its problem.
 
     In batches of whole groups, keys (group, n-gram, row) are sorted: runs of equal keys count
     an n-gram in a row (each count divided by its row's norm), runs of equal (group, n-gram)
     are the rows sharing it, and each pair of those adds the product of their counts to its
     cell. No hash table and no sparse matrix product: the small sorts are the cost."""
+    repeated = np.zeros(len(groups), dtype=bool)
     first_row = np.cumsum(rows) - rows
     row_bits = _id_bits(np.asarray([int(rows.max()) - 1]))
     gram_bits = _id_bits(grams)
@@ -390,7 +404,11 @@ def _add_cosines(out: np.ndarray, groups: np.ndarray, local: np.ndarray, grams: 
             continue
         keys = (((groups[lo:hi] - base_group) << (gram_bits + row_bits))
                 | (grams[lo:hi] << row_bits) | local[lo:hi])
-        keys.sort()
+        order = np.argsort(keys)
+        keys = keys[order]
+        in_problem = _run_starts(keys >> row_bits)  # runs of one n-gram of one problem
+        occurrences = np.diff(np.append(in_problem, len(keys)))
+        repeated[lo + order] = np.repeat(occurrences > 1, occurrences)
         starts = _run_starts(keys)
         count = np.diff(np.append(starts, len(keys))).astype(np.float64)
         unique = keys[starts]
@@ -398,9 +416,10 @@ def _add_cosines(out: np.ndarray, groups: np.ndarray, local: np.ndarray, grams: 
         row_of = unique & row_mask
         # Each row's count vector to unit length (cosine), then times the row's scale.
         row = first_row[group_of] + row_of
-        batch_row = row - first_row[base_group]
-        squared = np.bincount(batch_row, weights=count * count)
-        count *= scale[row] / np.sqrt(squared[batch_row])
+        first, last = first_row[base_group], first_row[end - 1] + rows[end - 1]
+        squared = np.bincount(row - first, weights=count * count, minlength=int(last - first))
+        squared += alone[first:last]
+        count *= scale[row] / np.sqrt(squared[row - first])
         # Rows sharing an n-gram: runs of equal (group, n-gram) of two entries or more (most
         # n-grams are in one row only, and a row's cosine with itself is 1: set, not summed).
         run_start = _run_starts(unique >> row_bits)
@@ -413,17 +432,18 @@ def _add_cosines(out: np.ndarray, groups: np.ndarray, local: np.ndarray, grams: 
         run_length = np.diff(np.append(run_start, len(unique)))
         # Each entry pairs with the run's entries before it (rows ascend in a run: the lower
         # triangle, which is all eigvalsh reads).
-        first = np.repeat(run_start, run_length)
-        length = np.arange(len(unique)) - first
+        run_first = np.repeat(run_start, run_length)
+        length = np.arange(len(unique)) - run_first
         entry = np.repeat(np.arange(len(unique)), length)
         partner = (np.arange(int(length.sum())) - np.repeat(np.cumsum(length) - length, length)
-                   + np.repeat(first, length))
+                   + np.repeat(run_first, length))
         g = group_of[entry]
         # The batch's blocks are one stretch of `out`: scatter into it alone.
         first_cell, last_cell = offset[base_group], offset[end - 1] + rows[end - 1] ** 2
         cell = offset[g] - first_cell + row_of[entry] * rows[g] + row_of[partner]
         out[first_cell:last_cell] += np.bincount(cell, weights=count[entry] * count[partner],
                                                  minlength=int(last_cell - first_cell))
+    return repeated
 
 
 def _run_starts(sorted_keys: np.ndarray) -> np.ndarray:

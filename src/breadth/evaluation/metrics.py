@@ -174,16 +174,22 @@ def _hypergeometric_pmf(n: np.ndarray, c: np.ndarray, k: np.ndarray) -> tuple[np
     by their largest and normalised to sum 1: no factorial is formed, nothing underflows
     where it matters, and the support's ends (c = 0, c = n) are exact 0s and 1s.
     """
-    triples = np.stack([n.ravel(), c.ravel(), k.ravel()], axis=1)
-    distinct, index = np.unique(triples, axis=0, return_inverse=True)
-    width = int(distinct[:, 2].max(initial=0)) + 1
-    pmf = np.zeros((len(distinct), width))
-    for (nn, k1), members in _group_indices(distinct[:, 0], distinct[:, 2]):
-        cc = distinct[members, 1].astype(np.float64)[:, None]
+    n_flat, c_flat, k_flat = n.ravel(), c.ravel(), k.ravel()
+    index = np.zeros(len(n_flat), dtype=np.int64)
+    blocks, width, rows = [], int(k_flat.max(initial=0)) + 1, 0
+    for (nn, k1), members in _group_indices(n_flat, k_flat) if len(n_flat) else []:
+        # Problems of one (n, k) differ in c only: each distinct c once.
+        distinct, inverse = np.unique(c_flat[members], return_inverse=True)
+        cc = distinct.astype(np.float64)[:, None]
         log_weight = _log_binomials(cc, k1) + _log_binomials(nn - cc, k1)[:, ::-1]
         weight = np.exp(log_weight - log_weight.max(axis=1, keepdims=True))
-        pmf[members, : k1 + 1] = weight / weight.sum(axis=1, keepdims=True)
-    return pmf, index.ravel()
+        block = np.zeros((len(distinct), width))
+        block[:, : k1 + 1] = weight / weight.sum(axis=1, keepdims=True)
+        blocks.append(block)
+        index[members] = rows + inverse.ravel()
+        rows += len(distinct)
+    pmf = np.concatenate(blocks) if blocks else np.zeros((0, width))
+    return pmf, index
 
 
 def default_ks(num_samples: int) -> list[int]:
