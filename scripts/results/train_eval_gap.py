@@ -17,7 +17,7 @@ Run from the checkout whose code computed the cache keys (they hash the code ver
     cd /work/multi-src && BREADTH_HOME=/work/nightly-home \\
       PYTHONPATH=src:/work/nightly-home/pkgs-multi OMP_NUM_THREADS=1 \\
       /work/main/.venv/bin/python /work/main/scripts/results/train_eval_gap.py --seeds 0 1 2 \\
-        --out /work/main/docs/results/multi/train_eval_gap.md
+        --out /work/main/docs/results/grids/multi-grid-3862d9ef/train_eval_gap.md
 """
 
 from __future__ import annotations

@@ -1202,8 +1202,8 @@ def test_the_deployed_grids_are_the_grid_modules_nightly_multi_answer_vector_sea
 
     deployments = {d["name"]: d for d in yaml.safe_load(PREFECT_YAML.read_text())["deployments"]}
     nightly = GridConfig(**deployments["nightly"]["parameters"]["study"])
-    # The nightly its table sized (docs/results/full_grid/claims.md): free form, correctness
-    # and ucb, 15 seeds; the mcq rows it leaves out cite that table, which must read.
+    # The nightly its table sized (docs/results/grids/full-grid-6abeba80/claims.md): free form,
+    # correctness and ucb, 15 seeds; the mcq rows it leaves out cite that table, which must read.
     assert (nightly.preset, nightly.formats, nightly.format_rewards) == (
         NIGHTLY_PRESET, ["free_form"], {})
     assert nightly.rewards == ["correctness", "correctness+ucb"]

@@ -67,6 +67,27 @@ def test_relative_links_of_the_user_docs_resolve():
     assert not broken, "links to files that do not exist:\n" + "\n".join(broken)
 
 
+RESULTS = ROOT / "docs" / "results"
+
+
+def test_the_results_index_names_every_file_under_docs_results():
+    """docs/results/README.md names every file under docs/results/ by a link to it, or to a
+    folder above it ("demo_threads/"), and every relative link of it resolves: a page added,
+    moved or superseded there gets its line in the index."""
+    index = RESULTS / "README.md"
+    targets = [target.split("#")[0] for target in LINK.findall(index.read_text())]
+    targets = [target for target in targets if target and not re.match(r"[a-z]+:", target)]
+    assert len(targets) >= 20, f"docs/results/README.md links only {targets}"
+    broken = [target for target in targets if not (RESULTS / target).exists()]
+    assert not broken, f"docs/results/README.md links to what does not exist: {broken}"
+    named = {(RESULTS / target).resolve() for target in targets}
+    missing = [str(path.relative_to(RESULTS)) for path in sorted(RESULTS.rglob("*"))
+               if path.is_file() and path != index
+               and not named & {path.resolve(), *path.resolve().parents}]
+    assert not missing, ("files under docs/results/ that docs/results/README.md does not name "
+                         f"(link each, or its folder, with a line on what it is): {missing}")
+
+
 def test_the_readme_stays_a_front_door():
     lines = (ROOT / "README.md").read_text().splitlines()
     assert len(lines) <= 200, (

@@ -29,8 +29,8 @@ app = typer.Typer()
 PILOT_HELP = ("A power pilot's JSON (scripts/results/pilot.py, e.g. docs/results/pilot.json): the "
               "claims it sized cite its seed sd and seeds needed beside the grid's own.")
 REFERENCE_HELP = ("A fuller grid's claims.json (`breadth compare --grid ID --claims-out DIR`, e.g. "
-                  "docs/results/full_grid/claims.json): the rows of formats this grid left out "
-                  "are listed as not run, each citing what that grid measured and priced.")
+                  "docs/results/grids/full-grid-6abeba80/claims.json): the rows of formats this "
+                  "grid left out are listed as not run, each citing what that grid measured and priced.")
 
 
 @app.command()

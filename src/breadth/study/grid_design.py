@@ -33,8 +33,8 @@ STUDY_OBJECTIVES = [CORRECTNESS, UCB, BATCH, DARLING, PASSK, VECTOR, CORRECTNESS
 # The nightly (a GridConfig's defaults), sized by its own table. The chain task, whose trace,
 # transfer split and two formats carry sharpening, crossover, transfer, forking, format and
 # historical exploration. The full grid (both formats, mcq at correctness, 4 seeds: grid-6abeba80,
-# docs/results/full_grid/claims.md) priced each inconclusive row at its spread and stage work on
-# 2 workers: no mcq row and not the format claim fits 3 h (mcq Δ pass@1 74 seeds, 24.1 h; Δ
+# docs/results/grids/full-grid-6abeba80/claims.md) priced each inconclusive row at its spread
+# and stage work on 2 workers: no mcq row and not the format claim fits 3 h (mcq Δ pass@1 74 seeds, 24.1 h; Δ
 # pass@n 15, 4.9 h; forking 19, 6.2 h; format 11, 4.8 h), and the nightly that decides the most
 # rows in 3 h is free form with correctness and correctness+ucb at 15 seeds (2.4 h). So mcq is
 # left out (issue #26: "drop or thin cells rather than miss that"); the nightly's report lists
@@ -123,8 +123,8 @@ class GridConfig(Section):
     reference: str | None = Field(
         None,
         description="A fuller grid's claims.json (`breadth compare --grid ID --claims-out "
-        "DIR`, e.g. docs/results/full_grid/claims.json; paths as for `pilot`): the rows of the "
-        "formats this grid leaves out are listed as not run, each citing what that grid "
+        "DIR`, e.g. docs/results/grids/full-grid-6abeba80/claims.json; paths as for "
+        "`pilot`): the rows of the formats this grid leaves out are listed as not run, each citing what that grid "
         "measured and what deciding it would cost. Read before any cell starts. Empty = "
         "left-out formats have no rows.",
     )

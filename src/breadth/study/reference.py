@@ -4,8 +4,8 @@ and what deciding each row would cost.
 A nightly thinned to what 3 hours decide (issue #26: "drop or thin cells rather than miss
 that … the table says what the grid left out") runs fewer formats or objectives; the rows of
 the rest are *not run*. Given a *reference*, the claims.json of a fuller grid (e.g.
-`docs/results/full_grid/claims.json`), each such row quotes that grid's verdict and details:
-its seeds, spread, the seeds a verdict needs and their hours against the nightly
+`docs/results/grids/full-grid-6abeba80/claims.json`), each such row quotes that grid's verdict
+and details: its seeds, spread, the seeds a verdict needs and their hours against the nightly
 (`breadth.study.power`, `breadth.study.budget`). A reader then sees why a row is not run, with
 the numbers, not only that it is. The reference is cited, never re-decided: its rows stay
 *not run* here, out of this grid's Holm family.

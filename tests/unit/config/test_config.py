@@ -263,8 +263,8 @@ def test_the_default_grid_is_the_thinned_nightly_fair_and_on_the_study_pool():
     from breadth.study.grid_design import GridConfig
 
     cells = GridConfig().cells()
-    # free_form only (mcq is beyond 3 h: docs/results/full_grid/claims.md): correctness and
-    # ucb, 15 seeds
+    # free_form only (mcq is beyond 3 h: docs/results/grids/full-grid-6abeba80/claims.md):
+    # correctness and ucb, 15 seeds
     assert sorted({(c[0], c[1]) for c in cells}) == [
         ("free_form", "correctness"), ("free_form", "correctness+ucb")]
     assert len(cells) == 2 * 15

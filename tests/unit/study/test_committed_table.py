@@ -19,7 +19,7 @@ p = 1.2296335e-9 moves in its 9th digit, 1e-17 absolute).
 import json
 import math
 import re
-from dataclasses import fields
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -33,6 +33,7 @@ from breadth.study.claim_table import (
     Claim,
     decide_family,
 )
+from breadth.study.findings import committed_claims
 
 RESULTS = Path(__file__).resolve().parents[3] / "docs" / "results"
 TABLES = sorted(RESULTS.rglob("claims.json"))
@@ -68,7 +69,8 @@ def _bounds(low: float, high: float):
 
 
 def test_the_committed_tables_are_found():
-    assert RESULTS / "claims.json" in TABLES and len(TABLES) >= 2
+    assert RESULTS / "grids" / "nightly-grid-80e1e8eb" / "claims.json" in TABLES
+    assert len(TABLES) >= 2
 
 
 @pytest.mark.parametrize("path", TABLES, ids=lambda p: str(p.relative_to(RESULTS)))
@@ -100,16 +102,11 @@ def _verdict_then(row: dict, decided: Claim) -> str:
 def test_the_family_decisions_recomputed(path):
     committed = [r for r in _rows(path) if r.get("p_holm") is not None]
     assert committed, f"{path}: no measured family to recompute"
-    names = {f.name for f in fields(Claim)}
-    claims = []
-    for row in committed:
-        # The row as `evaluate_claims` hands it to the family: measured, its own p, no power.
-        given = {k: v for k, v in row.items() if k in names}
-        given.update(verdict=MEASURED, detail="", power=None, adjusted_low=None,
-                     adjusted_high=None, adjusted_confidence=None, p_holm=None,
-                     objectives=tuple(row.get("objectives") or ()),
-                     p_value=_recomputed(row).p_value)
-        claims.append(Claim(**given))
+    # Each row as `evaluate_claims` hands it to the family: measured, no power, and its p-value
+    # recomputed from the seed means.
+    claims = [replace(c, p_value=_recomputed(row).p_value)
+              for c, row in zip(committed_claims(committed), committed, strict=True)]
+    assert {c.verdict for c in claims} == {MEASURED}
     for row, decided in zip(committed, decide_family(claims), strict=True):
         where = f"{path.name}: {row['claim']} / {row['format']} / {row['measure']}"
         assert _verdict_then(row, decided) == row["verdict"], where

@@ -100,7 +100,7 @@ def test_a_reference_that_cannot_be_read_names_the_file_and_how_to_write_it(tmp_
 def test_a_claims_json_written_before_the_two_tests_still_reads():
     # The full grid's committed table has no `wording` or test fields: it is cited by its
     # verdict, and its rows still make claims (as `breadth compare` prints them).
-    path = Path(__file__).parents[3] / "docs/results/full_grid/claims.json"
+    path = Path(__file__).parents[3] / "docs/results/grids/full-grid-6abeba80/claims.json"
     old = read_reference(path, source="full")
     assert all("wording" not in row for row in old.rows)
     [row] = [r for r in old.rows if (r["claim"], r["format"]) == ("forking", "free_form")]
