@@ -3,6 +3,20 @@
 Every function here first cuts the text to a bounded window (the last `MAX_TAIL_CHARS`
 characters, then at most `MAX_SEGMENT_CHARS` after the answer marker), so the work done on any
 input, a megabyte of digits included, is bounded. None of them raises on model text.
+
+Where the answer is, in order (explicit markers first, as a real model's reply mentions many
+numbers on the way):
+
+1. the last `\\boxed{...}`;
+2. the first line after the last marker: "Answer:", "answer is" ("The answer is 21.", "The
+   final answer is: $21$"), GSM8K's "####". A number there is its first one, or, where the line
+   is an equation from its start ("The answer is 48 - 37 = 11."), the number after its last
+   "=";
+3. with no marker, prose: the last number of the final non-empty line ("... So the sum is
+   21." gives 21). A reply whose final line holds no number ("I hope this helps!") has no
+   answer: the number of an earlier line is not guessed at.
+
+Bold markdown around an answer ("The answer is **21**", "**Answer:** B") is read through.
 """
 
 from __future__ import annotations
@@ -31,6 +45,10 @@ _NUMBER = re.compile(
     r"(?:[eE][-+]?\d+|/\d+)?"
 )
 _PLAIN_NUMBER = re.compile(r"\s*\$?\s*(" + _NUMBER.pattern + r")\s*\.?\s*")
+# An equation from the start of the answer line: numbers joined by operators, then "=".
+_EQUATION_HEAD = re.compile(r"\$?\s*(?:\d[\d,.]*\s*[-+*/\u00d7\u00f7x]\s*)+\d[\d,.]*\s*\$?\s*=")
+# Markdown bold: "**" that opens or closes a word, never the "**" inside "2**8".
+_EMPHASIS = re.compile(r"(?<![\w*])\*\*|\*\*(?![\w*])")
 _LEADING_LETTER = re.compile(r"\s*[(\[]?([A-Z])(?:[)\]]|(?=[\s.,;:!?]|$))")
 _LETTER_MENTION = re.compile(r"\(([A-Z])\)|(?<![\w])([A-Z])\)")
 _TRAILING_LETTER = re.compile(r"(?<![\w])([A-Z])[\s.!]*$")
@@ -59,13 +77,31 @@ def answer_segment(text: object) -> tuple[str, bool]:
     tail = normalize_text(text[-MAX_TAIL_CHARS:])
     boxed_at = tail.rfind(_BOXED)
     if boxed_at >= 0:
-        return _boxed_content(tail, boxed_at + len(_BOXED)), True
+        return _EMPHASIS.sub("", _boxed_content(tail, boxed_at + len(_BOXED))), True
     last = None
     for last in _MARKER.finditer(tail):
         pass
     if last is not None:
-        return tail[last.end():last.end() + MAX_SEGMENT_CHARS].strip(), True
-    return tail[-MAX_SEGMENT_CHARS:].strip(), False
+        segment = tail[last.end():last.end() + MAX_SEGMENT_CHARS]
+        return _EMPHASIS.sub("", segment).strip(), True
+    return _EMPHASIS.sub("", tail[-MAX_SEGMENT_CHARS:]).strip(), False
+
+
+def answer_marker(text: str) -> int | None:
+    """Where the final answer's marker starts in `text` (the last \\boxed{, else the last
+    "Answer:" / "answer is" / "####"), None without one: the work is what comes before it.
+
+    >>> text = "3 + 4 = 7.\\nThe answer is 7."
+    >>> text[:answer_marker(text)]
+    '3 + 4 = 7.\\nThe '
+    """
+    boxed_at = text.rfind(_BOXED)
+    if boxed_at >= 0:
+        return boxed_at
+    last = None
+    for last in _MARKER.finditer(text):
+        pass
+    return last.start() if last else None
 
 
 def _boxed_content(text: str, start: int) -> str:
@@ -142,21 +178,28 @@ def format_number(value: float) -> str:
 
 
 def extract_number(text: object) -> str | None:
-    """The final numeric answer token: the first number after a marker, else the last number.
+    """The final numeric answer token: on the answer line after a marker, its first number (or
+    the result of an equation written from its start); without a marker, the last number of
+    the final line.
 
     >>> extract_number("7*3=21, 12+21=33. Answer: 33 apples")
     '33'
-    >>> extract_number("she has 72 left")
-    '72'
+    >>> extract_number("The answer is 48 - 37 = 11.")
+    '11'
+    >>> extract_number("48 - 37 is 11 in all.\\nSo she has 11 left")
+    '11'
     >>> extract_number("no digits") is None
     True
     """
     segment, marked = answer_segment(text)
+    line = segment.split("\n", 1)[0]
     if marked:
-        match = _NUMBER.search(segment)
+        equation = _EQUATION_HEAD.match(line)
+        match = _NUMBER.search(line, equation.end() if equation else 0)
         return match.group(0) if match else None
+    lines = [line for line in segment.split("\n") if line.strip()]
     last = None
-    for last in _NUMBER.finditer(segment):
+    for last in _NUMBER.finditer(lines[-1] if lines else ""):
         pass
     return last.group(0) if last else None
 

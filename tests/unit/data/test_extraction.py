@@ -6,6 +6,7 @@ import pytest
 
 from breadth.data.extraction import (
     MAX_SEGMENT_CHARS,
+    answer_marker,
     answer_segment,
     canonical_number,
     extract_choice,
@@ -102,3 +103,31 @@ def test_normalize_option() -> None:
 ])
 def test_extract_expression(text, expression) -> None:
     assert extract_expression(text) == expression
+
+
+@pytest.mark.parametrize("text,token", [
+    # After a marker: the answer line's first number, or an equation's result from its start.
+    ("The answer is 48 - 37 = 11.", "11"),
+    ("The answer is $7 + 6 = 13$", "13"),
+    ("The answer is 13, as 7 + 6 = 13 and 2 < 5.", "13"),
+    ("The answer is N.\nLet me know if 5 more would help.", None),
+    ("The answer is:\n\n21", "21"),
+    ("**Answer:** **21**", "21"),
+    # Without one: the final line's last number, never an earlier line's.
+    ("First, 7 + 6 = 13.\nSo the sum is 21.", "21"),
+    ("So the sum is 21.\n\nI hope this helps!", None),
+    ("2**99999999", "99999999"),  # "**" inside a token is not bold
+])
+def test_extract_number_from_real_model_text(text, token) -> None:
+    assert extract_number(text) == token
+
+
+@pytest.mark.parametrize("text,work", [
+    ("3 + 4 = 7.\nThe answer is 7.", "3 + 4 = 7.\nThe "),
+    ("3+4=7. Answer: 7", "3+4=7. "),
+    ("x \\boxed{7} and the answer is 7", "x "),
+    ("3 + 4 = 7", None),
+])
+def test_answer_marker_cuts_the_work_from_the_answer(text, work) -> None:
+    at = answer_marker(text)
+    assert (text[:at] if at is not None else None) == work

@@ -286,3 +286,97 @@ def test_verify_rejects_a_malformed_row_with_the_field_named() -> None:
         verify("33", {"format": "essay", "answer": "33"})
     with pytest.raises(ValueError, match="meta"):
         verify("3*5+7", {"format": "free_form", "task": "countdown", "meta": "{}"})
+
+
+# --- what a real instruct model writes (SmolLM2-135M-Instruct and its like) -----------------
+
+# (id, completion, gold, correct, extracted): explicit markers first ("The answer is", "####",
+# \boxed{}, "Answer:"), read through bold and "$"; prose only without a marker, and then only
+# the final line's last number. The first three are SmolLM2's own replies, tried by hand.
+REAL_FREE_FORM_CASES = [
+    ("smollm2-37+58", "The answer is 153.", "95", False, "153"),
+    ("smollm2-7+6+2+6", "The answer is 18.", "21", False, "18"),
+    ("smollm2-12*7", "12 * 7 = 90\nThe answer is 90.", "84", False, "90"),
+    ("answer-is-no-period", "The answer is 21", "21", True, "21"),
+    ("bold-number", "The answer is **21**.", "21", True, "21"),
+    ("bold-marker", "**Answer:** 21", "21", True, "21"),
+    ("bold-line", "**The answer is 21.**", "21", True, "21"),
+    ("dollar", "The answer is $21.", "21", True, "21"),
+    ("latex-dollars", "The final answer is: $21$", "21", True, "21"),
+    ("negative-bold", "The answer is **-5**", "-5", True, "-5"),
+    ("thousands", "The answer is 1,024.", "1024", True, "1,024"),
+    ("boxed-in-prose", "So the total is \\boxed{21}.", "21", True, "21"),
+    ("gsm8k", "She has 5 + 16 = 21 apples.\n#### 21", "21", True, "21"),
+    ("work-then-line", ("First, 7 + 6 = 13.\nThen 13 + 2 = 15.\nFinally, 15 + 6 = 21.\n"
+     "The answer is 21."), "21", True, "21"),
+    ("chatter-after-line", ("The answer is 21.\n\nI hope this helps! Let me know if you have 2 "
+     "more questions."), "21", True, "21"),
+    ("equation-on-the-line", "The answer is 48 - 37 = 11.", "11", True, "11"),
+    ("latex-equation-on-the-line", "The answer is $7 + 6 + 8 = 21$.", "21", True, "21"),
+    ("reason-after-the-number", "The answer is 19, the sum of 5 and 4 results in 21.", "19",
+     True, "19"),
+    ("number-on-the-next-line", "The answer is:\n21", "21", True, "21"),
+    ("prose-final-line", "First, 7 + 6 = 13.\nThen 13 + 8 = 21.\nSo the sum is 21.", "21", True,
+     "21"),
+    ("prose-one-line", "8 + 7 + 6 = 21, which is a simple yet elegant math problem.", "21", True,
+     "21"),
+    # No answer, not a guess: the placeholder copied, a number word, a closing line without one.
+    ("placeholder", "The answer is N.", "21", False, None),
+    ("placeholder-after-work", "8 + 8 + 7 = 54\n54 + 56 = 21\n\nThe answer is N.", "21", False,
+     None),
+    ("number-word", "The answer is nine.", "9", False, None),
+    ("prose-then-sign-off", "So the sum is 21.\nI hope this helps!", "21", False, None),
+]
+
+
+@pytest.mark.parametrize("case_id,completion,gold,correct,extracted", REAL_FREE_FORM_CASES,
+                         ids=[case[0] for case in REAL_FREE_FORM_CASES])
+def test_real_model_free_form_cases(case_id, completion, gold, correct, extracted) -> None:
+    result = timed(verify_free_form, completion, gold)
+    assert (result.correct, result.extracted) == (correct, extracted)
+
+
+NATURAL_OPTIONS = ["11", "85", "10", "12"]  # gold: A
+
+# (id, completion, correct, extracted); options NATURAL_OPTIONS, gold letter A.
+REAL_MCQ_CASES = [
+    ("answer-is", "The answer is A.", True, "A"),
+    ("answer-is-no-period", "The answer is A", True, "A"),
+    ("bold-letter", "The answer is **A**.", True, "A"),
+    ("bold-line", "**The answer is A**", True, "A"),
+    ("parenthesised", "The answer is (A).", True, "A"),
+    ("option-mention", "The correct option is (A).", True, "A"),
+    ("letter-paren", "A) 11", True, "A"),
+    ("answer-colon", "Answer: A", True, "A"),
+    ("option-text", "The answer is 11.", True, "11"),
+    ("option-text-wrong", "The answer is 85.", False, "85"),
+    ("work-then-line", "48 - 37 = 11, which is option A.\nThe answer is A.", True, "A"),
+    ("letter-with-reason", "The answer is A) 11 because 48 - 37 = 11.", True, "A"),
+    ("bold-option", "The answer is: **A) 11**", True, "A"),
+    ("option-word", "The answer is option A.", True, "A"),
+    ("text-then-letter", "I think the answer is 11, which is option A.", True, "A"),
+    ("boxed", "\\boxed{A}", True, "A"),
+    ("wrong-letter", "The answer is B) 85.", False, "B"),
+    ("placeholder", "The answer is X.", False, "X"),
+    ("hedge", "The answer is A or B.", False, None),
+    ("two-mentions-no-marker", "48 - 37 = 11.\nA) 11 is right, B) 85 is not.", False, None),
+]
+
+
+@pytest.mark.parametrize("case_id,completion,correct,extracted", REAL_MCQ_CASES,
+                         ids=[case[0] for case in REAL_MCQ_CASES])
+def test_real_model_mcq_cases(case_id, completion, correct, extracted) -> None:
+    result = timed(verify_mcq, completion, NATURAL_OPTIONS, "A")
+    assert (result.correct, result.extracted) == (correct, extracted)
+
+
+@pytest.mark.parametrize("completion,correct,outcome", [
+    ("The answer is 7 + 6.", True, "6+7"),
+    ("The answer is **7 + 6**.", True, "6+7"),
+    ("First, 7 + 6 = 13.\nThe answer is 7 + 6 = 13.", True, "6+7"),
+    ("The answer is 7 * 6 = 42.", False, "6*7"),
+    ("The answer is E.", False, None),
+])
+def test_real_model_countdown_answer_lines(completion, correct, outcome) -> None:
+    result = timed(verify_countdown, completion, [7, 6, 4], 13)
+    assert (result.correct, result.outcome) == (correct, outcome)
