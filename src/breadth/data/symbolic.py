@@ -125,9 +125,13 @@ def _equal(answer: str, text: str, timeout: int | None) -> bool | None:
         return None
     try:
         readers = [LatexExtractionConfig()]
-        gold = parse(as_latex(answer), extraction_config=readers, parsing_timeout=timeout)
+        # The model's text first: most texts sent here do not parse whole (an untrained model's
+        # braces and carets), and then the gold need not be parsed at all (same verdict, None).
         predicted = parse(as_latex(text), extraction_config=readers, parsing_timeout=timeout)
-        if not parsed_whole(gold) or not parsed_whole(predicted):
+        if not parsed_whole(predicted):
+            return None
+        gold = parse(as_latex(answer), extraction_config=readers, parsing_timeout=timeout)
+        if not parsed_whole(gold):
             return None
         return bool(math_verify(gold, predicted, timeout_seconds=timeout))
     except Exception:  # noqa: BLE001 - math_verify and sympy raise many kinds; none may escape

@@ -14,6 +14,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal, localcontext
+from functools import lru_cache
 from typing import Any
 
 from breadth.data.expressions import (
@@ -109,12 +110,11 @@ def verify_free_form(completion: object, answer: str) -> Verification:
     >>> verify_free_form("Answer: \\\\frac{1}{2}", "0.5").correct
     True
     """
-    gold_token = plain_number(answer)
-    gold = parse_number(gold_token) if gold_token else None
+    gold = _gold_number(answer)
     segment, _ = answer_segment(completion)
-    if gold_token is None or gold is None:
+    if gold is None:
         return _verify_symbolic(segment, answer)
-    numeric = _verify_number(completion, gold_token, gold)
+    numeric = _verify_number(completion, *gold)
     if numeric.correct or not _LATEX_HINT.search(segment):
         return numeric
     # "\\frac{1}{2}" against 0.5: the number reader sees 1 and 2, math_verify sees one half.
@@ -122,14 +122,25 @@ def verify_free_form(completion: object, answer: str) -> Verification:
     return symbolic if symbolic.correct else numeric
 
 
-def _verify_number(completion: object, gold_token: str, gold: float) -> Verification:
+@lru_cache(maxsize=4096)
+def _gold_number(answer: str) -> tuple[float, int | None] | None:
+    """A gold answer read as one number: its value and the integer it spells (None for decimals
+    and fractions); None when it is not one number. Cached: the completions of a group share
+    their gold, and a training run meets each problem's many times."""
+    token = plain_number(answer)
+    value = parse_number(token) if token else None
+    if token is None or value is None:
+        return None
+    return value, _as_integer(token)
+
+
+def _verify_number(completion: object, gold: float, integer_gold: int | None) -> Verification:
     token = extract_number(completion)
     if token is None:
         return _verdict(False, None, None, "no number found")
     value = parse_number(token)
     if value is None:
         return _verdict(False, token[:MAX_OUTCOME_CHARS], None, "number out of range")
-    integer_gold = _as_integer(gold_token)
     if integer_gold is not None:
         # A relative tolerance would accept 1450001 for 1450000: integers compare exactly.
         correct = _exactly(token, integer_gold)
@@ -147,6 +158,9 @@ def _as_integer(token: str) -> int | None:
 
 def _exactly(token: str, gold: int) -> bool:
     """Whether a number token ("1,000", "33.0", "66/2", "3.3e1") is exactly `gold`."""
+    digits = token.removeprefix("-")
+    if digits.isascii() and digits.isdecimal() and len(digits) <= MAX_NUMBER_CHARS:
+        return int(token) == gold  # a plain integer ("33", "-7"): as Decimal would say, faster
     numerator, _, denominator = token.replace(",", "").partition("/")
     try:
         with localcontext() as context:
