@@ -30,6 +30,7 @@ def prepare_stage(config: PipelineConfig, out_dir: Path) -> Any:
         schema=data.schema_name, on_bad_rows=data.on_bad_rows, reasoning=data.reasoning,
         eval_fraction=data.eval_fraction, eval_source=data.eval_source,
         eval_only=data.eval_only, num_options=data.num_options, mixed_fill=data.mixed_fill,
+        rendering=data.rendering,
     )
 
 

@@ -43,6 +43,7 @@ def prepare(
         str | None, typer.Option(help="1, 2, 3 or mixed. " + _data_help("difficulty"))
     ] = None,
     reasoning: Annotated[bool, typer.Option(help=_data_help("reasoning"))] = False,
+    rendering: Annotated[str | None, typer.Option(help=_data_help("rendering"))] = None,
     seed: Annotated[int, typer.Option(help="Seed for synthetic problems and samples.")] = 0,
 ) -> None:
     """Write train.parquet, eval.parquet and manifest.json for one source and format.
@@ -53,7 +54,7 @@ def prepare(
 
     given = {"source": source, "format": format, "eval_source": eval_source,
              "eval_fraction": eval_fraction, "schema_name": schema, "on_bad_rows": on_bad_rows,
-             "num_train": num_train, "num_eval": num_eval}
+             "num_train": num_train, "num_eval": num_eval, "rendering": rendering}
     data = {key: value for key, value in given.items() if value is not None}
     data.update(eval_only=eval_only, reasoning=reasoning)
     if difficulty is not None:

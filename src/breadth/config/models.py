@@ -27,7 +27,7 @@ from pydantic_core import InitErrorDetails
 
 from breadth.data.generators import synthetic_task_names
 from breadth.data.prepare import DEFAULT_EVAL_FRACTION, SYNTHETIC_NUM_EVAL, SYNTHETIC_NUM_TRAIN
-from breadth.data.records import Format
+from breadth.data.records import Format, Rendering
 from breadth.data.sources import parse_source_spec
 from breadth.rewards.plan import RewardPlan, resolve_plan
 from breadth.rewards.registry import REWARDS, RewardEntry, RewardParam, reward_names
@@ -99,6 +99,13 @@ class DataConfig(Section):
     )
     reasoning: bool = Field(
         False, description="Include a reasoning trace in SFT targets (longer sequences)."
+    )
+    rendering: Rendering = Field(
+        "compact", description="How problems are worded: `compact` (short ASCII, '48-37=' -> "
+        "'11', for the character model) or `natural` (in words, for a pretrained instruct "
+        "model: 'What is 48 - 37?' and a request to end with the line 'The answer is N'; SFT "
+        "targets end in that line; a file source's question gets the request). The problems "
+        "and their keys do not change.",
     )
     on_bad_rows: Literal["fail", "skip"] = Field(
         "fail", description="fail: stop with a report of bad rows; skip: drop and record them."

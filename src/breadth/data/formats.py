@@ -14,6 +14,10 @@ With `reasoning=True` the target carries a short trace: free_form one chain
 ("7*3=21, 12+21=33. A)31 no; B)33 yes; C)36 no; D)30 no. Answer: B"). Prompts that end in the
 "Answer:" cue drop it when a trace follows, so the trace never sits after "Answer:".
 Option order is shuffled with a seed derived from the record id (hashlib, never hash()).
+
+`rendering="natural"` shows the same problems in words for a pretrained instruct model, each
+prompt ending by asking for the line "The answer is ..." (`breadth.data.generators.natural`);
+the options, their order and the gold letter are the compact rendering's.
 """
 
 from __future__ import annotations
@@ -27,19 +31,21 @@ from breadth.data.expressions import ExpressionError
 from breadth.data.extraction import LETTERS
 from breadth.data.generators import Task, get_task
 from breadth.data.generators.base import remap_letters
-from breadth.data.records import FORMATS, Record, RenderError
+from breadth.data.generators.natural import NATURAL_META_KEY, answer_line
+from breadth.data.records import FORMATS, RENDERINGS, Record, RenderError
 
 DEFAULT_NUM_OPTIONS = 4
-__all__ = ["DEFAULT_NUM_OPTIONS", "FORMATS", "RenderError", "remap_letters", "render",
+__all__ = ["DEFAULT_NUM_OPTIONS", "FORMATS", "RENDERINGS", "RenderError", "remap_letters", "render",
            "render_free_form", "render_mcq"]
 
 
 def render(
-    record: Record, fmt: str, *, reasoning: bool = False, num_options: int = DEFAULT_NUM_OPTIONS
+    record: Record, fmt: str, *, reasoning: bool = False, num_options: int = DEFAULT_NUM_OPTIONS,
+    rendering: str = "compact",
 ) -> dict[str, Any]:
     """One rendered row (all record fields plus problem_id, format, prompt, target, options,
-    letter) in format "mcq" or "free_form". `num_options` applies to generated distractors;
-    a source's own choices are kept as they are.
+    letter) in format "mcq" or "free_form", rendered "compact" or "natural". `num_options`
+    applies to generated distractors; a source's own choices are kept as they are.
 
     >>> from breadth.data.records import Record
     >>> r = Record.create(source="synthetic:arithmetic", split="train", question="3+4",
@@ -48,14 +54,20 @@ def render(
     >>> row["prompt"], row["target"], row["problem_id"] == r.id
     ('3+4=', '7', True)
     """
+    if rendering not in RENDERINGS:
+        raise ValueError(f"rendering must be one of {RENDERINGS}, got {rendering!r}")
     if fmt == "mcq":
-        return render_mcq(record, reasoning=reasoning, num_options=num_options)
+        return render_mcq(record, reasoning=reasoning, num_options=num_options,
+                          rendering=rendering)
     if fmt == "free_form":
-        return render_free_form(record, reasoning=reasoning)
+        return render_free_form(record, reasoning=reasoning, rendering=rendering)
     raise ValueError(f"format must be one of {FORMATS}, got {fmt!r}")
 
 
-def _base_row(record: Record, fmt: str) -> dict[str, Any]:
+def _base_row(record: Record, fmt: str, rendering: str) -> dict[str, Any]:
+    # A natural row says so in its meta (a verifier may read it); a compact row's meta is the
+    # record's, byte for byte as before.
+    meta = {**record.meta, NATURAL_META_KEY: rendering} if rendering == "natural" else record.meta
     return {
         "id": record.id,
         "source": record.source,
@@ -66,13 +78,14 @@ def _base_row(record: Record, fmt: str) -> dict[str, Any]:
         "solution": record.solution,
         "difficulty": record.difficulty,
         "task": record.task,
-        "meta": json.dumps(record.meta, sort_keys=True),
+        "meta": json.dumps(meta, sort_keys=True),
         "problem_id": record.id,
         "format": fmt,
     }
 
 
-def render_free_form(record: Record, *, reasoning: bool = False) -> dict[str, Any]:
+def render_free_form(record: Record, *, reasoning: bool = False,
+                     rendering: str = "compact") -> dict[str, Any]:
     """The free-form row: the model writes the answer (countdown: an expression) itself.
 
     >>> from breadth.data.records import Record
@@ -81,14 +94,17 @@ def render_free_form(record: Record, *, reasoning: bool = False) -> dict[str, An
     >>> render_free_form(r, reasoning=True)["target"]
     '7*3=21, 12+21=33. Answer: 33'
     """
-    row = _base_row(record, "free_form")
-    prompt, target = _task(record).free_form(record, reasoning)
+    row = _base_row(record, "free_form", rendering)
+    task = _task(record)
+    render_task = task.natural_free_form if rendering == "natural" else task.free_form
+    prompt, target = render_task(record, reasoning)
     row.update(prompt=prompt, target=target, options=[], letter="")
     return row
 
 
 def render_mcq(
-    record: Record, *, reasoning: bool = False, num_options: int = DEFAULT_NUM_OPTIONS
+    record: Record, *, reasoning: bool = False, num_options: int = DEFAULT_NUM_OPTIONS,
+    rendering: str = "compact",
 ) -> dict[str, Any]:
     """The multiple-choice row: shuffled options (seeded by the record id) and the gold letter.
 
@@ -114,9 +130,14 @@ def render_mcq(
     # Where the source's rationale names an option ("Answer: C"), it must name the new letter.
     moved = {LETTERS[old]: LETTERS[new] for new, old in enumerate(order)}
     task = _task(record)
-    prompt = task.mcq_prompt(record, options, reasoning)
-    target = task.mcq_trace(record, options, letter, moved) if reasoning else letter
-    row = _base_row(record, "mcq")
+    if rendering == "natural":
+        prompt = task.natural_mcq_prompt(record, options)
+        target = (task.natural_mcq_trace(record, options, letter, moved) if reasoning
+                  else answer_line(letter))
+    else:
+        prompt = task.mcq_prompt(record, options, reasoning)
+        target = task.mcq_trace(record, options, letter, moved) if reasoning else letter
+    row = _base_row(record, "mcq", rendering)
     row.update(prompt=prompt, target=target, options=options, letter=letter)
     return row
 

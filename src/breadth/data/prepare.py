@@ -29,6 +29,7 @@ from breadth.data.formats import DEFAULT_NUM_OPTIONS, RenderError, render
 from breadth.data.generators import problem_key
 from breadth.data.records import (
     FORMATS,
+    RENDERINGS,
     BadRow,
     BadRowsError,
     Record,
@@ -115,6 +116,9 @@ class Manifest:
     train split) and "grpo_pool" (the rows GRPO draws its prompts from: train.parquet, of which
     it takes the first rl.num_problems, so its share is at most this one). Both are 0: the
     splits keep a key on one side, and prepare refuses to write a data set where they are not."""
+    rendering: str = "compact"
+    """How problems are worded: "compact" (the character model's) or "natural" (in words, for
+    an instruct model)."""
     version: int = MANIFEST_VERSION
 
     def to_dict(self) -> dict[str, Any]:
@@ -150,6 +154,7 @@ def prepare_dataset(
     columns: Mapping[str, str] | None = None,
     num_options: int = DEFAULT_NUM_OPTIONS,
     mixed_fill: bool = False,
+    rendering: str = "compact",
 ) -> Manifest:
     """Write out_dir/{train,eval}.parquet and manifest.json; return the manifest.
 
@@ -161,6 +166,7 @@ def prepare_dataset(
     row an evaluation problem. An empty result is an error, never a 0-row data set. Mixed
     synthetic difficulty (difficulty None) takes an equal share per level, and a level short
     of its share is an error unless `mixed_fill` lets the next level make up the difference.
+    `rendering` words the prompts and targets ("compact" or "natural", `formats.render`).
 
     >>> import tempfile
     >>> with tempfile.TemporaryDirectory() as tmp:
@@ -171,6 +177,8 @@ def prepare_dataset(
     """
     if fmt not in FORMATS:
         raise ValueError(f"fmt must be one of {FORMATS}, got {fmt!r}")
+    if rendering not in RENDERINGS:
+        raise ValueError(f"rendering must be one of {RENDERINGS}, got {rendering!r}")
     check_on_bad_rows(on_bad_rows)
     if not 0.0 < eval_fraction < 1.0:
         raise ValueError(f"eval_fraction must be between 0 and 1, got {eval_fraction}")
@@ -216,7 +224,7 @@ def prepare_dataset(
         counts = {"train": None, "eval": None}
 
     rows, render_bad = _render_all({"train": splits.train, "eval": splits.eval}, fmt, reasoning,
-                                   num_options, spec)
+                                   num_options, spec, rendering)
     bad_rows += render_bad
     if render_bad and on_bad_rows == "fail":
         raise BadRowsError(render_bad, spec, rendered_as=fmt)
@@ -247,7 +255,7 @@ def prepare_dataset(
         duplicates_dropped=duplicates, files=files, available=available, limits=limits,
         eval_source=eval_source, split_origin=splits.origin, left_out=splits.left_out,
         characters=unusual_characters(rows["train"] + rows["eval"]),
-        problems=problems, leakage=leakage,
+        problems=problems, leakage=leakage, rendering=rendering,
     )
     (out / "manifest.json").write_text(manifest.to_json(), encoding="utf-8")
     return manifest
@@ -372,14 +380,15 @@ def _conflict(record: Record, same_question: list[tuple[RowOrigin, Record]],
 
 
 def _render_all(splits: dict[str, list[Record]], fmt: str, reasoning: bool, num_options: int,
-                spec: str) -> tuple[dict[str, list[dict[str, Any]]], list[BadRow]]:
+                spec: str, rendering: str) -> tuple[dict[str, list[dict[str, Any]]], list[BadRow]]:
     rows: dict[str, list[dict[str, Any]]] = {}
     bad: list[BadRow] = []
     for name, records in splits.items():
         rows[name] = []
         for index, record in enumerate(records, start=1):
             try:
-                rows[name].append(render(record, fmt, reasoning=reasoning, num_options=num_options))
+                rows[name].append(render(record, fmt, reasoning=reasoning, num_options=num_options,
+                                         rendering=rendering))
             except RenderError as error:
                 # A generated record has no row in a file: its place in the split stands in.
                 origin = record.origin or RowOrigin(index, f"{name} record")

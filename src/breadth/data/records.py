@@ -16,6 +16,10 @@ Format = Literal["free_form", "mcq"]
 """How a problem is shown to the model: the one list of formats (`data.format`, the grid's
 formats, `prepare_dataset(fmt=...)` and the renderers all read it)."""
 FORMATS: tuple[str, ...] = get_args(Format)
+Rendering = Literal["compact", "natural"]
+"""How a problem is worded: compact (short ASCII for the character model, "48-37=") or natural
+(in words, asking for "The answer is ..." lines, for a pretrained instruct model)."""
+RENDERINGS: tuple[str, ...] = get_args(Rendering)
 OnBadRows = Literal["fail", "skip"]
 ON_BAD_ROWS = ("fail", "skip")
 

@@ -8,6 +8,10 @@ product (e.g. "12+7*3").
 
 With a trace: free_form "7*3=21, 12+21=33. Answer: 33"; mcq weighs every option
 ("7*3=21, 12+21=33. A)31 no; B)33 yes; C)36 no; D)30 no. Answer: B").
+
+Natural (data.rendering=natural): "What is 12 + 7 * 3?" and the request for an answer line;
+target "12 + 7 * 3 = 33.\\nThe answer is 33." (with a trace "First, 7 * 3 = 21. Then
+12 + 21 = 33.\\nThe answer is 33."); mcq lists the options one a line, target "The answer is B."
 """
 
 from __future__ import annotations
@@ -28,6 +32,13 @@ from breadth.data.expressions import (
 )
 from breadth.data.extraction import LETTERS, canonical_number
 from breadth.data.generators.base import Task, TaskProperties, weighed_trace
+from breadth.data.generators.natural import (
+    chosen,
+    in_words,
+    mcq_prompt,
+    what_is,
+    worked_free_form,
+)
 from breadth.data.records import Record
 from breadth.data.synthetic import int_apply
 
@@ -89,6 +100,17 @@ class Arithmetic(Task):
     def mcq_trace(self, record: Record, options: list[str], letter: str,
                   moved: dict[str, str]) -> str:
         return weighed_trace(_solution(record), options, letter)
+
+    def natural_free_form(self, record: Record, reasoning: bool) -> tuple[str, str]:
+        return worked_free_form(record.question, record.answer, _solution(record).split(", "),
+                                reasoning)
+
+    def natural_mcq_prompt(self, record: Record, options: list[str]) -> str:
+        return mcq_prompt(what_is(record.question), options)
+
+    def natural_mcq_trace(self, record: Record, options: list[str], letter: str,
+                          moved: dict[str, str]) -> str:
+        return chosen(in_words(_solution(record).split(", ")), letter)
 
 
 def inline_mcq_prompt(stem: str, options: list[str], reasoning: bool) -> str:

@@ -19,6 +19,12 @@ from typing import Any, ClassVar
 
 from breadth.data.distractors import numeric_distractors
 from breadth.data.extraction import LETTERS, canonical_number
+from breadth.data.generators.natural import (
+    NUMBER_INSTRUCTION,
+    instruction,
+    mcq_prompt,
+    natural_target,
+)
 from breadth.data.records import Record, RenderError
 from breadth.data.synthetic import DIFFICULTIES, generate_problems
 from breadth.data.unicode_text import normalize_text
@@ -138,10 +144,29 @@ class Task:
         # Long source options are weighed by letter only, to keep the trace short.
         if any(len(option) > 20 for option in options):
             weighed = [f"{LETTERS[i]} {verdicts[i]}" for i in range(len(options))]
-        reasoning = remap_letters(clean_solution(record.solution), moved) if record.choices else (
-            clean_solution(record.solution))
+        reasoning = _rationale(record, moved)
         head = f"{reasoning}\n" if reasoning else ""
         return f"{head}{'; '.join(weighed)}. Answer: {letter}"
+
+    # --- the natural rendering (data.rendering=natural, `generators.natural`) -----------
+
+    def natural_free_form(self, record: Record, reasoning: bool) -> tuple[str, str]:
+        """(prompt, target) in words, for an instruct model: the question and the request for
+        an answer line; the target is the work (with `reasoning`, in words) and that line."""
+        numeric = canonical_number(record.answer) is not None
+        ask = NUMBER_INSTRUCTION if numeric else instruction("X", "X is your final answer")
+        work = clean_solution(record.solution) if reasoning else ""
+        return f"{record.question}\n{ask}", natural_target(work, record.answer)
+
+    def natural_mcq_prompt(self, record: Record, options: list[str]) -> str:
+        """The natural mcq prompt (the same with or without a trace): the question, the
+        options one a line, the request for a letter."""
+        return mcq_prompt(record.question, options)
+
+    def natural_mcq_trace(self, record: Record, options: list[str], letter: str,
+                          moved: dict[str, str]) -> str:
+        """The natural mcq target with a trace: the work in words, then the answer line."""
+        return natural_target(_rationale(record, moved), letter)
 
     # --- verification -------------------------------------------------------------------
 
@@ -193,6 +218,12 @@ def remap_letters(text: str, moved: dict[str, str]) -> str:
         return f"{head}{moved.get(old, old)}{tail}"
 
     return _OPTION_REFERENCE.sub(rename, text)
+
+
+def _rationale(record: Record, moved: dict[str, str]) -> str:
+    """A source's rationale, its option letters renamed after shuffling (`moved`)."""
+    reasoning = clean_solution(record.solution)
+    return remap_letters(reasoning, moved) if record.choices else reasoning
 
 
 def _generic_trace(record: Record, answer: str) -> str:

@@ -12,6 +12,10 @@ order and the model's samples can differ in their work as well as in their answe
 once) correctly, the work must use every given number, and the answer line must be its sum.
 
 - outcome key: the answer line's number;
+- natural rendering (data.rendering=natural: "What is 12 + 7 + 5?", target "12 + 7 + 5 = 24.\\n
+  The answer is 24.", with a trace its steps in words): the final answer is read as a number
+  is (`verify_free_form`) and the work is not checked, as the prompt does not ask for the
+  scratchpad; a row says it is natural in its meta;
 - reasoning path (`reasoning_path`): the order of the steps, each pair written smaller first
   ("5+7,3+12" for 5+7=12 then 12+3=15).
 
@@ -37,12 +41,26 @@ from typing import Any, ClassVar
 
 from breadth.data.distractors import numeric_distractors
 from breadth.data.expressions import parse_expression
-from breadth.data.extraction import MAX_TAIL_CHARS, extract_number, format_number, parse_number
+from breadth.data.extraction import (
+    MAX_TAIL_CHARS,
+    answer_marker,
+    extract_number,
+    format_number,
+    parse_number,
+)
 from breadth.data.generators.arithmetic import inline_mcq_prompt
 from breadth.data.generators.base import Task, TaskProperties, weighed_trace
 from breadth.data.generators.countdown import row_meta
+from breadth.data.generators.natural import (
+    NATURAL_META_KEY,
+    chosen,
+    in_words,
+    mcq_prompt,
+    what_is,
+    worked_free_form,
+)
 from breadth.data.records import Record, RenderError
-from breadth.data.verifiers import Verification
+from breadth.data.verifiers import Verification, verify_free_form
 
 # (how many numbers, smallest, largest, the largest number at least): the last keeps level 3
 # apart from level 1 (both three numbers); level 2 has four.
@@ -112,9 +130,24 @@ class Chain(Task):
         # 0.232, chance 0.25).
         return weighed_trace(_solution(record), options, letter)
 
+    def natural_free_form(self, record: Record, reasoning: bool) -> tuple[str, str]:
+        return worked_free_form(record.question, record.answer, _solution(record).split(", "),
+                                reasoning)
+
+    def natural_mcq_prompt(self, record: Record, options: list[str]) -> str:
+        return mcq_prompt(what_is(record.question), options)
+
+    def natural_mcq_trace(self, record: Record, options: list[str], letter: str,
+                          moved: dict[str, str]) -> str:
+        return chosen(in_words(_solution(record).split(", ")), letter)
+
     def verify(self, completion: object, row: Mapping[str, Any]) -> Verification:
         numbers = _numbers(row)
         total = sum(numbers)
+        if _natural(row):
+            # Asked in words ("What is 3 + 5 + 7?"), the model is not asked for the scratchpad:
+            # its final answer is read as any number's is, and the work is not checked.
+            return verify_free_form(completion, str(total))
         text = completion[-MAX_TAIL_CHARS:] if isinstance(completion, str) else ""
         marker = None
         for marker in _MARKER.finditer(text):
@@ -137,13 +170,20 @@ class Chain(Task):
         if not isinstance(completion, str):
             return None
         text = completion[-MAX_TAIL_CHARS:]
+        if _natural(row):
+            # In words the work is optional and free: a path only where its steps are a valid
+            # summing to the answer ("3 + 5 + 7 = 15" is one line, not a step 5+7=15).
+            marker = answer_marker(text)
+            steps = _STEP.findall(text[:marker] if marker is not None else text)
+            value = parse_number(extract_number(text) or "")
+            if value is None or check_work(steps, _numbers(row), value):
+                return None
+            return _path(steps)
         marker = None
         for marker in _MARKER.finditer(text):
             pass
         steps = _STEP.findall(text[:marker.start()] if marker else text)
-        if not steps:
-            return None
-        return ",".join(f"{min(int(a), int(b))}+{max(int(a), int(b))}" for a, b, _ in steps)
+        return _path(steps) if steps else None
 
     def valid_answers(self, record: Record) -> list[str]:
         return [record.answer]
@@ -176,6 +216,15 @@ def check_work(steps: list[tuple[str, str, str]], numbers: list[int], answer: fl
     if left != [answer]:
         return f"the work leaves {' '.join(map(str, left))} on the pad, not the answer alone"
     return ""
+
+
+def _path(steps: list[tuple[str, str, str]]) -> str:
+    """The steps as a path key, each pair smaller first."""
+    return ",".join(f"{min(int(a), int(b))}+{max(int(a), int(b))}" for a, b, _ in steps)
+
+
+def _natural(row: Mapping[str, Any]) -> bool:
+    return row_meta(row).get(NATURAL_META_KEY) == "natural"
 
 
 def _work(a: int, b: int, rest: list[int]) -> str:

@@ -9,6 +9,10 @@ from three or four of them, division allowed.
 
 With a trace: free_form "3*5=15, 15+7=22. Answer: 3*5+7"; mcq evaluates every option
 ("A)3*5+7=22 yes; B)3*7+5=26 no; ... Answer: A").
+
+Natural (data.rendering=natural): "Write an expression equal to 22 using some of the numbers
+3, 5 and 7, each at most once, with +, -, * and /." and the request for an answer line; target
+"3 * 5 + 7 = 22.\\nThe answer is 3 * 5 + 7." (with a trace, its steps in words).
 """
 
 from __future__ import annotations
@@ -32,6 +36,14 @@ from breadth.data.expressions import (
 from breadth.data.extraction import LETTERS
 from breadth.data.generators.arithmetic import inline_mcq_prompt
 from breadth.data.generators.base import Task, TaskProperties
+from breadth.data.generators.natural import (
+    in_words,
+    instruction,
+    listed_numbers,
+    mcq_prompt,
+    natural_target,
+    spaced,
+)
 from breadth.data.records import Record, RenderError
 from breadth.data.synthetic import int_apply
 from breadth.data.verifiers import Verification, verify_countdown
@@ -120,6 +132,29 @@ class Countdown(Task):
             verdict = "yes" if LETTERS[index] == letter else "no"
             weighed.append(f"{LETTERS[index]}){option}={value} {verdict}")
         return f"{'; '.join(weighed)}. Answer: {letter}"
+
+    def natural_free_form(self, record: Record, reasoning: bool) -> tuple[str, str]:
+        solution = _solution(record)
+        numbers, target = numbers_and_target(record.meta)
+        question = (f"Write an expression equal to {target} using some of the numbers "
+                    f"{listed_numbers(numbers)}, each at most once, with +, -, * and /.")
+        work = (in_words(steps(parse_expression(solution))) if reasoning
+                else f"{spaced(solution)} = {target}.")
+        return (f"{question}\n{instruction('E', 'E is the expression')}",
+                natural_target(work, spaced(solution)))
+
+    def natural_mcq_prompt(self, record: Record, options: list[str]) -> str:
+        numbers, target = numbers_and_target(record.meta)
+        return mcq_prompt(f"Which expression equals {target}, using some of the numbers "
+                          f"{listed_numbers(numbers)}, each at most once?", options)
+
+    def natural_mcq_trace(self, record: Record, options: list[str], letter: str,
+                          moved: dict[str, str]) -> str:
+        _, target = numbers_and_target(record.meta)
+        values = [format_fraction(evaluate(parse_expression(option))) for option in options]
+        work = " ".join(f"{LETTERS[i]}) {spaced(option)} = {value}."
+                        for i, (option, value) in enumerate(zip(options, values, strict=True)))
+        return natural_target(f"{work} Only option {letter} makes {target}.", letter)
 
     def verify(self, completion: object, row: Mapping[str, Any]) -> Verification:
         numbers, target = numbers_and_target(row_meta(row))

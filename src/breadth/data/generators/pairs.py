@@ -4,6 +4,10 @@ answers, and a wrong answer is scored by how close its sum comes.
     free_form  "Sum to 12 with two of 3 5 7 9 4:"      target "3+9=12. Answer: 3+9"
     mcq        "Sum to 12 with two of 3 5 7 9 4? A)5+7 B)3+4 C)... "    target "5+7=12. Answer: A"
 
+Natural (data.rendering=natural): "Which two of the numbers 3, 5, 7, 9 and 4 add up to 12?"
+and the request for an answer line "The answer is a + b"; target "3 + 9 = 12.\\nThe answer is
+3 + 9."; mcq lists the pairs one a line.
+
 Every drawn problem has at least two pairs that reach the target (the generator draws the
 numbers, then a target among the sums that two or more pairs reach), so a group of samples
 can be right in different ways. The record's solution is one right pair, drawn per problem.
@@ -33,6 +37,14 @@ from breadth.data.extraction import extract_expression
 from breadth.data.generators.arithmetic import inline_mcq_prompt
 from breadth.data.generators.base import Task, TaskProperties
 from breadth.data.generators.countdown import numbers_and_target, row_meta
+from breadth.data.generators.natural import (
+    chosen,
+    instruction,
+    listed_numbers,
+    mcq_prompt,
+    natural_target,
+    spaced,
+)
 from breadth.data.records import Record
 from breadth.data.verifiers import MAX_OUTCOME_CHARS, Verification
 
@@ -108,6 +120,23 @@ class Pairs(Task):
     def mcq_trace(self, record: Record, options: list[str], letter: str,
                   moved: dict[str, str]) -> str:
         return f"{record.solution}={record.answer}. Answer: {letter}"
+
+    def natural_free_form(self, record: Record, reasoning: bool) -> tuple[str, str]:
+        # The trace is the pair's sum, with reasoning or without.
+        numbers, target = _meta(record.meta)
+        pair = spaced(record.solution or "")
+        question = f"Which two of the numbers {listed_numbers(numbers)} add up to {target}?"
+        ask = instruction("a + b", "a and b are the two numbers")
+        return f"{question}\n{ask}", natural_target(f"{pair} = {target}.", pair)
+
+    def natural_mcq_prompt(self, record: Record, options: list[str]) -> str:
+        numbers, target = _meta(record.meta)
+        return mcq_prompt(f"Which pair of the numbers {listed_numbers(numbers)} adds up to "
+                          f"{target}?", options)
+
+    def natural_mcq_trace(self, record: Record, options: list[str], letter: str,
+                          moved: dict[str, str]) -> str:
+        return chosen(f"{spaced(record.solution or '')} = {record.answer}.", letter)
 
     def verify(self, completion: object, row: Mapping[str, Any]) -> Verification:
         numbers, target = _meta(row_meta(row))
