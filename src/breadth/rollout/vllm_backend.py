@@ -118,8 +118,12 @@ def samples_from_choices(
     return samples
 
 
+@functools.lru_cache(maxsize=4)
 def _local_tokenizer(policy_dir: str | Path) -> Any:
-    """The policy's tokenizer when it can be loaded here (for eos and re-tokenizing), else None."""
+    """The policy's tokenizer when it can be loaded here (for eos and re-tokenizing), else None.
+    Kept per folder: loading SmolLM2's takes about a second, most of what breadth's backend
+    cost over raw vLLM requests (docs/results/real_lm_backends.md). A policy folder is written
+    once under its content key, so a kept tokenizer is never stale."""
     try:
         from transformers import AutoTokenizer
 

