@@ -259,7 +259,11 @@ def markdown_report(results: Mapping[str, EvaluationResult]) -> str:
              "## Headline metrics (95% bootstrap CI over problems)", "",
              *(_samples_line(name, results[name]) for name in names), ""]
     lines += [line for note in comparability_notes(results) for line in (f"**Note:** {note}", "")]
-    lines += [_row(["model", "pass@1", "pass@n", "maj@n", "best-of-n"]), _row(["---"] * 5)]
+    # "no answer": the share of samples the verifier read nothing from (no answer line, no
+    # number), apart from the wrong answers: a model that does not follow the answer format
+    # is told from one that answers wrongly.
+    lines += [_row(["model", "pass@1", "pass@n", "maj@n", "best-of-n", "no answer"]),
+              _row(["---"] * 6)]
     # n is each model's own sample count: where the models' differ (base 4, trained 16), each
     # value says its n, so pass@4 is not read as comparable with pass@16 beside it.
     uneven = len({results[name].pass_at_k[-1].k for name in names}) > 1
@@ -267,7 +271,7 @@ def markdown_report(results: Mapping[str, EvaluationResult]) -> str:
         r = results[name]
         at_n = [_ci_text(curve[-1]) + (f" (n={curve[-1].k})" if uneven else "")
                 for curve in (r.pass_at_k, r.maj_at_k, r.best_of_k)]
-        lines.append(_row([name, _ci_text(r.pass_at_k[0]), *at_n]))
+        lines.append(_row([name, _ci_text(r.pass_at_k[0]), *at_n, _ci_text(r.no_answer_rate)]))
     # The Vendi scores beside distinct outcomes: the effective number of outcomes (exact
     # match) and of texts (n-gram kernel), which weigh an outcome by how often it is sampled.
     lines += ["", _row(["model", "distinct outcomes", "outcome entropy", "Vendi (outcomes)",

@@ -45,7 +45,7 @@ def ci_names(name: str) -> tuple[str, str]:
 _HEADLINE = (
     "eval/num_problems", "eval/pass_at_1", "eval/pass_at_{k}", "eval/maj_at_{k}",
     "eval/best_of_{k}", "eval/pass_hat_{k}", "eval/distinct_outcomes", "eval/vendi_outcomes",
-    "transfer/solved/distinct_outcomes",
+    "eval/no_answer_rate", "transfer/solved/distinct_outcomes",
     "transfer/unsolved/distinct_outcomes", "transfer/unsolved/base/distinct_outcomes",
     "transfer/crossover_k", "search/evolutionary_success", "search/independent_success",
 )
@@ -171,6 +171,9 @@ class EvaluationResult:
     transfer_min_split: int | None = None
     """With a transfer section: the fewest problems a split needs to be conclusive
     (evaluation.transfer_min_split), so a report can say why a split is inconclusive."""
+    no_answer_rate: ConfidenceInterval | None = None
+    """Share of samples from which no answer could be extracted (mean over problems of each
+    problem's share): apart from the wrong answers, which 1 - pass@1 counts with them."""
 
     def metrics(self) -> dict[str, float]:
         """Flat MLflow-safe metric dict: eval/pass_at_1, eval/maj_at_16, transfer/unsolved/...,
@@ -186,9 +189,11 @@ class EvaluationResult:
         for c in self.chance:
             out[f"eval/chance_pass_at_{c.k}"] = c.chance
             out[f"eval/chance_corrected_pass_at_{c.k}"] = c.corrected.estimate
-        for metric, ci in self.diversity.items():
-            out[f"eval/{metric}"] = ci.estimate
-            out.update(zip(ci_names(f"eval/{metric}"), (ci.low, ci.high)))
+        named = {**self.diversity, "no_answer_rate": self.no_answer_rate}
+        for metric, ci in named.items():
+            if ci is not None:
+                out[f"eval/{metric}"] = ci.estimate
+                out.update(zip(ci_names(f"eval/{metric}"), (ci.low, ci.high)))
         if self.transfer is not None:
             out.update(_transfer_metrics(self.transfer))
         return {k: float(v) for k, v in out.items() if v is not None and math.isfinite(v)}
@@ -244,6 +249,7 @@ class EvaluationResult:
             "mg_pass_at_k": [p.to_dict() for p in self.mg_pass_at_k],
             "chance": [c.to_dict() for c in self.chance],
             "diversity": {k: v.to_dict() for k, v in self.diversity.items()},
+            "no_answer_rate": None if self.no_answer_rate is None else self.no_answer_rate.to_dict(),
             "transfer": None if self.transfer is None else self.transfer.to_dict(),
             "entropy_threshold": self.entropy_threshold,
             "settings": dict(self.settings),

@@ -9,6 +9,9 @@ Rules for imperfect rows, so that adversarial rollouts evaluate instead of crash
 a missing `correct` counts as incorrect; a missing `score` falls back to `correct`; a missing
 outcome means "nothing extracted" (never wins a vote, adds no distinct outcome).
 
+A sample with no `extracted` answer (rows without that column: no outcome) had nothing the
+verifier could read: `eval/no_answer_rate` counts those apart from wrong answers.
+
 Metric names are MLflow-safe (`/` and `_`, never `@`): `eval/pass_at_16`, `eval/maj_at_16`,
 `eval/best_of_16`, `eval/pass_hat_16` (pass^16), `eval/g_pass_at_16`, `eval/mg_pass_at_16`,
 `eval/distinct_outcomes`, `eval/vendi_outcomes`, `transfer/unsolved/distinct_outcomes`, ...
@@ -291,6 +294,7 @@ def evaluate_rollouts(
         per_problem=table,
         uneven_samples=uneven,
         transfer_min_split=min_split if transfer is not None else None,
+        no_answer_rate=_ci(table["no_answer_rate"], weights, confidence),
     )
 
 
@@ -335,8 +339,8 @@ def per_problem_table(
     trace: bool = True,
 ) -> pd.DataFrame:
     """One row per problem (index problem_id): num_samples, num_correct, pass_at_1, num_options,
-    every column of DIVERSITY_METRICS (NaN where the needed rollout column is absent) and the
-    claims' columns (`breadth.evaluation.claim_columns`).
+    no_answer_rate (the share of samples with nothing extracted), every column of
+    DIVERSITY_METRICS (NaN where the needed rollout column is absent) and the claims' columns (`breadth.evaluation.claim_columns`).
 
     >>> rows = pd.DataFrame({"problem_id": ["a", "a", "b"], "correct": [True, False, False],
     ...                      "outcome": ["1", "2", None]})
@@ -354,6 +358,8 @@ def per_problem_table(
     table["num_correct"] = np.add.reduceat(s.correct.astype(np.int64), s.bounds[:-1])
     table["pass_at_1"] = table["num_correct"] / counts
     table["num_options"] = num_options(df, s.bounds)
+    table["no_answer_rate"] = np.add.reduceat(_no_answer(df, s.codes).astype(np.float64),
+                                              s.bounds[:-1]) / counts
 
     distinct = np.zeros(num_problems, dtype=np.int64)
     fraction = np.zeros(num_problems)
@@ -412,6 +418,14 @@ def per_problem_table(
     )
     table.update(extra)
     return pd.DataFrame(table, index=pd.Index(s.problem_ids, name="problem_id"))
+
+
+def _no_answer(rows: pd.DataFrame, codes: np.ndarray) -> np.ndarray:
+    """Per sample: whether the verifier read nothing as its answer (`extracted` is None);
+    rows without that column fall back to their outcome (none: nothing read)."""
+    if "extracted" in rows.columns:
+        return rows["extracted"].isna().to_numpy()
+    return codes < 0
 
 
 def _intervals(columns: np.ndarray, weights: np.ndarray, confidence: float):

@@ -328,3 +328,28 @@ def test_report_shows_pass_hat_g_pass_vendi_and_the_split_of_distinct_outcomes(t
     assert "**distinct_wrong_outcomes**" in md and "**vendi_outcomes**" in md
     metrics = json.loads((tmp_path / "out" / "metrics.json").read_text())["rl"]["metrics"]
     assert metrics["eval/pass_hat_8"] == 0.5 and metrics["eval/vendi_outcomes"] == 1.0
+
+
+def test_samples_with_no_answer_are_counted_apart_from_wrong_ones(tmp_path):
+    # 2 problems x 4 samples: 2 right, 3 wrong, 3 with nothing the verifier could read.
+    extracted = ["7", "8", None, None, "5", "9", "9", None]
+    rows = pd.DataFrame({"problem_id": ["a"] * 4 + ["b"] * 4, "sample_index": [0, 1, 2, 3] * 2,
+                         "model": "base", "extracted": extracted, "outcome": extracted,
+                         "correct": [True, False, False, False, True, False, False, False]})
+    result = evaluate_models(rows, num_bootstrap=50)["base"]
+    assert result.per_problem["no_answer_rate"].tolist() == [0.5, 0.25]
+    metrics = result.metrics()
+    assert metrics["eval/no_answer_rate"] == pytest.approx(3 / 8)
+    assert metrics["eval/pass_at_1"] == pytest.approx(2 / 8)
+    header, _, row = _table(markdown_report({"base": result}), "## Headline metrics")[:3]
+    assert header[-1] == "no answer" and row[-1].startswith("0.375 [")
+    write_report({"base": result}, tmp_path)
+    saved = json.loads((tmp_path / "metrics.json").read_text())["base"]
+    assert saved["no_answer_rate"]["estimate"] == pytest.approx(3 / 8)
+
+
+def test_without_an_extracted_column_no_outcome_is_no_answer():
+    rows = pd.DataFrame({"problem_id": ["a"] * 4, "outcome": ["1", None, None, "2"],
+                         "correct": [True, False, False, False]})
+    result = evaluate_models(rows.assign(model="m"), num_bootstrap=20)["m"]
+    assert result.metrics()["eval/no_answer_rate"] == 0.5
