@@ -340,7 +340,8 @@ def per_problem_table(
 ) -> pd.DataFrame:
     """One row per problem (index problem_id): num_samples, num_correct, pass_at_1, num_options,
     no_answer_rate (the share of samples with nothing extracted), every column of
-    DIVERSITY_METRICS (NaN where the needed rollout column is absent) and the claims' columns (`breadth.evaluation.claim_columns`).
+    DIVERSITY_METRICS (NaN where the needed rollout column is absent) and the claims' columns
+    (`breadth.evaluation.claim_columns`).
 
     >>> rows = pd.DataFrame({"problem_id": ["a", "a", "b"], "correct": [True, False, False],
     ...                      "outcome": ["1", "2", None]})
