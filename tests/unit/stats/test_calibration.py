@@ -1,17 +1,31 @@
-"""The calibration simulation's variances taken from a real run (`--from-pilot`)."""
+"""The calibration simulation: its variances taken from a real run (`--from-pilot`) or from a
+grid's committed tables (`--from-committed`), its non-normal seed effects and the candidate
+intervals."""
 
+import itertools
 import math
+from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+from scipy.special import betaln
 
 from breadth.stats.calibration import (
+    METHODS,
+    ROBUSTNESS_METHODS,
     Scenario,
     calibration_grid,
+    committed_variances,
+    fit_beta_to_pass_at_k,
     grid_variances,
     pilot_variances,
     read_pilot,
+    score_methods,
+    seed_bootstrap_t,
+    seed_shifts,
+    seed_sign_flip,
     simulate_study,
 )
 
@@ -117,3 +131,113 @@ def test_calibration_grid_keeps_the_templates_problems():
     # half-width at 3 seeds is 4.30 * 0.0625 / sqrt(3) ≈ 0.155 on average (well above the
     # Beta default's ~0.012 at 128 problems).
     assert 0.08 < t_row["half_width"] < 0.25
+
+
+@pytest.mark.parametrize("kind", ["normal", "t3", "skewed", "lognormal"])
+def test_every_seed_effect_is_centred_and_scaled_to_the_seed_sd(kind):
+    shifts = seed_shifts(Scenario(400_000, 0.03, seed_effects=kind), np.random.default_rng(1))
+    assert abs(shifts.mean()) < 0.0005 and shifts.std() == pytest.approx(0.03, rel=0.03)
+
+
+def test_a_transition_is_a_rare_large_shift_and_centred():
+    # 1 seed in 15 crosses: 10 seed sds above the others, which sit at -10/15 sd.
+    scenario = Scenario(300_000, 1.0, seed_effects="transition", jump=10.0)
+    shifts = seed_shifts(scenario, np.random.default_rng(2))[:, 0]
+    crossed = shifts > 5.0
+    assert crossed.mean() == pytest.approx(1 / 15, abs=0.002)
+    assert np.median(shifts[~crossed]) == pytest.approx(-10 / 15, abs=0.01)
+    assert abs(shifts.mean()) < 0.02
+    assert scenario.label == "transition (10 sd, p = 1/15)"
+
+
+def test_an_unknown_seed_effect_names_the_choices():
+    with pytest.raises(ValueError, match="seed_effects='cauchy': choose one of normal, t3"):
+        Scenario(3, 0.1, seed_effects="cauchy")
+
+
+def _sign_flip_rejects(means, mu, alpha=0.05):
+    """The sign-flip test of centre mu by brute force over all 2^S sign patterns."""
+    signs = np.array(list(itertools.product([1, -1], repeat=len(means))))
+    flipped = signs @ (means - mu)
+    observed = flipped[0]  # all signs +1: the same sum, summed the same way
+    return min(np.mean(flipped >= observed), np.mean(flipped <= observed)) <= alpha / 2
+
+
+def test_the_sign_flip_interval_is_the_inverted_randomisation_test():
+    means = np.random.default_rng(3).normal(size=8)
+    low, high = seed_sign_flip(means[:, None], 0, 0.95, 0)
+    eps = 1e-9
+    assert [_sign_flip_rejects(means, mu) for mu in (low - eps, low + eps, high - eps,
+                                                     high + eps)] == [True, False, False, True]
+    # 5 seeds: the smallest two-sided p is 2 / 32 > 0.05, so no 95% interval is finite.
+    assert seed_sign_flip(means[:5, None], 0, 0.95, 0) == (-math.inf, math.inf)
+    with pytest.raises(ValueError, match="S = 21 > 20"):
+        seed_sign_flip(np.zeros((21, 1)), 0, 0.95, 0)
+
+
+def test_the_bootstrap_t_interval_holds_the_mean_and_is_none_without_spread():
+    means = np.array([[0.1], [0.3], [0.2], [0.5], [0.4]])
+    low, high = seed_bootstrap_t(means, 400, 0.95, 0)
+    assert low < 0.3 < high
+    assert all(map(math.isnan, seed_bootstrap_t(np.ones((4, 1)), 50, 0.95, 0)))
+
+
+def test_the_beta_fit_recovers_a_known_curve():
+    ks = [1, 2, 4, 8, 16, 32]
+    curve = [1 - math.exp(betaln(0.5, 0.8 + k) - betaln(0.5, 0.8)) for k in ks]
+    assert fit_beta_to_pass_at_k(ks, curve) == (pytest.approx(0.5, rel=1e-4),
+                                                 pytest.approx(0.8, rel=1e-4))
+
+
+NIGHTLY = Path(__file__).resolve().parents[3] / "docs/results/grids/nightly-grid-80e1e8eb"
+
+
+def test_the_committed_nightly_gives_the_simulations_structure():
+    committed = committed_variances(NIGHTLY / "pass_at_k_by_objective.csv",
+                                    NIGHTLY / "claims.json")
+    # 15 seeds of 128 problems, n = 32; Δ pass@1's standard error 0.00638 x sqrt(15).
+    assert (committed.num_seeds, committed.num_problems, committed.num_samples) == (15, 128, 32)
+    assert committed.delta_sd == pytest.approx(0.0063824 * math.sqrt(15), rel=1e-4)
+    # The fit follows the committed SFT curve within a point at every k.
+    assert np.abs(committed.fitted - np.array(committed.pass_at_k)).max() < 0.01
+    a, b = committed.beta_a, committed.beta_b
+    assert a / (a + b) == pytest.approx(0.51, abs=0.01)
+    assert committed.within_seed_se < committed.delta_sd and committed.seed_sd > 0
+    scenario = committed.scenario()
+    assert (scenario.beta_a, scenario.num_problems, scenario.num_samples) == (a, 128, 32)
+
+
+def test_committed_variances_name_what_is_missing(tmp_path):
+    csv = tmp_path / "curve.csv"
+    csv.write_text("format,arm,k\nfree_form,sft,1\n")
+    with pytest.raises(ValueError, match=r"lacks column\(s\) \['estimate'\]"):
+        committed_variances(csv, NIGHTLY / "claims.json")
+    claims = tmp_path / "claims.json"
+    claims.write_text("[]")
+    with pytest.raises(ValueError, match="no measured sharpening Δ pass@1 row of free_form"):
+        committed_variances(NIGHTLY / "pass_at_k_by_objective.csv", claims)
+
+
+def test_the_grid_scores_the_robustness_scenarios_with_the_kept_method_and_the_candidates():
+    template = Scenario(1, 0.0, num_problems=16, num_samples=8, pass_rates=(0.5,))
+    kinds = [Scenario(1, 0.0, seed_effects="t3"),
+             Scenario(1, 0.0, seed_effects="transition", jump=3.0)]
+    rows = calibration_grid([6], [0.0], 0.02, reps=5, seed=0, resamples=20, template=template,
+                            robustness=kinds, robustness_sds=[0.05])
+    other = [r for r in rows if r["seed_effects"] != "normal"]
+    assert {r["seed_effects"] for r in other} == {"heavy-tailed (t, 3 df)",
+                                                  "transition (3 sd, p = 1/15)"}
+    assert {r["method"] for r in other} == set(ROBUSTNESS_METHODS)
+    assert {r["method"] for r in rows if r["seed_effects"] == "normal"} == set(METHODS)
+
+
+def test_a_large_transition_inflates_every_methods_false_positives():
+    # Centred, a 10-sd transition leaves the (14/15)^15 = 36% of studies without one at a
+    # consistent -2/3 sd: each method, t or sign-flip, reads that as an effect.
+    scenario = Scenario(15, 0.03, seed_effects="transition", jump=10.0, num_problems=32)
+    methods = {name: METHODS[name] for name in ROBUSTNESS_METHODS[:2]}
+    scores = score_methods(scenario, reps=300, seed=4, methods=methods, resamples=50)
+    assert all(s["excludes_zero"].value > 0.1 for s in scores.values())
+    heavy = score_methods(replace(scenario, seed_effects="t3"), reps=300, seed=4,
+                          methods=methods, resamples=50)
+    assert all(s["excludes_zero"].value < 0.065 for s in heavy.values())
