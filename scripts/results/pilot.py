@@ -56,8 +56,9 @@ MEASURES = [
     ("Δ pass@1", "pass@1", "sharpening", 1.0),
     ("Δ pass@n", "pass@n", "sharpening / crossover", 1.0),
     ("Δ distinct outcomes", "distinct", "diversity (historical row; batch on pairs)", 1.0),
-    ("Δ distinct outcomes, SFT-unsolved (held-out half)", "distinct", "transfer", 1.0),
-    ("Δ forking share of reasoning tokens", "forking", "forking", 1.0),
+    ("Δ distinct outcomes, SFT-unsolved (held-out half)", "distinct", "diversity on unsolved",
+     1.0),
+    ("Δ forking share of reasoning tokens", "forking", "forking share", 1.0),
     ("relative fall of distinct reasoning paths (1 - RL/SFT)", "format",
      "format (mcq - free_form: sized at sqrt(2) x this sd)", math.sqrt(2.0)),
 ]

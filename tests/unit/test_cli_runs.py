@@ -309,7 +309,8 @@ def test_compare_grid_splits_problems_as_the_runs_were_evaluated(monkeypatch, tm
     assert splits == [("summary", 1, 20), ("claims", 1, 20)]
     # At split_k = 1 every problem is base-unsolved (SFT pass@1 = 0.25 < 0.5): a verdict, where
     # the default pass@4 leaves the split empty.
-    transfer = next(c for c in json.loads(result.output)["claims"] if c["claim"] == "transfer")
+    transfer = next(c for c in json.loads(result.output)["claims"]
+                    if c["claim"] == "diversity on unsolved")
     assert transfer["verdict"] == "reproduced"
 
 

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 from breadth.study.grid_design import PASSK, VECTOR
 
-__all__ = ["DELTAS", "PAPERS", "Smallest", "paper_of"]
+__all__ = ["DELTAS", "PAPERS", "RENAMED", "Smallest", "paper_of", "today"]
 
 _SCALES = {
     "level": "{level}",
@@ -150,7 +150,36 @@ DELTAS: dict[str, Smallest] = {
     "search": Smallest(
         "5 points of success at equal budget: the scale of VPO's gains (best@30, +0.10 to "
         "+0.16); no grid has measured it yet", delta=0.05),
+    # Issue #52 item 4: UCB on its paper's pass@k and diversity, and coverage as Yue et al. mean it.
+    "ucb pass@n": Smallest(
+        "as pass@n's rule, a quarter of what SFT leaves unsolved at n, at most 5 points: UCB's "
+        "gain in pass@k over correctness is bounded by that headroom too (RL at correctness "
+        "sits near SFT at n: the chain nightly's Δ pass@32 -0.008), and 5 points is the "
+        "smallest pass@k gap at large k the field reports (Yue et al.)",
+        fraction=0.25, scale="headroom", level="SFT pass@n", cap=0.05),
+    "ucb distinct": Smallest(
+        "a twentieth of SFT's distinct outcomes above one: UCB's claim is that it mitigates "
+        "the collapse correctness causes, which on chain was -0.48 of SFT's 3.78 above one "
+        "(about a tenth, `distinct`'s δ); half of that collapse is the smallest mitigation of "
+        "interest: 0.19 at chain's 4.78 of 32 samples, at most 0.15 on mcq's 4 options",
+        fraction=0.05, scale="above one", level="SFT distinct outcomes"),
+    "coverage": Smallest(
+        "5 points of a split's problems: pass@n's cap, the smallest base-over-RL gap at large "
+        "k in Yue et al. (5-20 points); the coverage rows split that gap by whether SFT "
+        "solved the problem, each row on its own split. Fixed, not a share of SFT's "
+        "level on the split: SFT's held-out level is near 1 on the problems it solved in its "
+        "first half and near 0 on the rest by selection, so neither is the room a loss or a "
+        "gain has", delta=0.05),
 }
+
+RENAMED: dict[str, str] = {
+    "transfer": "diversity on unsolved",
+    "forking": "forking share",
+}
+"""Claims renamed by #52 item 4 to what they measure: {name in tables written before, name
+today}. A committed table keeps its names (each row was decided with the sign it had); the
+names are matched through this where a row is looked up by claim (a `--reference` table, a
+pilot's measure)."""
 
 # From the project's shared design notes on the algorithms ("What the source papers report"): copies of
 # the papers' pages; "abstract only" where no numbers were available. Keys are claims, or
@@ -159,8 +188,12 @@ PAPERS: dict[str, str] = {
     "sharpening": "Yue et al. 2025: base models overtake RL at large k (tens to hundreds); RL "
                   "narrows the set of solvable problems",
     "crossover": "Yue et al. 2025: base pass@k overtakes RL's at k in the tens to hundreds",
-    "transfer": "Yue et al. 2025: RL narrows the set of solvable problems (no split by "
-                "base-solved reported)",
+    "coverage": "Yue et al. 2025: RL narrows the set of solvable problems: the problems RL "
+                "solves are nearly a subset of the base's (a loss of some, a gain of few; here "
+                "a fall or no change in the gained row agrees, a rise refutes)",
+    "diversity on unsolved": "not Yue et al.'s claim (theirs is coverage, the coverage rows): "
+                             "distinct outcomes, mostly wrong, on the problems SFT does not "
+                             "solve; no paper reports it",
     "historical": "Song, Kempe, Munos 2025 (abstract only): historical and batch exploration "
                   "both improve accuracy and mitigate the diversity collapse",
     "batch": "Song, Kempe, Munos 2025 (abstract only): historical and batch exploration both "
@@ -170,9 +203,11 @@ PAPERS: dict[str, str] = {
     f"pass@k objective/{VECTOR}": "VPO best@30, GRPO → VPO: Maze 0.432 → 0.593, MuSiQue 0.728 → "
                                "0.832, EUREQA 0.236 → 0.279, ToolRL 0.925 → 0.952",
     "darling": "DARLING (abstract only): higher pass@1 and pass@k on math than quality-only RL",
-    "forking": "80/20 (Wang et al. 2025): ~20% of tokens above entropy 0.672 (Qwen3); training "
-               "on them alone +11.04 AIME'25 and +7.71 AIME'24 at 32B, +4.79 / +5.21 at 14B, "
-               "comparable at 8B",
+    "forking share": "not the 80/20 paper's claim: Wang et al. 2025 find ~20% of tokens above "
+                     "entropy 0.672 (Qwen3) and train on them alone (+11.04 AIME'25, +7.71 "
+                     "AIME'24 at 32B, +4.79 / +5.21 at 14B, comparable at 8B). This row "
+                     "measures whether RL changes the share of tokens above SFT's 80th-"
+                     "percentile entropy, which they do not claim",
     "format": "CoT Encyclopedia 2025: training-data format shapes reasoning more than domain; "
               "mcq → breadth-first, free-form → depth-first (no collapse rates reported)",
     "search": "VPO: in OpenEvolve, VPO solves some of the 32 hardest problems GRPO never solves "
@@ -183,7 +218,16 @@ PAPERS: dict[str, str] = {
 def paper_of(claim: str, objective: str = "") -> str:
     """What the source paper reports for a claim (and objective), or "not reported".
 
-    >>> paper_of("transfer")[:10], paper_of("nonesuch")
+    >>> paper_of("coverage")[:10], paper_of("nonesuch")
     ('Yue et al.', 'not reported')
     """
     return PAPERS.get(f"{claim}/{objective}", PAPERS.get(claim, "not reported"))
+
+
+def today(claim: str) -> str:
+    """A claim's name today (`RENAMED`), for a row of a table written before.
+
+    >>> today("forking"), today("sharpening")
+    ('forking share', 'sharpening')
+    """
+    return RENAMED.get(claim, claim)

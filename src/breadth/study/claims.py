@@ -4,7 +4,7 @@ Input is a *study frame*: one row per (format, objective, seed, model, problem_i
 model is "sft" (the shared warm start of that format and seed) or "rl" (the cell's trained
 policy), with the per-problem columns of `breadth.evaluation.summary.per_problem_table`
 (`num_samples`, `num_correct`, `distinct_outcomes`, `distinct_correct_outcomes`,
-`distinct_reasoning`, `reasoning_forking_share`, the transfer split's halves, `graded_score`,
+`distinct_reasoning`, `reasoning_forking_share`, the split's halves, `graded_score`,
 `num_options` for mcq) and, where search ran, `search_evolutionary` / `search_independent`
 (1 when the method solved the problem within the search budget).
 
@@ -24,7 +24,7 @@ adjusted interval clears δ) and a sentence of them (`wording`). Verdicts:
 - *smaller than δ, but not zero*: not 0, and within ±δ (either side);
 - *no effect*: within ±δ, and 0 not excluded;
 - *inconclusive*: neither test passes (too wide to say), or the row cannot be read (one
-  seed, a transfer split below `min_split`, an mcq start at chance);
+  seed, a split pooled over seeds below `min_split` a seed, an mcq start at chance);
 - *not run*: the grid lacks an arm or a measurement the claim needs, and the row says which.
 """
 
@@ -98,6 +98,8 @@ CORRECT_ANSWER_ROWS = (("batch", BATCH), ("pass@k objective", PASSK), ("pass@k o
 """(claim, objective) of the rows of distinct correct answers, each against its control."""
 PerProblem = Callable[[pd.DataFrame], np.ndarray]
 SFT = ("", "sft")
+# Renamed by #52 item 4 to what they measure (`claim_registry.RENAMED`: "transfer", "forking").
+UNSOLVED, FORKING = "diversity on unsolved", "forking share"
 
 
 def pass_metric(k: int | None, above_chance: bool = True) -> PerProblem:
@@ -171,7 +173,7 @@ class Study:
         missing = [objective or "sft" for (objective, _), f in zip(arms, frames) if f is None]
         if missing:
             return None, f"arm not in the grid: {', '.join(missing)}"
-        seeds = sorted(set.intersection(*(set(f["seed"]) for f in frames)))
+        seeds = self.shared_seeds(arms)
         if not seeds:
             return None, "the arms share no seed"
         rows = []
@@ -188,6 +190,11 @@ class Study:
         matrix = np.stack([np.pad(r, ((0, width - len(r)), (0, 0)), constant_values=np.nan)
                            for r in rows])
         return matrix, f"seeds: {len(seeds)}, problems per seed: {[len(r) for r in rows]}"
+
+    def shared_seeds(self, arms: list[tuple[str, str]]) -> list:
+        """The seeds every arm ran, in the order of `aligned`'s rows."""
+        frames = [self.arm(*arm) for arm in arms]
+        return sorted(set.intersection(*(set(f["seed"]) for f in frames if f is not None)))
 
     def paired(self, a: tuple[str, str], b: tuple[str, str], metric: PerProblem,
                mask: Callable[[pd.DataFrame], np.ndarray] | None = None):
@@ -216,14 +223,11 @@ class Study:
         if matrix is None:
             return replace(base, verdict=INCONCLUSIVE, detail=detail)
         if min_split:
-            sizes = (~np.isnan(matrix)).sum(axis=1)
-            detail = f"seeds: {matrix.shape[0]}, split sizes per seed: {sizes.tolist()}"
-            if sizes.min() < self.settings.min_split:
+            matrix, detail, short = self._pooled(matrix, [a] if b is None else [a, b])
+            if short:
                 # No estimate: a mean of a handful of problems, shown bare in the claims table,
                 # reads as a finding (the grid summary and the run's report show none either).
-                return replace(base, verdict=INCONCLUSIVE,
-                               detail=f"inconclusive (n = {int(sizes.min())} < "
-                                      f"{self.settings.min_split}); {detail}")
+                return replace(base, verdict=INCONCLUSIVE, detail=f"{short}; {detail}")
         if not np.isfinite(matrix).any():
             return replace(base, verdict=INCONCLUSIVE, detail=f"no finite values ({detail})")
         ci = seed_t_interval(matrix, self.settings.confidence)
@@ -234,6 +238,26 @@ class Study:
             return replace(base, verdict=INCONCLUSIVE,
                            detail=f"inconclusive: one seed has no run-to-run spread; {detail}")
         return replace(base, verdict=MEASURED, detail=detail)
+
+    def _pooled(self, matrix: np.ndarray, arms) -> tuple[np.ndarray, str, str]:
+        """A split row's (seeds x problems) under the pooled rule (`ClaimSettings.min_split`,
+        `min_seed_split`): the seeds whose split holds fewer than `min_seed_split` problems
+        left out, and why the rest cannot be read ('' where it can: at least `min_split`
+        problems per seed read, on average)."""
+        s = self.settings
+        sizes = (~np.isnan(matrix)).sum(axis=1)
+        kept = sizes >= s.min_seed_split
+        pooled, read = int(sizes[kept].sum()), int(kept.sum())
+        detail = f"seeds: {matrix.shape[0]}, split sizes per seed: {sizes.tolist()}"
+        if not kept.all():
+            seeds = [seed for seed, k in zip(self.shared_seeds(arms), kept) if not k]
+            detail += (f"; seed(s) {', '.join(map(str, seeds))} left out (split under "
+                       f"{s.min_seed_split})")
+        need = s.min_split * max(read, 1)
+        detail += f"; pooled split {pooled} over {read} seed(s) (rule: {s.min_split} a seed)"
+        short = "" if pooled >= need else (
+            f"inconclusive (pooled n = {pooled} < {need}: {s.min_split} a seed x {read})")
+        return matrix[kept], detail, short
 
     def with_delta(self, row: Claim, metric: PerProblem, mask=None) -> Claim:
         """`row` with the δ its rule gives at SFT's level of `metric` on the row's problems
@@ -315,7 +339,8 @@ def _guessing(claim: Claim, reason: str) -> Claim:
     """An unreadable format's measured row: inconclusive, out of the family."""
     if not reason or claim.verdict == NOT_RUN:  # nothing measured: nothing to discount
         return claim
-    return replace(claim, verdict=INCONCLUSIVE, detail=f"inconclusive: {reason}; {claim.detail}")
+    return replace(claim, verdict=INCONCLUSIVE, wording="",  # a crossover's wording is gone too
+                   detail=f"inconclusive: {reason}; {claim.detail}")
 
 
 def _not_run(claim: str, fmt: str, measure: str, reason: str, delta: str | None = None) -> Claim:
@@ -334,14 +359,21 @@ def _format_claims(study: Study) -> list[Claim]:
     # of 4 options, which put a raw Δ of -0.06 at -6 against δ = 0.05.
     p1, pn = pass_metric(1), pass_metric(None, above_chance=False)
     raw = "" if options_of(study.frame) is None else " (raw: chance cancels in the difference)"
+    ucb = (UCB, "rl")
     claims = [
         study.effect("sharpening", "Δ pass@1, RL − SFT (correctness)", rl, SFT, p1, +1, "pass@1"),
         study.effect("sharpening", f"Δ pass@n{raw}, RL − SFT (correctness)", rl, SFT, pn, -1,
                      "pass@n"),
         _crossover(study),
-        _transfer(study),
-        study.effect("historical", "Δ pass@1, ucb − correctness", (UCB, "rl"),
-                     rl, p1, +1, "pass@1"),
+        *_coverage(study),
+        _diversity_on_unsolved(study),
+        # Song, Kempe, Munos claim gains in accuracy and in diversity: pass@1, pass@n (raw, as
+        # sharpening's) and distinct outcomes on all n samples, each against correctness.
+        study.effect("historical", "Δ pass@1, ucb − correctness", ucb, rl, p1, +1, "pass@1"),
+        study.effect("historical", f"Δ pass@n{raw}, ucb − correctness", ucb, rl, pn, +1,
+                     "ucb pass@n"),
+        study.effect("historical", "Δ distinct outcomes, ucb − correctness", ucb, rl,
+                     column("distinct_outcomes"), +1, "ucb distinct"),
     ]
     claims += [_correct_answers(study, claim, objective)
                for claim, objective in CORRECT_ANSWER_ROWS]
@@ -350,8 +382,55 @@ def _format_claims(study: Study) -> list[Claim]:
     return claims
 
 
-def _transfer(study: Study) -> Claim:
-    """Δ distinct outcomes on base-unsolved problems, the split made on other samples.
+def heldout_solved(rows: pd.DataFrame) -> np.ndarray:
+    """1 where some sample of the problem's held-out half (the samples after the split's first
+    half, `claim_columns`) is right, else 0; NaN where that half is empty."""
+    heldout = (rows["num_samples"] - rows["split_num_samples"]).to_numpy(np.float64)
+    right = (rows["num_correct"] - rows["split_num_correct"]).to_numpy(np.float64)
+    return np.where(heldout > 0, (right > 0).astype(np.float64), np.nan)
+
+
+def _sft_solved(rows: pd.DataFrame) -> np.ndarray:
+    return rows["split_num_correct"].to_numpy() > 0
+
+
+def _coverage(study: Study) -> list[Claim]:
+    """Yue et al.'s coverage: of the problems SFT solves (some right sample in its first half
+    of n), the share RL no longer solves; of the rest, the share RL solves. Both are read on
+    each model's held-out half, against SFT's own held-out half, so each is 0 where RL is SFT
+    drawn again: a split and a measurement on the same samples would read every problem SFT
+    solved by luck as one RL "lost" (regression to the mean, as `_diversity_on_unsolved`).
+
+    lost = mean over SFT-solved problems of (SFT solves its other half) − (RL solves its own),
+    claimed > 0; gained = mean over the rest of (RL solves) − (SFT solves), where Yue et al.
+    find few: no gain or a fall agrees with them, a rise refutes (claimed sign −). Each seed's
+    split is its own; the pooled rule reads both (`Study._pooled`)."""
+    rl = (CORRECTNESS, "rl")
+    rows = [(("share RL no longer solves of the problems SFT solves (≥ 1 right in SFT's first "
+             "half of n): SFT − RL solved in each one's other half (correctness)"), SFT, rl, +1,
+             _sft_solved),
+            (("share RL solves of the problems SFT does not (none right in SFT's first half of "
+             "n): RL − SFT solved in each one's other half (correctness)"), rl, SFT, -1,
+             lambda base: ~_sft_solved(base))]
+    needed = ("split_num_samples", "split_num_correct")
+    reason = ""
+    if absent := [name for name in needed if not study.has(name)]:
+        reason = (f"the per-problem tables lack the split halves ({', '.join(absent)}): "
+                  "re-run the cells' evaluation")
+    elif (sft := study.arm(*SFT)) is not None and options_of(sft) is not None:
+        reason = ("with options a guess solves a problem within n/2 samples (at 4 options, "
+                  "chance pass@16 is 0.99): solved within n says nothing of the policy; the "
+                  "coverage rows are free form's")
+    if reason:
+        return [_not_run("coverage", study.fmt, measure, reason, "coverage")
+                for measure, *_ in rows]
+    return [study.effect("coverage", measure, a, b, heldout_solved, sign, "coverage",
+                         mask=mask, min_split=True) for measure, a, b, sign, mask in rows]
+
+
+def _diversity_on_unsolved(study: Study) -> Claim:
+    """Δ distinct outcomes on base-unsolved problems, the split made on other samples (named
+    "transfer" before #52 item 4: Yue et al.'s transfer is coverage, `_coverage`).
 
     Splitting on the samples that are then measured selects problems where SFT's draw
     happened to go badly, and those same samples hold more distinct wrong answers
@@ -364,14 +443,14 @@ def _transfer(study: Study) -> Claim:
                f"({_split_rule(study)}, on SFT's other half)")
     needed = ("split_num_samples", "split_num_correct", "heldout_distinct_outcomes")
     if absent := [name for name in needed if not study.has(name)]:
-        return _not_run("transfer", study.fmt, measure,
+        return _not_run(UNSOLVED, study.fmt, measure,
                         f"the per-problem tables lack the held-out halves ({', '.join(absent)}): "
                         "a split on the measured samples is biased toward narrowing; re-run the "
                         "cells' evaluation", "distinct")
     sft = study.arm(*SFT)
     fewest = int(sft["split_num_samples"].min()) if sft is not None else 0
     if sft is not None and s.split_k > fewest:
-        return _not_run("transfer", study.fmt, measure,
+        return _not_run(UNSOLVED, study.fmt, measure,
                         f"split budget split_k={s.split_k} exceeds the split half's {fewest} "
                         "samples: lower evaluation.transfer_split_k", "distinct")
 
@@ -379,7 +458,7 @@ def _transfer(study: Study) -> Claim:
         return ~solved_by_base(base_rows["split_num_samples"], base_rows["split_num_correct"],
                                s.split_k, s.split_threshold, options_of(base_rows))
 
-    return study.effect("transfer", measure, (CORRECTNESS, "rl"), SFT,
+    return study.effect(UNSOLVED, measure, (CORRECTNESS, "rl"), SFT,
                         column("heldout_distinct_outcomes"), -1, "distinct", mask=unsolved,
                         min_split=True)
 
@@ -440,16 +519,19 @@ def _correct_answers_row(study: Study, claim: str, objective: str) -> Claim:
 
 
 def _forking(study: Study) -> Claim:
+    """Whether RL changes the share of high-entropy (forking) tokens: two-sided, since no paper
+    claims a direction (the 80/20 paper's claim is about training on those tokens; named
+    "forking" with a claimed rise before #52 item 4)."""
     rl = (CORRECTNESS, "rl")
     measure = ("Δ share of reasoning tokens above SFT's 80th-percentile reasoning entropy, "
                "RL − SFT (answer line excluded)")
     if not study.has("reasoning_forking_share"):
-        return _not_run("forking", study.fmt, measure,
+        return _not_run(FORKING, study.fmt, measure,
                         "no token entropies of the reasoning (reasoning_forking_share): needs "
                         "a trace task and per-token entropies aligned with the text", "forking")
-    forks = study.effect("forking", measure, rl, SFT, column("reasoning_forking_share"), +1,
+    forks = study.effect(FORKING, measure, rl, SFT, column("reasoning_forking_share"), 0,
                          "forking")
-    answers = study.effect("forking", "", rl, SFT, column("distinct_outcomes"), -1, "distinct")
+    answers = study.effect(FORKING, "", rl, SFT, column("distinct_outcomes"), -1, "distinct")
     return _with_note(forks, f"Δ distinct outcomes {interval_text(answers)}")
 
 
@@ -457,9 +539,12 @@ def _search(study: Study) -> list[Claim]:
     """Evolutionary search on the graded score against independent sampling at equal budget,
     and the diversity-trained model's gain in it over correctness."""
     s = study.settings
-    rows = [("evolutionary − independent success at equal budget (correctness)", None),
+    # The child prompts show earlier attempts with their scores, a format no stage trains on
+    # (SFT and GRPO see the problem prompt alone): the rows say so (docs/design/algorithms.md).
+    rows = [(("evolutionary − independent success at equal budget (correctness; child prompts "
+             "out of distribution)"), None),
             ((f"Δ (evolutionary − independent success), {s.diversity_arm} − correctness, "
-              "equal budget"), (CORRECTNESS, "rl"))]
+              "equal budget (child prompts out of distribution)"), (CORRECTNESS, "rl"))]
     arm = (CORRECTNESS, "rl")
     reason = ""
     if not (study.has("search_evolutionary") and study.has("search_independent")):
@@ -508,21 +593,28 @@ def _crossover(study: Study) -> Claim:
     low_i = int(np.quantile(np.where(tied, 0, first), alpha, method="inverted_cdf"))
     high_i = int(np.quantile(np.where(tied, len(ks), first), 1 - alpha, method="inverted_cdf"))
     k_of = lambda i: float(ks[i]) if i < len(ks) else None
-    # The literature's crossover: RL ahead at small k, behind at large k. Reproduced when, in
-    # (1 - alpha) of resamples, RL is strictly ahead at k = 1 and SFT catches up within the
-    # ks tried; refuted when SFT is strictly ahead already at k = 1, or RL strictly ahead at
-    # k = 1 and at every k (in 1 - alpha); a tie at k = 1 is neither.
+    # The literature's crossover: RL ahead at small k, behind at large k (Yue et al.: k in the
+    # tens to hundreds). Reproduced when, in (1 - alpha) of resamples, RL is strictly ahead at
+    # k = 1 and SFT catches up within the ks tried; refuted when SFT is strictly ahead already
+    # at k = 1. RL strictly ahead at every k tried (in 1 - alpha) is no crossover *up to the
+    # largest k tried*, which says nothing of larger k: inconclusive, and the wording says up
+    # to which k (before #52 item 4 it read refuted). A tie at k = 1 is neither.
+    top = ks[-1]
     if 1 <= low_i and high_i < len(ks):
-        result = REPRODUCED
-    elif high_i == 0 or low_i >= len(ks):
-        result = REFUTED
+        result, wording = REPRODUCED, f"reproduced (SFT catches up within k ≤ {top} examined)"
+    elif high_i == 0:
+        result, wording = REFUTED, f"refuted (SFT ahead already at k = 1; k ≤ {top} examined)"
+    elif low_i >= len(ks):
+        result, wording = INCONCLUSIVE, (f"no crossover up to k = {top} (RL ahead at every k "
+                                         "examined)")
     else:
-        result = INCONCLUSIVE
+        result, wording = INCONCLUSIVE, f"inconclusive (k ≤ {top} examined)"
     tie = "; RL and SFT are level at k = 1" if leader(point[:1])[0] == 0 else ""
     return Claim("crossover", study.fmt, measure, k_of(index), k_of(low_i), k_of(high_i), result,
                  f"not in the Holm family (a k, not a mean): two-level bootstrap of the curves; "
-                 f"ks tried: {ks}; 'beyond' means past k = {ks[-1]}; k = 1 means RL is not "
-                 f"ahead even at k = 1{tie}", paper=paper_of("crossover"))
+                 f"ks tried: {ks} (n = {n} samples); 'beyond' means past k = {top}; k = 1 "
+                 f"means RL is not ahead even at k = 1{tie}", paper=paper_of("crossover"),
+                 wording=wording)
 
 
 def _format_claim(frame: pd.DataFrame, settings: ClaimSettings) -> Claim:

@@ -31,6 +31,7 @@ import numpy as np
 
 from breadth.stats.sizing import decisive_half_width, half_width, seeds_needed
 from breadth.study.budget import Arms, NightlyBudget, RowPrice
+from breadth.study.claim_registry import today
 
 __all__ = ["PILOT_MEASURES", "PilotSizing", "RowPower", "read_pilot_sizing", "row_power",
            "seeds_text"]
@@ -40,16 +41,18 @@ UNDERPOWERED, NEAR_DELTA = "underpowered", "near δ"
 PILOT_MEASURES: dict[tuple[str, str], tuple[str, float]] = {
     ("sharpening", "pass@1"): ("Δ pass@1", 1.0),
     ("sharpening", "pass@n"): ("Δ pass@n", 1.0),
-    ("transfer", "distinct"): ("Δ distinct outcomes, SFT-unsolved (held-out half)", 1.0),
-    ("forking", "forking"): ("Δ forking share of reasoning tokens", 1.0),
+    ("diversity on unsolved", "distinct"): ("Δ distinct outcomes, SFT-unsolved (held-out half)",
+                                            1.0),
+    ("forking share", "forking"): ("Δ forking share of reasoning tokens", 1.0),
     # A difference of two formats' falls, each as the pilot measured one: sd x sqrt(2).
     ("format", "format"): ("relative fall of distinct reasoning paths (1 - RL/SFT)",
                            math.sqrt(2.0)),
 }
 """(claim, δ name) -> (the pilot's measure, as `scripts/results/pilot.py` keys it in
 pilot.json, and the row's spread over that measure's). Rows not here (ucb, the objectives'
-correct answers, search) measure contrasts the pilot did not run: they cite no pilot
-numbers."""
+correct answers, search, coverage) measure contrasts the pilot did not run: they cite no pilot
+numbers. Claims by today's names; a table written before #52 item 4 is matched through
+`claim_registry.today`."""
 
 
 @dataclass(frozen=True)
@@ -65,9 +68,10 @@ class PilotSizing:
     def sd_of(self, claim: str, delta_name: str, fmt: str) -> tuple[float, int] | None:
         """(seed sd on the row's scale, the pilot's seeds with a value), or None where the
         pilot did not measure this row."""
-        if (claim, delta_name) not in PILOT_MEASURES or fmt not in (self.format, "both"):
+        key = (today(claim), delta_name)
+        if key not in PILOT_MEASURES or fmt not in (self.format, "both"):
             return None
-        label, spread = PILOT_MEASURES[(claim, delta_name)]
+        label, spread = PILOT_MEASURES[key]
         finite = np.array([v for v in self.values.get(label, ()) if math.isfinite(v)])
         if finite.size < 2:
             return None

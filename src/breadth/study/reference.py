@@ -18,6 +18,7 @@ from collections.abc import Collection
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from breadth.study.claim_registry import paper_of, today
 from breadth.study.claim_table import NOT_RUN, Claim
 
 __all__ = ["ReferenceTable", "read_reference", "with_reference"]
@@ -33,8 +34,9 @@ class ReferenceTable:
     source: str
 
     def row(self, claim: str, fmt: str, measure: str) -> dict | None:
-        """The reference's row of this claim, format and measure, or None."""
-        return next((r for r in self.rows if (r["claim"], r["format"], r["measure"])
+        """The reference's row of this claim (by today's name: `claim_registry.RENAMED`),
+        format and measure, or None."""
+        return next((r for r in self.rows if (today(r["claim"]), r["format"], r["measure"])
                      == (claim, fmt, measure)), None)
 
     def account(self, row: dict) -> str:
@@ -97,7 +99,11 @@ def _left_out(row: dict, reference: ReferenceTable) -> Claim:
         reason += f"; {reference.account(row)}"
     else:
         reason += f"; not run in {reference.source} either: {row['detail']}"
-    return Claim(row["claim"], row["format"], row["measure"], None, None, None, NOT_RUN, reason,
-                 delta=row.get("delta"), sign=row.get("sign", 0), paper=row.get("paper", ""),
+    # By today's name and its paper's words where #52 item 4 renamed the claim (the reference's
+    # own is in what it measured, quoted in `reason`), so one table holds one set of names.
+    name = today(row["claim"])
+    paper = row.get("paper", "") if name == row["claim"] else paper_of(name)
+    return Claim(name, row["format"], row["measure"], None, None, None, NOT_RUN, reason,
+                 delta=row.get("delta"), sign=row.get("sign", 0), paper=paper,
                  delta_name=row.get("delta_name", ""),
                  objectives=tuple(row.get("objectives") or ()))

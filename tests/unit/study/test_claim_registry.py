@@ -74,7 +74,7 @@ def test_a_row_records_the_sft_level_its_rule_read_and_the_delta_it_gave():
                                  "0.9 (pre-registered rule)")
     # The transfer split holds p0 alone (too few to decide), but its δ is read all the same:
     # SFT's held-out distinct outcomes on it, 5 -> (5 - 1) / 10.
-    transfer = rows[("transfer", "distinct")]
+    transfer = rows[("diversity on unsolved", "distinct")]
     assert (transfer.sft_level, transfer.delta) == (5.0, pytest.approx(0.4))
     # A fixed δ reads no level.
     pass1 = rows[("sharpening", "pass@1")]

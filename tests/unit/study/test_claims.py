@@ -70,26 +70,59 @@ def test_sharpening_reproduced_and_missing_arms_not_run():
     down = claims[("sharpening", "Δ pass@n,")]
     # pass@8: SFT 1.0 everywhere; RL 1.0 on half, 0.0 on the other half.
     assert down.estimate == pytest.approx(-0.5) and down.verdict == "reproduced"
-    historical = claims[("historical", "Δ pass@1,")]
-    assert historical.verdict == "not run" and "correctness+ucb" in historical.detail
+    historical = [c for c in claims.values() if c.claim == "historical"]
+    assert len(historical) == 3  # pass@1, pass@n and distinct outcomes, ucb − correctness
+    assert all(c.verdict == "not run" and "correctness+ucb" in c.detail for c in historical)
+
+
+UNSOLVED = "diversity on unsolved"
 
 
 def test_transfer_with_a_small_split_says_inconclusive_with_its_size():
     # SFT 2/8 everywhere: pass@4 = 1 - C(6,4)/C(8,4) = 55/70 >= 0.5, every problem base-solved.
     frame = _cells([8, 0] * 20)
-    transfer = next(c for c in evaluate_claims(frame) if c.claim == "transfer")
+    transfer = next(c for c in evaluate_claims(frame) if c.claim == UNSOLVED)
     assert transfer.verdict == "inconclusive"
-    assert transfer.detail.startswith("inconclusive (n = 0 < 20)")
+    assert transfer.detail.startswith("inconclusive (pooled n = 0 < 20: 20 a seed x 0)")
+    assert "seed(s) 0, 1 left out (split under 5)" in transfer.detail
     # Unsolved at split_k = 1 (pass@1 = 0.25 < 0.5): all 40 problems; distinct 4 -> 2.
     settings = ClaimSettings(split_k=1)
-    transfer = next(c for c in evaluate_claims(frame, settings) if c.claim == "transfer")
+    transfer = next(c for c in evaluate_claims(frame, settings) if c.claim == UNSOLVED)
     assert transfer.estimate == pytest.approx(-2.0) and transfer.verdict == "reproduced"
-    # The same 40 problems under a floor of 50: no number, which the table would show bare.
+    # The same 40 problems a seed under a floor of 50 a seed: no number, which the table would
+    # show bare.
     small = ClaimSettings(split_k=1, min_split=50)
-    transfer = next(c for c in evaluate_claims(frame, small) if c.claim == "transfer")
+    transfer = next(c for c in evaluate_claims(frame, small) if c.claim == UNSOLVED)
     assert transfer.verdict == "inconclusive" and transfer.estimate is None
-    assert transfer.detail.startswith("inconclusive (n = 40 < 50)")
+    assert transfer.detail.startswith("inconclusive (pooled n = 80 < 100: 50 a seed x 2)")
     assert effect_text(transfer) == "n/a"
+
+
+def _split_sizes(frame: pd.DataFrame, unsolved: dict[int, int]) -> pd.DataFrame:
+    """`frame` (SFT 2 of 8 right on every problem) with SFT right 0 of 8 on the first
+    `unsolved[seed]` problems of each seed: those are its base-unsolved split."""
+    frame = frame.copy()
+    index = frame["problem_id"].str[1:].astype(int)
+    first = index < frame["seed"].map(unsolved)
+    sft = frame["model"] == "sft"
+    frame.loc[sft & first, ["num_correct", "split_num_correct"]] = 0
+    return frame
+
+
+def test_the_pooled_split_rule_reads_a_seed_below_20_and_leaves_out_one_below_5():
+    # #52 item 5: one seed's 12 base-unsolved problems left the nightly's row n/a under the old
+    # rule (20 in every seed). Pooled: 30 + 12 = 42 >= 20 a seed x 2 is read; a seed of 3 is
+    # left out, named, and the other two (30 + 12) are read.
+    frame = _split_sizes(_cells([8, 0] * 20, seeds=(0, 1, 2)), {0: 30, 1: 12, 2: 3})
+    row = next(c for c in evaluate_claims(frame) if c.claim == UNSOLVED)
+    assert row.num_seeds == 2 and row.estimate == pytest.approx(-2.0)
+    assert "split sizes per seed: [30, 12, 3]; seed(s) 2 left out (split under 5); pooled " \
+           "split 42 over 2 seed(s) (rule: 20 a seed)" in row.detail
+    # Below 20 a seed on average: 12 + 12 = 24 < 40.
+    short = _split_sizes(_cells([8, 0] * 20), {0: 12, 1: 12})
+    row = next(c for c in evaluate_claims(short) if c.claim == UNSOLVED)
+    assert row.verdict == "inconclusive" and row.estimate is None
+    assert row.detail.startswith("inconclusive (pooled n = 24 < 40: 20 a seed x 2)")
 
 
 def test_crossover_found_where_rl_falls_below_sft():
@@ -159,7 +192,7 @@ def test_mcq_transfer_split_is_taken_above_chance():
     # 4 options, n = 8, c = 2: pass@4 = 55/70 = 0.79 looks "solved", but chance pass@4 is
     # 1 - 0.75^4 = 0.68, so above chance it is (0.786 - 0.684) / 0.316 = 0.32 < 0.5: unsolved.
     mcq = _cells([8, 0] * 20, fmt="mcq", num_options=4)
-    transfer = next(c for c in evaluate_claims(mcq) if c.claim == "transfer")
+    transfer = next(c for c in evaluate_claims(mcq) if c.claim == UNSOLVED)
     assert "split sizes per seed: [40, 40]" in transfer.detail
 
 
@@ -194,8 +227,9 @@ def _tied_at_k_1_then_sft_ahead():
         (lambda: _cells([8, 0] * 20), "reproduced", 4.0),
         # SFT already ahead at k = 1.
         (lambda: _cells([1] * 40), "refuted", 1.0),
-        # RL strictly ahead at every k (SFT never right).
-        (lambda: _cells([8] * 40, sft_correct=0), "refuted", None),
+        # RL strictly ahead at every k tried (SFT never right): no crossover up to k = 8,
+        # which says nothing past it (it read refuted before #52 item 4).
+        (lambda: _cells([8] * 40, sft_correct=0), "inconclusive", None),
     ],
 )
 def test_crossover_needs_rl_strictly_ahead_at_k_1(frame, expected, estimate):
@@ -221,7 +255,7 @@ def test_claim_settings_take_every_transfer_key_of_the_evaluation_config():
 def test_transfer_measure_names_the_split_rule_each_format_uses():
     # mcq splits on pass@4 above chance (solved_by_base with options): the label says so.
     frame = pd.concat([_cells([8, 0] * 20), _cells([8, 0] * 20, fmt="mcq", num_options=4)])
-    measures = {c.format: c.measure for c in evaluate_claims(frame) if c.claim == "transfer"}
+    measures = {c.format: c.measure for c in evaluate_claims(frame) if c.claim == UNSOLVED}
     assert measures["free_form"].endswith("(SFT pass@4 < 0.5, on SFT's other half)")
     assert measures["mcq"].endswith("(SFT pass@4 above chance < 0.5, on SFT's other half)")
 
@@ -279,9 +313,10 @@ def test_claims_of_arms_the_grid_did_not_run_are_not_run(tmp_path):
     frame = pd.concat([_cells([8, 0] * 20), _cells([8, 8] * 20, objective="correctness+batch")])
     claims = evaluate_claims(frame, ClaimSettings(num_resamples=50))
     verdicts = {(c.claim, c.measure.split(",")[0]): c.verdict for c in claims}
-    for claim in ("historical", "pass@k objective", "darling", "forking", "search", "batch"):
+    for claim in ("historical", "pass@k objective", "darling", "forking share", "search",
+                  "batch"):
         assert {v for (name, _), v in verdicts.items() if name == claim} == {"not run"}, claim
-    forking = next(c for c in claims if c.claim == "forking")
+    forking = next(c for c in claims if c.claim == "forking share")
     assert "no token entropies of the reasoning" in forking.detail
     search = next(c for c in claims if c.claim == "search")
     assert search.detail == "no search results in the grid"

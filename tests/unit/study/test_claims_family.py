@@ -219,12 +219,13 @@ def _null_transfer_frame(seed=1, seeds=3, problems=300, n=32):
 def test_transfer_split_on_held_out_samples_is_unbiased_under_the_null():
     frame = _null_transfer_frame()
     settings = ClaimSettings(num_resamples=20)
-    held_out = next(c for c in evaluate_claims(frame, settings) if c.claim == "transfer")
+    held_out = next(c for c in evaluate_claims(frame, settings)
+                    if c.claim == "diversity on unsolved")
     # The old rule: split on the samples that are then measured.
     same = frame.assign(split_num_samples=frame["num_samples"],
                         split_num_correct=frame["num_correct"],
                         heldout_distinct_outcomes=frame["distinct_outcomes"])
-    reused = next(c for c in evaluate_claims(same, settings) if c.claim == "transfer")
+    reused = next(c for c in evaluate_claims(same, settings) if c.claim == "diversity on unsolved")
     # Selecting problems on SFT's bad draws, then counting that draw's wrong answers, shows
     # RL "narrowing" where RL is SFT; the held-out split does not. (Over simulation seeds 0-5
     # the held-out estimate averaged +0.018 +- 0.016, the reused one -0.40.)
@@ -327,17 +328,20 @@ def test_forking_and_format_are_not_run_where_completions_hold_no_trace():
     no_trace = {**BASE, "reasoning_forking_share": np.nan, "distinct_reasoning": np.nan}
     frame = _arms({"sft": no_trace, "correctness": no_trace})
     rows = {c.claim: c for c in evaluate_claims(pd.concat([frame, frame.assign(format="mcq")]))}
-    assert rows["forking"].verdict == "not run" and "trace" in rows["forking"].detail
+    assert rows["forking share"].verdict == "not run" and "trace" in rows["forking share"].detail
     assert rows["format"].verdict == "not run" and "trace" in rows["format"].detail
 
 
-def test_forking_claim_on_a_known_frame():
+def test_forking_share_row_on_a_known_frame_is_two_sided():
+    # Named for what it measures (#52 item 4): whether RL changes the share, either way. The
+    # old "forking" row claimed a rise, and this fall read *refuted*.
     frame = _arms({"sft": {**BASE, "reasoning_forking_share": 0.2},
                    "correctness": {**BASE, "reasoning_forking_share": [0.10, 0.12, 0.08]}})
-    forking = next(c for c in evaluate_claims(frame) if c.claim == "forking")
-    assert forking.estimate == pytest.approx(-0.1)
+    forking = next(c for c in evaluate_claims(frame) if c.claim == "forking share")
+    assert forking.estimate == pytest.approx(-0.1) and forking.sign == 0
     assert forking.high < 0
-    assert forking.verdict == "refuted"  # the claimed sign is +
+    assert forking.verdict == "reproduced"  # the share changes: by -0.1, beyond ±0.02
+    assert forking.paper.startswith("not the 80/20 paper's claim")
 
 
 def test_format_claim_reads_the_fall_of_distinct_reasoning_per_seed():
@@ -397,6 +401,6 @@ def test_each_row_carries_what_its_paper_reports():
     assert "Maze 0.432 → 0.593" in papers[("pass@k objective", "vector − correctness")]
     assert "MuSiQue 0.728 → 0.832" in papers[("pass@k objective", "vector − correctness")]
     assert "not reported" in papers[("pass@k objective", "passk − correctness@unscaled")]
-    forking = next(p for (claim, _), p in papers.items() if claim == "forking")
+    forking = next(p for (claim, _), p in papers.items() if claim == "forking share")
     assert "0.672" in forking and "+11.04 AIME'25" in forking
     assert "tens to hundreds" in next(p for (c, _), p in papers.items() if c == "crossover")
