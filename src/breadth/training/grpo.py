@@ -33,6 +33,10 @@ from breadth.training.trl_vllm import trl_vllm_server_arguments
 
 # Columns the reward functions read; everything else (e.g. `target`) stays out of TRL's way.
 REWARD_COLUMNS = ("problem_id", "answer", "format", "task", "options", "letter", "meta", "split")
+ROW_INDEX_COLUMN = "reward_row"
+"""The dataset's column naming each prompt's row: TRL's data loader fetches and copies this one
+integer at every step instead of the eight reward columns, which join the batch after it
+(`with_reward_columns`); about 1 ms a step (benchmarks/bench_reward_path_cpu.py)."""
 
 
 def grpo_rows(config: RLConfig, dataset_dir: Path) -> list[dict[str, Any]]:
@@ -76,13 +80,29 @@ def add_advantage_terms(
     return advantages, stats
 
 
+def with_reward_columns(inputs: Sequence[dict[str, Any]],
+                        reward_rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A generation batch's inputs with each row's reward columns in place of its index
+    (`ROW_INDEX_COLUMN`): what the reward functions get, as if the dataset carried them.
+
+    >>> with_reward_columns([{"prompt": "1+1=", "reward_row": 1}], [{"answer": "3"}, {"answer": "2"}])
+    [{'prompt': '1+1=', 'answer': '2'}]
+    """
+    return [{**{key: value for key, value in example.items() if key != ROW_INDEX_COLUMN},
+             **reward_rows[example[ROW_INDEX_COLUMN]]} for example in inputs]
+
+
 def _trainer_class(advantage_terms: Sequence[tuple[Any, float]]) -> Any:
     from trl import GRPOTrainer
 
     class BreadthGRPOTrainer(GRPOTrainer):
+        reward_rows: Sequence[dict[str, Any]] = ()
+        """Each training row's reward columns, in the dataset's order (set by `train_grpo`)."""
+
         # TRL 1.16 has no hook between its advantage computation and the loss; this wraps the
         # one method that returns the advantages of a generation batch.
         def _generate_and_score_completions(self, inputs):
+            inputs = with_reward_columns(inputs, self.reward_rows)
             output = super()._generate_and_score_completions(inputs)
             if not advantage_terms:
                 return output
@@ -224,8 +244,9 @@ def train_grpo(
     chat_on = uses_chat(tokenizer, chat)
     dataset = Dataset.from_list(
         [{"prompt": as_messages(row["prompt"], chat) if chat_on else row["prompt"],
-          **{c: row[c] for c in REWARD_COLUMNS}} for row in rows]
+          ROW_INDEX_COLUMN: index} for index, row in enumerate(rows)]
     )
+    reward_rows = [{c: row[c] for c in REWARD_COLUMNS} for row in rows]
 
     class _FinishCheckpoint(TrainerCallback):
         # Runs after RewardStateCallback: mark the folder complete, then upload it (marker
@@ -249,6 +270,7 @@ def train_grpo(
         model=model, reward_funcs=rewards.reward_funcs, args=args, train_dataset=dataset,
         processing_class=tokenizer, callbacks=callbacks,
     )
+    trainer.reward_rows = reward_rows
     seed_sampling_per_process(seed)
     show_progress(trainer, "rl", output_dir)
     if resume_from is not None:
