@@ -41,6 +41,8 @@ STUDY_OBJECTIVES = [CORRECTNESS, UCB, BATCH, DARLING, PASSK, VECTOR, CORRECTNESS
 # its rows as not run, each citing that table (`GridConfig.reference`, set in prefect.yaml).
 # The claims that need several right answers per problem (batch, darling, pass@k, vector,
 # search) are the multi-answer grid's (MULTI_ANSWER_*, `breadth-grid/multi` in prefect.yaml).
+# Every cell samples n = 128 per eval problem (the study preset's rollout.num_samples, raised
+# from 32 by #52 item 4 so the crossover sees k in the tens to hundreds, as Yue et al.'s do).
 NIGHTLY_PRESET = "reasoning"
 NIGHTLY_FORMATS: list[Format] = ["free_form"]
 NIGHTLY_REWARDS = [CORRECTNESS, UCB]
