@@ -103,9 +103,9 @@ class DataConfig(Section):
     rendering: Rendering = Field(
         "compact", description="How problems are worded: `compact` (short ASCII, '48-37=' -> "
         "'11', for the character model) or `natural` (in words, for a pretrained instruct "
-        "model: 'What is 48 - 37?' and a request to end with the line 'The answer is N'; SFT "
-        "targets end in that line; a file source's question gets the request). The problems "
-        "and their keys do not change.",
+        "model: 'What is 48 - 37?' and a request to end with 'The answer is' and the number; "
+        "SFT targets end in that line; a file source's question gets the request). The "
+        "problems and their keys do not change.",
     )
     on_bad_rows: Literal["fail", "skip"] = Field(
         "fail", description="fail: stop with a report of bad rows; skip: drop and record them."

@@ -15,9 +15,8 @@ from breadth.data.prepare import prepare_dataset
 from breadth.data.records import Record
 
 TASKS = ("arithmetic", "chain", "countdown", "pairs")
-NUMBER_REQUEST = "End your reply with a line of the form 'The answer is N'."
-LETTER_REQUEST = ("End your reply with a line of the form 'The answer is X', where X is the "
-                  "letter of the right option.")
+NUMBER_REQUEST = "End your reply with 'The answer is' followed by the number."
+LETTER_REQUEST = "End your reply with 'The answer is' followed by the letter of the right option."
 
 
 def subtraction() -> Record:
@@ -70,7 +69,7 @@ def test_every_natural_target_is_read_as_right(task: str) -> None:
                 verdict = verify(row["target"], row)
                 assert verdict.correct, (row["prompt"], row["target"], verdict)
                 assert row["target"].rsplit("\n", 1)[-1].startswith("The answer is ")
-                assert row["prompt"].rsplit("\n", 1)[-1].startswith("End your reply with a line")
+                assert row["prompt"].rsplit("\n", 1)[-1].startswith("End your reply with 'The answer is'")
                 assert row["prompt"].isascii() and row["target"].isascii()
 
 

@@ -154,7 +154,7 @@ class Task:
         """(prompt, target) in words, for an instruct model: the question and the request for
         an answer line; the target is the work (with `reasoning`, in words) and that line."""
         numeric = canonical_number(record.answer) is not None
-        ask = NUMBER_INSTRUCTION if numeric else instruction("X", "X is your final answer")
+        ask = NUMBER_INSTRUCTION if numeric else instruction("your final answer")
         work = clean_solution(record.solution) if reasoning else ""
         return f"{record.question}\n{ask}", natural_target(work, record.answer)
 

@@ -140,7 +140,7 @@ class Countdown(Task):
                     f"{listed_numbers(numbers)}, each at most once, with +, -, * and /.")
         work = (in_words(steps(parse_expression(solution))) if reasoning
                 else f"{spaced(solution)} = {target}.")
-        return (f"{question}\n{instruction('E', 'E is the expression')}",
+        return (f"{question}\n{instruction('the expression')}",
                 natural_target(work, spaced(solution)))
 
     def natural_mcq_prompt(self, record: Record, options: list[str]) -> str:

@@ -1,16 +1,22 @@
 """The natural rendering (`data.rendering=natural`): problems in words for a pretrained instruct
 model, each prompt ending by asking for an answer line the verifier reads.
 
-    free_form  "What is 48 - 37?\\nEnd your reply with a line of the form 'The answer is N'."
+    free_form  "What is 48 - 37?\\nEnd your reply with 'The answer is' followed by the number."
                target "48 - 37 = 11.\\nThe answer is 11."
-    mcq        "What is 48 - 37?\\nA) 11\\nB) 85\\nC) 10\\nD) 12\\nEnd your reply with a line of
-               the form 'The answer is X', where X is the letter of the right option."
+    mcq        "What is 48 - 37?\\nA) 11\\nB) 85\\nC) 10\\nD) 12\\nEnd your reply with 'The answer
+               is' followed by the letter of the right option."
                target "The answer is A."
 
 With a trace (`data.reasoning`) the work comes in words before the answer line ("First,
 7 * 3 = 21. Then 12 + 21 = 33.\\nThe answer is 33."). A task says its question in words; the
 pieces every task shares are here. The compact rendering (the character model's) is the tasks'
 `free_form` / `mcq_prompt` / `mcq_trace`, unchanged.
+
+The request names what follows "The answer is" in words, with no placeholder: asked for "a line
+of the form 'The answer is X', where X is the letter ...", SmolLM2-135M-Instruct copied the
+placeholder ("The answer is X.") in 5 of 16 greedy replies on arithmetic mcq (difficulty 2) and
+answered 3 of 16 right; asked for "'The answer is' followed by the letter ...", it copied none
+and answered 9 of 16 right (most of its letters were D, the gold letter of 8 of those 16).
 """
 
 from __future__ import annotations
@@ -24,20 +30,20 @@ NATURAL_META_KEY = "rendering"
 """A natural row's meta says so (`{"rendering": "natural"}`), for a verifier whose rules differ
 by rendering (chain checks the compact scratchpad's work); compact rows' meta is unchanged."""
 ANSWER_PREFIX = "The answer is"
-NUMBER_INSTRUCTION = f"End your reply with a line of the form '{ANSWER_PREFIX} N'."
 _OPERATOR = re.compile(r"\s*([-+*/=])\s*")
 
 
-def instruction(placeholder: str, where: str) -> str:
-    """The request for an answer line holding something other than a number.
+def instruction(what: str) -> str:
+    """The request for the answer line, naming what follows its prefix.
 
-    >>> instruction("E", "E is the expression")
-    "End your reply with a line of the form 'The answer is E', where E is the expression."
+    >>> instruction("the expression")
+    "End your reply with 'The answer is' followed by the expression."
     """
-    return f"End your reply with a line of the form '{ANSWER_PREFIX} {placeholder}', where {where}."
+    return f"End your reply with '{ANSWER_PREFIX}' followed by {what}."
 
 
-LETTER_INSTRUCTION = instruction("X", "X is the letter of the right option")
+NUMBER_INSTRUCTION = instruction("the number")
+LETTER_INSTRUCTION = instruction("the letter of the right option")
 
 
 def answer_line(answer: str) -> str:
@@ -98,7 +104,7 @@ def mcq_prompt(question: str, options: Sequence[str]) -> str:
     What is 3 + 4?
     A) 7
     B) 8
-    End your reply with a line of the form 'The answer is X', where X is the letter of the right option.
+    End your reply with 'The answer is' followed by the letter of the right option.
     """
     listed = "\n".join(f"{LETTERS[i]}) {option}" for i, option in enumerate(options))
     return f"{question}\n{listed}\n{LETTER_INSTRUCTION}"

@@ -5,7 +5,7 @@ answers, and a wrong answer is scored by how close its sum comes.
     mcq        "Sum to 12 with two of 3 5 7 9 4? A)5+7 B)3+4 C)... "    target "5+7=12. Answer: A"
 
 Natural (data.rendering=natural): "Which two of the numbers 3, 5, 7, 9 and 4 add up to 12?"
-and the request for an answer line "The answer is a + b"; target "3 + 9 = 12.\\nThe answer is
+and the request for an answer line ("The answer is" and the pair); target "3 + 9 = 12.\\nThe answer is
 3 + 9."; mcq lists the pairs one a line.
 
 Every drawn problem has at least two pairs that reach the target (the generator draws the
@@ -126,7 +126,7 @@ class Pairs(Task):
         numbers, target = _meta(record.meta)
         pair = spaced(record.solution or "")
         question = f"Which two of the numbers {listed_numbers(numbers)} add up to {target}?"
-        ask = instruction("a + b", "a and b are the two numbers")
+        ask = instruction("the two numbers joined by +")
         return f"{question}\n{ask}", natural_target(f"{pair} = {target}.", pair)
 
     def natural_mcq_prompt(self, record: Record, options: list[str]) -> str:
