@@ -12,7 +12,10 @@ crossover, a k read by its own bootstrap; *not run* rows; rows without an estima
 verdict.
 
 `findings_markdown` is the README's "What the study found": every decided row of each grid,
-worded as `verdict_text` words it, and the rows each grid's Holm family adjusted together.
+worded as `verdict_text` words it, and the rows each grid's Holm family adjusted together. A
+committed row keeps the claim's name it was written with (#52 item 4 renamed two,
+`claim_registry.RENAMED`: its claimed sign went with the old name); the table says what each
+old name is called today.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
+from breadth.study.claim_registry import RENAMED
 from breadth.study.claim_table import (
     INCONCLUSIVE,
     MEASURED,
@@ -167,4 +171,18 @@ def findings_markdown(grids: Sequence[GridTable]) -> str:
                  f"; only its rows in {' and '.join(sorted(grid.formats))} are quoted, and of those")
         families.append(f"**{grid.name}** (`{grid.grid_id}`, {grid.about}): {len(grid.family)} "
                         f"rows, {_members(grid.family)}{scope} not quoted: {', '.join(rest)}.")
-    return "\n".join([*lines, "", f"{FAMILIES} {' '.join(families)}"]) + "\n"
+    old = sorted({c.claim for grid in grids for c in grid.claims if c.claim in RENAMED})
+    return "\n".join([*lines, "", " ".join([FAMILIES, *families, *_renamed(old)])]) + "\n"
+
+
+def _renamed(old: Sequence[str]) -> list[str]:
+    """The sentence naming today's claims of the old names quoted ([] for none).
+
+    >>> "*forking* is today's *forking share*" in _renamed(["forking"])[0], _renamed([])
+    (True, [])
+    """
+    if not old:
+        return []
+    names = "; ".join(f"*{name}* is today's *{RENAMED[name]}*" for name in old)
+    return [(f"Renamed since (#52 item 4, to what they measure): {names}; each row keeps the "
+            "claimed sign it was decided with.")]

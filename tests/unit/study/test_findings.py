@@ -93,7 +93,17 @@ def test_the_table_quotes_every_decided_row_and_names_the_family(tmp_path):
     assert quoted[1].endswith("| smaller than δ, but not zero (-0.016 within ±0.02; Holm p "
                               "3e-09; against the claimed sign) |")
     assert lines[-1] == (f"{FAMILIES} **toy** (`grid-toy`, a toy grid): 3 rows, sharpening, "
-                         "forking, historical; not quoted: 1 inconclusive, 1 not run.")
+                         "forking, historical; not quoted: 1 inconclusive, 1 not run. Renamed "
+                         "since (#52 item 4, to what they measure): *forking* is today's "
+                         "*forking share*; *transfer* is today's *diversity on unsolved*; "
+                         "each row keeps the claimed sign it was decided with.")
+
+
+def test_a_table_of_todays_names_needs_no_renaming_note(tmp_path):
+    rows = [_row("sharpening", 0.05, 0.005, 1e-6, 0.02), _row("forking share", -0.016, 0.0012,
+                                                               1e-9, 0.02)]
+    last = findings_markdown([_grid(rows, tmp_path)]).splitlines()[-1]
+    assert last.endswith("not quoted: 0 inconclusive, 0 not run.") and "Renamed" not in last
 
 
 def test_a_grid_cited_for_some_formats_is_quoted_in_those_only(tmp_path):
@@ -101,9 +111,8 @@ def test_a_grid_cited_for_some_formats_is_quoted_in_those_only(tmp_path):
             {**_row("transfer", -0.176, 0.03, 0.006, 0.5), "format": "mcq"}]
     text = findings_markdown([_grid(rows, tmp_path, formats=["mcq"])])
     assert "**forking**" not in text and "**transfer** (mcq)" in text
-    assert text.splitlines()[-1].endswith(
-        "2 rows, forking, transfer (mcq); only its rows in mcq are quoted, and of those not "
-        "quoted: 0 inconclusive, 0 not run.")
+    assert (" 2 rows, forking, transfer (mcq); only its rows in mcq are quoted, and of those "
+            "not quoted: 0 inconclusive, 0 not run. Renamed since") in text.splitlines()[-1]
 
 
 def test_a_table_that_is_not_claim_rows_is_named(tmp_path):
