@@ -9,6 +9,8 @@
   read that draw's extra wrong answers (regression to the mean).
   `heldout_distinct_correct_outcomes` and `heldout_distinct_wrong_outcomes` split it: outcomes
   some held-out sample got right, and the rest (they sum to `heldout_distinct_outcomes`).
+  The coverage claim reads the held-out half's right samples as `num_correct -
+  split_num_correct` (solved in that half: at least one).
 - `distinct_reasoning`: distinct reasoning texts (the text before the answer line, stripped):
   a diversity measure mcq's options do not cap.
 - `reasoning_forking_share`: share of reasoning tokens (answer line excluded) whose entropy
