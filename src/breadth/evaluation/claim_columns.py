@@ -3,8 +3,8 @@
 - `distinct_correct_outcomes`: distinct outcomes among the correct samples (a task with
   several right answers: how many of them the model finds).
 - `split_num_samples`, `split_num_correct`: the first half of each problem's samples (in
-  sample_index order), which the transfer claim splits base-solved from base-unsolved on;
-  `heldout_distinct_outcomes`: distinct outcomes of the other half, which it measures. A split
+  sample_index order), which the split rows (diversity on unsolved, coverage) split on;
+  `heldout_distinct_outcomes`: distinct outcomes of the other half, which they measure. A split
   and a measurement on the same samples select problems where the draw went badly and then
   read that draw's extra wrong answers (regression to the mean).
   `heldout_distinct_correct_outcomes` and `heldout_distinct_wrong_outcomes` split it: outcomes
