@@ -12,7 +12,7 @@ TEST_WORKERS ?= 2
 # tests first, which left the 2-test smoke module, 80 s of waiting on servers, for the end.
 PYTEST = $(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadscope --no-loadscope-reorder
 
-.PHONY: install install-run install-lm vllm-env demo check test test-unit lint stack-up stack-down benchmark
+.PHONY: install install-run install-lm vllm-env demo check smoke test test-unit lint stack-up stack-down benchmark
 
 # install-run: what running needs (`make demo`); install: that plus the dev tools (tests, lint).
 # scripts/tools/install.sh uses uv when it can be had, else pip, and takes torch==2.13.0 as the
@@ -41,9 +41,14 @@ vllm-env: install
 demo: install-run
 	$(BIN)/breadth run
 
-# Lint, the unit tests but the minute-long Monte Carlo ones, and one real-stack pipeline run.
+# check: lint and the in-process tier (the unit tests but the minute-long Monte Carlo ones; the
+# local stack is not started), for the
+# minutes before a commit; smoke: the one real-stack pipeline run and its cached re-run.
 check: lint
-	$(PYTEST) -m "(not integration and not slow) or smoke"
+	$(PYTEST) -m "not integration and not slow"
+
+smoke: install
+	$(PYTEST) -m smoke
 
 # The slowest 25 at the end: where the suite's time goes, in every CI log.
 test: install
