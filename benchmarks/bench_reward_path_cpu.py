@@ -376,7 +376,9 @@ def measure(args: argparse.Namespace, start: str, base_overrides: list[str]) -> 
             profiler.dump_stats(str(stats_file))
             hotspots = breadth_hotspots(stats_file, clock.steps)
     result = {
-        "label": args.label, "command": " ".join(["python", *sys.argv]),
+        "label": args.label, "command": " ".join(
+            [*([f"PYTHONPATH={os.environ['PYTHONPATH']}"] if os.environ.get("PYTHONPATH") else []),
+             "python", *sys.argv]),
         "commit": source_state(),
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, "
                    f"{platform.python_implementation()} {platform.python_version()}",
