@@ -26,7 +26,7 @@ OBJECTIVE_PRESETS = {
 # The runs the objective presets start from, and the presets of another task, format or model:
 # these make no claim to differ only in the objective.
 BASE_PRESETS = {"default", "study"}
-TASK_PRESETS = {"mcq", "countdown", "reasoning", "multi", "qwen-gsm8k"}
+TASK_PRESETS = {"mcq", "countdown", "reasoning", "multi", "qwen-gsm8k", "smollm2"}
 # A config's label, not what it computes.
 LABEL_KEYS = {"preset"}
 
