@@ -32,18 +32,12 @@ from breadth.data.expressions import (
 )
 from breadth.data.extraction import LETTERS, canonical_number
 from breadth.data.generators.base import Task, TaskProperties, weighed_trace
-from breadth.data.generators.natural import (
-    chosen,
-    in_words,
-    mcq_prompt,
-    what_is,
-    worked_free_form,
-)
+from breadth.data.generators.natural import WorkedInWords
 from breadth.data.records import Record
 from breadth.data.synthetic import int_apply
 
 
-class Arithmetic(Task):
+class Arithmetic(WorkedInWords, Task):
     name: ClassVar[str] = "arithmetic"
     summary: ClassVar[str] = "One expression with a unique numeric answer, e.g. 12+7*3."
     levels: ClassVar[tuple[int, ...]] = (1, 2, 3)
@@ -101,16 +95,8 @@ class Arithmetic(Task):
                   moved: dict[str, str]) -> str:
         return weighed_trace(_solution(record), options, letter)
 
-    def natural_free_form(self, record: Record, reasoning: bool) -> tuple[str, str]:
-        return worked_free_form(record.question, record.answer, _solution(record).split(", "),
-                                reasoning)
-
-    def natural_mcq_prompt(self, record: Record, options: list[str]) -> str:
-        return mcq_prompt(what_is(record.question), options)
-
-    def natural_mcq_trace(self, record: Record, options: list[str], letter: str,
-                          moved: dict[str, str]) -> str:
-        return chosen(in_words(_solution(record).split(", ")), letter)
+    def worked_steps(self, record: Record) -> list[str]:
+        return _solution(record).split(", ")
 
 
 def inline_mcq_prompt(stem: str, options: list[str], reasoning: bool) -> str:

@@ -51,14 +51,7 @@ from breadth.data.extraction import (
 from breadth.data.generators.arithmetic import inline_mcq_prompt
 from breadth.data.generators.base import Task, TaskProperties, weighed_trace
 from breadth.data.generators.countdown import row_meta
-from breadth.data.generators.natural import (
-    NATURAL_META_KEY,
-    chosen,
-    in_words,
-    mcq_prompt,
-    what_is,
-    worked_free_form,
-)
+from breadth.data.generators.natural import NATURAL_META_KEY, WorkedInWords
 from breadth.data.records import Record, RenderError
 from breadth.data.verifiers import Verification, verify_free_form
 
@@ -69,7 +62,7 @@ _STEP = re.compile(r"(\d{1,9})\s*\+\s*(\d{1,9})\s*=\s*(\d{1,10})")
 _MARKER = re.compile(r"answer\s*:", re.IGNORECASE)
 
 
-class Chain(Task):
+class Chain(WorkedInWords, Task):
     name: ClassVar[str] = "chain"
     summary: ClassVar[str] = ("A sum of three or four numbers worked on a scratchpad, in any "
                               "order (12+7=19, 19+5=24. Answer: 24).")
@@ -130,16 +123,8 @@ class Chain(Task):
         # 0.232, chance 0.25).
         return weighed_trace(_solution(record), options, letter)
 
-    def natural_free_form(self, record: Record, reasoning: bool) -> tuple[str, str]:
-        return worked_free_form(record.question, record.answer, _solution(record).split(", "),
-                                reasoning)
-
-    def natural_mcq_prompt(self, record: Record, options: list[str]) -> str:
-        return mcq_prompt(what_is(record.question), options)
-
-    def natural_mcq_trace(self, record: Record, options: list[str], letter: str,
-                          moved: dict[str, str]) -> str:
-        return chosen(in_words(_solution(record).split(", ")), letter)
+    def worked_steps(self, record: Record) -> list[str]:
+        return _solution(record).split(", ")
 
     def verify(self, completion: object, row: Mapping[str, Any]) -> Verification:
         numbers = _numbers(row)

@@ -25,6 +25,7 @@ import re
 from collections.abc import Sequence
 
 from breadth.data.extraction import LETTERS
+from breadth.data.records import Record
 
 NATURAL_META_KEY = "rendering"
 """A natural row's meta says so (`{"rendering": "natural"}`), for a verifier whose rules differ
@@ -140,6 +141,26 @@ def worked_free_form(expression: str, answer: str, steps: Sequence[str], reasoni
     return f"{what_is(expression)}\n{NUMBER_INSTRUCTION}", natural_target(work, answer)
 
 
+class WorkedInWords:
+    """The natural rendering of a task whose answer is an expression's value, worked in steps
+    (arithmetic, chain): mixed in before `Task`, it needs only the record's steps."""
+
+    def worked_steps(self, record: Record) -> list[str]:
+        """The record's compact steps ("7*3=21", "12+21=33")."""
+        raise NotImplementedError
+
+    def natural_free_form(self, record: Record, reasoning: bool) -> tuple[str, str]:
+        return worked_free_form(record.question, record.answer, self.worked_steps(record),
+                                reasoning)
+
+    def natural_mcq_prompt(self, record: Record, options: list[str]) -> str:
+        return mcq_prompt(what_is(record.question), options)
+
+    def natural_mcq_trace(self, record: Record, options: list[str], letter: str,
+                          moved: dict[str, str]) -> str:
+        return chosen(in_words(self.worked_steps(record)), letter)
+
+
 __all__ = ["ANSWER_PREFIX", "LETTER_INSTRUCTION", "NATURAL_META_KEY", "NUMBER_INSTRUCTION",
-           "answer_line", "chosen", "in_words", "instruction", "listed_numbers", "mcq_prompt",
-           "natural_target", "spaced", "what_is", "worked_free_form"]
+           "WorkedInWords", "answer_line", "chosen", "in_words", "instruction", "listed_numbers",
+           "mcq_prompt", "natural_target", "spaced", "what_is", "worked_free_form"]
