@@ -42,8 +42,8 @@ demo: install-run
 	$(BIN)/breadth run
 
 # check: lint and the in-process tier (the unit tests but the minute-long Monte Carlo ones; the
-# local stack is not started), for the
-# minutes before a commit; smoke: the one real-stack pipeline run and its cached re-run.
+# local stack is not started), before each commit; smoke: one real-stack pipeline run and its
+# cached re-run.
 check: lint
 	$(PYTEST) -m "not integration and not slow"
 
