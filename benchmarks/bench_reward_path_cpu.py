@@ -206,7 +206,7 @@ class ProfiledSteps(StepIntervals):
         self.profiler.disable()
 
 
-def breadth_hotspots(stats_file: Path, steps: int, top: int = 20) -> list[str]:
+def breadth_hotspots(stats_file: Path, steps: int, top: int = 10) -> list[str]:
     """The functions of breadth and the trainer's callbacks with the most cumulative time per
     step in a cProfile dump of `steps` steps, one line each."""
     stats = pstats.Stats(str(stats_file))
@@ -295,7 +295,9 @@ def markdown(after: list[dict], before: list[dict]) -> str:
         "",
         (f"Goal: breadth / bare <= {TARGET_RATIO} on the CPU clock (the worker's CPU time, "
          "which other processes on the shared cores move least), the wall clock beside it. "
-         "Each cell is min / median / max over the rounds of that round's median step."),
+         "Each cell is min / median / max over the rounds of that round's median step. A "
+         "calibration run (`--calibrate`) trains bare TRL in both workers: the harness's own "
+         "bias, in the breadth column."),
     ]
     for start, what in STARTS.items():
         runs = [(run.get("label") or "before", run) for run in before if run["start"] == start]
@@ -320,8 +322,10 @@ def markdown(after: list[dict], before: list[dict]) -> str:
         lines.append("")
         for label, run in runs:
             ci = run["cpu_step_ratio_ci95"]
+            outcome = ("the harness's bias" if run.get("calibrate")
+                       else f"goal **{verdict(run)}**")
             lines.append(
-                f"- {label}: goal **{verdict(run)}** (median ratio "
+                f"- {label}: {outcome} (median ratio "
                 f"{statistics.median(run['cpu_ratios']):.3f}); per step, breadth's step k over "
                 f"bare's step k (run back to back), median {run['cpu_step_ratio_median']:.3f} "
                 f"over {len(run['cpu_step_ratios'])} steps"
@@ -421,8 +425,9 @@ def main() -> None:
     parser.add_argument("--label", default=None, help="what this run is, on the page "
                         "(default: 'after' beside --before, else 'this run')")
     parser.add_argument("--json", type=Path, default=None, help="write the figures here")
-    parser.add_argument("--before", type=Path, default=None,
-                        help="an earlier run's --json (e.g. before a change), shown beside")
+    parser.add_argument("--before", type=Path, nargs="+", default=[],
+                        help="earlier runs' --json (before a change, a --calibrate run), "
+                             "shown first on the page")
     parser.add_argument("--markdown", type=Path, default=None, help="write the page here")
     # A worker process's arguments (the coordinator starts it; not for the command line).
     parser.add_argument("--worker", choices=(BARE, BREADTH), help=argparse.SUPPRESS)
@@ -437,7 +442,7 @@ def main() -> None:
         parser.error(f"--steps {args.steps} leaves too few steps after --skip {args.skip}")
     if args.rounds < 3:
         parser.error(f"--rounds must be >= 3 for a min / median / max, got {args.rounds}")
-    before = json.loads(args.before.read_text())["runs"] if args.before else []
+    before = [run for path in args.before for run in json.loads(path.read_text())["runs"]]
     args.label = args.label or ("after" if before else "this run")
 
     import torch
