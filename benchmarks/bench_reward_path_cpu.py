@@ -2,12 +2,11 @@
 on a micro model (goal <= 1.05).
 
 Run: .venv/bin/python benchmarks/bench_reward_path_cpu.py [--rounds 6] [--steps 30]
-    [--start sft init] [--calibrate] [--profile DIR] [--label TEXT] [--json FILE]
-    [--before FILE] [--markdown FILE]
+    [--start sft init] [--calibrate] [--before-src DIR] [--profile DIR] [--json FILE]
+    [--markdown FILE]
 
-The page docs/results/reward_path_cpu.md is this script's `--markdown`, with `--before` an
-earlier `--json` of the reward path before a change (run from a worktree of that commit, with
-its src/ first on PYTHONPATH: each run names the breadth commit it imported).
+docs/results/reward_path_cpu.md is this script's `--markdown`, run with `--calibrate` and
+`--before-src` the src/ of a worktree at the commit before the cuts it reports.
 
 On the GPU (docs/results/gpu.md) breadth's reward path took 1.32-1.44x a bare GRPOTrainer at
 the default tiny model: work per step that does not shrink with the model. A micro model on
@@ -27,17 +26,19 @@ only in the path around the model. Two starts, each measured in turn: `sft`, the
 (GRPO after a short SFT of the micro model), and `init`, the GPU figure's (the untrained model,
 whose noise sends completions to the verifier's symbolic check).
 
-The arms run in two worker processes that take turns step by step (`lockstep`: while one
-steps, the other waits at its step begin), so load from other processes on a shared machine
-falls on both alike; each arm trains on its own process's main thread (breadth's verifier
-bounds its symbolic check with signals there, as in `bench_reward_gpu.py`). A step is one loop
-iteration, from a step's begin to the next (generation, rewards, loss, backward, optimizer,
-logging, every callback), less the wait; the first `--skip` of each run are dropped. Both
-clocks: the worker's CPU time (torch on one thread; what the load moves least) and wall time.
-Each of `--rounds` rounds trains both arms afresh; the ratio is breadth / bare of the round's
-median steps, reported as min / median / max over the rounds, with a 95% CI of the median from
-6 rounds. `--calibrate` runs bare TRL in both workers: the harness's own bias (about 1.00).
-The workers' console output (TRL's log printer, progress bars) goes to /dev/null.
+Each arm trains in its own worker process, on its main thread (breadth's verifier bounds its
+symbolic check with signals there, as in `bench_reward_gpu.py`), and the arms take turns step
+by step (`lockstep`: while one steps, the others wait at their step begin), so load from other
+processes on a shared machine falls on all alike. The arms: bare TRL, breadth, and with
+`--calibrate` a second bare TRL (the harness's own bias, about 1.00), with `--before-src DIR`
+a second breadth importing breadth from DIR (a change's before and after in the same rounds).
+A step is one loop iteration, from a step's begin to the next (generation, rewards, loss,
+backward, optimizer, logging, every callback), less the wait; the first `--skip` of each run
+are dropped. Both clocks: the worker's CPU time (torch on one thread; what the load moves
+least) and wall time. Each of `--rounds` rounds trains every arm afresh; a ratio is of the
+round's median steps, reported as min / median / max over the rounds, with a 95% CI of the
+median from 6 rounds, and per step (step k over step k, run back to back) pooled over the
+rounds. The workers' console output (TRL's log printer, progress bars) goes to /dev/null.
 """
 
 from __future__ import annotations
@@ -70,6 +71,7 @@ MICRO_MODEL = ["model.hidden_size=64", "model.num_layers=2", "model.num_heads=2"
 # pipeline's GRPO start does (`--start sft`).
 MICRO_DATA = ["data.num_train=2000", "data.num_eval=8", "sft.epochs=4", "sft.batch_size=32"]
 BARE, BREADTH = "bare TRL GRPOTrainer", "breadth rl_stage"
+BARE_AGAIN, BREADTH_BEFORE = "bare TRL (again)", "breadth before"
 
 
 class StepIntervals(TrainerCallback):
@@ -135,13 +137,17 @@ class Worker:
     """The coordinator's end of one worker process."""
 
     def __init__(self, arm: str, label: str, overrides: list[str], dataset: Path, policy: Path,
-                 log: Path) -> None:
+                 log: Path, source: Path | None = None) -> None:
         self.arm, self.label, self.log = arm, label, log
         command = [sys.executable, str(Path(__file__).resolve()), "--worker", arm,
                    "--dataset", str(dataset), "--policy", str(policy),
                    "--overrides", json.dumps(overrides)]
+        env = dict(os.environ)
+        if source is not None:  # this worker imports breadth from another tree's src/
+            env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(source),
+                                                              env.get("PYTHONPATH")]))
         with open(log, "w") as errors:
-            self.process = subprocess.Popen(command, stdin=subprocess.PIPE,
+            self.process = subprocess.Popen(command, stdin=subprocess.PIPE, env=env,
                                             stdout=subprocess.PIPE, stderr=errors, text=True)
 
     def send(self, line: str) -> None:
@@ -219,41 +225,38 @@ def breadth_hotspots(stats_file: Path, steps: int, top: int = 10) -> list[str]:
             for cum, calls, where in rows[:top]]
 
 
-def source_state() -> str:
-    """The commit of the breadth source this process imports (a worktree's, under PYTHONPATH),
-    and whether its reward path has uncommitted edits."""
-    import breadth
+def source_state(src: Path | None = None) -> str:
+    """The commit of a breadth source tree (`src`, default the one this process imports) and
+    whether its reward path has uncommitted edits."""
+    if src is None:
+        import breadth
 
-    repo = Path(breadth.__file__).resolve().parents[2]
+        src = Path(breadth.__file__).resolve().parents[1]
 
     def git(*args: str) -> str:
-        return subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True,
+        return subprocess.run(["git", *args], cwd=src, capture_output=True, text=True,
                               check=False).stdout.strip()
 
     commit = git("rev-parse", "--short", "HEAD") or "unknown"
-    dirty = git("status", "--porcelain", "--", "src/breadth/rewards", "src/breadth/training",
-                "src/breadth/data")
+    dirty = git("status", "--porcelain", "--", "breadth/rewards", "breadth/training",
+                "breadth/data")
     return f"{commit}{' + uncommitted edits to the reward path' if dirty else ''}"
 
 
-def round_figures(rounds: list[list[dict]], skip: int) -> dict:
-    """Per round, each arm's median step (ms, both clocks) over its steps after `skip`, and
-    breadth / bare; and over all rounds' steps pooled, the median of the per-step ratios
-    (breadth's step k over bare's step k, run back to back)."""
-    out: dict = {"arms": {BARE: {"cpu_ms": [], "wall_ms": []},
-                          BREADTH: {"cpu_ms": [], "wall_ms": []}},
-                 "cpu_ratios": [], "wall_ratios": [], "cpu_step_ratios": []}
-    for bare, ours in rounds:
-        for clock in ("cpu", "wall"):
-            a, b = bare[clock][skip:], ours[clock][skip:]
-            out["arms"][BARE][f"{clock}_ms"].append(1000 * statistics.median(a))
-            out["arms"][BREADTH][f"{clock}_ms"].append(1000 * statistics.median(b))
-            out[f"{clock}_ratios"].append(statistics.median(b) / statistics.median(a))
-        out["cpu_step_ratios"] += [b / a for a, b in zip(bare["cpu"][skip:], ours["cpu"][skip:])]
+def ratio_figures(rounds: list[dict[str, dict]], arm: str, over: str, skip: int) -> dict:
+    """`arm` over `over`: per round, the ratio of their median steps (both clocks), its min /
+    median / max and 95% CI; and per step, step k over step k (run back to back), pooled."""
+    out: dict = {}
     for clock in ("cpu", "wall"):
-        out[f"{clock}_ratio_ci95"] = median_interval(out[f"{clock}_ratios"])
-    out["cpu_step_ratio_median"] = statistics.median(out["cpu_step_ratios"])
-    out["cpu_step_ratio_ci95"] = median_interval(out["cpu_step_ratios"])
+        key = "cpu" if clock == "cpu" else "wall"
+        out[clock] = [statistics.median(said[arm][key][skip:])
+                      / statistics.median(said[over][key][skip:]) for said in rounds]
+        out[f"{clock}_ci95"] = median_interval(out[clock])
+    steps = [b / a for said in rounds
+             for a, b in zip(said[over]["cpu"][skip:], said[arm]["cpu"][skip:])]
+    out["cpu_steps"] = len(steps)
+    out["cpu_step_median"] = statistics.median(steps)
+    out["cpu_step_ci95"] = median_interval(steps)
     return out
 
 
@@ -261,20 +264,8 @@ def spread(values: list[float], fmt: str = "{:.3f}") -> str:
     return " / ".join(fmt.format(v) for v in (min(values), statistics.median(values), max(values)))
 
 
-def verdict(result: dict) -> str:
-    return "met" if statistics.median(result["cpu_ratios"]) <= TARGET_RATIO else "not met"
-
-
-def table_rows(result: dict, label: str) -> list[str]:
-    bare, ours = result["arms"][BARE], result["arms"][BREADTH]
-    rows = []
-    for clock in ("cpu", "wall"):
-        ci = result[f"{clock}_ratio_ci95"]
-        ci_text = f"[{ci[0]:.3f}, {ci[1]:.3f}]" if ci else "n/a (< 6 rounds)"
-        rows.append(f"| {label} | {clock} | {spread(bare[f'{clock}_ms'], '{:.1f}')} | "
-                    f"{spread(ours[f'{clock}_ms'], '{:.1f}')} | "
-                    f"{spread(result[f'{clock}_ratios'])} | {ci_text} |")
-    return rows
+def ci_text(ci: list[float] | None) -> str:
+    return f"[{ci[0]:.3f}, {ci[1]:.3f}]" if ci else "n/a (< 6)"
 
 
 STARTS = {"sft": "the pipeline's start: GRPO after a short SFT of the micro model",
@@ -282,61 +273,69 @@ STARTS = {"sft": "the pipeline's start: GRPO after a short SFT of the micro mode
                   "verifier's symbolic check"}
 
 
-def markdown(after: list[dict], before: list[dict]) -> str:
+def markdown(runs: list[dict]) -> str:
     lines = [
         "# The reward path's fixed cost, on the CPU (issue #51, part 1)",
         "",
         ("Written by `benchmarks/bench_reward_path_cpu.py` from its own output (`--markdown`); "
          "nothing is typed in by hand. breadth's `rl_stage` under the default reward spec "
          "against a bare TRL GRPOTrainer with one plain correctness function, the same "
-         "GRPOConfig, weights, data and seed, on a micro Qwen3-style model, the two trainers "
-         "in two processes taking turns step by step; the script's docstring says how it "
-         "times."),
+         "GRPOConfig, weights, data and seed, on a micro Qwen3-style model; every arm trains "
+         "in its own process and the arms take turns step by step; the script's docstring says "
+         "how it times."),
         "",
-        (f"Goal: breadth / bare <= {TARGET_RATIO} on the CPU clock (the worker's CPU time, "
+        (f"Goal: breadth / bare <= {TARGET_RATIO} on the CPU clock (each worker's CPU time, "
          "which other processes on the shared cores move least), the wall clock beside it. "
-         "Each cell is min / median / max over the rounds of that round's median step. A "
-         "calibration run (`--calibrate`) trains bare TRL in both workers: the harness's own "
-         "bias, in the breadth column."),
+         "Each cell is min / median / max over the rounds of the round's median step (ms) or "
+         "of the round's ratio. `bare TRL (again)` is a second bare worker: the harness's own "
+         "bias. `breadth before` imports breadth from another tree (the commit before the "
+         "cuts), in the same rounds."),
     ]
-    for start, what in STARTS.items():
-        runs = [(run.get("label") or "before", run) for run in before if run["start"] == start]
-        runs += [(run.get("label") or "after", run) for run in after if run["start"] == start]
-        if not runs:
-            continue
-        lines += ["", f"## Start `{start}`: {what}", ""]
-        for label, run in runs:
-            lines += [
-                (f"- **{label}**: breadth at commit {run['commit']}; {run['machine']}; "
-                 f"{run['rounds']} rounds of {run['steps']} steps (first {run['skip']} "
-                 f"dropped); micro model {' '.join(run['model'])}; learning rate "
-                 f"{run['learning_rate']:g}; {run['seconds']:.0f} s"),
-                f"  - command: `{run['command']}`",
-                f"  - {run['load_before']} before; {run['load_after'].split(' on ')[0]} after",
-            ]
-        lines += ["", ("| run | clock | bare TRL ms/step | breadth ms/step | "
-                       "ratio breadth / bare | 95% CI of the median ratio |"),
-                  "|---|---|---|---|---|---|"]
-        for label, run in runs:
-            lines += table_rows(run, label)
+    run = runs[0]
+    lines += [
+        "",
+        f"- command: `{run['command']}`",
+        (f"- {run['machine']}; micro model {' '.join(run['model'])}; {run['rounds']} rounds "
+         f"of {run['steps']} steps per start (first {run['skip']} dropped); learning rate "
+         f"{run['learning_rate']:g}"),
+        "- breadth: " + "; ".join(f"`{arm}` at commit {source}"
+                                   for arm, source in run["sources"].items()),
+    ]
+    for run in runs:
+        lines += ["", f"## Start `{run['start']}`: {STARTS[run['start']]}", "",
+                  (f"{run['seconds']:.0f} s; {run['load_before']} before, "
+                   f"{run['load_after'].split(' on ')[0]} after."), "",
+                  "| arm | clock | ms/step | ratio over bare | 95% CI of the median ratio |",
+                  "|---|---|---|---|---|"]
+        for arm, times in run["arms"].items():
+            for clock in ("cpu", "wall"):
+                ratio = run["ratios"].get(arm)
+                cells = ([spread(ratio[clock]), ci_text(ratio[f"{clock}_ci95"])] if ratio
+                         else ["", ""])
+                lines.append(f"| {arm} | {clock} | {spread(times[f'{clock}_ms'], '{:.1f}')} | "
+                             + " | ".join(cells) + " |")
         lines.append("")
-        for label, run in runs:
-            ci = run["cpu_step_ratio_ci95"]
-            outcome = ("the harness's bias" if run.get("calibrate")
-                       else f"goal **{verdict(run)}**")
+        for arm, ratio in run["ratios"].items():
+            median = statistics.median(ratio["cpu"])
+            goal = (f"goal **{'met' if median <= TARGET_RATIO else 'not met'}**, "
+                    if arm == BREADTH else "")
             lines.append(
-                f"- {label}: {outcome} (median ratio "
-                f"{statistics.median(run['cpu_ratios']):.3f}); per step, breadth's step k over "
-                f"bare's step k (run back to back), median {run['cpu_step_ratio_median']:.3f} "
-                f"over {len(run['cpu_step_ratios'])} steps"
-                + (f", 95% CI [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else ""))
-        for label, run in runs:
-            if run.get("hotspots"):
-                lines += ["", (f"Where breadth's arm spends its time ({label}: cProfile of one "
-                               f"run alone, steps {run['skip'] + 1}..{run['steps']}, the "
-                               "profiler's own cost included; breadth's functions and the "
-                               "trainer's callbacks, cumulative):"),
-                          "", "```", *run["hotspots"], "```"]
+                f"- {arm} / bare: {goal}median ratio {median:.3f}; per step (step k over "
+                f"bare's step k, run back to back) {ratio['cpu_step_median']:.3f} over "
+                f"{ratio['cpu_steps']} steps, 95% CI {ci_text(ratio['cpu_step_ci95'])}")
+        if run.get("after_over_before"):
+            change = run["after_over_before"]
+            lines.append(
+                f"- {BREADTH} / {BREADTH_BEFORE} (the cuts): median ratio "
+                f"{statistics.median(change['cpu']):.3f} ({spread(change['cpu'])} over the "
+                f"rounds); per step {change['cpu_step_median']:.3f}, 95% CI "
+                f"{ci_text(change['cpu_step_ci95'])}")
+        if run.get("hotspots"):
+            lines += ["", (f"Where `{BREADTH}` spends its time: cProfile of one run alone, "
+                           f"steps {run['skip'] + 1}..{run['steps']}, the profiler's own cost "
+                           "included (it inflates many small calls: the symbolic check's most); "
+                           "breadth's functions and the trainer's callbacks, cumulative:"),
+                      "", "```", *run["hotspots"], "```"]
     return "\n".join(lines) + "\n"
 
 
@@ -349,22 +348,29 @@ def measure(args: argparse.Namespace, start: str, base_overrides: list[str]) -> 
     print(f"start {start}: micro model {' '.join(MICRO_MODEL)}; spec {config.rl.reward.spec}; "
           f"{load_before}", flush=True)
     started = time.perf_counter()
-    rounds: list[list[dict]] = []
+    rounds: list[dict[str, dict]] = []
     hotspots: list[str] = []
+    arms: list[tuple[str, str, Path | None]] = [(BARE, BARE, None)]
+    if args.calibrate:
+        arms.append((BARE, BARE_AGAIN, None))
+    if args.before_src:
+        arms.append((BREADTH, BREADTH_BEFORE, args.before_src))
+    arms.append((BREADTH, BREADTH, None))
     with tempfile.TemporaryDirectory(prefix="bench-reward-path-") as scratch:
         root = Path(scratch)
         dataset, policy = prepare(config, root, start)
         print(f"data and policy ready in {time.perf_counter() - started:.0f} s", flush=True)
-        arms = [(BARE, BARE), (BARE, f"{BARE} (again)") if args.calibrate else (BREADTH, BREADTH)]
-        workers = [Worker(arm, label, base_overrides, dataset, policy, root / f"worker-{i}.log")
-                   for i, (arm, label) in enumerate(arms)]
+        workers = [Worker(arm, label, base_overrides, dataset, policy, root / f"worker-{i}.log",
+                          source) for i, (arm, label, source) in enumerate(arms)]
         try:
             lockstep(workers, root / "warm-up", args.skip + 3)  # imports, first checks
             for index in range(args.rounds):
-                said = lockstep(workers, root / f"round-{index}", args.steps)
+                said = dict(zip((w.label for w in workers),
+                                lockstep(workers, root / f"round-{index}", args.steps)))
                 rounds.append(said)
-                print(f"round {index + 1}/{args.rounds}: {workers[1].label} / {BARE} (cpu) "
-                      f"{round_figures([said], args.skip)['cpu_ratios'][0]:.3f}", flush=True)
+                print(f"round {index + 1}/{args.rounds}: " + ", ".join(
+                    f"{label} / bare (cpu) {ratio_figures([said], label, BARE, args.skip)['cpu'][0]:.3f}"
+                    for label in said if label != BARE), flush=True)
         finally:
             for w in workers:
                 w.close()
@@ -379,31 +385,47 @@ def measure(args: argparse.Namespace, start: str, base_overrides: list[str]) -> 
                              clock=clock, log_metric=lambda *metric: None)
             profiler.dump_stats(str(stats_file))
             hotspots = breadth_hotspots(stats_file, clock.steps)
+    labels = [label for _, label, _ in arms]
     result = {
-        "label": args.label, "command": " ".join(
+        "command": " ".join(
             [*([f"PYTHONPATH={os.environ['PYTHONPATH']}"] if os.environ.get("PYTHONPATH") else []),
              "python", *sys.argv]),
-        "commit": source_state(),
+        "sources": {BREADTH: source_state(),
+                    **({BREADTH_BEFORE: " ".join(filter(None, [source_state(args.before_src),
+                                                               args.before_note]))}
+                       if args.before_src else {})},
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, "
                    f"{platform.python_implementation()} {platform.python_version()}",
         "load_before": load_before, "load_after": load_line(),
         "seconds": time.perf_counter() - started, "start": start, "rounds": args.rounds,
         "steps": args.steps, "skip": args.skip, "learning_rate": args.learning_rate,
-        "model": MICRO_MODEL, "spec": config.rl.reward.spec, "calibrate": args.calibrate,
-        "target_ratio": TARGET_RATIO, **round_figures(rounds, args.skip), "hotspots": hotspots,
+        "model": MICRO_MODEL, "spec": config.rl.reward.spec, "target_ratio": TARGET_RATIO,
+        "arms": {label: {f"{clock}_ms": [1000 * statistics.median(said[label][clock][args.skip:])
+                                         for said in rounds] for clock in ("cpu", "wall")}
+                 for label in labels},
+        "ratios": {label: ratio_figures(rounds, label, BARE, args.skip)
+                   for label in labels if label != BARE},
+        "after_over_before": (ratio_figures(rounds, BREADTH, BREADTH_BEFORE, args.skip)
+                              if args.before_src else None),
+        "hotspots": hotspots,
+        "raw": rounds,
     }
-    second = workers[1].label
     print(f"start {start}: {args.rounds} rounds of {args.steps} steps, the arms taking turns "
-          "step by step; min / median / max over the rounds of each round's median step")
-    for clock in ("cpu", "wall"):
-        ci = result[f"{clock}_ratio_ci95"]
-        print(f"{clock:>4}: bare {spread(result['arms'][BARE][f'{clock}_ms'], '{:.1f}')} ms, "
-              f"{second} {spread(result['arms'][BREADTH][f'{clock}_ms'], '{:.1f}')} ms; "
-              f"ratio {spread(result[f'{clock}_ratios'])}"
-              + (f", median's 95% CI [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else ""))
-    print(f"per step (cpu): median ratio {result['cpu_step_ratio_median']:.3f} over "
-          f"{len(result['cpu_step_ratios'])} steps; goal <= {TARGET_RATIO}: {verdict(result)}")
-    print(f"{result['load_before']} before; {result['load_after']} after")
+          "step by step; min / median / max over the rounds")
+    for label in labels:
+        for clock in ("cpu", "wall"):
+            ratio = result["ratios"].get(label)
+            print(f"  {label:<28} {clock:>4} {spread(result['arms'][label][f'{clock}_ms'], '{:.1f}')} "
+                  "ms" + (f"; over bare {spread(ratio[clock])}, median's 95% CI "
+                          f"{ci_text(ratio[f'{clock}_ci95'])}" if ratio else ""))
+    for label, ratio in result["ratios"].items():
+        print(f"  {label} / bare per step (cpu): median {ratio['cpu_step_median']:.3f}, 95% CI "
+              f"{ci_text(ratio['cpu_step_ci95'])}")
+    if result["after_over_before"]:
+        change = result["after_over_before"]
+        print(f"  {BREADTH} / {BREADTH_BEFORE} (cpu): {spread(change['cpu'])}; per step "
+              f"{change['cpu_step_median']:.3f}, 95% CI {ci_text(change['cpu_step_ci95'])}")
+    print(f"  {result['load_before']} before; {result['load_after']} after")
     for line in hotspots:
         print(line)
     return result
@@ -419,15 +441,16 @@ def main() -> None:
     parser.add_argument("--spec", default=None,
                         help="breadth's reward spec (default: the default preset's)")
     parser.add_argument("--calibrate", action="store_true",
-                        help="run bare TRL in both workers: the harness's own bias, ~1.00")
+                        help="add a second bare TRL worker: the harness's own bias, ~1.00")
+    parser.add_argument("--before-src", type=Path, default=None,
+                        help="add a breadth worker importing breadth from this src/ folder "
+                             "(a worktree of the commit before a change), in the same rounds")
+    parser.add_argument("--before-note", default="",
+                        help="what the --before-src tree is, for the page (e.g. which commits "
+                             "it lacks)")
     parser.add_argument("--profile", type=Path, default=None,
                         help="after the rounds, profile one run of breadth's arm into this folder")
-    parser.add_argument("--label", default=None, help="what this run is, on the page "
-                        "(default: 'after' beside --before, else 'this run')")
     parser.add_argument("--json", type=Path, default=None, help="write the figures here")
-    parser.add_argument("--before", type=Path, nargs="+", default=[],
-                        help="earlier runs' --json (before a change, a --calibrate run), "
-                             "shown first on the page")
     parser.add_argument("--markdown", type=Path, default=None, help="write the page here")
     # A worker process's arguments (the coordinator starts it; not for the command line).
     parser.add_argument("--worker", choices=(BARE, BREADTH), help=argparse.SUPPRESS)
@@ -442,8 +465,9 @@ def main() -> None:
         parser.error(f"--steps {args.steps} leaves too few steps after --skip {args.skip}")
     if args.rounds < 3:
         parser.error(f"--rounds must be >= 3 for a min / median / max, got {args.rounds}")
-    before = [run for path in args.before for run in json.loads(path.read_text())["runs"]]
-    args.label = args.label or ("after" if before else "this run")
+    if args.before_src is not None and not (args.before_src / "breadth").is_dir():
+        parser.error(f"--before-src {args.before_src} holds no breadth package (give a src/ "
+                     "folder, e.g. of `git worktree add`)")
 
     import torch
     import transformers
@@ -458,7 +482,7 @@ def main() -> None:
     if args.json:
         args.json.write_text(json.dumps({"runs": runs}, indent=2))
     if args.markdown:
-        args.markdown.write_text(markdown(runs, before))
+        args.markdown.write_text(markdown(runs))
 
 
 if __name__ == "__main__":
