@@ -2,8 +2,8 @@
 
 Run on a CUDA machine: .venv/bin/python benchmarks/bench_reward_gpu.py [--steps 300]
     [--pairs 3] [--spec correctness] [--set key=value ...]
-Without a CUDA device it prints why and exits 0 (nothing to measure on CPU here; the CPU
-figure is benchmarks/bench_reward_overhead.py).
+Without a CUDA device it prints why and exits 0 (nothing to measure on CPU here; its CPU proxy,
+the same two arms on a micro model, is benchmarks/bench_reward_path_cpu.py).
 
 Both arms train the same model (the default preset's at the settings of
 side_by_side.REWARD_BENCH_SETTINGS, or `--set model.name_or_path=DIR`: the
