@@ -435,7 +435,7 @@ def _print_claims(rows: list[dict]) -> None:
                   title="claims", title_justify="left")
     for c in claims:
         # Text, not markup: measures and intervals hold brackets.
-        delta = "" if c.delta is None else f"±{c.delta:g}"
+        delta = "" if c.delta is None else f"±{c.delta:.3g}"
         table.add_row(Text(c.claim), Text(c.format), Text(c.measure), Text(delta),
                       Text(effect_text(c)), Text(unadjusted_text(c)),
                       Text(c.verdict, style=_VERDICT_STYLES.get(c.verdict, "")))

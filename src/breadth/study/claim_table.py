@@ -207,6 +207,11 @@ def verdict_text(c: Claim) -> str:
     'smaller than δ, but not zero (-0.016 within ±0.02; Holm p 4.9e-09; against the claimed sign)'
     >>> verdict_text(replace(row, verdict=NO_EFFECT, differs_from_zero=False, p_holm=0.07))
     'no effect (-0.016 within ±0.02; 0 not excluded, Holm p 0.07)'
+
+    A δ from a rule, e.g. (1 - SFT pass@n)/4, reads to three digits:
+
+    >>> verdict_text(replace(row, delta=(1 - 0.8484375) / 4))
+    'smaller than δ, but not zero (-0.016 within ±0.0379; Holm p 4.9e-09; against the claimed sign)'
     >>> verdict_text(Claim("x", "mcq", "m", None, None, None, NOT_RUN, "no arm"))
     'not run'
     """
@@ -215,7 +220,7 @@ def verdict_text(c: Claim) -> str:
     if c.differs_from_zero is None or c.estimate is None or c.p_holm is None:
         return c.verdict  # outside the Holm family: the verdict says all there is
     p = f"Holm p {c.p_holm:.2g}"
-    delta = "" if c.delta is None else f"±{c.delta:g}"
+    delta = "" if c.delta is None else f"±{c.delta:.3g}"
     side = "" if not c.differs_from_zero or c.sign == 0 or \
         np.sign(c.estimate) == c.sign else "; against the claimed sign"
     if c.verdict == SMALLER_THAN_DELTA:
@@ -269,7 +274,7 @@ def decide_family(claims: list[Claim], confidence: float = 0.95,
         note = f"family of {m}; Holm p = {p_holm:.3g} (unadjusted {c.p_value:.3g})"
         if reading.within_delta is not None:
             note += (f"; equivalence interval [{equivalence[0]:+.3f}, {equivalence[1]:+.3f}] "
-                     f"{'inside' if reading.within_delta else 'not inside'} ±{c.delta:g}")
+                     f"{'inside' if reading.within_delta else 'not inside'} ±{c.delta:.3g}")
         power = _power(c, level, m, result == INCONCLUSIVE, confidence, pilot, budget)
         if power is not None and power.reason:
             note = f"{power.text(c.delta, c.estimate)}; {note}"

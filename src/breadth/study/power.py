@@ -128,10 +128,10 @@ class RowPower:
         budget = "" if self.price is None else "; " + self.price.text()
         if self.reason == UNDERPOWERED:
             return (f"underpowered: at {self.num_seeds} seeds the Holm half-width {width} "
-                    f"exceeds δ = {delta:g}; {need}{pilot}{budget}")
+                    f"exceeds δ = {delta:.3g}; {need}{pilot}{budget}")
         if self.reason == NEAR_DELTA:
             return (f"not for lack of power at δ: the Holm interval ({width}) is narrower than "
-                    f"δ = {delta:g} but holds 0 and reaches past ±δ, so the effect "
+                    f"δ = {delta:.3g} but holds 0 and reaches past ±δ, so the effect "
                     f"({estimate:+.3g}) is about δ in size; {need}{pilot}{budget}")
         return ""
 
