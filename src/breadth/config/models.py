@@ -340,7 +340,11 @@ class RLConfig(Section):
         "Historical exploration (ucb) needs problems that recur across steps.",
     )
     max_completion_length: int = Field(8, ge=1, description="Max new tokens per completion.")
-    temperature: float = Field(1.0, gt=0, description="Sampling temperature during training.")
+    temperature: float = Field(
+        1.0, gt=0, description="Sampling temperature during training; > 0, since GRPO learns "
+        "from the differences between a group's completions, which greedy decoding (0) would "
+        "make identical.",
+    )
     beta: float = Field(0.0, ge=0, description="KL coefficient against the reference policy.")
     loss_type: Literal["grpo", "dapo", "dr_grpo", "bnpo", "cispo", "sapo"] = Field(
         "dapo", description="TRL loss aggregation."
@@ -366,14 +370,34 @@ class RLConfig(Section):
         0.2, ge=0, description="Target mean token entropy (nats) for adaptive entropy control."
     )
     save_steps: int = Field(25, ge=1, description="Checkpoint every N steps (to S3 under the run).")
+    vllm_mode: Literal["server", "colocate"] | None = Field(
+        None, description="Where GRPO's completions come from. Empty = server when "
+        "rl.vllm_server_url is set, else the trainer generates with transformers. server = "
+        "TRL's vLLM server mode (a `trl vllm-serve` server at rl.vllm_server_url); colocate = "
+        "TRL's colocate mode (a vLLM engine inside each training process, sharing its GPU: "
+        "rl.vllm_gpu_memory_utilization, rl.vllm_tensor_parallel). Both need a CUDA GPU and "
+        "vLLM importable in the training process, and are refused before anything runs where "
+        "either is missing; neither has been run (no GPU with vLLM was available).",
+    )
     vllm_server_url: str | None = Field(
         None, description="TRL's vLLM server mode: base URL of a `trl vllm-serve` server that "
-        "generates GRPO's completions (needs CUDA; untested on CPU). Empty = the trainer "
-        "generates with transformers.",
+        "generates GRPO's completions (needs CUDA; not run). Setting it alone sets "
+        "rl.vllm_mode=server.",
     )
     vllm_server_timeout_s: float = Field(
         240.0, gt=0, description="Seconds the trainer waits for the `trl vllm-serve` server "
         "to answer at start-up (rl.vllm_server_url).",
+    )
+    vllm_gpu_memory_utilization: float = Field(
+        0.3, gt=0, lt=1, description="rl.vllm_mode=colocate: the share of each training GPU's "
+        "memory the vLLM engine takes (TRL's vllm_gpu_memory_utilization; 0.3 is TRL's "
+        "default); the rest holds the policy, its gradients and optimizer state. A server "
+        "takes its own --gpu-memory-utilization.",
+    )
+    vllm_tensor_parallel: int = Field(
+        1, ge=1, description="rl.vllm_mode=colocate: GPUs per vLLM engine (TRL's "
+        "vllm_tensor_parallel_size): each group of this many training processes shares one "
+        "engine; must divide rl.num_processes.",
     )
     reward: RewardConfig = Field(default_factory=RewardConfig)
 
@@ -387,6 +411,45 @@ class RLConfig(Section):
                 "number of whole prompt groups. Set rl.prompts_per_step to a multiple of "
                 f"{self.num_processes} or change rl.num_processes"
             )
+        return self
+
+    @model_validator(mode="after")
+    def _vllm_mode_settings(self) -> RLConfig:
+        # Only what the config alone can tell; whether this machine can run the mode (CUDA,
+        # vLLM importable) is the preflight's (breadth.training.trl_vllm).
+        if self.vllm_mode is None and self.vllm_server_url:
+            # The URL alone asked for server mode before rl.vllm_mode existed. Set without
+            # re-validating, so the run's logged params say which mode ran.
+            self.__dict__["vllm_mode"] = "server"
+        if self.vllm_mode == "server" and not self.vllm_server_url:
+            raise ValueError(
+                "rl.vllm_mode=server needs rl.vllm_server_url, the base URL of a running "
+                "`trl vllm-serve` server (docs/guide/vllm.md); or set rl.vllm_mode=colocate, "
+                "or leave rl.vllm_mode empty to generate with transformers"
+            )
+        if self.vllm_mode == "colocate" and self.vllm_server_url:
+            raise ValueError(
+                f"rl.vllm_mode=colocate with rl.vllm_server_url={self.vllm_server_url!r}: "
+                "colocate runs vLLM inside the trainer and uses no server. Unset "
+                "rl.vllm_server_url, or set rl.vllm_mode=server"
+            )
+        if self.vllm_mode == "colocate" and self.num_processes % self.vllm_tensor_parallel:
+            raise ValueError(
+                f"rl.vllm_tensor_parallel={self.vllm_tensor_parallel} does not divide "
+                f"rl.num_processes={self.num_processes}: each vLLM engine spans a whole group "
+                "of training processes. Set rl.vllm_tensor_parallel to a divisor of "
+                "rl.num_processes"
+            )
+        if self.vllm_mode != "colocate":
+            # A colocate setting without colocate would be ignored without a word.
+            for key in ("vllm_gpu_memory_utilization", "vllm_tensor_parallel"):
+                if getattr(self, key) != type(self).model_fields[key].default:
+                    raise ValueError(
+                        f"rl.{key}={getattr(self, key)} applies to rl.vllm_mode=colocate only "
+                        f"(rl.vllm_mode is {self.vllm_mode or 'empty'}): set "
+                        "rl.vllm_mode=colocate, or leave it at its default (a vLLM server "
+                        "takes its own flags at its start)"
+                    )
         return self
 
     @model_validator(mode="after")

@@ -6,6 +6,9 @@ missing here. Without this check such a run started the stack, opened an MLflow 
 the failing task, and ended in a page of tracebacks from the data loader or from Hugging Face
 ("Repo id must be in the form 'repo_name'...").
 
+Settings this machine cannot run are refused the same way: TRL's vLLM modes for GRPO
+(`rl.vllm_mode`) need a CUDA GPU and vLLM in the training process (`unrunnable_here`).
+
 It also renders the run's rows and checks that they fit its token limits (`check_fit`): a run
 whose prompts or targets the model cannot hold trained and scored garbage for 45 minutes.
 """
@@ -58,6 +61,7 @@ from breadth.preflight.sequence_fit import (
     tokenizer_counter,
 )
 from breadth.stages import prepare_stage
+from breadth.training.trl_vllm import trl_vllm_refusal_here
 
 
 def looks_like_a_path(name: str) -> bool:
@@ -106,9 +110,20 @@ def missing_local_paths(config: PipelineConfig) -> list[str]:
     return problems
 
 
+def unrunnable_here(config: PipelineConfig) -> list[str]:
+    """One sentence per setting the training process on this machine cannot run, with its
+    key and the fix: TRL's vLLM modes (`rl.vllm_mode`) without CUDA or vLLM here
+    (`breadth.training.trl_vllm.trl_vllm_refusal`). Without it GRPO failed after prepare and
+    SFT had run."""
+    refusal = trl_vllm_refusal_here(config.rl) if config.rl.enabled else None
+    return [refusal] if refusal else []
+
+
 def check_local_paths(config: PipelineConfig) -> None:
-    """Raise ConfigError naming every missing local path (see `missing_local_paths`)."""
-    problems = missing_local_paths(config)
+    """Raise ConfigError naming every missing local path (see `missing_local_paths`) and every
+    setting this machine cannot run (`unrunnable_here`): both are about the machine the run
+    starts on, and both callers (`breadth run`, the pipeline flow) ask before anything starts."""
+    problems = missing_local_paths(config) + unrunnable_here(config)
     if problems:
         raise ConfigError("; ".join(problems))
 

@@ -29,7 +29,11 @@ from breadth.training.distributed import (
     wait_for_all_processes,
 )
 from breadth.training.trainer_setup import MetricsCallback, device_arguments, show_progress
-from breadth.training.trl_vllm import trl_vllm_server_arguments
+from breadth.training.trl_vllm import (
+    TRLVLLMModeError,
+    trl_vllm_arguments,
+    trl_vllm_refusal_here,
+)
 
 # Columns the reward functions read; everything else (e.g. `target`) stays out of TRL's way.
 REWARD_COLUMNS = ("problem_id", "answer", "format", "task", "options", "letter", "meta", "split")
@@ -140,7 +144,6 @@ def build_grpo_config(config: RLConfig, *, output_dir: Path, seed: int, override
     are on `config` already: its validation set them. `overrides` go over everything (the
     reward weights).
     """
-    import torch
     from trl import GRPOConfig
 
     # prompts_per_step is global: each of the num_processes processes generates for an equal
@@ -179,7 +182,10 @@ def build_grpo_config(config: RLConfig, *, output_dir: Path, seed: int, override
         multi_objective_aggregation="sum_then_normalize",
         **device_arguments(),
     )
-    values.update(trl_vllm_server_arguments(config, cuda_available=torch.cuda.is_available()))
+    # The preflight refused this already; here again for callers that skip it.
+    if refusal := trl_vllm_refusal_here(config):
+        raise TRLVLLMModeError(refusal)
+    values.update(trl_vllm_arguments(config))
     values.update(overrides)
     return GRPOConfig(**values)
 

@@ -15,6 +15,7 @@ from breadth.preflight.checks import (
     check_local_paths,
     missing_local_paths,
     unique_fit_configs,
+    unrunnable_here,
 )
 
 
@@ -64,6 +65,26 @@ def test_a_tilde_path_is_checked_as_the_loaders_read_it(tmp_path, monkeypatch):
 # The data's fit to the run's token limits (check_fit): rendered as the prepare stage renders it,
 # counted with the model's own tokenizer, refused before anything starts.
 GSM8K_STYLE = Path(__file__).parents[1] / "data" / "fixtures" / "gsm8k_long.jsonl"
+
+
+def test_trl_vllm_colocate_without_a_gpu_is_refused_before_anything_starts():
+    """rl.vllm_mode=colocate needs CUDA in the training process: on a machine without it the
+    run is refused by the checks `breadth run` and the flow make first, with the key and the
+    fix, not by GRPO after prepare and SFT ran."""
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA: the refusal is for machines without it")
+    config = _config("rl.vllm_mode=colocate")
+    with pytest.raises(ConfigError) as caught:
+        check_local_paths(config)
+    message = str(caught.value)
+    assert message.startswith("rl.vllm_mode=colocate needs a CUDA GPU in the training process; "
+                              "this machine has none")
+    assert "Fix: unset rl.vllm_mode to generate with transformers" in message
+    # No GRPO, nothing to refuse; and no mode asks nothing of the machine.
+    assert unrunnable_here(_config("rl.vllm_mode=colocate", "rl.enabled=false")) == []
+    assert unrunnable_here(_config()) == []
 
 
 def test_a_reasoning_trace_longer_than_the_completion_budget_is_refused_with_values_that_fit():
