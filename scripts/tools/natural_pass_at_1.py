@@ -74,8 +74,6 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--max-new-tokens", type=int, default=32)
     args = parser.parse_args(argv)
     # Imported here: --help and the argument checks need neither torch nor the model.
-    import torch
-
     from breadth.models.chat import render_prompts
     from breadth.models.gguf import hf_folder_of
     from breadth.models.tiny import load_policy
@@ -91,14 +89,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         prompts = render_prompts(tokenizer, [row["prompt"] for row in rows], settings)
         name = f"{candidate.task} L{candidate.level} {candidate.format}"
         start = time.monotonic()
-        encoded = tokenizer(prompts, return_tensors="pt", padding=True, add_special_tokens=False)
-        with torch.inference_mode():
-            output = model.generate(**encoded, do_sample=False, max_new_tokens=args.max_new_tokens,
-                                    pad_token_id=tokenizer.pad_token_id,
-                                    eos_token_id=tokenizer.eos_token_id)
-        texts = tokenizer.batch_decode(output[:, encoded["input_ids"].shape[1]:],
-                                       skip_special_tokens=True)
-        verdicts = [verify(text, row) for text, row in zip(texts, rows, strict=True)]
+        # Greedy as a run decodes it: rollout.temperature=0 in the transformers backend.
+        groups = generate_samples(model, tokenizer, prompts, num_samples=1, temperature=0.0,
+                                  top_p=1.0, max_new_tokens=args.max_new_tokens, seed=0)
+        verdicts = [verify(group[0].text, row) for group, row in zip(groups, rows, strict=True)]
         print(summary(f"{name} greedy", verdicts, time.monotonic() - start), flush=True)
         for temperature in args.temperature:
             start = time.monotonic()

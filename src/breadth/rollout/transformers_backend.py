@@ -15,6 +15,20 @@ from breadth.preflight.sequence_fit import check_rows_fit
 from breadth.rollout.rows import Sample, request_seed, rollout_rows
 
 
+def decoding_arguments(temperature: float, top_p: float) -> dict[str, Any]:
+    """`generate`'s decoding arguments: sampling at `temperature` and `top_p`, or greedy at
+    temperature 0 (`rollout.temperature=0`), where neither applies and neither is passed.
+
+    >>> decoding_arguments(0.0, 0.9)
+    {'do_sample': False}
+    >>> decoding_arguments(0.7, 0.9)
+    {'do_sample': True, 'temperature': 0.7, 'top_p': 0.9}
+    """
+    if temperature == 0:
+        return {"do_sample": False}
+    return {"do_sample": True, "temperature": temperature, "top_p": top_p}
+
+
 def generate_samples(
     model: Any,
     tokenizer: Any,
@@ -28,7 +42,8 @@ def generate_samples(
 ) -> list[list[Sample]]:
     """`num_samples` completions per prompt, in one `generate` call, seeded by `seed`.
     `prompts` are the text the model sees (rendered: `breadth.models.chat`), tokenized
-    without special tokens, as the vLLM backend sends them."""
+    without special tokens, as the vLLM backend sends them. At temperature 0, greedy
+    (`decoding_arguments`)."""
     import torch
 
     model.eval()
@@ -48,9 +63,7 @@ def generate_samples(
     with torch.inference_mode():
         output = model.generate(
             **encoded,
-            do_sample=True,
-            temperature=temperature,
-            top_p=top_p,
+            **decoding_arguments(temperature, top_p),
             max_new_tokens=max_new_tokens,
             output_logits=True,
             return_dict_in_generate=True,
@@ -58,8 +71,10 @@ def generate_samples(
             eos_token_id=tokenizer.eos_token_id,
         )
     new_tokens = output.sequences[:, encoded["input_ids"].shape[1] :]
-    # Log-probs and entropy of the distribution actually sampled from (temperature applied).
-    logits = torch.stack(output.logits, dim=1).float() / temperature
+    # Log-probs and entropy of the distribution actually sampled from (temperature applied);
+    # greedy draws from none: there the model's own (temperature 1), which is what vLLM
+    # returns for a greedy request (its processed log-probs skip the temperature at 0).
+    logits = torch.stack(output.logits, dim=1).float() / (temperature or 1.0)
     log_probs = torch.log_softmax(logits, dim=-1)
     token_logprobs = log_probs.gather(-1, new_tokens.unsqueeze(-1)).squeeze(-1)
     entropy = -(log_probs.exp() * log_probs).sum(-1)

@@ -62,6 +62,8 @@ def completion_request(
         "prompt": problem["prompt"],
         "n": config.num_samples,
         "seed": request_seed(seed, str(problem["problem_id"])),
+        # 0 is vLLM's greedy decoding (top_p then ignored), with n = 1: the config refuses
+        # more, and so would vLLM.
         "temperature": config.temperature,
         "top_p": config.top_p,
         "max_tokens": config.max_new_tokens,

@@ -22,6 +22,13 @@ def test_every_preset_validates(preset):
     assert config.preset == preset
 
 
+def test_temperature_zero_is_a_greedy_run_with_one_sample_per_problem():
+    config = load_config("default", ["rollout.temperature=0", "rollout.num_samples=1",
+                                     "evaluation.transfer_split_k=1",
+                                     "evaluation.search_budget=0"])
+    assert (config.rollout.temperature, config.rollout.num_samples) == (0.0, 1)
+
+
 def test_overrides_are_typed():
     config = load_config("default", ["rl.max_steps=7", "data.format=mcq", "rl.epsilon_high=0.28"])
     assert (config.rl.max_steps, config.data.format, config.rl.epsilon_high) == (7, "mcq", 0.28)
@@ -53,6 +60,14 @@ def test_overrides_are_typed():
          ["rl.prompts_per_step=32 is not divisible by rl.num_processes=3", "multiple of 3"]),
         ("default", ["preset=ucb"], ["`preset` is only a label", "--preset ucb"]),
         ("default", ["data.source=no"], ["data.source", "(got 'no')"]),
+        ("default", ["rollout.temperature=0"],
+         ["rollout.temperature=0 decodes greedily", "rollout.num_samples=16 samples",
+          "Set rollout.num_samples=1"]),
+        ("default", ["rollout.temperature=0", "rollout.num_samples=1"],
+         ["evaluation.transfer_split_k=1 (not 4", "evaluation.search_budget=0 (not 16"]),
+        ("default", ["rollout.temperature=1e-6"],
+         ["rollout.temperature=1e-06 is below 0.01", "set rollout.temperature=0"]),
+        ("default", ["rl.temperature=0"], ["rl.temperature", "greater than 0"]),
     ],
 )
 def test_bad_config_names_the_key_and_the_fix(preset, overrides, must_mention):

@@ -52,3 +52,16 @@ def test_vllm_sampler_sends_one_seeded_request_per_prompt_and_keeps_choice_order
     assert sorted(b["seed"] for b in bodies) == sorted(
         request_seed(7, f"prompt-{i}") for i in range(2)
     )
+
+
+def test_vllm_gets_temperature_zero_for_greedy_with_one_sample():
+    """vLLM decodes greedily at exactly 0 (it samples at 0.01 for anything in (0, 0.01), and
+    refuses n > 1 when greedy): the request carries the config's 0 and n = 1."""
+    from breadth.rollout.vllm_backend import completion_request
+
+    greedy = RolloutConfig(backend="vllm", temperature=0, num_samples=1, max_new_tokens=5)
+    body = completion_request({"problem_id": "p1", "prompt": "1+2="}, greedy, model="m", seed=0)
+    assert (body["temperature"], body["n"], body["max_tokens"]) == (0.0, 1, 5)
+    sampled = completion_request({"problem_id": "p1", "prompt": "1+2="},
+                                 RolloutConfig(temperature=0.7, num_samples=4), model="m", seed=0)
+    assert (sampled["temperature"], sampled["n"]) == (0.7, 4)
