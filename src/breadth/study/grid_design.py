@@ -250,13 +250,17 @@ class GridConfig(Section):
         return cells
 
     def content_hash(self) -> str:
-        """Identifies 'the same study' across nights: seeds, the grid id and how cells run are
-        excluded, so a night with other seeds is still compared with the previous one (and
+        """Identifies 'the same study' across nights: the preset's content and the overrides
+        count; seeds, the grid id and how cells run are excluded, so a night with other seeds is still compared with the previous one (and
         the pilot the report cites is not the study either)."""
         # How cells are run is not what the study is: a night on a pool compares with one
         # that ran in process.
         payload = self.model_dump(mode="json", exclude={"grid_id", "seeds", *RUNNER_KEYS,
                                                         *REPORT_KEYS})
+        # What the preset holds, not only its name: a preset edited between nights (more
+        # samples, another split) is another study, and its nights are not compared.
+        payload["preset_content"] = load_config(self.preset, list(self.overrides)).model_dump(
+            mode="json", exclude={"seed"})
         return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
 
 

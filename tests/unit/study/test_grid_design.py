@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from breadth.config import ConfigError
+from breadth.config import ConfigError, load_config
 from breadth.study.grid_design import GridConfig
 
 
@@ -49,6 +49,18 @@ def test_content_hash_ignores_seeds_and_grid_id_but_not_the_study():
                   GridConfig(rewards=["correctness"], seeds=[0], formats=["mcq"]),
                   GridConfig(rewards=["correctness"], seeds=[0], overrides=["rl.max_steps=2"])):
         assert other.content_hash() != base.content_hash()
+
+
+def test_a_preset_edited_between_nights_is_another_study(tmp_path):
+    """The alarm compares a night with the previous one of the same study: a preset whose
+    content changed (here n = 32 -> 128 samples at evaluation) must not count as the same."""
+    before, after = tmp_path / "before" / "nightly.yaml", tmp_path / "after" / "nightly.yaml"
+    for path, samples in ((before, 32), (after, 128)):
+        path.parent.mkdir()
+        path.write_text(f"extends: reasoning\nrollout:\n  num_samples: {samples}\n")
+    assert load_config(str(before)).preset == load_config(str(after)).preset  # the same name
+    assert (GridConfig(preset=str(before), rewards=["correctness"], seeds=[0]).content_hash()
+            != GridConfig(preset=str(after), rewards=["correctness"], seeds=[0]).content_hash())
 
 
 def test_how_cells_run_is_not_part_of_the_study():
