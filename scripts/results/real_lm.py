@@ -238,6 +238,13 @@ def _curve_table(tasks: Sequence[Mapping[str, Any]], key: str) -> list[str]:
     return lines
 
 
+def _reused(units: Mapping[str, int]) -> str:
+    if not units["reused"]:
+        return ""
+    return (f" (this invocation's; {units['reused']} of its {units['done']} units were found in "
+            "--work, their stages' time is not in it)")
+
+
 def _load(values: Sequence[float]) -> str:
     return " / ".join(f"{v:.2f}" for v in values)
 
@@ -255,7 +262,7 @@ def page(figures: Mapping[str, Any]) -> str:
         f"- Command: `{f['command']}`",
         (f"- Machine: {machine['cores']} cores ({machine['cpu']}), {machine['memory_gib']:.0f} GiB; "
          f"load average (1, 5, 15 min) {_load(machine['load_before'])} before, "
-         f"{_load(machine['load_after'])} after. Wall time {f['wall_s'] / 60:.1f} min."),
+         f"{_load(machine['load_after'])} after. Wall time {f['wall_s'] / 60:.1f} min{_reused(f['units'])}."),
         (f"- breadth {f['version']} at {f['commit']}; torch {machine['torch']}, transformers "
          f"{machine['transformers']}."),
         (f"- Model: `{model['name_or_path']}`: package {model.get('package')} "
@@ -315,6 +322,10 @@ def page(figures: Mapping[str, Any]) -> str:
                 f" | {_ci(s['paired'].get('pass@n'), 3, '+')} | {g.get('step_s', math.nan):.1f} | "
                 f"{g['wall_s']:.0f}{' (resumed)' if g['resumed'] else ''} | "
                 f"{g.get('mean_reward', math.nan):.3f} | {g.get('frac_reward_zero_std', math.nan):.2f} |")
+        base = float(np.mean([s["models"]["base"]["pass_at_1"]["estimate"] for s in seeds]))
+        room = "inside" if 0.2 <= base <= 0.6 else "outside"
+        lines += ["", (f"The base model's pass@1 here, the seeds' mean: {base:.3f}, {room} the "
+                       "0.2-0.6 where GRPO's groups are most often mixed.")]
         pooled = f["grpo"]["pooled"]
         lines += ["", (f"Over the {len(seeds)} seeds: the mean of the per-seed paired means, with "
                        "a t interval (seeds - 1 degrees of freedom; none with one seed):"), "",
@@ -329,18 +340,14 @@ def page(figures: Mapping[str, Any]) -> str:
                f"{task} L{level} {fmt} (section 1's row), through each backend: the same "
                "problems and settings. Seconds are the rollout stage's; the rate leaves out the "
                "transformers model's load and the vLLM server's start."), "",
-              "| rollout | samples | tokens | s | model load s | tokens/s |",
+              "| rollout | samples | tokens | s | model load or server start s | tokens/s |",
               "|---|---|---|---|---|---|"]
     for name, r in f["throughput"].items():
         if "not_run" in r:
             lines.append(f"| {name} | not run: {r['not_run']} | | | | |")
-        else:
+        else:  # vLLM's server starts before its stage, transformers loads inside its own
             lines.append(f"| {name} | {r['samples']} | {r['tokens']} | {r['wall_s']} | "
-                         f"{r['load_s']} | {r['tokens_per_s']} |")
-    vllm = f["throughput"].get("vLLM", {})
-    if "server_start_s" in vllm:
-        lines.append(f"\nThe vLLM CPU server (breadth's flags) started in {vllm['server_start_s']} s, "
-                     "not in its rate.")
+                         f"{r.get('server_start_s', r['load_s'])} | {r['tokens_per_s']} |")
     steps = [s["grpo"].get("step_s", math.nan) for s in seeds]
     memory = f["memory"]
     lines += ["", (f"- GRPO seconds per step (TRL's `step_time`): "
@@ -384,6 +391,8 @@ class Measurement:
         self.args, self.work = args, Path(args.work)
         self.memory = PeakMemory()
         self.peaks: dict[str, float] = {}
+        self.ran = 0
+        """Stages run by this invocation (not found in --work)."""
 
     def _peak(self, part: str, mb: float) -> None:
         self.peaks[part] = max(self.peaks.get(part, 0.0), mb)
@@ -406,6 +415,7 @@ class Measurement:
         """`rollout_stage`, cached, its rate and peak memory in <path>.json beside it."""
         timing = path.with_suffix(".json")
         if not (path.exists() and timing.exists()):
+            self.ran += 1
             self.memory.reset()
             with timed_loads() as loads:
                 started = time.perf_counter()
@@ -446,6 +456,7 @@ class Measurement:
         measured = rl / "measured.json"
         if not measured.exists():
             resumed = any(rl.glob("checkpoint-*"))  # rl_stage continues from one: fewer steps
+            self.ran += 1
             self.memory.reset()
             started = time.perf_counter()
             stages.rl_stage(config, data, self.base(config), rl)
@@ -534,9 +545,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     tasks: list[dict[str, Any]] = []
     seeds: list[dict[str, Any]] = []
     throughput: dict[str, Any] = {}
+    reused = 0
     for done, (kind, what) in enumerate(units):
-        print(f"[{done + 1}/{len(units)}] {kind} {what or ''} ({(time.perf_counter() - started) / 60:.1f}"
-              " min so far)", flush=True)
+        ran = run.ran
+        minutes = (time.perf_counter() - started) / 60
+        print(f"[{done + 1}/{len(units)}] {kind} {'' if what is None else what} ({minutes:.1f} "
+              "min so far)", flush=True)
         if kind == "task":
             tasks.append(run.task_row(*what))
             if what == GRPO_TASK:
@@ -545,8 +559,11 @@ def main(argv: Sequence[str] | None = None) -> None:
             throughput["vLLM"] = run.vllm()
         else:
             seeds.append(run.grpo_seed(what))
+        skipped = kind == "vllm" and "not_run" in throughput["vLLM"]  # nothing to reuse
+        reused += run.ran == ran and not skipped
         figures = {
             "command": command, "wall_s": time.perf_counter() - started,
+            "units": {"done": done + 1, "reused": reused},
             "commit": commit,
             "version": metadata.version("breadth"), "machine": machine(load_before),
             "model": {"name_or_path": preset.model.name_or_path,

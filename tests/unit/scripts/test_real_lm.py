@@ -86,7 +86,8 @@ def _figures(**changes) -> dict:
                      "step_s": 21.5, "mean_reward": 0.25, "frac_reward_zero_std": 0.5}}
     figures = {
         "command": ".venv/bin/python scripts/results/real_lm.py --problems 1 --samples 4",
-        "wall_s": 600.0, "commit": "abc1234", "version": "0.1.0",
+        "wall_s": 600.0, "units": {"done": 11, "reused": 0}, "commit": "abc1234",
+        "version": "0.1.0",
         "machine": {"cores": 2, "cpu": "AMD EPYC", "memory_gib": 24.0,
                     "load_before": [0.5, 0.4, 0.3], "load_after": [2.0, 1.5, 1.0],
                     "torch": "2.13", "transformers": "5.17"},
@@ -117,6 +118,15 @@ def test_the_page_states_how_it_was_made_and_each_parts_figures():
 
 
 def test_a_page_of_a_run_cut_short_says_what_is_not_measured():
-    text = real_lm.page(_figures(tasks=[], grpo={"seeds": [], "pooled": []}, throughput={}))
+    vllm = {"samples": 8, "tokens": 110, "wall_s": 63.2, "load_s": 0.0, "tokens_per_s": 1.74,
+            "peak_mb": 4000.0, "server_start_s": 30.5}
+    text = real_lm.page(_figures(tasks=[], grpo={"seeds": [], "pooled": []},
+                                 throughput={"vLLM": vllm}))
     assert text.count(real_lm.NOT_MEASURED) == 3  # tasks, GRPO, seconds per step
     assert "| transformers |" not in text
+    assert "| vLLM | 8 | 110 | 63.2 | 30.5 | 1.74 |" in text  # the server's start apart
+
+
+def test_a_resumed_runs_wall_time_says_what_it_leaves_out():
+    text = real_lm.page(_figures(units={"done": 11, "reused": 9}))
+    assert "Wall time 10.0 min (this invocation's; 9 of its 11 units were found in --work" in text
