@@ -145,18 +145,47 @@ class Study:
         self.frame = frame[frame["format"] == fmt]
         self.fmt = fmt
         self.settings = settings
+        # Each arm's rows, each seed's of them by problem, and the rows a metric reads, worked
+        # out once: the claims read the same few arms dozens of times (each k of the
+        # crossover, each δ), and filtering the frame again each time was most of
+        # `evaluate_claims`' time.
+        self._arms: dict[tuple[str, str], pd.DataFrame | None] = {}
+        self._seeds: dict[tuple[str, str], dict] = {}
+        self._rows: dict[tuple, pd.DataFrame] = {}
 
     def has(self, name: str) -> bool:
         """Whether the frame measured `name` (a column with a value)."""
         return name in self.frame and self.frame[name].notna().any()
 
     def arm(self, objective: str, model: str) -> pd.DataFrame | None:
+        if (objective, model) in self._arms:
+            return self._arms[objective, model]
         if model == "sft":  # the warm start is shared: read each seed's from any of its cells
             rows = self.frame[self.frame["model"] == "sft"]
             rows = rows.drop_duplicates(["seed", "problem_id"])
         else:
             rows = self.frame[(self.frame["model"] == "rl") & (self.frame["objective"] == objective)]
-        return rows if len(rows) else None
+        self._arms[objective, model] = rows if len(rows) else None
+        return self._arms[objective, model]
+
+    def _by_seed(self, arm: tuple[str, str]) -> dict:
+        """The arm's rows per seed, indexed by problem_id ({} without the arm)."""
+        if arm not in self._seeds:
+            rows = self.arm(*arm)
+            self._seeds[arm] = {} if rows is None else {
+                s: rows[rows["seed"] == s].set_index("problem_id") for s in set(rows["seed"])}
+        return self._seeds[arm]
+
+    def _of_seed(self, arm: tuple[str, str], seed, problems: list) -> pd.DataFrame:
+        """`_of_seed` of the arm's rows (its rows of `seed`, one per problem of `problems`), as
+        a shallow copy: a metric that added a column would not change the next one's rows."""
+        key = (arm, seed, tuple(problems))
+        if key not in self._rows:
+            by_seed = self._by_seed(arm)
+            # No such seed or arm: the frame's own rows fail as they always did.
+            self._rows[key] = (by_seed[seed].loc[problems] if seed in by_seed
+                               else _of_seed(self.arm(*arm), seed, problems))
+        return self._rows[key].copy(deep=False)
 
     def missing(self, arms: list[tuple[str, str]]) -> list[str]:
         """The arms the grid did not run ("sft" for the warm start)."""
@@ -178,12 +207,12 @@ class Study:
             return None, "the arms share no seed"
         rows = []
         for seed in seeds:
-            by_seed = [f[f["seed"] == seed] for f in frames]
-            problems = sorted(set.intersection(*(set(f["problem_id"]) for f in by_seed)))
-            values = np.stack([np.asarray(metric(_of_seed(f, seed, problems)), np.float64)
-                               for f in by_seed], axis=-1)  # (P, A)
+            problems = sorted(set.intersection(*(set(self._by_seed(tuple(arm))[seed].index)
+                                                 for arm in arms)))
+            values = np.stack([np.asarray(metric(self._of_seed(tuple(arm), seed, problems)),
+                                          np.float64) for arm in arms], axis=-1)  # (P, A)
             if mask is not None:
-                keep = mask(_of_seed(self.arm(*SFT), seed, problems))
+                keep = mask(self._of_seed(SFT, seed, problems))
                 values[~np.asarray(keep, bool)] = np.nan
             rows.append(values)
         width = max(len(r) for r in rows)

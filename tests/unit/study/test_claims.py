@@ -358,3 +358,31 @@ def test_a_single_format_grid_has_its_format_claim_not_run(tmp_path, fmt, absent
             "mcq − free_form | ±0.1 | n/a |  |  | not run |") in table.read_text()
     [row] = [c for c in json.loads(data.read_text()) if c["claim"] == "format"]
     assert row["verdict"] == "not run" and row["estimate"] is None
+
+
+def test_a_study_reads_each_seeds_rows_as_the_frame_gives_them_and_keeps_them_apart():
+    """`Study` keeps each arm's rows per seed (the claims read the same arms dozens of times):
+    the rows a metric gets are the frame's own for that seed and those problems, in their
+    order, and a metric that adds a column leaves the next metric's rows as they were."""
+    from breadth.study.claims import SFT, Study, _of_seed
+
+    frame = pd.concat([_cells([8, 0, 4], seeds=(0, 1)), _cells([8, 0], seeds=(2,))])
+    frame = frame[~((frame["seed"] == 1) & (frame["problem_id"] == "p1"))]  # seed 1 lacks p1
+    study = Study(frame, "free_form", ClaimSettings())
+    rl = ("correctness", "rl")
+    for arm in (rl, SFT):
+        for seed, problems in ((0, ["p2", "p0"]), (1, ["p0", "p2"]), (2, ["p1"])):
+            expected = _of_seed(study.arm(*arm), seed, problems)
+            pd.testing.assert_frame_equal(study._of_seed(arm, seed, problems), expected)
+    values, detail = study.aligned([rl, SFT], pass_metric(1))
+    assert detail == "seeds: 3, problems per seed: [3, 2, 2]"
+    np.testing.assert_array_equal(values[1, :, 0], [1.0, 0.5, np.nan])  # p0, p2, padding
+
+    def widening(rows):
+        rows["extra"] = 1.0
+        return rows["num_correct"].to_numpy(np.float64)
+
+    study.aligned([rl], widening)
+    assert "extra" not in study._of_seed(rl, 0, ["p0"])
+    with pytest.raises(KeyError):  # a seed the arm lacks fails as the frame's rows do
+        study._of_seed(rl, 7, ["p0"])
