@@ -28,14 +28,14 @@ PREFECT_RUN = "http://127.0.0.1:4200/flow-runs/flow-run/0b1c"
 
 
 @pytest.fixture(scope="module")
-def store():
+def store(mlflow_db):
     """Two grid cells (with evaluate children), a lone run started last, and noise: the grid's
     summary run."""
     from mlflow import MlflowClient
 
-    shm = Path("/dev/shm")  # sqlite on tmpfs: the schema migrations take a third of the time
+    shm = Path("/dev/shm")  # sqlite on tmpfs: its commits take a third of the time
     with tempfile.TemporaryDirectory(dir=shm if os.access(shm, os.W_OK) else None) as fast:
-        client = MlflowClient(f"sqlite:///{Path(fast).resolve() / 'mlflow.db'}")
+        client = MlflowClient(f"sqlite:///{mlflow_db(Path(fast).resolve() / 'mlflow.db')}")
         grid = client.create_experiment("grid")
         cells = [_pipeline_run(client, grid, fmt, 0, 0)[0] for fmt in (0, 1)]
         _log(client, client.create_run(grid, tags={"grid.id": GRID}).info.run_id, {"x/y": 1.0})
@@ -51,7 +51,7 @@ def store():
 
 
 @pytest.fixture(scope="module")
-def lone_runs():
+def lone_runs(mlflow_db):
     """Lone runs of one cell (free_form / correctness, seed 0): a short config, the default
     one, and a FAILED run; and a darling run of the short config. Its own store: `breadth
     runs` lists every run of `store`."""
@@ -59,7 +59,7 @@ def lone_runs():
 
     shm = Path("/dev/shm")
     with tempfile.TemporaryDirectory(dir=shm if os.access(shm, os.W_OK) else None) as fast:
-        client = MlflowClient(f"sqlite:///{Path(fast).resolve() / 'mlflow.db'}")
+        client = MlflowClient(f"sqlite:///{mlflow_db(Path(fast).resolve() / 'mlflow.db')}")
         exp = client.create_experiment("adhoc")
         short, default = (_pipeline_run(client, exp, 0, 0, 0, grid=None, params=params)[0]
                           for params in (config_params(**SHORT), config_params()))

@@ -101,14 +101,15 @@ def _pipeline_run(client, exp, fmt, reward, seed, *, grid=GRID, full_copy=True, 
 
 
 @pytest.fixture(scope="module")
-def store(tmp_path_factory):
+def store(tmp_path_factory, mlflow_db):
     from mlflow import MlflowClient
 
-    # sqlite commits fsync; on tmpfs the schema migrations and ~50 runs take a third of the
-    # time they take on disk (the suite runs on 2 shared cores).
+    # sqlite commits fsync; on tmpfs the ~50 runs take a third of the time they take on disk
+    # (the suite runs on 2 shared cores).
     shm = Path("/dev/shm")
     with tempfile.TemporaryDirectory(dir=shm if os.access(shm, os.W_OK) else None) as fast:
-        yield _fill_store(MlflowClient(f"sqlite:///{Path(fast).resolve() / 'mlflow.db'}"))
+        database = mlflow_db(Path(fast).resolve() / "mlflow.db")
+        yield _fill_store(MlflowClient(f"sqlite:///{database}"))
 
 
 def _fill_store(client):

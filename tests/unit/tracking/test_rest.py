@@ -274,8 +274,10 @@ def test_artifacts_are_uploaded_with_their_layout(fake, tmp_path, monkeypatch):
     assert MlflowRest(fake.url).upload("s3://bucket/1/x/artifacts", tmp_path / "manifest.json") is False
 
 
-def test_the_rest_client_is_used_only_where_it_speaks_the_servers_auth(monkeypatch, tmp_path):
+def test_the_rest_client_is_used_only_where_it_speaks_the_servers_auth(monkeypatch, tmp_path,
+                                                                       mlflow_db):
     assert speaks_rest("http://127.0.0.1:5000") and speaks_rest("https://u:p@mlflow.example.com")
+    mlflow_db(tmp_path / "mlflow.db")
     assert not speaks_rest(f"sqlite:///{tmp_path}/mlflow.db") and not speaks_rest("databricks")
     assert isinstance(tracking_client(f"sqlite:///{tmp_path}/mlflow.db"), SdkTracking)
     monkeypatch.setenv("MLFLOW_TRACKING_AUTH", "my-plugin")
@@ -313,13 +315,13 @@ def test_search_runs_reads_metrics_and_times_and_sends_the_order(fake):
 
 @pytest.mark.parametrize("server", ["rest", "sdk"])
 def test_metric_histories_and_artifacts_read_back_alike_on_both_clients(
-    server, fake, tmp_path, monkeypatch
+    server, fake, tmp_path, monkeypatch, mlflow_db
 ):
     """What `breadth compare` reads: a curve's every point (across pages), a folder's listing,
     and the folder or one file downloaded with its layout, as `MlflowClient` lays it out;
     through the REST client (the fake server) and `SdkTracking` (a sqlite store) alike."""
     monkeypatch.chdir(tmp_path)  # a sqlite store keeps its artifacts under ./mlruns
-    uri = fake.url if server == "rest" else f"sqlite:///{tmp_path}/mlflow.db"
+    uri = fake.url if server == "rest" else f"sqlite:///{mlflow_db(tmp_path / 'mlflow.db')}"
     monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
     (tmp_path / "report" / "plots").mkdir(parents=True)
     (tmp_path / "report" / "per_problem_rl.parquet").write_bytes(b"PAR1\x00\xff")
@@ -349,10 +351,11 @@ def test_metric_histories_and_artifacts_read_back_alike_on_both_clients(
             client.download_artifacts(run.run_id, "report/missing.json", tmp_path / "none")
 
 
-def test_every_page_of_runs_and_experiments_is_read_from_a_local_store(tmp_path, monkeypatch):
+def test_every_page_of_runs_and_experiments_is_read_from_a_local_store(tmp_path, monkeypatch,
+                                                                       mlflow_db):
     """`breadth compare` asks for every matching run (max_results=None); `SdkTracking` must
     follow MLflow's pages for runs and experiments rather than stop at the first."""
-    client = SdkTracking(f"sqlite:///{tmp_path}/mlflow.db")
+    client = SdkTracking(f"sqlite:///{mlflow_db(tmp_path / 'mlflow.db')}")
     monkeypatch.chdir(tmp_path)
     experiment = client.create_experiment("paged")
     for index in range(5):
@@ -373,14 +376,14 @@ def test_every_page_of_runs_and_experiments_is_read_from_a_local_store(tmp_path,
 
 @pytest.mark.parametrize("server", ["rest", "sdk"])
 def test_experiments_open_on_runs_and_runs_log_their_datasets_on_both_clients(
-    server, fake, tmp_path, monkeypatch
+    server, fake, tmp_path, monkeypatch, mlflow_db
 ):
     """MLflow 3 opened every experiment on its GenAI pages (no `mlflow.experimentKind`), and
     the parent run showed "Datasets: None"."""
     from breadth.tracking.datasets import dataset_inputs
 
     monkeypatch.chdir(tmp_path)
-    uri = fake.url if server == "rest" else f"sqlite:///{tmp_path}/mlflow.db"
+    uri = fake.url if server == "rest" else f"sqlite:///{mlflow_db(tmp_path / 'mlflow.db')}"
     monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
     files = {"train.parquet": {"sha256": "ab" * 32, "rows": 600},
              "eval.parquet": {"sha256": "cd" * 32, "rows": 32}}

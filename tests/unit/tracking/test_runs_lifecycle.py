@@ -17,8 +17,8 @@ from breadth.tracking.uploads import BackgroundLane
 
 
 @pytest.fixture(scope="module")
-def tracking(tmp_path_factory):
-    uri = f"sqlite:///{tmp_path_factory.mktemp('mlflow') / 'mlflow.db'}"
+def tracking(tmp_path_factory, mlflow_db):
+    uri = f"sqlite:///{mlflow_db(tmp_path_factory.mktemp('mlflow') / 'mlflow.db')}"
     saved = os.environ.get("MLFLOW_TRACKING_URI")
     os.environ["MLFLOW_TRACKING_URI"] = uri
     yield uri

@@ -13,12 +13,12 @@ ROWS = [{"claim": "sharpening", "estimate": 0.25, "low": None, "verdict": "incon
         {"claim": "batch", "estimate": -0.5, "low": -0.75, "verdict": "reproduced"}]
 
 
-def test_the_table_and_its_tag_are_those_mlflow_logs(tmp_path, monkeypatch):
+def test_the_table_and_its_tag_are_those_mlflow_logs(tmp_path, monkeypatch, mlflow_db):
     import pandas as pd
     from mlflow import MlflowClient
 
     monkeypatch.chdir(tmp_path)  # a sqlite store keeps its artifacts under ./mlruns
-    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    uri = f"sqlite:///{mlflow_db(tmp_path / 'mlflow.db')}"
     mlflow = MlflowClient(uri)
     experiment = mlflow.create_experiment("tables")
     ours, theirs = (mlflow.create_run(experiment).info.run_id for _ in range(2))
