@@ -4,17 +4,21 @@ ports under a temporary home, once per session, and stop it at the end."""
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import random
 import resource
+import shutil
 import socket
 import time
 from collections.abc import Iterator
+from importlib import metadata
 from pathlib import Path
 
 import pytest
 
+from breadth.models import gguf as gguf_conversion
 from breadth.stack.local import WEED_GRPC_PORT_OFFSET
 
 PORT_VARIABLES = (
@@ -115,6 +119,60 @@ def live_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, s
     """The real local stack on free ports; yields the client environment (already exported)."""
     with running_local_stack(tmp_path_factory.mktemp("breadth-home")) as env:
         yield env
+
+
+# torch on one OpenMP thread, for the tests that run a real model (SmolLM2-135M) or train one:
+# the suite runs two xdist workers on two cores, and a torch process with two threads in each
+# oversubscribes them, where OpenMP's waiting threads spin. Measured on this 2-core machine busy
+# with other work (load 6-10), generate (16 x 16 tokens) plus one backward pass of SmolLM2:
+# 1 thread 14-16 CPU s in 40-56 s, 2 threads 64-77 CPU s in 194-349 s (two runs each; the
+# script is in the commit that added this). For a subprocess's environment; `one_torch_thread`
+# for the test process's own torch.
+ONE_TORCH_THREAD = {"OMP_NUM_THREADS": "1"}
+
+
+@pytest.fixture(scope="module")
+def one_torch_thread() -> Iterator[None]:
+    """This process's torch on one thread for the module (ONE_TORCH_THREAD's reason)."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+# What a converted GGUF folder depends on besides the file (which keys the folder itself): the
+# conversion's code and the libraries that read and write the weights.
+_GGUF_CONVERSION_INPUTS = ("transformers", "gguf", "torch", "safetensors")
+
+
+@pytest.fixture(scope="session")
+def gguf_cache(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A cache of converted GGUF models ($BREADTH_GGUF_CACHE) shared by the tests of a run and by
+    later runs in this checkout: converting SmolLM2-135M costs 55-145 CPU s, and each test
+    converted it again in its own home. Under pytest's cache folder, in a subfolder named for the
+    conversion's inputs (breadth/models/gguf.py and its libraries' versions), so a change to either
+    converts afresh and is tested; the other subfolders (~540 MB each) are removed. The cold path
+    (hash key, provenance, a corrupt file refused) is tested on a tiny GGUF
+    (tests/unit/models/test_gguf.py). Without pytest's cache (-p no:cacheprovider): a session
+    folder."""
+    inputs = hashlib.sha256(Path(gguf_conversion.__file__).read_bytes())
+    for package in _GGUF_CONVERSION_INPUTS:
+        try:
+            inputs.update(f"{package}=={metadata.version(package)}".encode())
+        except metadata.PackageNotFoundError:
+            inputs.update(f"{package} absent".encode())
+    cache = getattr(request.config, "cache", None)
+    if cache is None:
+        return tmp_path_factory.mktemp("gguf-cache")
+    root = cache.mkdir("breadth-gguf")
+    for stale in root.iterdir():
+        if stale.name != inputs.hexdigest()[:16]:
+            shutil.rmtree(stale, ignore_errors=True)
+    folder = root / inputs.hexdigest()[:16]
+    folder.mkdir(exist_ok=True)
+    return folder
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

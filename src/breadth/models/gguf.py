@@ -27,7 +27,8 @@ import re
 import shutil
 import struct
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib import metadata
@@ -276,7 +277,9 @@ def convert_gguf_to_hf(source: GgufSource, cache_root: Path | str) -> Path:
     config.json without the GGUF quantisation marker, generation_config.json, the tokenizer with
     its chat template, and provenance.json. It is written into a temporary folder beside it and
     renamed, so a killed conversion never leaves a half folder under the final name; a later call
-    returns the folder without reading the GGUF. Refuses (`GgufSourceError`,
+    returns the folder without reading the GGUF. Processes converting the same file at once
+    (stages, runs or test workers sharing one cache) take turns on a lock beside it: the first
+    converts, the others wait and read its folder. Refuses (`GgufSourceError`,
     `ModelTooLargeError`) before loading any weights.
     """
     cache_root = Path(cache_root)
@@ -296,28 +299,42 @@ def convert_gguf_to_hf(source: GgufSource, cache_root: Path | str) -> Path:
     check_fits_memory(2 * estimate_memory_bytes(header), name_or_path=source.spec)
 
     cache_root.mkdir(parents=True, exist_ok=True)
-    _remove_abandoned_partials(cache_root, key)
-    # Named for the process, so a later call can tell an abandoned one from a running one.
-    partial = Path(tempfile.mkdtemp(prefix=f".{key}.{os.getpid()}.", suffix=".partial",
-                                    dir=cache_root))
-    try:
-        _write_hf_folder(source, header, partial)
+    with _conversion_lock(cache_root, key):
+        if (target / PROVENANCE_FILE).is_file():
+            return target  # converted by the process this one waited for
+        _remove_abandoned_partials(cache_root, key)
+        # Named for the process, so a later call can tell an abandoned one from a running one.
+        partial = Path(tempfile.mkdtemp(prefix=f".{key}.{os.getpid()}.", suffix=".partial",
+                                        dir=cache_root))
         try:
-            partial.rename(target)
-        except OSError:
-            # Another process published the same file's folder first: use theirs.
-            if not (target / PROVENANCE_FILE).is_file():
-                raise
+            _write_hf_folder(source, header, partial)
+            try:
+                partial.rename(target)
+            except OSError:
+                # Published first by a process the lock does not reach (a file system where
+                # flock is a no-op): use theirs.
+                if not (target / PROVENANCE_FILE).is_file():
+                    raise
+                shutil.rmtree(partial, ignore_errors=True)
+        except BaseException:
             shutil.rmtree(partial, ignore_errors=True)
-    except BaseException:
-        shutil.rmtree(partial, ignore_errors=True)
-        raise
+            raise
     return target
 
 
+CACHE_VARIABLE = "BREADTH_GGUF_CACHE"
+"""Environment variable: where converted GGUF models are kept, when set (`gguf_cache_root`)."""
+
+
 def gguf_cache_root() -> Path:
-    """Where converted GGUF models are kept: `$BREADTH_HOME/models/gguf` (default `.breadth`),
-    beside breadth's other state, so every stage and both rollout backends read one folder."""
+    """Where converted GGUF models are kept: `$BREADTH_GGUF_CACHE` where set, else
+    `$BREADTH_HOME/models/gguf` (default `.breadth`), beside breadth's other state, so every
+    stage and both rollout backends read one folder. The variable lets several homes share one
+    conversion (a minute or two of CPU for SmolLM2-135M): the test suite's runs, each with a
+    home of its own, or several checkouts."""
+    shared = os.environ.get(CACHE_VARIABLE)
+    if shared:
+        return Path(shared).expanduser()
     return Path(os.environ.get("BREADTH_HOME", ".breadth")) / "models" / "gguf"
 
 
@@ -522,6 +539,17 @@ def _parameters_of_config(config: Any) -> int:
     mlp = 3 * hidden * intermediate  # gate, up, down
     embeddings = vocab * hidden * (1 if value("tie_word_embeddings", True) else 2)
     return embeddings + layers * (attention + mlp + 2 * hidden) + hidden
+
+
+@contextmanager
+def _conversion_lock(cache_root: Path, key: str) -> Iterator[None]:
+    """Hold `cache_root/.<key>.lock` (flock) for the block: one conversion of a file at a time.
+    The kernel releases it when its process dies, so a killed conversion never leaves it held."""
+    import fcntl  # POSIX only, as the stack and the checkpoints' locks
+
+    with open(cache_root / f".{key}.lock", "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
 
 
 def _remove_abandoned_partials(cache_root: Path, key: str) -> None:

