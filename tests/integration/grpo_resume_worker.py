@@ -14,18 +14,19 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 
-def _record_reward_batches(record: Path, hang_at_step: int | None) -> None:
-    """Wrap BatchScorer.score (called by every reward term; the first call of a step records)."""
-    from breadth.rewards.scoring import BatchScorer
-
-    score = BatchScorer.score
+def recording_score(score: Callable[..., Any], record: Path,
+                    hang_at_step: int | None = None) -> Callable[..., Any]:
+    """BatchScorer.score that also records each step's first reward batch to `record` (the
+    first call of a step records; every reward term calls it). The test installs it in its own
+    process for the runs it need not kill; this worker, for the run it kills."""
     recorded: set[int] = set()
 
-    def recording_score(self: BatchScorer, completions: Any, columns: Any) -> Any:
+    def recording(self: Any, completions: Any, columns: Any) -> Any:
         batch = score(self, completions, columns)
         # global_step counts finished optimiser steps: this batch trains step global_step + 1.
         step = int(columns["trainer_state"].global_step) + 1
@@ -39,7 +40,7 @@ def _record_reward_batches(record: Path, hang_at_step: int | None) -> None:
                 time.sleep(1.0)
         return batch
 
-    BatchScorer.score = recording_score  # type: ignore[method-assign]
+    return recording
 
 
 def main() -> None:
@@ -54,9 +55,11 @@ def main() -> None:
     args = parser.parse_args()
 
     from breadth.config import load_config
+    from breadth.rewards.scoring import BatchScorer
     from breadth.stages import rl_stage
 
-    _record_reward_batches(args.record, args.hang_at_step)
+    BatchScorer.score = recording_score(BatchScorer.score, args.record,  # type: ignore[method-assign]
+                                        args.hang_at_step)
     config = load_config(args.preset, args.overrides)
     rl_stage(config, args.dataset, args.policy, args.out)
 

@@ -76,6 +76,22 @@ def _run_to_end(command: list[str], log: Path) -> None:
     assert done.returncode == 0, f"{command} failed:\n{log.read_text()[-4000:]}"
 
 
+def _run_here(out: Path, record: Path, dataset: Path, policy: Path,
+              monkeypatch: pytest.MonkeyPatch) -> None:
+    """`rl_stage` in this process, recording as the worker does: for the runs nobody kills. A
+    worker process costs its imports (torch, transformers, TRL): the module took 86 CPU s with
+    four worker processes, 56 with two (both on one loaded 2-core machine; no servers).
+    Only the killed run and its resume need processes of their own."""
+    from breadth.rewards.scoring import BatchScorer
+    from breadth.stages import rl_stage
+    from tests.integration.grpo_resume_worker import recording_score
+
+    with monkeypatch.context() as patch:
+        patch.setenv("CUDA_VISIBLE_DEVICES", "")
+        patch.setattr(BatchScorer, "score", recording_score(BatchScorer.score, record))
+        rl_stage(load_config(PRESET, OVERRIDES), dataset, policy, out)
+
+
 def _steps(record: Path) -> list[dict[str, Any]]:
     if not record.exists():
         return []
@@ -118,15 +134,16 @@ def stage_inputs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 
 
 def test_killed_grpo_run_resumes_with_same_steps_data_and_reward_state(
-    stage_inputs: tuple[Path, Path], tmp_path: Path
+    stage_inputs: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from breadth.training.grpo import newest_checkpoint
 
     dataset, policy = stage_inputs
 
-    # The uninterrupted reference.
+    # The uninterrupted reference, in this process (as the fault suite's kill test does: on
+    # CPU a run is bitwise the same in any process).
     reference_out, reference_record = tmp_path / "reference", tmp_path / "reference.jsonl"
-    _run_to_end(_worker(reference_out, reference_record, dataset, policy), tmp_path / "ref.log")
+    _run_here(reference_out, reference_record, dataset, policy, monkeypatch)
     reference = _steps(reference_record)
     assert [s["step"] for s in reference] == list(range(1, MAX_STEPS + 1))
 
@@ -212,7 +229,7 @@ def test_killed_grpo_run_resumes_with_same_steps_data_and_reward_state(
     # that checkpoint's, the uninterrupted run's.
     shutil.rmtree(out / "final")
     again = tmp_path / "again.jsonl"
-    _run_to_end(_worker(out, again, dataset, policy), tmp_path / "again.log")
+    _run_here(out, again, dataset, policy, monkeypatch)
     assert _steps(again) == [] and newest_checkpoint(out) == out / f"checkpoint-{MAX_STEPS}"
     got = _weights(out / "final")
     assert all(torch.equal(expected[name], got[name]) for name in expected)
