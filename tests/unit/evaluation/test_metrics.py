@@ -6,6 +6,7 @@ import itertools
 import json
 import math
 from collections import Counter
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
@@ -384,18 +385,25 @@ def test_maj_at_k_is_exact_for_many_problems_at_once():
 
 
 def test_maj_at_k_stays_finite_and_exact_past_float_binomials():
-    # C(2000, 1000) overflows a float; the scaled polynomials do not. One right outcome of
-    # 1,200 samples against 800 wrong of another: at k = 1,000 the right one has the majority
-    # unless it draws <= 500 of its 1,200 (hypergeometric, ~1e-30): maj = 1 to rounding.
-    outcomes = np.array([0] * 1200 + [1] * 800)
+    # C(1100, 550) ~ 2^1094 overflows a float (past 2^1024); the scaled polynomials do not.
+    # One right outcome of 560 samples against 540 wrong of another, k = 550: the right one
+    # wins when it draws more than 275 of the 550, and half the time when it draws 275 (a
+    # tie). Against that count in exact integers (0.726...: not a value that rounding to 0 or
+    # 1 would reach). It was 1,200 against 800 at k = 1,000 (a value of 1 - 1e-30, 2.5x the
+    # CPU of this one).
+    right, wrong, k = 560, 540, 550
+    outcomes = np.array([0] * right + [1] * wrong)
     correct = outcomes == 0
-    # ~8e8 units of work: past the limit, so the exact path is asked for explicitly.
-    got = float(maj_at_k(outcomes, correct, 1000, exact_work_limit=math.inf))
-    assert got == pytest.approx(1.0, abs=1e-12)
+    wins = sum(math.comb(right, x) * math.comb(wrong, k - x) for x in range(k // 2 + 1, k + 1))
+    ties = math.comb(right, k // 2) * math.comb(wrong, k // 2)
+    exact = float(Fraction(2 * wins + ties, 2 * math.comb(right + wrong, k)))
+    assert 0.7 < exact < 0.75
+    got = float(maj_at_k(outcomes, correct, k, exact_work_limit=math.inf))
+    assert got == pytest.approx(exact, rel=1e-12)
     # Small k against the two-outcome formula: the right one draws 3, 4 or 5 of the k = 5.
     k = 5
-    exact = sum(math.comb(1200, x) * math.comb(800, k - x) for x in range(3, 6)) / math.comb(
-        2000, k
+    exact = sum(math.comb(right, x) * math.comb(wrong, k - x) for x in range(3, 6)) / math.comb(
+        right + wrong, k
     )
     assert float(maj_at_k(outcomes, correct, k)) == pytest.approx(exact, rel=1e-12)
 
