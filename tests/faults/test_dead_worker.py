@@ -13,7 +13,7 @@ import time
 import pytest
 
 from tests.faults.helpers import REPO, flow_run_state, kill_tree, wait_until
-from tests.integration.helpers import PREFECT
+from tests.integration.helpers import PREFECT, create_process_pool
 
 pytestmark = [pytest.mark.faults, pytest.mark.integration]
 
@@ -26,8 +26,7 @@ def test_a_dead_workers_run_is_marked_crashed_within_the_bound(live_stack, tmp_p
     from prefect.settings import PREFECT_API_URL, temporary_settings
 
     env = {**os.environ, **live_stack}
-    subprocess.run([PREFECT, "work-pool", "create", POOL, "--type", "process", "--overwrite"],
-                   env=env, cwd=REPO, check=True, capture_output=True)
+    create_process_pool(live_stack["PREFECT_API_URL"], POOL)
     deployed = subprocess.run(
         [PREFECT, "--no-prompt", "deploy", "tests/faults/sleepy_flow.py:waits", "--name",
          "dead-worker", "--pool", POOL], env=env, cwd=REPO, capture_output=True, text=True,

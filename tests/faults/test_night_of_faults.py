@@ -28,7 +28,15 @@ from tests.faults.helpers import (
     stop_service,
     wait_until,
 )
-from tests.integration.helpers import BREADTH, PREFECT, REPO, set_args, start_workers, stop_workers
+from tests.integration.helpers import (
+    BREADTH,
+    PREFECT,
+    REPO,
+    create_process_pool,
+    set_args,
+    start_workers,
+    stop_workers,
+)
 
 pytestmark = [pytest.mark.faults, pytest.mark.integration]
 
@@ -148,8 +156,7 @@ class Night:
 def night(live_stack, tmp_path):
     env = {**live_stack, "CUDA_VISIBLE_DEVICES": "", "OMP_NUM_THREADS": "1"}
     full = {**os.environ, **env}
-    subprocess.run([PREFECT, "work-pool", "create", POOL, "--type", "process", "--overwrite"],
-                   env=full, cwd=REPO, check=True, capture_output=True)
+    create_process_pool(live_stack["PREFECT_API_URL"], POOL)
     deployed = subprocess.run(
         [PREFECT, "--no-prompt", "deploy", "flows/pipeline.py:pipeline", "--name",
          DEPLOYMENT.split("/")[1], "--pool", POOL],

@@ -14,6 +14,7 @@ from tests.integration.grid_cell_flows import FAILING_OBJECTIVE
 from tests.integration.helpers import (
     PREFECT,
     REPO,
+    create_process_pool,
     run_cli,
     set_args,
     start_workers,
@@ -42,9 +43,7 @@ GRID = ["grid", "--preset", "default", "--format", "free_form", "--seed", "5",
 def grid_on_two_workers(live_stack, tmp_path_factory):
     logs = tmp_path_factory.mktemp("grid-workers")
     env = {**live_stack, "BREADTH_WORK_DIR": str(logs / "work"), "CUDA_VISIBLE_DEVICES": ""}
-    subprocess.run([PREFECT, "work-pool", "create", "breadth-cpu", "--type", "process",
-                    "--overwrite"], env={**os.environ, **env}, cwd=REPO, check=True,
-                   capture_output=True)
+    create_process_pool(live_stack["PREFECT_API_URL"], "breadth-cpu")
     deployed = subprocess.run(
         [PREFECT, "--no-prompt", "deploy",
          "tests/integration/grid_cell_flows.py:pipeline_one_objective_fails",
