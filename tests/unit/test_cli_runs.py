@@ -158,6 +158,8 @@ def test_compare_shows_runs_with_unlike_configs_as_separate_rows(lone_runs, monk
         ("data.num_train=9000, rl.max_steps=300, rollout.num_samples=16, sft.epochs=12.0", 1),
     ]
     assert data["split_cells"] == {"free_form / correctness": sorted(SHORT)}
+    assert data["plots"] and all(Path(path).is_file() for path in data["plots"])
+    _without_plots(monkeypatch)  # the same runs' PNGs: drawn by the --json compare above
     result = _invoke(lone_runs, args, monkeypatch)
     text = " ".join(result.output.split())
     assert result.exit_code == 0, result.output
@@ -249,6 +251,7 @@ def test_compare_says_when_rows_differ_in_more_than_their_reward(lone_runs, monk
     assert result.exit_code == 0, result.output
     assert "not one factor: the rows differ in more than their format and reward" in text
     assert all(key in text for key in SHORT if not key.startswith("rl.reward."))
+    _without_plots(monkeypatch)  # two rewards and unlike configs: drawn by the compare above
     same = _invoke(lone_runs, ["compare", short, darling, "--out", str(tmp_path), "--json"],
                    monkeypatch)
     assert json.loads(same.output)["keys_beyond_the_rows"] == []
@@ -407,9 +410,18 @@ def test_a_terminal_wide_enough_keeps_the_links_in_the_table(monkeypatch):
     assert REMOTE_MLFLOW in row and REMOTE_PREFECT in row and "Links" not in output
 
 
-def _fake_compare(monkeypatch, runs, per_problem=None, study=None):
+def _without_plots(monkeypatch) -> None:
+    """`compare` without its PNGs (`plot_grid`), where the table, the JSON or the claims are
+    the point: the PNGs took most of this module's CPU (about a second each, most of it
+    matplotlib's layout). Each caller names the test that draws the same runs' PNGs."""
+    monkeypatch.setattr("breadth.study.grid_report.plot_grid", lambda *args, **kwargs: [])
+
+
+def _fake_compare(monkeypatch, runs, per_problem=None, study=None, plots=False):
     """`compare` over these parent-run rows, its MLflow reads faked: `per_problem` the runs'
-    per-problem tables (None: the runs have none), `study` a grid's study frame."""
+    per-problem tables (None: the runs have none), `study` a grid's study frame. Without
+    `plots`, no PNGs: test_each_comparison_writes_its_own_folder_by_default draws and checks
+    those of `_one_run_with_a_small_split`, alone and as a grid, the runs the others compare."""
     def tables(uri, runs):
         if per_problem is None:
             raise FileNotFoundError("no per-problem tables")
@@ -429,6 +441,8 @@ def _fake_compare(monkeypatch, runs, per_problem=None, study=None):
     monkeypatch.setattr("breadth.study.frame.load_training_histories", lambda uri, frame: {})
     monkeypatch.setattr("breadth.study.frame.grid_provenance", lambda uri, grid_id: {})
     monkeypatch.setattr("breadth.study.frame.provenance_header", lambda *_: "# claims")
+    if not plots:
+        _without_plots(monkeypatch)
 
 
 def _one_run_with_a_small_split(run_id="0123456789abcdef"):
@@ -505,10 +519,11 @@ def test_each_comparison_writes_its_own_folder_by_default(monkeypatch, tmp_path)
 
     monkeypatch.chdir(tmp_path)
     runs, frame = _one_run_with_a_small_split("0123456789abcdef")
-    _fake_compare(monkeypatch, runs, frame)
+    _fake_compare(monkeypatch, runs, frame, plots=True)
     lone = runner.invoke(app, ["compare", "0123456789abcdef"])
     assert lone.exit_code == 0, lone.output
-    _fake_compare(monkeypatch, runs.assign(grid_id="grid-7"), frame, study=_cells([8, 0] * 20))
+    _fake_compare(monkeypatch, runs.assign(grid_id="grid-7"), frame, study=_cells([8, 0] * 20),
+                  plots=True)
     grid = runner.invoke(app, ["compare", "--grid", "grid-7"])
     assert grid.exit_code == 0, grid.output
     for folder in ("compare/01234567", "compare/grid-7"):
