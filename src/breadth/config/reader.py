@@ -110,24 +110,27 @@ _STR_TAG = "tag:yaml.org,2002:str"
 _NOT_TEXT_TAGS = {f"tag:yaml.org,2002:{name}" for name in ("bool", "int", "float", "timestamp")}
 
 
-def _values_as_written(loader: yaml.SafeLoader, node: yaml.Node, prefix: str, name: str) -> None:
+def _values_as_written(loader: yaml.SafeLoader, node: yaml.Node, prefix: str, name: str,
+                       known_keys: set[str] | None = None) -> None:
     """Walk a preset's sections and read the value of each key as written."""
     if not isinstance(node, yaml.MappingNode):
         return
+    # The config's keys once a preset, not once a value: listing them walks every model.
+    known_keys = set(_known_keys()) if known_keys is None else known_keys
     for key_node, value_node in node.value:
         key = f"{prefix}{key_node.value}"
         if isinstance(value_node, yaml.MappingNode):
-            _values_as_written(loader, value_node, f"{key}.", name)
+            _values_as_written(loader, value_node, f"{key}.", name, known_keys)
         else:  # a misspelt key is only checked to be readable; validation suggests the right one
-            _value_as_written(loader, value_node, key, name)
+            _value_as_written(loader, value_node, key, name, known_keys)
 
 
 def _value_as_written(loader: yaml.SafeLoader, node: yaml.Node, key: str,
-                      preset: str | None = None) -> None:
+                      preset: str | None = None, known_keys: set[str] | None = None) -> None:
     """Retag the scalars of a key's value (or of its list's items) as `_as_written` reads them,
     a text key's without making them; a refusal names the preset file and line (`preset`
-    None: a --set value)."""
-    known = key in _known_keys()
+    None: a --set value). `known_keys`: the config's keys (None: listed here)."""
+    known = key in (_known_keys() if known_keys is None else known_keys)
     takes_text = known and _takes_text(key)
     for item in node.value if isinstance(node, yaml.SequenceNode) else [node]:
         # Quoted and block scalars are text already, unless tagged (`!!int "7"`).

@@ -407,3 +407,22 @@ def test_an_invalid_value_names_the_preset_file_or_the_override_that_gave_it(tmp
     with pytest.raises(ConfigError, match=r"rl.max_steps \(from the override rl.max_steps=0\).*"
                                           r"\nFix the override rl.max_steps=0;"):
         load_config(str(preset), ["data.format=mcq", "rl.max_steps=0"])
+
+
+def test_a_preset_lists_the_configs_keys_once_not_once_a_value(monkeypatch):
+    # Listing the keys walks every config model; once a value, it was most of load_config.
+    from breadth.config import reader
+
+    calls = []
+    known = reader._known_keys
+    monkeypatch.setattr(reader, "_known_keys", lambda: calls.append(1) or known())
+    values = reader.preset_values("default")
+    assert len(calls) == 1 and sum(1 for _ in _leaves(values)) > 10
+    # A value is still read by its key's kind: a text key keeps the characters written.
+    assert reader._read_preset_yaml("tracking:\n  experiment: 3.10\n", "p") == {
+        "tracking": {"experiment": "3.10"}}
+
+
+def _leaves(tree):
+    for value in tree.values():
+        yield from _leaves(value) if isinstance(value, dict) else [value]
