@@ -56,6 +56,19 @@ class _Client:
         pass
 
 
+def _without_figures(monkeypatch) -> None:
+    """publish_claims without drawing its PNGs (each figure closed, its path returned): where
+    a test publishes a frame it has published already, the figures took most of its CPU."""
+    import matplotlib.pyplot as plt
+
+    def closed(figure, axes, path):
+        plt.close(figure)
+        return path
+
+    monkeypatch.setattr("breadth.study.report.save_figure", closed)
+    monkeypatch.setattr("breadth.study.curves_report.save_figure", closed)
+
+
 @pytest.fixture
 def calls(monkeypatch):
     """The grid's MLflow reads faked; -> the calls of `publish_claims` (its keyword args)."""
@@ -188,6 +201,8 @@ def test_inconclusive_rows_price_their_seeds_at_the_grids_stage_work(calls, monk
     assert ("**No nightly of 3 h decides any of these rows**: each needs more seeds of its arms "
             "than the hours hold.") in published.markdown.read_text()
     assert pass1.power.price.seeds == 35
+    # The same frame's figures again: drawn above; here the pricing in claims.md is the point.
+    _without_figures(monkeypatch)
     long_night = dataclasses.replace(SETTINGS, nightly_hours=18.0)
     published = breadth.study.publish.publish_claims("uri", "g", tmp_path / "18h", long_night)
     assert ("**The nightly that decides the most of these rows in 18 h**: free_form: "
