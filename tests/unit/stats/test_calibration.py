@@ -236,7 +236,10 @@ def test_a_large_transition_inflates_every_methods_false_positives():
     # consistent -2/3 sd: each method, t or sign-flip, reads that as an effect.
     scenario = Scenario(15, 0.03, seed_effects="transition", jump=10.0, num_problems=32)
     methods = {name: METHODS[name] for name in ROBUSTNESS_METHODS[:2]}
-    scores = score_methods(scenario, reps=300, seed=4, methods=methods, resamples=50)
+    # 150 studies: rates of 0.24 and 0.23 (0.21 at 300). At 0.21 a rate of 150 studies has a
+    # standard error of 0.033: 0.1 is 3.3 of them below, the nominal 0.05 is 4.8 below. The t3
+    # check keeps 300: its 0.027 and 0.043 (+- 0.012) stand 1.9 standard errors under 0.065.
+    scores = score_methods(scenario, reps=150, seed=4, methods=methods, resamples=50)
     assert all(s["excludes_zero"].value > 0.1 for s in scores.values())
     heavy = score_methods(replace(scenario, seed_effects="t3"), reps=300, seed=4,
                           methods=methods, resamples=50)
