@@ -15,13 +15,15 @@ of issue #25 are checked against the figures and printed as met or as a shortfal
 registered synthetic task and format also gets a data-only row (no model): target tokens and
 valid answers per problem.
 Stage functions (`breadth.stages`) only: no stack, no tracking. Each row's work folder is
-keyed by its config's hash: a re-run reuses the SFT model and its eval rollouts (SFT's seconds
-per step come from the trainer's own log, `train_log.jsonl`, either way).
+keyed by its config's hash and its prepared problems' bytes: a re-run reuses the SFT model and
+its eval rollouts (SFT's seconds per step come from the trainer's own log, `train_log.jsonl`,
+either way).
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import platform
@@ -87,11 +89,18 @@ def measure(task: str, fmt: str, extra: list[str], args: argparse.Namespace) -> 
     config = load_config(preset, [*overrides, f"data.format={fmt}",
                                   f"data.num_eval={args.num_eval}",
                                   f"rollout.num_samples={args.n}", *args.overrides, *extra])
-    work = args.work / f"{task}-{fmt}-{config.content_hash()[:10]}"
+    # Keyed by the prepared problems as well as the config: a change to the data code (a new
+    # split) must train afresh, not reuse an SFT model of the old problems. Preparing takes
+    # seconds.
+    prepared = args.work / "prepared" / f"{task}-{fmt}-{config.content_hash()[:10]}"
+    shutil.rmtree(prepared, ignore_errors=True)
+    stages.prepare_stage(config, prepared)
+    work = args.work / f"{task}-{fmt}-{config.content_hash()[:10]}-{_files_hash(prepared)}"
     policy = work / "sft" / "final"
     reused = (policy / "model.safetensors").exists()
     if not reused:
-        stages.prepare_stage(config, work / "data")
+        shutil.rmtree(work / "data", ignore_errors=True)
+        shutil.copytree(prepared, work / "data")
         stages.init_model_stage(config, work / "base")
         stages.sft_stage(config, work / "data", work / "base", work / "sft")
     sft_steps, sft_seconds = _sft_runtime(work / "sft" / TRAIN_LOG)
@@ -126,6 +135,15 @@ def measure(task: str, fmt: str, extra: list[str], args: argparse.Namespace) -> 
         "reused": reused,
         **grpo,
     }
+
+
+def _files_hash(folder: Path) -> str:
+    """A short sha256 of the parquet files' bytes under `folder`, in name order."""
+    digest = hashlib.sha256()
+    for path in sorted(folder.rglob("*.parquet")):
+        digest.update(path.relative_to(folder).as_posix().encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:10]
 
 
 def _sft_runtime(log: Path) -> tuple[int, float]:
