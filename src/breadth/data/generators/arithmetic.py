@@ -30,14 +30,13 @@ from breadth.data.expressions import (
     render,
     steps,
 )
-from breadth.data.extraction import LETTERS, canonical_number
-from breadth.data.generators.base import Task, TaskProperties, weighed_trace
-from breadth.data.generators.natural import WorkedInWords
+from breadth.data.extraction import canonical_number
+from breadth.data.generators.base import TaskProperties, WorkedExpression
 from breadth.data.records import Record
 from breadth.data.synthetic import int_apply
 
 
-class Arithmetic(WorkedInWords, Task):
+class Arithmetic(WorkedExpression):
     name: ClassVar[str] = "arithmetic"
     summary: ClassVar[str] = "One expression with a unique numeric answer, e.g. 12+7*3."
     levels: ClassVar[tuple[int, ...]] = (1, 2, 3)
@@ -76,10 +75,6 @@ class Arithmetic(WorkedInWords, Task):
     def valid_answers(self, record: Record) -> list[str]:
         return [record.answer]
 
-    def free_form(self, record: Record, reasoning: bool) -> tuple[str, str]:
-        target = f"{_solution(record)}. Answer: {record.answer}" if reasoning else record.answer
-        return f"{record.question}=", target
-
     def mcq_options(self, record: Record, num_options: int, rng: random.Random
                     ) -> tuple[str, list[str]]:
         gold = canonical_number(record.answer)
@@ -88,25 +83,12 @@ class Arithmetic(WorkedInWords, Task):
         wrong = numeric_distractors(gold, num_options - 1, rng, expression=_parsed(record))
         return gold, [gold, *wrong]
 
-    def mcq_prompt(self, record: Record, options: list[str], reasoning: bool) -> str:
-        return inline_mcq_prompt(f"{record.question}=?", options, reasoning)
-
-    def mcq_trace(self, record: Record, options: list[str], letter: str,
-                  moved: dict[str, str]) -> str:
-        return weighed_trace(_solution(record), options, letter)
-
-    def worked_steps(self, record: Record) -> list[str]:
-        return _solution(record).split(", ")
-
-
-def inline_mcq_prompt(stem: str, options: list[str], reasoning: bool) -> str:
-    """A short synthetic mcq prompt on one line: "stem A)x B)y Answer:" (no cue before a trace).
-
-    >>> inline_mcq_prompt("3+4=?", ["7", "8"], False)
-    '3+4=? A)7 B)8 Answer:'
-    """
-    listed = " ".join(f"{LETTERS[i]}){option}" for i, option in enumerate(options))
-    return f"{stem} {listed}" + ("\n" if reasoning else " Answer:")
+    def worked(self, record: Record) -> str:
+        """The record's solution, else the steps of its parsed expression (else the question)."""
+        if record.solution:
+            return record.solution
+        tree = _parsed(record)
+        return ", ".join(steps(tree)) if tree is not None else record.question
 
 
 def _tree(rng: random.Random, difficulty: int) -> Node | None:
@@ -144,10 +126,3 @@ def _parsed(record: Record) -> Node | None:
         return parse_expression(record.question)
     except ExpressionError:
         return None
-
-
-def _solution(record: Record) -> str:
-    if record.solution:
-        return record.solution
-    tree = _parsed(record)
-    return ", ".join(steps(tree)) if tree is not None else record.question

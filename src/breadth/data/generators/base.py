@@ -21,6 +21,7 @@ from breadth.data.distractors import numeric_distractors
 from breadth.data.extraction import LETTERS, canonical_number
 from breadth.data.generators.natural import (
     NUMBER_INSTRUCTION,
+    WorkedInWords,
     instruction,
     mcq_prompt,
     natural_target,
@@ -185,6 +186,42 @@ class Task:
         return None
 
 
+class WorkedExpression(WorkedInWords, Task):
+    """A task whose question is a sum or expression written inline ("12+7*3") and whose trace is
+    its worked steps ("7*3=21, 12+21=33") (arithmetic, chain): both renderings follow from
+    `worked`, the compact one here and the natural one in `WorkedInWords`."""
+
+    def worked(self, record: Record) -> str:
+        """The record's steps, comma-separated ("7*3=21, 12+21=33")."""
+        raise NotImplementedError
+
+    def worked_steps(self, record: Record) -> list[str]:
+        return self.worked(record).split(", ")
+
+    def free_form(self, record: Record, reasoning: bool) -> tuple[str, str]:
+        target = f"{self.worked(record)}. Answer: {record.answer}" if reasoning else record.answer
+        return f"{record.question}=", target
+
+    def mcq_prompt(self, record: Record, options: list[str], reasoning: bool) -> str:
+        return inline_mcq_prompt(f"{record.question}=?", options, reasoning)
+
+    def mcq_trace(self, record: Record, options: list[str], letter: str,
+                  moved: dict[str, str]) -> str:
+        # Weighed: with the work and then only the letter, the study model wrote correct chain
+        # work and picked the letter at chance after 768 SFT steps (pass@1 0.232, chance 0.25).
+        return weighed_trace(self.worked(record), options, letter)
+
+
+def inline_mcq_prompt(stem: str, options: list[str], reasoning: bool) -> str:
+    """A short synthetic mcq prompt on one line: "stem A)x B)y Answer:" (no cue before a trace).
+
+    >>> inline_mcq_prompt("3+4=?", ["7", "8"], False)
+    '3+4=? A)7 B)8 Answer:'
+    """
+    listed = " ".join(f"{LETTERS[i]}){option}" for i, option in enumerate(options))
+    return f"{stem} {listed}" + ("\n" if reasoning else " Answer:")
+
+
 def weigh_options(options: list[str], letter: str) -> tuple[list[str], list[str]]:
     """("A)31 no", ...) for every option, and the verdicts; a gold text listed twice is right
     under both letters."""
@@ -247,5 +284,5 @@ def clean_solution(solution: str | None) -> str:
     return _CALCULATOR_NOTE.sub("", solution or "").strip()
 
 
-__all__ = ["DIFFICULTIES", "Task", "TaskProperties", "clean_solution", "question_key",
-           "remap_letters", "weigh_options", "weighed_trace"]
+__all__ = ["DIFFICULTIES", "Task", "TaskProperties", "WorkedExpression", "clean_solution",
+           "inline_mcq_prompt", "question_key", "remap_letters", "weigh_options", "weighed_trace"]

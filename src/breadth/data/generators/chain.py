@@ -48,10 +48,9 @@ from breadth.data.extraction import (
     format_number,
     parse_number,
 )
-from breadth.data.generators.arithmetic import inline_mcq_prompt
-from breadth.data.generators.base import Task, TaskProperties, weighed_trace
+from breadth.data.generators.base import TaskProperties, WorkedExpression
 from breadth.data.generators.countdown import row_meta
-from breadth.data.generators.natural import NATURAL_META_KEY, WorkedInWords
+from breadth.data.generators.natural import NATURAL_META_KEY
 from breadth.data.records import Record, RenderError
 from breadth.data.verifiers import Verification, verify_free_form
 
@@ -62,7 +61,7 @@ _STEP = re.compile(r"(\d{1,9})\s*\+\s*(\d{1,9})\s*=\s*(\d{1,10})")
 _MARKER = re.compile(r"answer\s*:", re.IGNORECASE)
 
 
-class Chain(WorkedInWords, Task):
+class Chain(WorkedExpression):
     name: ClassVar[str] = "chain"
     summary: ClassVar[str] = ("A sum of three or four numbers worked on a scratchpad, in any "
                               "order (12+7=19, 19+5=24. Answer: 24).")
@@ -103,28 +102,18 @@ class Chain(WorkedInWords, Task):
         """
         return "+".join(map(str, sorted(_numbers({"meta": record.meta}))))
 
-    def free_form(self, record: Record, reasoning: bool) -> tuple[str, str]:
-        target = f"{_solution(record)}. Answer: {record.answer}" if reasoning else record.answer
-        return f"{record.question}=", target
-
     def mcq_options(self, record: Record, num_options: int, rng: random.Random
                     ) -> tuple[str, list[str]]:
         wrong = numeric_distractors(record.answer, num_options - 1, rng,
                                     expression=parse_expression(record.question))
         return record.answer, [record.answer, *wrong]
 
-    def mcq_prompt(self, record: Record, options: list[str], reasoning: bool) -> str:
-        return inline_mcq_prompt(f"{record.question}=?", options, reasoning)
-
-    def mcq_trace(self, record: Record, options: list[str], letter: str,
-                  moved: dict[str, str]) -> str:
-        # Weighed, as arithmetic's: with the work and then only the letter, the study model
-        # wrote correct work and picked the letter at chance after 768 SFT steps (pass@1
-        # 0.232, chance 0.25).
-        return weighed_trace(_solution(record), options, letter)
-
-    def worked_steps(self, record: Record) -> list[str]:
-        return _solution(record).split(", ")
+    def worked(self, record: Record) -> str:
+        """The record's solution: chain's work cannot be recomputed from the question, as the
+        order of its steps was drawn."""
+        if not record.solution:
+            raise RenderError(record, "chain needs its work as the solution (12+7=19, 19+5=24)")
+        return record.solution
 
     def verify(self, completion: object, row: Mapping[str, Any]) -> Verification:
         numbers = _numbers(row)
@@ -226,9 +215,3 @@ def _numbers(row: Mapping[str, Any]) -> list[int]:
         return [int(n) for n in meta["numbers"]]
     except (KeyError, TypeError, ValueError):
         raise ValueError(f"chain row needs meta {{'numbers': [int, ...]}}, got {meta!r}") from None
-
-
-def _solution(record: Record) -> str:
-    if not record.solution:
-        raise RenderError(record, "chain needs its work as the solution (12+7=19, 19+5=24)")
-    return record.solution

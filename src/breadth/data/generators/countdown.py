@@ -34,8 +34,7 @@ from breadth.data.expressions import (
     steps,
 )
 from breadth.data.extraction import LETTERS
-from breadth.data.generators.arithmetic import inline_mcq_prompt
-from breadth.data.generators.base import Task, TaskProperties
+from breadth.data.generators.base import Task, TaskProperties, inline_mcq_prompt
 from breadth.data.generators.natural import (
     in_words,
     instruction,

@@ -34,8 +34,7 @@ from typing import Any, ClassVar
 
 from breadth.data.expressions import BinOp, ExpressionError, Num, parse_expression
 from breadth.data.extraction import extract_expression
-from breadth.data.generators.arithmetic import inline_mcq_prompt
-from breadth.data.generators.base import Task, TaskProperties
+from breadth.data.generators.base import Task, TaskProperties, inline_mcq_prompt
 from breadth.data.generators.countdown import numbers_and_target, row_meta
 from breadth.data.generators.natural import (
     chosen,
