@@ -20,6 +20,7 @@ from breadth.config import load_config
 from breadth.data.expressions import canonical, parse_expression
 from breadth.data.prepare import SYNTHETIC_NUM_EVAL, Manifest, read_rows
 from breadth.training.grpo import grpo_rows
+from tests.unit.data.synthetic_presets import SYNTHETIC_PRESETS
 
 
 def reference_key(row: dict) -> str:
@@ -32,20 +33,9 @@ def reference_key(row: dict) -> str:
     return f"{sorted(meta['numbers'])}->{meta['target']}"  # countdown, pairs
 
 
-# Each synthetic task at the sizes of the presets that run it (the study's grid, the demo).
-PRESET_DATA = {
-    "arithmetic-study": ("study", []),
-    "arithmetic-default": ("default", []),
-    "chain-reasoning": ("reasoning", []),
-    "pairs-multi": ("multi", []),
-    "countdown-preset": ("countdown", []),
-    "countdown-study": ("study", ["data.source=synthetic:countdown"]),
-}
-
-
-@pytest.mark.parametrize("name", PRESET_DATA)
+@pytest.mark.parametrize("name", SYNTHETIC_PRESETS)
 def test_no_eval_problem_is_in_train_or_grpo_pool(name, tmp_path) -> None:
-    preset, overrides = PRESET_DATA[name]
+    preset, overrides = SYNTHETIC_PRESETS[name]
     config = load_config(preset, overrides)
     manifest = stages.prepare_stage(config, tmp_path)
     train, evaluation = (read_rows(tmp_path / f"{split}.parquet") for split in ("train", "eval"))

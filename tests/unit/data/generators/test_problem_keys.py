@@ -15,6 +15,7 @@ from breadth.data.generators import get_task, problem_key
 from breadth.data.prepare import SYNTHETIC_NUM_EVAL, SYNTHETIC_NUM_TRAIN
 from breadth.data.records import Record
 from breadth.data.synthetic import split_of
+from tests.unit.data.synthetic_presets import SYNTHETIC_PRESETS
 
 
 def _swapped(node: Node) -> Node:
@@ -43,20 +44,9 @@ def _copy(record: Record, question: str, meta: dict) -> Record:
                          difficulty=record.difficulty, task=record.task, meta=meta)
 
 
-# Each task at the sizes of the presets that generate it.
-PRESETS = {
-    "arithmetic-study": ("study", []),
-    "arithmetic-default": ("default", []),
-    "chain-reasoning": ("reasoning", []),
-    "pairs-multi": ("multi", []),
-    "countdown-preset": ("countdown", []),
-    "countdown-study": ("study", ["data.source=synthetic:countdown"]),
-}
-
-
-@pytest.mark.parametrize("name", PRESETS)
+@pytest.mark.parametrize("name", SYNTHETIC_PRESETS)
 def test_a_reordered_training_problem_is_never_an_eval_problem(name) -> None:
-    data = load_config(*PRESETS[name]).data
+    data = load_config(*SYNTHETIC_PRESETS[name]).data
     task = get_task(data.source.removeprefix("synthetic:"))
     difficulty = None if data.difficulty == "mixed" else data.difficulty
     generated = {split: task.generate(num or default, seed=0, difficulty=difficulty,
