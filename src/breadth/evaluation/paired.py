@@ -22,9 +22,8 @@ from breadth.stats.bootstrap import (
     DEFAULT_CONFIDENCE,
     DEFAULT_RESAMPLES,
     ConfidenceInterval,
-    bootstrap_means,
     bootstrap_weights,
-    percentile_interval,
+    column_intervals,
 )
 
 if TYPE_CHECKING:
@@ -106,13 +105,10 @@ def paired_differences(
         labels.append(label)
     if not columns:
         return []
-    diffs = np.stack(columns, axis=1)
     weights = bootstrap_weights(len(shared), num_resamples, seed)
-    low, high = percentile_interval(bootstrap_means(diffs, weights), confidence)
-    estimate = diffs.mean(axis=0)
-    return [PairedDifference(label, len(shared),
-                             ConfidenceInterval(float(estimate[j]), float(low[j]), float(high[j])))
-            for j, label in enumerate(labels)]
+    intervals = column_intervals(np.stack(columns, axis=1), weights, confidence)
+    return [PairedDifference(label, len(shared), interval)
+            for label, interval in zip(labels, intervals, strict=True)]
 
 
 def paired_against_base(

@@ -58,9 +58,8 @@ from breadth.stats.bootstrap import (
     DEFAULT_CONFIDENCE,
     DEFAULT_RESAMPLES,
     ConfidenceInterval,
-    bootstrap_means,
     bootstrap_weights,
-    percentile_interval,
+    column_intervals,
 )
 
 __all__ = [
@@ -219,9 +218,7 @@ def evaluate_rollouts(
     columns = np.concatenate(
         [*matrices.values(), table[present].to_numpy(dtype=np.float64)], axis=1
     )
-    estimate, low, high = _intervals(columns, weights, confidence)
-    intervals = [ConfidenceInterval(float(e), float(lo), float(hi))
-                 for e, lo, hi in zip(estimate, low, high)]
+    intervals = column_intervals(columns, weights, confidence)
     curves = {name_: [] for name_ in matrices}
     for i, name_ in enumerate(curves):
         for j, k in enumerate(ks):
@@ -429,15 +426,8 @@ def _no_answer(rows: pd.DataFrame, codes: np.ndarray) -> np.ndarray:
     return codes < 0
 
 
-def _intervals(columns: np.ndarray, weights: np.ndarray, confidence: float):
-    """(estimate, low, high) per column of (P, M) per-problem values."""
-    low, high = percentile_interval(bootstrap_means(columns, weights), confidence)
-    return np.nanmean(columns, axis=0), low, high
-
-
 def _ci(values, weights, confidence) -> ConfidenceInterval:
-    estimate, low, high = _intervals(np.asarray(values)[:, None], weights, confidence)
-    return ConfidenceInterval(float(estimate[0]), float(low[0]), float(high[0]))
+    return column_intervals(np.asarray(values)[:, None], weights, confidence)[0]
 
 
 def _chance_points(table, ks, pass_matrix, weights, confidence) -> list[ChancePoint]:

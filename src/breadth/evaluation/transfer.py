@@ -29,6 +29,7 @@ from breadth.stats.bootstrap import (
     DEFAULT_CONFIDENCE,
     DEFAULT_RESAMPLES,
     ConfidenceInterval,
+    bootstrap_ci,
     bootstrap_means,
     bootstrap_weights,
     percentile_interval,
@@ -354,8 +355,5 @@ def _split_metrics(name, b, t, metrics, num_resamples, confidence, seed) -> Spli
             values = table[metric].to_numpy(dtype=np.float64)
             if np.all(np.isnan(values)):
                 continue
-            low, high = percentile_interval(bootstrap_means(values, weights), confidence)
-            out[model][metric] = ConfidenceInterval(
-                float(np.nanmean(values)), float(low), float(high)
-            )
+            out[model][metric] = bootstrap_ci(values, confidence=confidence, weights=weights)
     return SplitMetrics(name, len(b), out["base"], out["trained"])
