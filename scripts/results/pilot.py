@@ -38,8 +38,8 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from power import run_stages  # the SFT and RL halves, timed: power.py's, in one folder
 
-from breadth import stages
 from breadth.config import load_config
 from breadth.evaluation.claim_columns import reasoning_entropy_threshold
 from breadth.evaluation.metrics import pass_at_k
@@ -82,26 +82,10 @@ def run_seed(preset: str, overrides: list[str], seed: int, work: Path,
     if reuse_only and not (root / "rl.parquet").exists():
         raise SystemExit(f"--reuse-only: seed {seed} has no rollouts at {root} (the config "
                          "differs from the run that computed them: check the preset and --set)")
-    times: dict[str, float] = {}
     rl_metrics: list[tuple[str, float, int]] = []
-
-    def timed(name: str, fn, *args, **kw):
-        start = time.perf_counter()
-        result = fn(*args, **kw)
-        times[name] = round(time.perf_counter() - start, 1)
-        return result
-
-    if not (root / "sft.parquet").exists():
-        timed("prepare", stages.prepare_stage, config, root / "data")
-        timed("init", stages.init_model_stage, config, root / "base")
-        timed("sft", stages.sft_stage, config, root / "data", root / "base", root / "sft")
-        timed("rollout_sft", stages.rollout_stage, config, root / "data", root / "sft" / "final",
-              "sft", root / "sft.parquet", progress=False)
-    if not (root / "rl.parquet").exists():
-        timed("rl", stages.rl_stage, config, root / "data", root / "sft" / "final", root / "rl",
-              log_metric=lambda name, value, step: rl_metrics.append((name, value, step)))
-        timed("rollout_rl", stages.rollout_stage, config, root / "data", root / "rl" / "final",
-              "rl", root / "rl.parquet", progress=False)
+    times = run_stages(config, root, root,
+                       log_metric=lambda name, value, step: rl_metrics.append((name, value, step)))
+    if "rollout_rl" in times:
         (root / "rl_metrics.json").write_text(json.dumps(rl_metrics))
     if times:
         (root / f"times-{int(time.time())}.json").write_text(json.dumps(times))

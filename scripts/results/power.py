@@ -18,12 +18,13 @@ import argparse
 import json
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from breadth import stages
-from breadth.config import load_config
+from breadth.config import PipelineConfig, load_config
 from breadth.evaluation.metrics import pass_at_k
 from breadth.stats.bootstrap import hierarchical_bootstrap_ci
 
@@ -34,10 +35,13 @@ def per_problem(path: Path) -> pd.DataFrame:
     return table.rename(columns={"count": "n", "sum": "c"})
 
 
-def run_seed(preset: str, overrides: list[str], seed: int, work: Path) -> dict:
-    config = load_config(preset, [*overrides, f"seed={seed}", "rl.reward.spec=correctness"])
-    shared = work / f"sft-{config.content_hash('data', 'model', 'sft')[:10]}-s{seed}"
-    cell = work / f"rl-{config.content_hash()[:10]}"
+def run_stages(config: PipelineConfig, shared: Path, cell: Path,
+               **rl_kwargs: Any) -> dict[str, float]:
+    """The SFT half into `shared` (prepare into data/, init into base/, SFT into sft/, its
+    rollouts into sft.parquet) unless sft.parquet is there, then the RL half into `cell` (GRPO
+    into rl/, its rollouts into rl.parquet) unless rl.parquet is there -> the wall seconds of
+    each stage that ran. `rl_kwargs` go to `stages.rl_stage` (the pilot's `log_metric`); one
+    folder for both halves is the pilot's layout."""
     times: dict[str, float] = {}
 
     def timed(name, fn, *args, **kw):
@@ -53,9 +57,18 @@ def run_seed(preset: str, overrides: list[str], seed: int, work: Path) -> dict:
         timed("rollout_sft", stages.rollout_stage, config, shared / "data",
               shared / "sft" / "final", "sft", shared / "sft.parquet", progress=False)
     if not (cell / "rl.parquet").exists():
-        timed("rl", stages.rl_stage, config, shared / "data", shared / "sft" / "final", cell / "rl")
+        timed("rl", stages.rl_stage, config, shared / "data", shared / "sft" / "final", cell / "rl",
+              **rl_kwargs)
         timed("rollout_rl", stages.rollout_stage, config, shared / "data",
               cell / "rl" / "final", "rl", cell / "rl.parquet", progress=False)
+    return times
+
+
+def run_seed(preset: str, overrides: list[str], seed: int, work: Path) -> dict:
+    config = load_config(preset, [*overrides, f"seed={seed}", "rl.reward.spec=correctness"])
+    shared = work / f"sft-{config.content_hash('data', 'model', 'sft')[:10]}-s{seed}"
+    cell = work / f"rl-{config.content_hash()[:10]}"
+    times = run_stages(config, shared, cell)
     return {"seed": seed, "times": times, "sft": per_problem(shared / "sft.parquet"),
             "rl": per_problem(cell / "rl.parquet")}
 
