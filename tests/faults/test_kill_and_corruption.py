@@ -9,9 +9,9 @@ import shutil
 import signal
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
-import torch
 
 from tests.faults.helpers import (
     MAX_STEPS,
@@ -26,6 +26,11 @@ from tests.faults.helpers import (
     start,
     wait_for,
 )
+
+# torch is imported where it is used: at the top it cost about 2.4 CPU s while every xdist
+# worker collected the suite, this module's tests deselected or not.
+if TYPE_CHECKING:
+    import torch
 
 pytestmark = [pytest.mark.faults, pytest.mark.integration]
 # Paused, then killed, inside step 5: checkpoints 2 and 4 are on disk, step 5 is in progress.
@@ -62,6 +67,8 @@ def _by_name(runs: list, name: str) -> list:
 def test_kill_9_mid_grpo_then_rerun_closes_records_and_matches_an_uninterrupted_run(
     live_stack, tmp_path
 ):
+    import torch
+
     from breadth.config import load_config
     from breadth.stages import rl_stage
 

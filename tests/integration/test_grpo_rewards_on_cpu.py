@@ -12,12 +12,16 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
-import torch
 
 from breadth.config import PipelineConfig, load_config
+
+# torch is imported where it is used: at the top it cost about 2.4 CPU s while every xdist
+# worker collected the suite, this module's tests deselected or not.
+if TYPE_CHECKING:
+    import torch
 
 pytestmark = pytest.mark.integration
 
@@ -126,6 +130,8 @@ ACCURACY_BAND = (0.3, 0.8)
 def _sampled_accuracy(
     model: Any, tokenizer: Any, rows: list[dict], config: PipelineConfig
 ) -> float:
+    import torch
+
     from breadth.data.generators import verify
 
     torch.manual_seed(config.seed)
@@ -188,6 +194,8 @@ def _weights(policy_dir: Path) -> dict[str, torch.Tensor]:
 def test_grpo_step_moves_weights_and_logs_reward_components(
     case: str, half_trained: tuple[Path, Path], tracking_uri: str, tmp_path: Path
 ) -> None:
+    import torch
+
     from breadth.stages import rl_stage
     from breadth.tracking.runs import MetricBuffer, start_run
 

@@ -14,7 +14,6 @@ from breadth.data.verifiers import warm_up_symbolic
 from breadth.models.chat import as_messages, render_prompts, uses_chat
 from breadth.models.tiny import model_context
 from breadth.preflight.sequence_fit import check_rows_fit, count_tokens
-from breadth.rewards.callback import RewardStateCallback, load_reward_state
 from breadth.rewards.trl_adapter import build_trl_rewards
 from breadth.training.checkpointing import (
     CHECKPOINT_COMPLETE,
@@ -28,7 +27,6 @@ from breadth.training.distributed import (
     process_rank,
     wait_for_all_processes,
 )
-from breadth.training.trainer_setup import MetricsCallback, device_arguments, show_progress
 from breadth.training.trl_vllm import (
     TRLVLLMModeError,
     trl_vllm_arguments,
@@ -146,6 +144,10 @@ def build_grpo_config(config: RLConfig, *, output_dir: Path, seed: int, override
     """
     from trl import GRPOConfig
 
+    # Imported on use: trainer_setup loads torch and transformers (about 4.6 CPU s), which
+    # the tests that import this module for its pure helpers do not need.
+    from breadth.training.trainer_setup import device_arguments
+
     # prompts_per_step is global: each of the num_processes processes generates for an equal
     # share of whole groups (the config refuses a share that is not whole).
     batch = config.prompts_per_step // config.num_processes * config.num_generations
@@ -235,6 +237,10 @@ def train_grpo(
     """
     from datasets import Dataset
     from transformers import TrainerCallback
+
+    # Imported on use: these load torch and transformers (build_grpo_config's reason).
+    from breadth.rewards.callback import RewardStateCallback, load_reward_state
+    from breadth.training.trainer_setup import MetricsCallback, show_progress
 
     check_process_count(config)
     if resume_from is not None and (checkpoint_step(resume_from) or 0) >= config.max_steps:

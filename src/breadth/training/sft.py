@@ -15,7 +15,6 @@ from breadth.preflight.sequence_fit import (
     split_lengths,
     tokenizer_counter,
 )
-from breadth.training.trainer_setup import MetricsCallback, device_arguments, show_progress
 
 
 def train_sft(
@@ -43,6 +42,10 @@ def train_sft(
     from datasets import Dataset
     from trl import SFTConfig as TrlSFTConfig
     from trl import SFTTrainer
+
+    # Imported on use: trainer_setup loads torch and transformers, which the tests that
+    # import this module but train nothing do not need (grpo.build_grpo_config's reason).
+    from breadth.training.trainer_setup import MetricsCallback, device_arguments, show_progress
 
     max_length = model_context(model.config) or tokenizer.model_max_length
     chat_on = uses_chat(tokenizer, chat)

@@ -1,7 +1,7 @@
+# breadth.rewards.callback (a transformers TrainerCallback) is imported in each test: at the top
+# it loaded transformers and torch (about 4.6 CPU s) while every xdist worker collected the suite.
 import numpy as np
-import transformers
 
-from breadth.rewards.callback import RewardStateCallback
 from breadth.rewards.state import load_reward_state
 from breadth.rewards.trl_adapter import build_trl_rewards
 
@@ -17,6 +17,8 @@ def _setup():
 def test_ucb_state_survives_checkpoint_round_trip_through_the_trainer_callback(tmp_path):
     from transformers import TrainerControl, TrainerState, TrainingArguments
     from transformers.trainer_callback import CallbackHandler
+
+    from breadth.rewards.callback import RewardStateCallback
 
     setup = _setup()
     ucb = setup.reward_funcs[1]
@@ -41,6 +43,10 @@ def test_ucb_state_survives_checkpoint_round_trip_through_the_trainer_callback(t
 def test_callback_is_a_trainer_callback_and_skips_when_nothing_is_stateful(tmp_path):
     from types import SimpleNamespace
 
+    import transformers
+
+    from breadth.rewards.callback import RewardStateCallback
+
     callback = RewardStateCallback([])
     assert isinstance(callback, transformers.TrainerCallback)
     args = SimpleNamespace(output_dir=str(tmp_path), process_index=0)
@@ -53,6 +59,7 @@ def test_process_zero_alone_writes_the_global_counts_after_all_processes_agree(t
 
     import pytest
 
+    from breadth.rewards.callback import RewardStateCallback
     from breadth.rewards.state import reward_state_digest
 
     setup = _setup()

@@ -6,13 +6,15 @@ from __future__ import annotations
 
 import json
 
-import torch
-from transformers import TrainerState
-
-from breadth.training.trainer_setup import StageProgress, device_arguments
+# torch, transformers and breadth.training.trainer_setup (which loads both) are imported in each
+# test: at the top they cost about 4.6 CPU s while every xdist worker collected the suite.
 
 
 def test_device_arguments_on_cpu_turn_off_bf16_and_gradient_checkpointing(monkeypatch):
+    import torch
+
+    from breadth.training.trainer_setup import device_arguments
+
     # TRL defaults bf16=True and gradient checkpointing on; neither works on a CPU. Pretend
     # there is no CUDA device so this holds on a GPU machine too.
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
@@ -32,6 +34,10 @@ def _train(progress, state, logs_per_step):
 
 
 def test_every_log_goes_to_the_file_and_the_bar_shows_key_figures(tmp_path, capsys):
+    from transformers import TrainerState
+
+    from breadth.training.trainer_setup import StageProgress
+
     progress = StageProgress("rl", tmp_path / "work" / "train_log.jsonl")
     state = TrainerState(max_steps=3, is_world_process_zero=True)
     logs = [{"loss": 0.5 - i / 10, "reward": i / 4, "grad_norm": 1.0, "note": "x"} for i in range(3)]
@@ -47,6 +53,10 @@ def test_every_log_goes_to_the_file_and_the_bar_shows_key_figures(tmp_path, caps
 
 
 def test_a_resumed_stage_counts_from_its_checkpoint_and_appends(tmp_path):
+    from transformers import TrainerState
+
+    from breadth.training.trainer_setup import StageProgress
+
     log = tmp_path / "train_log.jsonl"
     log.write_text(json.dumps({"step": 1, "loss": 1.0}) + "\n")
     progress = StageProgress("rl", log)
@@ -58,6 +68,10 @@ def test_a_resumed_stage_counts_from_its_checkpoint_and_appends(tmp_path):
 
 
 def test_only_the_main_process_draws_and_writes(tmp_path):
+    from transformers import TrainerState
+
+    from breadth.training.trainer_setup import StageProgress
+
     progress = StageProgress("sft", tmp_path / "train_log.jsonl")
     _train(progress, TrainerState(max_steps=2, is_world_process_zero=False), [{"loss": 1.0}] * 2)
     assert progress.bar is None and not (tmp_path / "train_log.jsonl").exists()
