@@ -39,7 +39,6 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from scipy import optimize, special
 
 from breadth.stats.bootstrap import hierarchical_bootstrap_ci, percentile_interval
 from breadth.stats.seed_interval import seed_means, seed_t_interval
@@ -448,6 +447,10 @@ def fit_beta_to_pass_at_k(ks: Sequence[int], pass_at_k: Sequence[float]) -> tupl
     if ks.size < 2 or ks.size != target.size:
         raise ValueError(f"a Beta fit needs pass@k at 2 or more k (got k={ks.tolist()}, "
                          f"{target.size} values)")
+    # Imported on use, as special in _beta_pass_at_k: scipy's optimize and special cost about
+    # 1 CPU s to import, paid by each test worker's collection.
+    from scipy import optimize
+
     fit = optimize.least_squares(
         lambda log_ab: _beta_pass_at_k(*np.exp(log_ab), ks) - target, x0=[0.0, 0.0])
     a, b = np.exp(fit.x)
@@ -456,6 +459,8 @@ def fit_beta_to_pass_at_k(ks: Sequence[int], pass_at_k: Sequence[float]) -> tupl
 
 def _beta_pass_at_k(a: float, b: float, ks) -> np.ndarray:
     """Mean pass@k over problems whose pass rates are Beta(a, b): 1 - E[(1 - q)^k]."""
+    from scipy import special
+
     ks = np.asarray(ks, dtype=np.float64)
     return 1.0 - np.exp(special.betaln(a, b + ks) - special.betaln(a, b))
 

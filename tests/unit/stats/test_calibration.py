@@ -10,7 +10,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from scipy.special import betaln
 
 from breadth.stats.calibration import (
     METHODS,
@@ -183,6 +182,8 @@ def test_the_bootstrap_t_interval_holds_the_mean_and_is_none_without_spread():
 
 
 def test_the_beta_fit_recovers_a_known_curve():
+    from scipy.special import betaln  # here, not at the top: scipy costs each worker's collection
+
     ks = [1, 2, 4, 8, 16, 32]
     curve = [1 - math.exp(betaln(0.5, 0.8 + k) - betaln(0.5, 0.8)) for k in ks]
     assert fit_beta_to_pass_at_k(ks, curve) == (pytest.approx(0.5, rel=1e-4),
