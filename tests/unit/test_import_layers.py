@@ -8,6 +8,7 @@ function-level import cannot hide a cycle.
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 import pytest
@@ -78,9 +79,17 @@ def _own(imported: str) -> str | None:
     return imported or None
 
 
-IMPORTS = {name: _imports(name, path) for name, path in MODULES.items()}
-GRAPH = {name: {own for i in imported if (own := _own(i)) and own != name}
-         for name, imported in IMPORTS.items()}
+# Read when a test first asks, not at import: parsing every module cost about 1 CPU s in each
+# xdist worker's collection of the suite, the worker that runs none of these tests included.
+@functools.cache
+def _all_imports() -> dict[str, set[str]]:
+    return {name: _imports(name, path) for name, path in MODULES.items()}
+
+
+@functools.cache
+def _graph() -> dict[str, set[str]]:
+    return {name: {own for i in imported if (own := _own(i)) and own != name}
+            for name, imported in _all_imports().items()}
 
 
 def _layer(module: str) -> int:
@@ -127,11 +136,11 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 def test_the_modules_are_found():
     assert {"breadth.config.models", "breadth.stages", "breadth_tasks.train",
             "breadth_flows.pipeline"} <= set(MODULES)
-    assert "breadth.config" in GRAPH["breadth.stages"]
+    assert "breadth.config" in _graph()["breadth.stages"]
 
 
 def test_no_import_cycles():
-    cycles = _cycles(GRAPH)
+    cycles = _cycles(_graph())
     assert not cycles, "import cycles (each a set of modules that import each other): " + "; ".join(
         " <-> ".join(cycle) for cycle in cycles
     )
@@ -140,14 +149,14 @@ def test_no_import_cycles():
 @pytest.mark.parametrize("module", sorted(MODULES))
 def test_no_import_up_the_layers(module):
     up = [f"{module} (layer {_layer(module)}) imports {other} (layer {_layer(other)})"
-          for other in sorted(GRAPH[module])
+          for other in sorted(_graph()[module])
           if _layer(other) > _layer(module) and (module, other) not in ALLOWED_UP]
     assert not up, "; ".join(up) + ". Move the code imported down, or the importer up."
 
 
 @pytest.mark.parametrize("module", [m for m in sorted(MODULES) if _layer(m) <= LIBRARY_TOP])
 def test_the_library_never_imports_prefect_or_the_orchestration(module):
-    bad = sorted(i for i in IMPORTS[module] if i.split(".")[0] in NOT_IN_LIBRARY)
+    bad = sorted(i for i in _all_imports()[module] if i.split(".")[0] in NOT_IN_LIBRARY)
     assert not bad, f"{module} imports {bad}: the library stays usable without Prefect"
 
 

@@ -8,11 +8,12 @@ import pytest
 
 from breadth.tracking.objects import ObjectStore, ObjectStoreError
 
-moto = pytest.importorskip("moto")
-
 
 @pytest.fixture()
 def store():
+    # Here, not at the top (as in tests/unit/tasks/conftest.py): moto and boto3 cost about
+    # 0.7 CPU s, paid by each xdist worker's collection.
+    moto = pytest.importorskip("moto")
     with moto.mock_aws():
         store = ObjectStore("https://s3.amazonaws.com", "breadth-test", "key", "secret")
         store.endpoint = None  # moto intercepts the default AWS endpoint
