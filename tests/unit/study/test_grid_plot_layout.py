@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
-from matplotlib.figure import Figure
 
 from breadth.study.grid_report import plot_grid  # draws with the Agg backend
 
@@ -30,6 +29,9 @@ def _runs_of_unlike_configs() -> tuple[pd.DataFrame, pd.DataFrame]:
 @pytest.fixture
 def saved(monkeypatch):
     """Each figure plot_grid saves, with the part of it the PNG holds (in display units)."""
+    # Here, not at the top: matplotlib costs about 1 CPU s, paid by each worker's collection.
+    from matplotlib.figure import Figure
+
     figures = []
     save = Figure.savefig
 
