@@ -17,7 +17,7 @@ Rows of a claims.json from before rows carried their objectives are read for the
 measure (`legacy_objectives`).
 
     PYTHONPATH=src .venv/bin/python scripts/results/budget.py \\
-        docs/results/grids/nightly-grid-80e1e8eb/claims.md:free_form=8/2/0.37,mcq=4/1 \\
+        docs/results/superseded/nightly-grid-80e1e8eb/claims.md:free_form=8/2/0.37,mcq=4/1 \\
         docs/results/grids/multi-grid-3862d9ef/claims.md:free_form=25/6/0.20 \\
         --markdown docs/results/budget.md
 """
@@ -79,7 +79,7 @@ def parse_table_arg(arg: str) -> tuple[Path, dict[str, list[float]] | None]:
             len(c) not in (2, 3) or min(c[:2]) < 1 or c[0] != int(c[0]) or c[1] != int(c[1])
             or (len(c) == 3 and not 0 <= c[2] < 1) for c in cells.values()):
         raise ValueError(f"{arg!r}: name a table as PATH:FORMAT=CELLS/FULL[/SHARE][,...], e.g. "
-                         "docs/results/grids/nightly-grid-80e1e8eb/claims.md:"
+                         "docs/results/superseded/nightly-grid-80e1e8eb/claims.md:"
                          "free_form=8/2/0.37,mcq=4/1 (SHARE: the warm start's share of a full seed's stage work, in [0, 1))")
     return Path(path), cells
 

@@ -7,8 +7,8 @@ this command, its seed, reps and wall time.
 
     PYTHONPATH=src nice .venv/bin/python scripts/results/calibration.py --reps 1000 \
         --seeds 4 8 15 --from-committed \
-        docs/results/grids/nightly-grid-80e1e8eb/pass_at_k_by_objective.csv \
-        docs/results/grids/nightly-grid-80e1e8eb/claims.json --out docs/results/calibration.md
+        docs/results/superseded/nightly-grid-80e1e8eb/pass_at_k_by_objective.csv \
+        docs/results/superseded/nightly-grid-80e1e8eb/claims.json --out docs/results/calibration.md
 
 By default per-problem pass rates are Beta(0.3, 2.96) (the old arithmetic task) and the seed
 sd a fixed bracket. `--from-pilot DIR` (a `scripts/results/pilot.py` work folder, read only)

@@ -22,11 +22,13 @@ ROOT = Path(__file__).resolve().parents[2]
 GRIDS = "docs/results/grids"
 
 # (name, grid id, folder under docs/results/grids, about, formats quoted). The full grid is
-# quoted only in the formats the nightly left out (its mcq rows, the format claim): the nightly
-# is the same task and objectives at 15 seeds, seeds 0-3 among them, and decides free form.
+# quoted only in the formats the nightly left out (its mcq rows, the format claim): the
+# fresh-seed nightly is the same task and objectives on the leak-free split and decides free
+# form. The 15-seed nightly it replaced (grid-80e1e8eb, leaky split, seeds not fresh) is in
+# docs/results/superseded/, as the fresh nightly's plan fixed before its results.
 CURRENT = [
-    ("nightly", "grid-80e1e8eb", "nightly-grid-80e1e8eb",
-     "chain task, free form, correctness and ucb, 15 seeds", None),
+    ("fresh-seed nightly", "grid-f9e9d325", "fresh-seed-nightly-grid-f9e9d325",
+     "chain task, leak-free split, free form, correctness and ucb, 6 fresh seeds", None),
     ("full grid", "grid-6abeba80", "full-grid-6abeba80",
      "chain task, both formats, 4 seeds; cited by the nightly's mcq rows", ("mcq", "both")),
     ("default preset", "grid-eddd94d0", "default-preset-grid-eddd94d0",

@@ -15,7 +15,7 @@ row records the SFT level it read and the δ it gave (`Claim.sft_level`, `Claim.
 
 The levels the rules were checked against (committed measurements, before the fresh-seed
 nightly): SFT pass@n = pass@32 0.867 on the chain nightly
-(`docs/results/grids/nightly-grid-80e1e8eb/pass_at_k_by_objective.csv`, 15 seeds), 0.459 on the
+(`docs/results/superseded/nightly-grid-80e1e8eb/pass_at_k_by_objective.csv`, 15 seeds), 0.459 on the
 multi-answer grid (`docs/results/grids/multi-grid-3862d9ef/`); SFT distinct outcomes 4.78
 of 32 samples on chain (`docs/results/pilot.json`, 4 seeds; RL's fall beside the nightly's
 forking row −0.476); SFT distinct correct outcomes 0.47 on the multi-answer task's eval problems

@@ -190,7 +190,7 @@ def test_the_beta_fit_recovers_a_known_curve():
                                                  pytest.approx(0.8, rel=1e-4))
 
 
-NIGHTLY = Path(__file__).resolve().parents[3] / "docs/results/grids/nightly-grid-80e1e8eb"
+NIGHTLY = Path(__file__).resolve().parents[3] / "docs/results/superseded/nightly-grid-80e1e8eb"
 
 
 def test_the_committed_nightly_gives_the_simulations_structure():

@@ -69,7 +69,7 @@ def _bounds(low: float, high: float):
 
 
 def test_the_committed_tables_are_found():
-    assert RESULTS / "grids" / "nightly-grid-80e1e8eb" / "claims.json" in TABLES
+    assert RESULTS / "grids" / "fresh-seed-nightly-grid-f9e9d325" / "claims.json" in TABLES
     assert len(TABLES) >= 2
 
 

@@ -26,7 +26,7 @@ from breadth.study.findings import (
 )
 
 NIGHTLY = (Path(__file__).resolve().parents[3]
-           / "docs/results/grids/nightly-grid-80e1e8eb/claims.json")
+           / "docs/results/superseded/nightly-grid-80e1e8eb/claims.json")
 
 
 def _row(claim: str, estimate: float, se: float, p: float, delta: float, **extra) -> dict:
