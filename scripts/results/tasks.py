@@ -23,7 +23,6 @@ either way).
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import platform
@@ -94,8 +93,8 @@ def measure(task: str, fmt: str, extra: list[str], args: argparse.Namespace) -> 
     # seconds.
     prepared = args.work / "prepared" / f"{task}-{fmt}-{config.content_hash()[:10]}"
     shutil.rmtree(prepared, ignore_errors=True)
-    stages.prepare_stage(config, prepared)
-    work = args.work / f"{task}-{fmt}-{config.content_hash()[:10]}-{_files_hash(prepared)}"
+    problems = stages.prepare_stage(config, prepared).content_hash[:10]
+    work = args.work / f"{task}-{fmt}-{config.content_hash()[:10]}-{problems}"
     policy = work / "sft" / "final"
     reused = (policy / "model.safetensors").exists()
     if not reused:
@@ -135,15 +134,6 @@ def measure(task: str, fmt: str, extra: list[str], args: argparse.Namespace) -> 
         "reused": reused,
         **grpo,
     }
-
-
-def _files_hash(folder: Path) -> str:
-    """A short sha256 of the parquet files' bytes under `folder`, in name order."""
-    digest = hashlib.sha256()
-    for path in sorted(folder.rglob("*.parquet")):
-        digest.update(path.relative_to(folder).as_posix().encode())
-        digest.update(path.read_bytes())
-    return digest.hexdigest()[:10]
 
 
 def _sft_runtime(log: Path) -> tuple[int, float]:
