@@ -4,6 +4,7 @@ ports under a temporary home, once per session, and stop it at the end."""
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
 import json
 import os
@@ -11,6 +12,7 @@ import random
 import resource
 import shutil
 import socket
+import sqlite3
 import time
 from collections.abc import Iterator
 from importlib import metadata
@@ -80,12 +82,51 @@ def stack_port() -> int:
                        f"{start + PORT_BAND - 1}: stop the test stacks left running")
 
 
+# Prefect's first start on a new sqlite database runs its schema migrations (about 30 CPU s on
+# the loaded 2-core machine, 13 on a migrated one). A test stack's Prefect starts from a copy of
+# a database that a first start left, taken right after it answered (only the schema version and
+# Prefect's block types in it), and kept in pytest's cache under Prefect's version, which fixes
+# the migrations: a new version migrates afresh and keeps its own copy. Block types are
+# registered again at each start (Prefect keys that memo by the database's path), so one a new
+# collection brings is added to a copy too.
+PREFECT_DB = "prefect.db"
+
+
 @contextlib.contextmanager
-def running_local_stack(home: Path, server_env: dict[str, str] | None = None
-                        ) -> Iterator[dict[str, str]]:
+def _prefect_db_from_template(home: Path, templates: Path | None) -> Iterator[None]:
+    """Around a stack's start under `home`: put a copy of the template database where its
+    Prefect reads it, or, where there is none yet, make it from this start's database once the
+    stack is up. Two xdist workers starting at once take turns (a lock): the second copies
+    what the first made instead of migrating too. Without `templates`, or with a database named
+    in the environment (e.g. Postgres), nothing is done."""
+    if templates is None or os.environ.get("PREFECT_API_DATABASE_CONNECTION_URL"):
+        yield
+        return
+    template, database = templates / PREFECT_DB, home / "prefect" / PREFECT_DB
+    with (templates / ".lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if template.exists():
+            fcntl.flock(lock, fcntl.LOCK_UN)
+            database.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            shutil.copyfile(template, database)
+            yield
+            return
+        yield  # the stack starts on a new database, holding the lock
+        made = templates / f".{PREFECT_DB}.{os.getpid()}"
+        # sqlite's backup: a consistent copy of a database its server has open (WAL included).
+        with contextlib.closing(sqlite3.connect(database)) as source, \
+                contextlib.closing(sqlite3.connect(made)) as copy:
+            source.backup(copy)
+        os.replace(made, template)
+
+
+@contextlib.contextmanager
+def running_local_stack(home: Path, server_env: dict[str, str] | None = None,
+                        prefect_db_templates: Path | None = None) -> Iterator[dict[str, str]]:
     """The real local stack on free ports under `home`, its servers started with `server_env`
     added to the environment (e.g. a Postgres database); yields the client environment (already
-    exported) and restores the environment after."""
+    exported) and restores the environment after. With `prefect_db_templates` (the
+    `prefect_db_templates` fixture), Prefect starts from a copy of a migrated database."""
     from breadth.stack.local import LocalStack, StackSettings
 
     server_env = server_env or {}
@@ -101,7 +142,8 @@ def running_local_stack(home: Path, server_env: dict[str, str] | None = None
     # Prefect's first start (its database migrations) has taken over 120 s.
     stack = LocalStack(StackSettings(home=Path(home)), start_timeout_s=300)
     try:
-        stack.up()
+        with _prefect_db_from_template(Path(home), prefect_db_templates):
+            stack.up()
         env = stack.settings.client_env()
         os.environ.update(env)
         yield env
@@ -115,9 +157,28 @@ def running_local_stack(home: Path, server_env: dict[str, str] | None = None
 
 
 @pytest.fixture(scope="session")
-def live_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
+def prefect_db_templates(request: pytest.FixtureRequest) -> Path | None:
+    """The folder of the migrated Prefect database test stacks copy (`PREFECT_DB`'s reason):
+    in pytest's cache, named for Prefect's version; other versions' folders are removed.
+    Without pytest's cache (-p no:cacheprovider): None, each stack migrates its own."""
+    cache = getattr(request.config, "cache", None)
+    if cache is None:
+        return None
+    root = cache.mkdir("breadth-prefect-db")
+    name = f"prefect-{metadata.version('prefect')}"
+    for stale in root.iterdir():
+        if stale.name != name:
+            shutil.rmtree(stale, ignore_errors=True)
+    (root / name).mkdir(exist_ok=True)
+    return root / name
+
+
+@pytest.fixture(scope="session")
+def live_stack(tmp_path_factory: pytest.TempPathFactory,
+               prefect_db_templates: Path | None) -> Iterator[dict[str, str]]:
     """The real local stack on free ports; yields the client environment (already exported)."""
-    with running_local_stack(tmp_path_factory.mktemp("breadth-home")) as env:
+    with running_local_stack(tmp_path_factory.mktemp("breadth-home"),
+                             prefect_db_templates=prefect_db_templates) as env:
         yield env
 
 

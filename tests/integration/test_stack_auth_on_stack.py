@@ -34,10 +34,13 @@ def _basic(user_password: str) -> dict[str, str]:
     return {"Authorization": "Basic " + base64.b64encode(user_password.encode()).decode()}
 
 
-def test_each_service_refuses_without_credentials_and_admits_with_them(tmp_path: Path) -> None:
+def test_each_service_refuses_without_credentials_and_admits_with_them(
+    tmp_path: Path, prefect_db_templates: Path | None
+) -> None:
     credentials = stack_auth.write_credentials(tmp_path)
     try:
-        with running_local_stack(tmp_path, {"BREADTH_STACK_AUTH": "1"}) as env:
+        with running_local_stack(tmp_path, {"BREADTH_STACK_AUTH": "1"},
+                                 prefect_db_templates) as env:
             mlflow = env["MLFLOW_TRACKING_URI"] + "/api/2.0/mlflow/experiments/search"
             login = f"{credentials.mlflow_username}:{credentials.mlflow_password}"
             assert _status(mlflow, body={"max_results": 1}) == 401
