@@ -17,8 +17,10 @@ is stopped, and the page says so); each uses the GPU, except the scale part's si
    correctness@unscaled and darling from that start (`scripts/results/gpu_scale_cell.py`),
    compared paired by problem per seed.
 
-`--dry-run` runs every part with tiny counts on whatever device there is (a CPU here): it
-checks the script end to end, and its figures mean nothing.
+`--dry-run` runs each kind of part's process once with tiny counts on whatever device there is
+(a CPU here): the GPU tests, the big model, the scale part's SFT and darling's RL at one size
+(`study`), and the reward path for one spec (`correctness+batch`). It checks the script end
+to end, and its figures mean nothing.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ import tarfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent  # scripts/results/: the parts and the page's writer
@@ -47,6 +49,23 @@ from gpu_scale_cell import OBJECTIVES, SIZES, cell_config  # after the path abov
 
 PARTS = ("gpu-tests", "big-model", "scale", "reward")
 REWARD_SPECS = ("correctness", "correctness+batch", "darling")
+
+
+class Scope(NamedTuple):
+    """What a run covers: the scale part's sizes and RL objectives, the reward part's specs."""
+
+    sizes: tuple[str, ...]
+    objectives: tuple[str, ...]
+    specs: tuple[str, ...]
+
+
+# A dry run runs each kind of part's process once: every process is a fresh Python that imports
+# torch and transformers (~20 CPU s on its own), and running them all cost twice the CPU. The
+# sizes all shrink to one tiny model there (gpu_scale_cell.DRY_RUN) and the objectives and specs
+# differ only in the reward spec rl_stage gets (tests/integration/test_grpo_rewards_on_cpu.py
+# trains every preset). tests/unit/scripts/test_gpu.py checks the rest: the GPU run's plan,
+# every size's config, the comparison of two arms' rollouts and the page's layout.
+DRY_RUN = Scope(sizes=("study",), objectives=("darling",), specs=("correctness+batch",))
 SCALE_CELL = "scripts/results/gpu_scale_cell.py"
 
 
@@ -66,6 +85,10 @@ class Job:
     state: str = "waiting"  # waiting, running, ok, failed (rc), stopped at the deadline, skipped
 
 
+def scope(dry: bool) -> Scope:
+    return DRY_RUN if dry else Scope(tuple(SIZES), tuple(OBJECTIVES), REWARD_SPECS)
+
+
 def python(script: str, *args: str) -> list[str]:
     return [sys.executable, str(ROOT / script), *args]
 
@@ -81,7 +104,8 @@ def plan(out: Path, work: Path, seeds: list[int], dry: bool, parts: list[str],
     big = python("scripts/results/gpu_big_model.py", "--json", str(out / "big.json"),
                  "--work", str(work / "big"), *dry_flag)
     jobs = [Job("gpu-tests", "gpu-tests", tests), Job("big-model", "big-model", big)]
-    for size in SIZES:
+    covered = scope(dry)
+    for size in covered.sizes:
         for seed in seeds:
             # A folder per size: the sizes share their data's cache key, and two processes
             # preparing one folder at once raced (a dry run's SFT failed on it).
@@ -91,14 +115,14 @@ def plan(out: Path, work: Path, seeds: list[int], dry: bool, parts: list[str],
             sft = f"sft-{size}-s{seed}"
             jobs.append(Job(sft, "scale", python(SCALE_CELL, "sft", *cell,
                                                  "--json", str(work / f"{sft}.json")), env=place))
-            for objective in OBJECTIVES:
+            for objective in covered.objectives:
                 name = f"rl-{size}-s{seed}-{objective}"
                 rl = python(SCALE_CELL, "rl", *cell, "--objective", objective,
                             "--json", str(work / f"{name}.json"))
                 jobs.append(Job(name, "scale", rl, after=[sft], env=place))
     bench = (["--cpu-smoke", "--steps", "2", "--pairs", "3", "--warm-up-steps", "1"] if dry
              else ["--steps", "300", "--pairs", "3", "--warm-up-steps", "20"])
-    for spec in REWARD_SPECS:
+    for spec in covered.specs:
         # From the start, beside the others: 3 x 2 x 300 timed steps need the whole deadline.
         # Their ratios are side by side in one process, so the sharing is in both arms.
         reward = python("benchmarks/bench_reward_gpu.py", "--spec", spec, *bench,
@@ -154,22 +178,23 @@ def read_json(path: Path) -> Any:
 
 def scale_comparisons(work: Path, seeds: list[int], dry: bool) -> list[dict[str, Any]]:
     """darling − correctness@unscaled per (size, seed), paired by problem (demo.compare
-    with the control in the base's place), beside each arm's own RL − SFT."""
+    with the control in the base's place; where both arms ran), beside each arm's own RL − SFT."""
     import pandas as pd
     from demo import compare
 
     rows = []
-    for size in SIZES:
+    covered = scope(dry)
+    for size in covered.sizes:
         for seed in seeds:
             sft = read_json(work / f"sft-{size}-s{seed}.json")
-            arms = {o: read_json(work / f"rl-{size}-s{seed}-{o}.json") for o in OBJECTIVES}
+            arms = {o: read_json(work / f"rl-{size}-s{seed}-{o}.json") for o in covered.objectives}
             row: dict[str, Any] = {"size": size, "seed": seed,
                                    "parameters": sft and sft["parameters"],
                                    "sft_stages": sft and sft["stages"],
                                    "arms": {o: a and {k: a[k] for k in ("per_model", "paired_delta",
                                                                        "sft_p", "grpo", "stages")}
                                             for o, a in arms.items()}}
-            if all(arms.values()):
+            if all(arms.get(o) for o in OBJECTIVES):
                 control, diverse = (pd.read_parquet(arms[o]["rollouts"]["rl"]) for o in OBJECTIVES)
                 config = cell_config(size, seed, next(iter(OBJECTIVES)), dry)
                 row["darling_minus_control"] = compare({"sft": control, "rl": diverse}, config)
@@ -207,6 +232,7 @@ def main() -> None:
     logs = args.work / "logs"
     for folder in (args.out, logs):
         folder.mkdir(parents=True, exist_ok=True)
+    covered = scope(args.dry_run)
     jobs = plan(args.out, args.work, args.seeds, args.dry_run, args.parts, tuple(args.scale_on_cpu))
     run_jobs(jobs, logs, started, started + args.deadline, args.max_jobs)
     wall = time.monotonic() - started
@@ -228,11 +254,11 @@ def main() -> None:
                           "started_at_s": j.start_offset and round(j.start_offset, 1)}
                  for j in jobs},
         "gpu_tests": tests_log.read_text()[-2000:] if tests_log.exists() else None,
-        "reward": {s: read_json(args.work / f"reward-{s}.json") for s in REWARD_SPECS},
+        "reward": {s: read_json(args.work / f"reward-{s}.json") for s in covered.specs},
         "big_model": big_model,
         "scale_placement": {size: "CPU cores" if size in args.scale_on_cpu
                             else "GPU" if torch.cuda.is_available() else "CPU (no CUDA device)"
-                            for size in SIZES},
+                            for size in covered.sizes},
         "scale": (scale_comparisons(args.work, args.seeds, args.dry_run)
                   if "scale" in args.parts else []),
     }

@@ -197,7 +197,9 @@ def main() -> None:
     dry = args.dry_run
     shape = DRY_RUN_SHAPE if dry else QWEN25_05B_SHAPE
     # The chain task (reasoning preset): free-form prompts and completions of the study's kind.
-    config = load_config("reasoning", ["rl.max_steps=4" if dry else "rl.max_steps=16"])
+    # A dry run's GRPO: 2 steps of short completions, the fewest that give tokens per step.
+    config = load_config("reasoning", ["rl.max_steps=2", "rl.max_completion_length=16"] if dry
+                         else ["rl.max_steps=16"])
     with tempfile.TemporaryDirectory(prefix="gpu-big-") as scratch:
         work = args.work or Path(scratch)
         data = work / "data"

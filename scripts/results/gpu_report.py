@@ -130,8 +130,9 @@ def scale_section(e: dict[str, Any]) -> list[str]:
         params = f"{row['parameters'] / 1e6:.2f}M" if row["parameters"] else "—"
         cells = [row["size"], params, str(row["seed"]),
                  f"{sft['per_model']['sft']['pass_at_1'][0]:.3f}" if sft else "—",
-                 f"{control['per_model']['rl']['pass_at_1'][0]:.3f}" if control else "not finished",
-                 f"{darling['per_model']['rl']['pass_at_1'][0]:.3f}" if darling else "not finished"]
+                 *(f"{arms[arm]['per_model']['rl']['pass_at_1'][0]:.3f}" if arms.get(arm)
+                   else "not finished" if arm in arms else "not run"  # a dry run runs one arm
+                   for arm in ("correctness@unscaled", "darling"))]
         delta = row.get("darling_minus_control")
         for key, _ in MEASURES:
             if delta and key in delta["paired_delta"]:
