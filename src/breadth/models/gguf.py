@@ -20,6 +20,7 @@ the memory (`check_causal_lm`, `check_fits_memory`), and only then the weights.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -381,7 +382,9 @@ def _write_hf_folder(source: GgufSource, header: GgufHeader, folder: Path) -> No
     from breadth.models.tiny import MODEL_LOADING
 
     where, name = str(source.path.parent), source.path.name
-    with MODEL_LOADING:
+    # The tokenizer under MODEL_LOADING too: no other load in this process runs while the
+    # reads are shared (`_each_gguf_file_read_once`).
+    with MODEL_LOADING, _each_gguf_file_read_once():
         # dequantize=True makes transformers drop its GGUF quantiser once the weights are in:
         # the model is then a plain dense one, which save_pretrained writes as safetensors (the
         # default load keeps the quantiser, and save_pretrained refuses that model).
@@ -389,7 +392,7 @@ def _write_hf_folder(source: GgufSource, header: GgufHeader, folder: Path) -> No
             where, gguf_file=name, dtype=torch.float32,
             quantization_config=GgufConfig(dequantize=True),
         )
-    tokenizer = AutoTokenizer.from_pretrained(where, gguf_file=name)
+        tokenizer = AutoTokenizer.from_pretrained(where, gguf_file=name)
     # transformers 5.17's GGUF llama tokenizer converter sets both bos and eos to the token of
     # bos_token_id (SmolLM2: eos read <|im_start|>, not <|im_end|>) and drops the pad token;
     # the header's ids are the truth.
@@ -539,6 +542,36 @@ def _parameters_of_config(config: Any) -> int:
     mlp = 3 * hidden * intermediate  # gate, up, down
     embeddings = vocab * hidden * (1 if value("tie_word_embeddings", True) else 2)
     return embeddings + layers * (attention + mlp + 2 * hidden) + hidden
+
+
+@contextmanager
+def _each_gguf_file_read_once() -> Iterator[None]:
+    """For the block, one `gguf.GGUFReader` per file and one tensor-name map per architecture.
+
+    transformers 5.17 loading a model and its tokenizer from GGUF builds four readers of the
+    file (config, weights, tokenizer), each decoding SmolLM2's 49,152 tokens and 48,900 merges
+    (~6 CPU s), and gguf's tensor-name map once per submodule (397 for SmolLM2). It imports
+    both from `gguf` on each call, so they are swapped on the `gguf` module for the block: hold
+    MODEL_LOADING around it, so no other load in the process sees the swap. Readers open the
+    file read-only and no caller changes them: sharing one changes nothing but the time."""
+    # imported on use: start-up time (numpy and the gguf package's tables).
+    import gguf
+
+    reader_class, name_map = gguf.GGUFReader, gguf.get_tensor_name_map
+    readers: dict[tuple[str, str], Any] = {}
+
+    def read_once(path: os.PathLike[str] | str, mode: str = "r") -> Any:
+        key = (str(Path(path).resolve()), mode)
+        if key not in readers:
+            readers[key] = reader_class(path, mode)
+        return readers[key]
+
+    gguf.GGUFReader = read_once
+    gguf.get_tensor_name_map = functools.cache(name_map)
+    try:
+        yield
+    finally:
+        gguf.GGUFReader, gguf.get_tensor_name_map = reader_class, name_map
 
 
 @contextmanager

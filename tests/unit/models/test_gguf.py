@@ -381,6 +381,25 @@ def test_a_second_call_returns_the_cached_folder_without_loading(converted, monk
     assert {file.name: file.stat().st_mtime_ns for file in folder.iterdir()} == before
 
 
+def test_a_conversion_reads_the_file_twice_and_leaves_the_gguf_module_as_it_was(tiny,
+                                                                              monkeypatch):
+    """Once for the header check, once for transformers' model, config and tokenizer loads,
+    which built four readers of their own (each decoding the whole vocabulary)."""
+    import gguf
+
+    reads = []
+    reader_class, name_map = gguf.GGUFReader, gguf.get_tensor_name_map
+
+    def counted(path, *args):
+        reads.append(Path(path).name)
+        return reader_class(path, *args)
+
+    monkeypatch.setattr(gguf, "GGUFReader", counted)
+    convert_gguf_to_hf(resolve_gguf_source(str(tiny)), tiny.parent / "cache")
+    assert reads == [tiny.name, tiny.name]
+    assert (gguf.GGUFReader, gguf.get_tensor_name_map) == (counted, name_map)
+
+
 def test_a_conversion_that_dies_leaves_no_folder_and_a_later_one_cleans_up(tiny, monkeypatch):
     source, cache = resolve_gguf_source(str(tiny)), tiny.parent / "cache"
     key = source.sha256[:16]
