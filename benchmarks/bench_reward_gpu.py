@@ -14,7 +14,7 @@ with the same `trl.GRPOConfig` (breadth's `build_grpo_config`):
      callbacks, the verifiers).
 Each run trains `--steps` steps; its figure is the median step time over the steps after the
 first 10 (CUDA kernels, allocator and caches warm up there). Before the pairs, both arms run
-`--warm-up-steps` (20) steps untimed, so one-time imports (math_verify, sympy, TRL's lazy modules) are paid
+`--warm-up-steps` (20; 0: none) steps untimed, so one-time imports (math_verify, sympy, TRL's lazy modules) are paid
 outside. Pairs interleave A B A B; the ratio is B / A per pair.
 
 Both arms start from the untrained model unless `--from-sft`: an untrained character model
@@ -127,7 +127,7 @@ def main() -> None:
     parser.add_argument("--pairs", type=int, default=3)
     parser.add_argument("--spec", default="correctness", help="breadth's reward spec (arm B)")
     parser.add_argument("--set", dest="overrides", action="append", default=[])
-    parser.add_argument("--warm-up-steps", type=int, default=20)
+    parser.add_argument("--warm-up-steps", type=int, default=20, help="0: no warm-up")
     parser.add_argument("--from-sft", action="store_true",
                         help="start both arms from the preset's SFT model, as the pipeline does "
                              "(default: the untrained model, whose noise the verifier parses)")
@@ -173,8 +173,9 @@ def main() -> None:
             return run
 
         # Untimed warm-up of both arms (imports, CUDA context, kernels), then the pairs.
-        arm(bare_trl, args.warm_up_steps)()
-        arm(breadth_path, args.warm_up_steps)()
+        if args.warm_up_steps > 0:  # 0: none (a dry run, which times nothing that matters)
+            arm(bare_trl, args.warm_up_steps)()
+            arm(breadth_path, args.warm_up_steps)()
         bare, ours = "bare TRL GRPOTrainer", f"breadth reward path ({args.spec})"
         result = compare((bare, arm(bare_trl, args.steps, bare)),
                          (ours, arm(breadth_path, args.steps, ours)),

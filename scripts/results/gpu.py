@@ -60,11 +60,12 @@ class Scope(NamedTuple):
 
 
 # A dry run runs each kind of part's process once: every process is a fresh Python that imports
-# torch and transformers (~20 CPU s on its own), and running them all cost twice the CPU. The
-# sizes all shrink to one tiny model there (gpu_scale_cell.DRY_RUN) and the objectives and specs
-# differ only in the reward spec rl_stage gets (tests/integration/test_grpo_rewards_on_cpu.py
-# trains every preset). tests/unit/scripts/test_gpu.py checks the rest: the GPU run's plan,
-# every size's config, the comparison of two arms' rollouts and the page's layout.
+# torch and transformers (~20 CPU s on its own), and all eleven cost the dry run's test about
+# 2.5 times the CPU of these five (scripts/tools/cpu_of.py, issue #48 item 7). The sizes all
+# shrink to one tiny model there (gpu_scale_cell.DRY_RUN), and the objectives and specs differ
+# only in the reward spec rl_stage gets (tests/integration/test_grpo_rewards_on_cpu.py trains
+# every preset). tests/unit/scripts/test_gpu.py checks the rest: the GPU run's plan, every
+# size's config, the comparison of two arms' rollouts and the page's layout.
 DRY_RUN = Scope(sizes=("study",), objectives=("darling",), specs=("correctness+batch",))
 SCALE_CELL = "scripts/results/gpu_scale_cell.py"
 
@@ -120,7 +121,7 @@ def plan(out: Path, work: Path, seeds: list[int], dry: bool, parts: list[str],
                 rl = python(SCALE_CELL, "rl", *cell, "--objective", objective,
                             "--json", str(work / f"{name}.json"))
                 jobs.append(Job(name, "scale", rl, after=[sft], env=place))
-    bench = (["--cpu-smoke", "--steps", "2", "--pairs", "3", "--warm-up-steps", "1"] if dry
+    bench = (["--cpu-smoke", "--steps", "2", "--pairs", "3", "--warm-up-steps", "0"] if dry
              else ["--steps", "300", "--pairs", "3", "--warm-up-steps", "20"])
     for spec in covered.specs:
         # From the start, beside the others: 3 x 2 x 300 timed steps need the whole deadline.
