@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from scipy.special import log_softmax
 
 ROOT = Path(__file__).resolve().parents[2]
 OUT = ROOT / "tests" / "unit" / "models" / "data" / "smollm2_llama_cpp.json"
@@ -40,8 +40,7 @@ def llama_cpp_reference(gguf_path: Path, prompt: str, top: int) -> dict[str, Any
         logits = np.asarray(model.scores[:len(ids)], dtype=np.float64)
     finally:
         model.close()
-    shifted = logits - logits.max(-1, keepdims=True)
-    log_probs = shifted - np.log(np.exp(shifted).sum(-1, keepdims=True))
+    log_probs = log_softmax(logits, axis=-1)
     best = np.argsort(-log_probs, axis=-1)[:, :top]
     return {"token_ids": [int(i) for i in ids],
             "top_ids": best.tolist(),
@@ -53,7 +52,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out", type=Path, default=OUT)
     parser.add_argument("--top", type=int, default=32, help="next tokens kept a position")
     args = parser.parse_args(argv)
-    sys.path.insert(0, str(ROOT / "src"))
+    # Imported on use: the conversion test loads this file for `llama_cpp_reference` alone.
     from transformers import AutoTokenizer
 
     from breadth.models.gguf import hf_folder_of, resolve_gguf_source
