@@ -30,9 +30,9 @@ from tests.faults.helpers import (
 )
 from tests.integration.helpers import (
     BREADTH,
-    PREFECT,
     REPO,
     create_process_pool,
+    register_deployment,
     set_args,
     start_workers,
     stop_workers,
@@ -157,12 +157,9 @@ def night(live_stack, tmp_path):
     env = {**live_stack, "CUDA_VISIBLE_DEVICES": "", "OMP_NUM_THREADS": "1"}
     full = {**os.environ, **env}
     create_process_pool(live_stack["PREFECT_API_URL"], POOL)
-    deployed = subprocess.run(
-        [PREFECT, "--no-prompt", "deploy", "flows/pipeline.py:pipeline", "--name",
-         DEPLOYMENT.split("/")[1], "--pool", POOL],
-        env=full, cwd=REPO, capture_output=True, text=True, check=False,
-    )
-    assert deployed.returncode == 0, deployed.stdout[-3000:] + deployed.stderr[-3000:]
+    # As `prefect deploy flows/pipeline.py:pipeline` would, without the CLI's process.
+    register_deployment(live_stack["PREFECT_API_URL"], "flows/pipeline.py:pipeline",
+                        DEPLOYMENT.split("/")[1], POOL)
     # Hosts: each worker its own work dir, so the killed one's files are lost with it.
     workers: list[subprocess.Popen] = []
 

@@ -95,6 +95,24 @@ def create_process_pool(api_url: str, name: str) -> None:
         client.create_work_pool(pool, overwrite=True)
 
 
+def register_deployment(api_url: str, entrypoint: str, name: str, pool: str) -> None:
+    """What `prefect --no-prompt deploy ENTRYPOINT --name NAME --pool POOL` registers when run
+    in the repository (a name prefect.yaml does not define): the flow's parameter schema,
+    description and version, and a pull step that sets the working directory to the
+    repository, so a worker runs the flow as it would the CLI's. The CLI's own process costs
+    6-7 CPU s of imports; this, in the test's process, about 1.3 (the flow's module included).
+    Read back from a Prefect 3.8 server, both deployments matched in every field but id and
+    name."""
+    from prefect.deployments.runner import RunnerDeployment
+    from prefect.runner.storage import LocalStorage
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    # This process's Prefect settings may predate the stack's environment: name the server.
+    with temporary_settings(updates={PREFECT_API_URL: api_url}):
+        RunnerDeployment.from_storage(storage=LocalStorage(str(REPO)), entrypoint=entrypoint,
+                                      name=name, work_pool_name=pool).apply()
+
+
 def start_workers(count: int, env: dict[str, str], log_dir: Path, pin_cores: bool = False,
                   pool: str = "breadth-cpu", first_index: int = 0) -> list[subprocess.Popen]:
     """`count` process workers on `pool`, each running one flow run at a time (`--limit 1`,
