@@ -35,14 +35,23 @@ def prepare_stage(config: PipelineConfig, out_dir: Path) -> Any:
 
 
 def init_model_stage(config: PipelineConfig, out_dir: Path) -> Path:
-    """The base policy: the configured hub/local model (a GGUF source read from its converted
-    folder, whose provenance.json is kept beside the weights), or the tiny model built from
-    scratch."""
+    """The base policy: the configured hub/local model, a GGUF source's converted folder (its
+    files linked, provenance.json included), or the tiny model built from scratch."""
     # Imported on use: a stage loads only what it runs (torch, pandas, ...).
-    from breadth.models.gguf import PROVENANCE_FILE, hf_folder_of
+    from breadth.models.gguf import (
+        PROVENANCE_FILE,
+        hf_folder_of,
+        is_gguf_source,
+        link_converted_folder,
+    )
     from breadth.models.tiny import build_char_tokenizer, build_tiny_model, load_policy
 
     out_dir = Path(out_dir)
+    if config.model.name_or_path and is_gguf_source(config.model.name_or_path):
+        # The converted folder was written by save_pretrained from the same classes, and every
+        # stage reads it through load_policy: loading and saving it again wrote the same bytes
+        # (SmolLM2: all seven files) for seconds of CPU and 540 MB of disk.
+        return link_converted_folder(hf_folder_of(config.model.name_or_path), out_dir)
     if config.model.name_or_path:
         folder = hf_folder_of(config.model.name_or_path)
         model, tokenizer = load_policy(folder)

@@ -349,6 +349,34 @@ def hf_folder_of(name_or_path: str, cache_root: Path | str | None = None) -> str
     return str(convert_gguf_to_hf(source, cache_root or gguf_cache_root()))
 
 
+def link_converted_folder(folder: Path | str, out_dir: Path | str) -> Path:
+    """`out_dir` holding the files of the converted `folder`, hard-linked (no byte copied: 540 MB
+    of float32 for SmolLM2), copied where the two are on different file systems; returns it.
+
+    A hard link is a second name of the same file, not a pointer to the cache: `out_dir` stays
+    whole, and uploads as it is, when the cache is deleted or converted afresh. Nothing writes
+    into either folder once made (the cache is written whole, then renamed; a stage's output is
+    read only). Each file is placed under a temporary name and renamed over any older copy, so
+    a rerun into the same `out_dir` replaces it and a killed one leaves no half file.
+    """
+    folder, out_dir = Path(folder), Path(out_dir)
+    if not (folder / PROVENANCE_FILE).is_file():
+        raise GgufSourceError(
+            f"{folder} has no {PROVENANCE_FILE}, so it is no finished conversion of a GGUF file; "
+            "give the folder convert_gguf_to_hf returned."
+        )
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for source in sorted(path for path in folder.iterdir() if path.is_file()):
+        staged = out_dir / f".{source.name}.{os.getpid()}.linking"
+        staged.unlink(missing_ok=True)
+        try:
+            os.link(source, staged)
+        except OSError:  # another file system, or one without hard links
+            shutil.copy2(source, staged)
+        staged.replace(out_dir / source.name)
+    return out_dir
+
+
 SOURCE_TAGS = ("source", "sha256", "package", "version", "licence")
 """The provenance fields a run is tagged with (`model.source.<field>`): where the weights came
 from and under which licence; provenance.json keeps the rest."""

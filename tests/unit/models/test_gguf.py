@@ -28,6 +28,7 @@ from breadth.models.gguf import (
     convert_gguf_to_hf,
     estimate_memory_bytes,
     is_gguf_source,
+    link_converted_folder,
     read_gguf_header,
     resolve_gguf_source,
 )
@@ -381,6 +382,52 @@ def test_a_second_call_returns_the_cached_folder_without_loading(converted, monk
     monkeypatch.setattr(gguf_source, "_write_hf_folder", refuse)
     assert convert_gguf_to_hf(resolve_gguf_source(str(path)), folder.parent) == folder
     assert {file.name: file.stat().st_mtime_ns for file in folder.iterdir()} == before
+
+
+def test_the_init_stage_links_the_folder_that_loading_and_saving_it_wrote_again(
+        converted, tmp_path, monkeypatch):
+    """A GGUF source's base policy: the converted folder's files hard-linked, byte for byte what
+    load_policy + save_pretrained wrote there before the stage linked them."""
+    from breadth import stages
+    from breadth.config import load_config
+    from breadth.models.tiny import load_policy
+
+    path, folder = converted
+    monkeypatch.setenv(gguf_source.CACHE_VARIABLE, str(folder.parent))
+    out = stages.init_model_stage(load_config("default", [f"model.name_or_path={path}"]),
+                                  tmp_path / "model")
+    names = sorted(file.name for file in folder.iterdir())
+    assert sorted(file.name for file in out.iterdir()) == names  # provenance.json included
+    assert all((out / name).samefile(folder / name) for name in names)
+    model, tokenizer = load_policy(folder)
+    model.save_pretrained(tmp_path / "saved")
+    tokenizer.save_pretrained(tmp_path / "saved")
+    saved = sorted((tmp_path / "saved").iterdir())
+    assert [file.name for file in saved] == [name for name in names if name != "provenance.json"]
+    for file in saved:
+        assert file.read_bytes() == (out / file.name).read_bytes(), file.name
+
+
+def test_a_linked_folder_replaces_an_older_copy_and_is_copied_across_file_systems(
+        converted, tmp_path, monkeypatch):
+    _, folder = converted
+    out = tmp_path / "model"
+    out.mkdir()
+    (out / "config.json").write_text("{}")  # an older attempt's file, not a link
+    link_converted_folder(folder, out)
+    assert (out / "config.json").samefile(folder / "config.json")
+
+    def cross_device(*_args):
+        raise OSError(18, "Invalid cross-device link")
+
+    monkeypatch.setattr(os, "link", cross_device)
+    copied = link_converted_folder(folder, tmp_path / "elsewhere")
+    for file in folder.iterdir():
+        assert not (copied / file.name).samefile(file)
+        assert (copied / file.name).read_bytes() == file.read_bytes()
+    assert not list(copied.glob(".*"))  # no temporary name left behind
+    with pytest.raises(GgufSourceError, match="no provenance.json"):
+        link_converted_folder(tmp_path / "elsewhere" / "missing", out)
 
 
 def test_a_conversion_reads_the_file_twice_and_leaves_the_gguf_module_as_it_was(tiny,
