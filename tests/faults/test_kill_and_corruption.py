@@ -99,6 +99,12 @@ def test_kill_9_mid_grpo_then_rerun_closes_records_and_matches_an_uninterrupted_
                          tmp_path / "reference")
     expected, got = _weights(reference), _weights(stage_dir(work, "rl") / "final")
     assert all(torch.equal(expected[name], got[name]) for name in expected)
+    # ... and not merely the weights it resumed from: the steps after the resume changed the
+    # policy (at this seed most steps' groups have equal rewards, so a zero gradient), else the
+    # comparison would hold however those steps were trained.
+    resumed_from = _weights(stage_dir(work, "rl") / "checkpoint-4")
+    assert not all(torch.equal(resumed_from[name], got[name]) for name in got), (
+        "GRPO did not change the policy after checkpoint-4: choose a seed whose later steps do")
 
 
 def test_a_truncated_newest_checkpoint_falls_back_one_and_says_so(live_stack, tmp_path):
