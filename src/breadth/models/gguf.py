@@ -164,7 +164,12 @@ def read_gguf_header(path: Path | str) -> GgufHeader:
     that would end past the end of the file counts, so a cut-short download fails here and not
     halfway through loading.
     """
-    path = Path(path)
+    return _read_header(Path(path))[0]
+
+
+def _read_header(path: Path) -> tuple[GgufHeader, Any]:
+    """`read_gguf_header`, and the `gguf.GGUFReader` it read: a conversion loads the weights
+    through the same reader (`_each_gguf_file_read_once`), not one more decoding the file."""
     _check_magic(path, str(path))
     # imported on use: start-up time (numpy and the gguf package's tables).
     import gguf
@@ -189,7 +194,7 @@ def read_gguf_header(path: Path | str) -> GgufHeader:
             "loader can tell what model it holds; convert it again with llama.cpp's tools."
         )
     context = fields.get(f"{architecture}.context_length")
-    return GgufHeader(
+    header = GgufHeader(
         path=path,
         architecture=architecture,
         name=fields.get("general.name"),
@@ -201,6 +206,7 @@ def read_gguf_header(path: Path | str) -> GgufHeader:
         special_token_ids={name: int(fields[key]) for name, key in _SPECIAL_TOKEN_KEYS.items()
                            if key in fields},
     )
+    return header, reader
 
 
 def check_causal_lm(header: GgufHeader, name_or_path: str) -> None:
@@ -294,7 +300,7 @@ def convert_gguf_to_hf(source: GgufSource, cache_root: Path | str) -> Path:
             f"model.name_or_path={source.spec}: {target} exists without provenance.json, so it "
             "is not a finished conversion; delete it and run again."
         )
-    header = read_gguf_header(source.path)
+    header, reader = _read_header(source.path)
     check_causal_lm(header, source.spec)
     # Converting holds the float32 model and, while safetensors serialises it, a second copy.
     check_fits_memory(2 * estimate_memory_bytes(header), name_or_path=source.spec)
@@ -308,7 +314,7 @@ def convert_gguf_to_hf(source: GgufSource, cache_root: Path | str) -> Path:
         partial = Path(tempfile.mkdtemp(prefix=f".{key}.{os.getpid()}.", suffix=".partial",
                                         dir=cache_root))
         try:
-            _write_hf_folder(source, header, partial)
+            _write_hf_folder(source, header, partial, reader=reader)
             try:
                 partial.rename(target)
             except OSError:
@@ -400,8 +406,10 @@ def provenance_of(folder: Path | str) -> dict[str, Any] | None:
     return json.loads(path.read_text()) if path.is_file() else None
 
 
-def _write_hf_folder(source: GgufSource, header: GgufHeader, folder: Path) -> None:
-    """Load the GGUF with transformers (dequantised to float32) and save it as an HF folder."""
+def _write_hf_folder(source: GgufSource, header: GgufHeader, folder: Path, *,
+                     reader: Any = None) -> None:
+    """Load the GGUF with transformers (dequantised to float32) and save it as an HF folder;
+    `reader`: the file's `gguf.GGUFReader` where the caller has one (its header was read)."""
     # imported on use: start-up time (torch and transformers take seconds).
     import torch
     import transformers
@@ -412,7 +420,8 @@ def _write_hf_folder(source: GgufSource, header: GgufHeader, folder: Path) -> No
     where, name = str(source.path.parent), source.path.name
     # The tokenizer under MODEL_LOADING too: no other load in this process runs while the
     # reads are shared (`_each_gguf_file_read_once`).
-    with MODEL_LOADING, _each_gguf_file_read_once():
+    known = {source.path: reader} if reader is not None else {}
+    with MODEL_LOADING, _each_gguf_file_read_once(known):
         # dequantize=True makes transformers drop its GGUF quantiser once the weights are in:
         # the model is then a plain dense one, which save_pretrained writes as safetensors (the
         # default load keeps the quantiser, and save_pretrained refuses that model).
@@ -573,8 +582,9 @@ def _parameters_of_config(config: Any) -> int:
 
 
 @contextmanager
-def _each_gguf_file_read_once() -> Iterator[None]:
-    """For the block, one `gguf.GGUFReader` per file and one tensor-name map per architecture.
+def _each_gguf_file_read_once(known: Mapping[Path, Any] | None = None) -> Iterator[None]:
+    """For the block, one `gguf.GGUFReader` per file and one tensor-name map per architecture;
+    `known`: readers already built (file -> reader, read-only), used instead of new ones.
 
     transformers 5.17 loading a model and its tokenizer from GGUF builds four readers of the
     file (config, weights, tokenizer), each decoding SmolLM2's 49,152 tokens and 48,900 merges
@@ -586,7 +596,8 @@ def _each_gguf_file_read_once() -> Iterator[None]:
     import gguf
 
     reader_class, name_map = gguf.GGUFReader, gguf.get_tensor_name_map
-    readers: dict[tuple[str, str], Any] = {}
+    readers = {(str(Path(path).resolve()), "r"): reader
+               for path, reader in (known or {}).items()}
 
     def read_once(path: os.PathLike[str] | str, mode: str = "r") -> Any:
         key = (str(Path(path).resolve()), mode)

@@ -430,10 +430,10 @@ def test_a_linked_folder_replaces_an_older_copy_and_is_copied_across_file_system
         link_converted_folder(tmp_path / "elsewhere" / "missing", out)
 
 
-def test_a_conversion_reads_the_file_twice_and_leaves_the_gguf_module_as_it_was(tiny,
-                                                                              monkeypatch):
-    """Once for the header check, once for transformers' model, config and tokenizer loads,
-    which built four readers of their own (each decoding the whole vocabulary)."""
+def test_a_conversion_reads_the_file_once_and_leaves_the_gguf_module_as_it_was(tiny,
+                                                                             monkeypatch):
+    """For the header check, and the same reader for transformers' model, config and tokenizer
+    loads, which built four readers of their own (each decoding the whole vocabulary)."""
     import gguf
 
     reads = []
@@ -445,7 +445,7 @@ def test_a_conversion_reads_the_file_twice_and_leaves_the_gguf_module_as_it_was(
 
     monkeypatch.setattr(gguf, "GGUFReader", counted)
     convert_gguf_to_hf(resolve_gguf_source(str(tiny)), tiny.parent / "cache")
-    assert reads == [tiny.name, tiny.name]
+    assert reads == [tiny.name]
     assert (gguf.GGUFReader, gguf.get_tensor_name_map) == (counted, name_map)
 
 
@@ -453,7 +453,7 @@ def test_a_conversion_that_dies_leaves_no_folder_and_a_later_one_cleans_up(tiny,
     source, cache = resolve_gguf_source(str(tiny)), tiny.parent / "cache"
     key = source.sha256[:16]
 
-    def die_halfway(_source, _header, folder: Path) -> None:
+    def die_halfway(_source, _header, folder: Path, **_reader) -> None:
         (folder / "model.safetensors").write_bytes(b"half")
         raise KeyboardInterrupt
 
@@ -468,7 +468,7 @@ def test_a_conversion_that_dies_leaves_no_folder_and_a_later_one_cleans_up(tiny,
     abandoned.mkdir()
     running.mkdir()
 
-    def write(_source, _header, folder: Path) -> None:
+    def write(_source, _header, folder: Path, **_reader) -> None:
         (folder / "provenance.json").write_text("{}")
 
     monkeypatch.setattr(gguf_source, "_write_hf_folder", write)
@@ -486,7 +486,7 @@ def test_processes_converting_one_file_at_once_take_turns_and_convert_it_once(ti
     source, cache = resolve_gguf_source(str(tiny)), tiny.parent / "cache"
     writes, entered, release = [], threading.Event(), threading.Event()
 
-    def slow_write(_source, _header, folder: Path) -> None:
+    def slow_write(_source, _header, folder: Path, **_reader) -> None:
         writes.append(folder)
         entered.set()
         assert release.wait(30)
@@ -517,7 +517,7 @@ def test_the_cache_root_is_breadth_gguf_cache_where_set_else_under_breadth_home(
     monkeypatch.setenv(gguf_source.CACHE_VARIABLE, str(tmp_path / "shared"))
     assert gguf_source.gguf_cache_root() == tmp_path / "shared"
     monkeypatch.setattr(gguf_source, "_write_hf_folder",
-                        lambda _source, _header, folder: (folder / "provenance.json").touch())
+                        lambda _source, _header, folder, **_reader: (folder / "provenance.json").touch())
     folder = gguf_source.hf_folder_of(str(write_tiny_gguf(tmp_path / "tiny.gguf")))
     assert Path(folder).parent == tmp_path / "shared"
     assert not (tmp_path / "home").exists()
