@@ -72,6 +72,10 @@ GRID = ["grid", "--preset", "default", "--format", "free_form",
         "--cell-runner", "deployment", "--cell-deployment", DEPLOYMENT, "--grid-id", GRID_ID,
         *set_args(TINY_CELL)]
 GRID_TIMEOUT_S = 1500
+# The workers ask the pool for runs every 5 s, not start_workers' 2: a poll costs the Prefect
+# server CPU (one worker every 2 s about 1.7 CPU s a minute, every 5 s 0.75), and a cell waiting
+# a few seconds more to be taken changes nothing the night checks or times.
+WORKER_QUERY_S = 5.0
 # How long the cell whose worker is killed has been Running (below, step 3).
 CELL_AGE_AT_KILL_S = 6
 # The evaluation of proactive triggers and the state change on top of the bound itself, as in
@@ -172,7 +176,8 @@ def night(live_stack, tmp_path):
         work = tmp_path / f"host-{index}/work"
         # start_workers gives them the heartbeats of `breadth worker` (tasks/dead_runs.py).
         workers.extend(start_workers(1, {**env, "BREADTH_WORK_DIR": str(work)},
-                                     tmp_path / f"host-{index}", pool=POOL, first_index=index))
+                                     tmp_path / f"host-{index}", pool=POOL, first_index=index,
+                                     query_s=WORKER_QUERY_S))
         return work
 
     start_host(0)  # the second host joins after the Prefect restart (the test, step 1)

@@ -114,11 +114,15 @@ def register_deployment(api_url: str, entrypoint: str, name: str, pool: str) -> 
 
 
 def start_workers(count: int, env: dict[str, str], log_dir: Path, pin_cores: bool = False,
-                  pool: str = "breadth-cpu", first_index: int = 0) -> list[subprocess.Popen]:
+                  pool: str = "breadth-cpu", first_index: int = 0,
+                  query_s: float = 2.0) -> list[subprocess.Popen]:
     """`count` process workers on `pool`, each running one flow run at a time (`--limit 1`,
     one cell per accelerator) with one torch thread; with `pin_cores`, worker i and the runs
     it starts are held to core i (`taskset`). Workers are numbered from `first_index` (their
-    names and logs), so that workers started by separate calls stay distinct."""
+    names and logs), so that workers started by separate calls stay distinct. Each asks the
+    pool for runs every `query_s` seconds (Prefect's default is 10): a run waits less for a
+    worker to take it, and each poll costs the Prefect server CPU (one worker polling every
+    2 s about 1.7 CPU s a minute, every 5 s about 0.75; loaded 2-core machine)."""
     # As `breadth worker` runs them: heartbeats every 30 s, as the dead-worker automation (which
     # a grid creates) expects. Without, Prefect's 180 s default let it mark a cell Crashed 90 s
     # after its first heartbeat, alive, and the grid ran the cell twice.
@@ -133,9 +137,8 @@ def start_workers(count: int, env: dict[str, str], log_dir: Path, pin_cores: boo
         log = (log_dir / f"worker-{index}.log").open("w")
         workers.append(subprocess.Popen(
             command, cwd=REPO, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-            # Polls every 2 s (default 10 s): a cell waits less for a worker to take it.
             env={**heartbeat_env(), **os.environ, **env, "OMP_NUM_THREADS": "1",
-                 "PREFECT_WORKER_QUERY_SECONDS": "2"},
+                 "PREFECT_WORKER_QUERY_SECONDS": f"{query_s:g}"},
         ))
     return workers
 
