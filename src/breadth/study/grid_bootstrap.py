@@ -108,7 +108,8 @@ def _intervals(pairs: pd.DataFrame, k: int | None, s: ClaimSettings) -> dict[str
         return {}
     seeds = pairs["seed"].to_numpy()
     row = np.searchsorted(np.unique(seeds), seeds)
-    slot = pairs.groupby("seed").cumcount().to_numpy()
+    # The pairs are sorted by seed: a pair's slot is its place after its seed's first pair.
+    slot = np.arange(len(seeds)) - np.searchsorted(seeds, seeds, side="left")
     shape = (int(row.max()) + 1, int(slot.max()) + 1)
 
     def grid(values) -> np.ndarray:  # (seeds, problems), NaN-padded
@@ -154,10 +155,9 @@ def _split_sizes(pairs: pd.DataFrame, s: ClaimSettings) -> dict[str, int]:
     the cell; {} without a shared problem."""
     if pairs.empty:
         return {}
-    solved = pd.Series(_solved(pairs, s), index=pairs.index)
-    per_seed = solved.groupby(pairs["seed"]).agg(["sum", "size"])
-    return {"solved": int(per_seed["sum"].min()),
-            "unsolved": int((per_seed["size"] - per_seed["sum"]).min())}
+    _, seed_of = np.unique(pairs["seed"].to_numpy(), return_inverse=True)
+    solved, problems = np.bincount(seed_of, weights=_solved(pairs, s)), np.bincount(seed_of)
+    return {"solved": int(solved.min()), "unsolved": int((problems - solved).min())}
 
 
 def _pairs(trained: pd.DataFrame, base: pd.DataFrame) -> pd.DataFrame:

@@ -149,11 +149,12 @@ def grid_summary(
     rows = []
     groups = runs.assign(config=variants).groupby(["format", "reward", "config"], sort=True,
                                                   dropna=False)
+    positions = groups.indices  # {cell: its runs' row positions}
     for (fmt, reward, variant), group in groups:
         row = {"format": fmt, "reward": reward, "config": variant, "seeds": len(group), "k": k}
+        at = positions[(fmt, reward, variant)]
         for name, (values, lows, highs) in per_run.items():
-            row.update(_from_runs(name, values[group.index], lows[group.index],
-                                  highs[group.index]))
+            row.update(_from_runs(name, values[at], lows[at], highs[at]))
         # Only this row's own runs' rows where the study frame names runs: a cell's tables
         # pool its configs, and another cell's SFT start may come from another config.
         cell = _tables_of(per_problem, group, fmt, reward) if tables else None
@@ -393,17 +394,21 @@ def finite(value) -> bool:
         return False
 
 
-def _per_run_values(runs, model, base_model, k) -> dict[str, tuple[pd.Series, ...]]:
-    """{column: (value, logged CI low, logged CI high) per run}."""
-    nan = pd.Series(np.nan, index=runs.index)
+def _per_run_values(runs, model, base_model, k) -> dict[str, tuple[np.ndarray, ...]]:
+    """{column: (value, logged CI low, logged CI high) per run, in the runs' row order}: numpy
+    arrays, which a cell indexes by its rows' positions (label lookups on Series were a
+    quarter of a many-cell summary's time)."""
+    nan = np.full(len(runs), np.nan)
 
-    def column(name: str) -> pd.Series:
+    def column(name: str) -> np.ndarray:
         if "{k}" in name and k is None:
             return nan
         key = name.format(k=k)
-        return pd.to_numeric(runs[key], errors="coerce") if key in runs.columns else nan
+        if key not in runs.columns:
+            return nan
+        return pd.to_numeric(runs[key], errors="coerce").to_numpy(np.float64, na_value=np.nan)
 
-    out: dict[str, tuple[pd.Series, ...]] = {}
+    out: dict[str, tuple[np.ndarray, ...]] = {}
     sources = [(c, model, m) for c, _, m in SUMMARY_METRICS]
     sources += [(c, model if under else base_model, m) for c, _, m, under in _BASE_METRICS]
     for name, prefix, metric in sources:
@@ -414,13 +419,14 @@ def _per_run_values(runs, model, base_model, k) -> dict[str, tuple[pd.Series, ..
     return out
 
 
-def _from_runs(name: str, values: pd.Series, lows: pd.Series, highs: pd.Series) -> dict:
-    """Mean of the finite values; the one run's own interval when only one has a value."""
-    present = values.notna()
+def _from_runs(name: str, values: np.ndarray, lows: np.ndarray, highs: np.ndarray) -> dict:
+    """Mean of the values present (not NaN); the one run's own interval when only one has a
+    value."""
+    present = ~np.isnan(values)
     mean = float(values[present].mean()) if present.any() else math.nan
     low = high = math.nan
     if present.sum() == 1:
-        low, high = float(lows[present].iloc[0]), float(highs[present].iloc[0])
+        low, high = float(lows[present][0]), float(highs[present][0])
     return {name: mean, f"{name}_ci_low": low, f"{name}_ci_high": high}
 
 
