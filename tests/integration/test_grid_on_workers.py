@@ -4,17 +4,14 @@ grid summary while the others finish."""
 
 from __future__ import annotations
 
-import os
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from tests.integration.grid_cell_flows import FAILING_OBJECTIVE
 from tests.integration.helpers import (
-    PREFECT,
-    REPO,
     create_process_pool,
+    register_deployment,
     run_cli,
     set_args,
     start_workers,
@@ -44,13 +41,11 @@ def grid_on_two_workers(live_stack, tmp_path_factory):
     logs = tmp_path_factory.mktemp("grid-workers")
     env = {**live_stack, "BREADTH_WORK_DIR": str(logs / "work"), "CUDA_VISIBLE_DEVICES": ""}
     create_process_pool(live_stack["PREFECT_API_URL"], "breadth-cpu")
-    deployed = subprocess.run(
-        [PREFECT, "--no-prompt", "deploy",
-         "tests/integration/grid_cell_flows.py:pipeline_one_objective_fails",
-         "--name", "grid-test", "--pool", "breadth-cpu"],
-        env={**os.environ, **env}, cwd=REPO, capture_output=True, text=True, check=False,
-    )
-    assert deployed.returncode == 0, deployed.stdout[-3000:] + deployed.stderr[-3000:]
+    # As `prefect deploy ...grid_cell_flows.py:pipeline_one_objective_fails` would, without the
+    # CLI's process (`breadth deploy` is tested in test_deployments_on_stack.py).
+    register_deployment(live_stack["PREFECT_API_URL"],
+                        "tests/integration/grid_cell_flows.py:pipeline_one_objective_fails",
+                        DEPLOYMENT.split("/")[1], "breadth-cpu")
     workers = start_workers(2, env, logs)
     try:
         code, output, _ = run_cli(GRID, env, timeout=600)
