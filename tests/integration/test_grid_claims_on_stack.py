@@ -14,11 +14,14 @@ from tests.integration.helpers import SMALL_PIPELINE, run_cli, run_cli_reporting
 
 pytestmark = pytest.mark.integration
 
-# The default preset keeps the grid small; the grid still checks that cells are fair.
+# The default preset keeps the grid small; the grid still checks that cells are fair. No
+# MLflow models: the claims read metrics, curves and tables, never a model, and logging the
+# cells' models cost the grid's process about 3 CPU s (test_pipeline_on_stack.py loads a
+# logged model back).
 GRID = ["grid", "--preset", "default", "--format", "free_form", "--reward", "correctness",
         "--reward", "correctness+batch", "--seed", "3",
         *set_args([*SMALL_PIPELINE, "tracking.experiment=grid-claims-test",
-                   "evaluation.search_budget=4"])]
+                   "evaluation.search_budget=4", "tracking.log_models=false"])]
 
 
 @pytest.fixture(scope="module")
