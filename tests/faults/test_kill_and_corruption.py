@@ -1,6 +1,9 @@
 """kill -9 in the middle of GRPO (re-run on the same worker, or on a fresh one with an empty
-work dir), a truncated checkpoint, and a stage that raises: the re-run finishes from the right
-checkpoint, and no run record is left open."""
+work dir), and a stage that raises (re-run with its newest checkpoint truncated): the re-run
+finishes from the right checkpoint, and no run record is left open.
+
+The stage that raises and the truncated checkpoint share one failed pipeline run (the `raised`
+fixture, once per module): one pipeline process fewer than a run killed for the truncation."""
 
 from __future__ import annotations
 
@@ -9,7 +12,7 @@ import shutil
 import signal
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import pytest
 
@@ -35,6 +38,9 @@ if TYPE_CHECKING:
 pytestmark = [pytest.mark.faults, pytest.mark.integration]
 # Paused, then killed, inside step 5: checkpoints 2 and 4 are on disk, step 5 is in progress.
 KILL_DURING_STEP = 5
+# The stage raises inside step 5 too: checkpoints 2 and 4 are on disk for the truncated test.
+RAISE_AT_STEP = 5
+RAISES_SEED = 303
 
 
 def _kill_during_step(
@@ -62,6 +68,24 @@ def _weights(folder: Path) -> dict[str, torch.Tensor]:
 
 def _by_name(runs: list, name: str) -> list:
     return [r for r in runs if r.info.run_name == name]
+
+
+class Raised(NamedTuple):
+    code: int
+    output: str
+    work: Path
+    runs: list[Any]  # its MLflow experiment's runs, read as soon as it ended
+
+
+@pytest.fixture(scope="module")
+def raised(live_stack, tmp_path_factory) -> Raised:
+    """A pipeline whose GRPO stage raises inside step RAISE_AT_STEP: the raises test's subject
+    (its records read before anything else runs), and the work dir whose checkpoint-4 the
+    truncated test damages before running the same config again."""
+    folder = tmp_path_factory.mktemp("raises")
+    env = environment(live_stack, folder / "work", raise_at_step=RAISE_AT_STEP)
+    code, output = run(overrides("raises", seed=RAISES_SEED), env, folder / "raises.log")
+    return Raised(code, output, folder / "work", experiment_runs(live_stack, "raises"))
 
 
 def test_kill_9_mid_grpo_then_rerun_closes_records_and_matches_an_uninterrupted_run(
@@ -107,12 +131,15 @@ def test_kill_9_mid_grpo_then_rerun_closes_records_and_matches_an_uninterrupted_
         "GRPO did not change the policy after checkpoint-4: choose a seed whose later steps do")
 
 
-def test_a_truncated_newest_checkpoint_falls_back_one_and_says_so(live_stack, tmp_path):
-    values = overrides("truncated", seed=302)
-    work = _kill_during_step(values, live_stack, tmp_path)
+def test_a_truncated_newest_checkpoint_falls_back_one_and_says_so(live_stack, raised, tmp_path):
+    assert raised.code != 0, raised.output[-4000:]
+    work = raised.work
     weights = stage_dir(work, "rl") / "checkpoint-4" / "model.safetensors"
     weights.write_bytes(weights.read_bytes()[: weights.stat().st_size // 2])
 
+    # The failed run's config and seed (so its rl work dir and checkpoints), its records in an
+    # experiment of its own (the experiment is in no stage's cache key).
+    values = overrides("truncated", seed=RAISES_SEED)
     code, output = run(values, environment(live_stack, work), tmp_path / "rerun.log")
     assert code == 0, output[-4000:]
     flat = " ".join(output.split())
@@ -149,13 +176,10 @@ def test_a_fresh_worker_with_an_empty_work_dir_resumes_grpo_from_s3(live_stack, 
     assert (fresh / rl_key / "final" / "model.safetensors").exists()
 
 
-def test_a_stage_that_raises_leaves_no_running_record(live_stack, tmp_path):
-    values = overrides("raises", seed=303)
-    env = environment(live_stack, tmp_path / "work", raise_at_step=3)
-    code, output = run(values, env, tmp_path / "raises.log")
-    assert code != 0 and "fault injected inside training at step 3" in output
+def test_a_stage_that_raises_leaves_no_running_record(live_stack, raised):
+    code, output, _, runs = raised
+    assert code != 0 and f"fault injected inside training at step {RAISE_AT_STEP}" in output
 
-    runs = experiment_runs(live_stack, "raises")
     assert [r.info.run_name for r in runs if r.info.status == "RUNNING"] == []
     (rl_run,) = _by_name(runs, "rl")
     assert rl_run.info.status == "FAILED"
