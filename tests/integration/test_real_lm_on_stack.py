@@ -18,17 +18,22 @@ from tests.integration.helpers import run_cli, set_args
 pytestmark = pytest.mark.integration
 
 # The preset's task and rendering, at sizes that keep the run within a few minutes on 2 cores:
-# a 135M model generates a few tokens a second per prompt here. No SFT: the instruct model starts
-# GRPO as it is (the preset's choice too). SmolLM2's replies here are 5-9 tokens ("The answer is
-# D) 21"), so 16 new tokens keep every verdict (right, wrong, no answer); a longer cap only let
-# one ramble hold its whole batch for more steps. Search at budget 2: one sample from the plain
-# prompt, then one from a child prompt for each problem still unsolved (half of budget 4's
-# generation, the same code path). No MLflow model of the trained policy: no assertion reads it,
-# and logging one loads the policy once more, saves it again and uploads its 540 MB (float32)
+# a 135M model generates a few tokens a second per prompt here, so every sample counts. No SFT:
+# the instruct model starts GRPO as it is (the preset's choice too), for one step: it samples,
+# scores, trains, checkpoints and logs its reward, and rollout-rl and search-rl then sample from
+# the updated weights (GRPO over several steps and its resumption: the tiny model's tests,
+# test_grpo_rewards_on_cpu and test_grpo_resume_on_cpu). 2 eval problems x 4 samples: a pass@k
+# curve to k = 4 and a sample table for each model. SmolLM2's replies here are 5-9 tokens ("The
+# answer is D) 21"), so 16 new tokens keep every verdict (right, wrong, no answer); a longer cap
+# only let one ramble hold its whole batch for more steps. Search at budget 2: one sample from
+# the plain prompt, then one from a child prompt for each problem still unsolved (half of budget
+# 4's generation, the same code path). No MLflow model of the trained policy: no assertion reads
+# it, and logging one loads the policy once more, saves it again and uploads its 540 MB (float32)
 # through MLflow; the tiny model's pipeline tests cover log_models.
+NUM_EVAL, NUM_SAMPLES = 2, 4
 TINY = [
-    "data.num_train=16", "data.num_eval=4", "rl.max_steps=2", "rl.prompts_per_step=2",
-    "rl.num_generations=2", "rl.max_completion_length=16", "rollout.num_samples=4",
+    "data.num_train=16", f"data.num_eval={NUM_EVAL}", "rl.max_steps=1", "rl.prompts_per_step=2",
+    "rl.num_generations=2", "rl.max_completion_length=16", f"rollout.num_samples={NUM_SAMPLES}",
     "rollout.max_new_tokens=16", "evaluation.bootstrap_samples=20", "evaluation.search_budget=2",
     "tracking.log_models=false", "tracking.experiment=real-lm-test", "seed=21",
 ]
@@ -86,7 +91,7 @@ def test_each_model_is_evaluated_with_its_sample_table(smollm2_run, live_stack):
         table = json.loads(Path(client.download_artifacts(
             rollout, f"samples/rollout-{model}.json")).read_text())
         rows = [dict(zip(table["columns"], row, strict=True)) for row in table["data"]]
-        assert len(rows) == 4 * 4  # every sample of the 4 eval problems (fewer than 64)
+        assert len(rows) == NUM_EVAL * NUM_SAMPLES  # every sample (the table holds up to 64)
         assert {row["verdict"] for row in rows} <= {"correct", "wrong", "no answer extracted"}
         # The prompt as the model saw it, through the chat template.
         assert all(row["prompt"].startswith("<|im_start|>") for row in rows)
