@@ -1,8 +1,14 @@
 """The walking skeleton against the real stack: one CLI command runs every stage, tracked in
-MLflow and S3; a second identical run is served from Prefect's cache."""
+MLflow and S3; a second identical run is served from Prefect's cache. And what a researcher
+sees of the two in the UIs: MLflow experiments that open on their runs, parent runs named and
+tagged so a first run and its cached re-run are told apart, their data sets as dataset inputs,
+and Prefect flow runs named and tagged alike whose log holds breadth's own lines (config
+summary, cache hits and misses, stage headlines)."""
 
 from __future__ import annotations
 
+import asyncio
+import json
 import re
 import time
 
@@ -233,8 +239,6 @@ def test_runs_lists_the_pipeline_runs_over_rest(two_runs, live_stack):
     """`breadth runs` reads the real server over REST: both runs, newest first, with the final
     model's headline figures and links, and without importing mlflow or pandas (`import
     mlflow`, 1.3-1.7 s, was most of its time)."""
-    import json
-
     code, listed, stderr, loaded = run_cli_reporting_imports(
         ["runs", "--json", "--experiment", "skeleton-test"], live_stack)
     assert code == 0, (listed + stderr)[-4000:]
@@ -248,3 +252,93 @@ def test_runs_lists_the_pipeline_runs_over_rest(two_runs, live_stack):
     assert 0.0 <= row["headline"]["pass@1"] <= 1.0 and row["duration_s"] > 0
     assert row["mlflow_url"].endswith(f"/runs/{first}?workflowType=machine_learning")
     assert "flow-run" in row["prefect_url"]
+
+
+# What a researcher sees of the two runs in the UIs, read off this module's runs: a first run
+# and a cached re-run of their own (these tests had a module of their own) cost 48 CPU s of
+# `breadth run` more.
+
+
+@pytest.fixture(scope="module")
+def parent_runs(two_runs, live_stack):
+    """An MLflow client and the parent runs of the first run and of its cached re-run."""
+    from mlflow import MlflowClient
+
+    client = MlflowClient(live_stack["MLFLOW_TRACKING_URI"])
+    return client, [client.get_run(_run_id(run[1])) for run in two_runs]
+
+
+def test_the_experiment_opens_on_its_runs(parent_runs, two_runs):
+    """MLflow 3.17 opens an experiment by the browser's GenAI / Model training switch, unless
+    the link names the mode; older MLflow 3 releases read the experiment's kind."""
+    client, (first, _) = parent_runs
+    experiment = client.get_experiment(first.info.experiment_id)
+    assert experiment.tags.get("mlflow.experimentKind") == "custom_model_development"
+    output = two_runs[1][1]
+    assert re.search(r"MLflow run:\s*\S+/runs/[0-9a-f]{32}\?workflowType=machine_learning",
+                     output.replace("\n", "")), output[-2000:]
+
+
+def test_a_run_and_its_cached_rerun_are_told_apart_by_name_and_tags(parent_runs):
+    _, (first, second) = parent_runs
+    # Seed 11 and the small pipeline's keys differ from the preset: named, not just hashed.
+    assert first.info.run_name.startswith("default·seed=11·")
+    assert first.info.run_name.split("·")[-1] == first.data.tags["config.hash"][:8]
+    assert second.info.run_name == first.info.run_name + "·cached"
+    assert first.data.tags["breadth.cached"] == "none"
+    assert second.data.tags["breadth.cached"] == "all"
+    assert first.data.tags["data.source"] == "synthetic:arithmetic"
+
+
+def test_the_parent_run_logs_its_train_and_eval_sets_as_dataset_inputs(parent_runs):
+    _, runs = parent_runs
+    for run in runs:  # the cached re-run too
+        inputs = {next(t.value for t in i.tags if t.key == "mlflow.data.context"): i.dataset
+                  for i in run.inputs.dataset_inputs}
+        assert set(inputs) == {"train", "eval"}
+        # data.num_train and data.num_eval of SMALL_PIPELINE
+        assert json.loads(inputs["train"].profile) == {"num_rows": 200}
+        assert json.loads(inputs["eval"].profile) == {"num_rows": 12}
+        assert inputs["train"].name == "arithmetic·train" and inputs["train"].source_type == "s3"
+        content_hash = run.data.tags["dataset.hash"]
+        assert json.loads(inputs["eval"].source)["uri"].endswith(f"{content_hash}/eval.parquet")
+
+
+def _flow_run_and_logs(flow_run_id: str, api_url: str) -> tuple[object, list[str]]:
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import LogFilter, LogFilterFlowRunId
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    async def read():
+        async with get_client() as client:
+            flow_run = await client.read_flow_run(flow_run_id)
+            logs = await client.read_logs(LogFilter(flow_run_id=LogFilterFlowRunId(any_=[flow_run_id])))
+            return flow_run, [log.message for log in logs]
+
+    # This process's Prefect settings may predate the stack's environment (a unit test's
+    # temporary server ran here first): name the stack's server.
+    with temporary_settings(updates={PREFECT_API_URL: api_url}):
+        return asyncio.run(read())
+
+
+def test_prefect_flow_runs_are_named_and_tagged_like_the_parent_and_log_breadths_lines(
+    parent_runs, two_runs, live_stack,
+):
+    _, runs = parent_runs
+    for run, cached in zip(runs, (False, True), strict=True):
+        flow_run, messages = _flow_run_and_logs(run.data.tags["prefect.flow_run_id"],
+                                                live_stack["PREFECT_API_URL"])
+        assert flow_run.name == run.info.run_name
+        assert {"preset:default", "format:free_form", "reward:correctness", "seed:11",
+                "data:arithmetic"} <= set(flow_run.tags)
+        assert ("cached" in flow_run.tags) == cached
+        text = "\n".join(messages)
+        assert f"breadth run {run.info.run_name.removesuffix('·cached')} (preset default" in text
+        assert "differs from preset default: seed=11" in text
+        assert ("prepare: cache hit" if cached else "prepare: cache miss, computed here") in text
+        assert re.search(r"sft: cache (hit|miss).*sft/train_loss \d", text), text
+        assert re.search(r"rl: cache (hit|miss).*train/reward [-0-9.]", text), text
+        assert re.search(r"result: rl pass@1 [0-9.]+", text), text
+    # `breadth run` prints them too (Prefect's console handler).
+    output = two_runs[1][1]
+    assert "prepare: cache hit" in output and "differs from preset default" in output

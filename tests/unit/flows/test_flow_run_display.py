@@ -1,6 +1,6 @@
 """A pipeline flow run's label and log in Prefect: its name and tags set from inside the run,
 and breadth's log lines attached to its log for the length of the run. The real thing, in-process
-and on a worker: tests/integration/test_run_labels_on_stack.py, test_deployments_on_stack.py."""
+and on a worker: tests/integration/test_pipeline_on_stack.py, test_deployments_on_stack.py."""
 
 from __future__ import annotations
 
