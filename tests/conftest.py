@@ -32,25 +32,6 @@ PORT_VARIABLES = (
 # waited 23 s for its network retries to give up.
 os.environ["HF_HUB_OFFLINE"] = os.environ["HF_DATASETS_OFFLINE"] = "1"
 
-
-def torch_threads_per_worker(environ: dict[str, str] | os._Environ, cores: int) -> str | None:
-    """Each pytest-xdist worker's share of the cores, as OMP_NUM_THREADS for its torch and the
-    processes it starts; None outside xdist or where OMP_NUM_THREADS is already set.
-
-    torch takes every core by default, so two workers on two cores ran four threads on two.
-    (Measured on tests/faults/test_workers.py alone: 107 -> 101.5 CPU s, 80 -> 73 s of wall.)
-    Checked in tests/unit/test_stack_fixtures.py.
-    """
-    workers = int(environ.get("PYTEST_XDIST_WORKER_COUNT", "0"))
-    if workers < 1 or "OMP_NUM_THREADS" in environ:
-        return None
-    return str(max(1, cores // workers))
-
-
-# Before anything imports torch, which reads it once.
-if (_threads := torch_threads_per_worker(os.environ, os.cpu_count() or 1)) is not None:
-    os.environ["OMP_NUM_THREADS"] = _threads
-
 # Variables that would point the tests at someone else's services.
 EXTERNAL_VARIABLES = ("PREFECT_API_URL", "MLFLOW_TRACKING_URI", "BREADTH_S3_ENDPOINT",
                       "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")

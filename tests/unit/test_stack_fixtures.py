@@ -50,15 +50,3 @@ def test_no_template_without_its_folder_or_with_a_database_in_the_environment(
         monkeypatch.delenv("PREFECT_API_DATABASE_CONNECTION_URL", raising=False)
     _start(tmp_path / "home", templates if database_url else None, rows=1)
     assert not (templates / PREFECT_DB).exists()
-
-
-def test_each_xdist_worker_gets_its_share_of_the_cores_for_torch():
-    from tests.conftest import torch_threads_per_worker
-
-    assert torch_threads_per_worker({"PYTEST_XDIST_WORKER_COUNT": "2"}, cores=2) == "1"
-    assert torch_threads_per_worker({"PYTEST_XDIST_WORKER_COUNT": "2"}, cores=16) == "8"
-    assert torch_threads_per_worker({"PYTEST_XDIST_WORKER_COUNT": "4"}, cores=2) == "1"
-    assert torch_threads_per_worker({}, cores=2) is None  # one pytest process: torch's default
-    # A value the caller set is kept.
-    assert torch_threads_per_worker({"PYTEST_XDIST_WORKER_COUNT": "2", "OMP_NUM_THREADS": "2"},
-                                    cores=2) is None
