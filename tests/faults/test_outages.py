@@ -56,6 +56,7 @@ def _run_through_outage(service: str, name: str, seed: int, stack_env: dict, tmp
         code, output = finish(process, log)
     finally:
         timer.join()
+    assert len(down) == 2, f"{service} did not start again after the outage (see the log above)"
     return code, output, work, tuple(down)
 
 
