@@ -16,10 +16,16 @@
 # picks (as in scripts/tools/install.sh: uv does not read pip's configuration, and would take
 # the CUDA build), and the other packages resolve from the index as for the main environment.
 # A failed uv step is retried with pip. Without uv, or with BREADTH_INSTALLER=pip, plain pip
-# does it all. Either way each package's bytecode is compiled as it is installed (uv's
-# --compile-bytecode compiles what that call installed): the environment's processes need it
-# where PYTHONDONTWRITEBYTECODE is set (`import torch, transformers, vllm`: 11 s compiled, 22 s
-# not).
+# does it all.
+#
+# Bytecode: no package's is compiled as it is installed (uv without --compile-bytecode, pip with
+# --no-compile). A server imports about a quarter of the environment's 21,000 modules, so the
+# environment's processes write the .pyc of what they import, once, even where
+# PYTHONDONTWRITEBYTECODE is set: the import check below for `import vllm`, and the servers
+# breadth starts (breadth.rollout.vllm_server) for the rest. Measured on 2 cores: the install
+# 128 -> 48 CPU s (87 -> 50 s); the first server start then 75 CPU s, each later one 53-55,
+# as with everything compiled at install (50). Without any .pyc each process compiles what it
+# imports again (`import torch, transformers, vllm`: 11 s compiled, 22 s not).
 #
 # Idempotent: a marker file keyed by this script's sha256 skips a finished install; edit the
 # script (or delete the environment) to reinstall.
@@ -90,10 +96,10 @@ fi
 # else pip (which takes the `torch @ file` requirement as uv does).
 env_install() {
     if [[ -n "$UV" ]]; then
-        "$UV" pip install -q --compile-bytecode --python "$ENV_DIR/bin/python" "$@" && return 0
+        "$UV" pip install -q --python "$ENV_DIR/bin/python" "$@" && return 0
         step "uv failed (its error is above); this step with pip"
     fi
-    "${PIP[@]}" install -q "$@"
+    "${PIP[@]}" install -q --no-compile "$@"
 }
 
 step "installing $TORCH_SPEC (CPU wheel) and $TRANSFORMERS_SPEC with ${UV:-pip}"
@@ -141,8 +147,8 @@ done
 step "installing the breadth library (editable, --no-deps)"
 env_install --no-deps --no-build-isolation -e "$REPO"
 
-step "checking import vllm"
-"$ENV_DIR/bin/python" -c "import torch, transformers, vllm; print('[vllm-env] torch', torch.__version__, '| transformers', transformers.__version__, '| vllm', vllm.__version__)"
+step "checking import vllm (and writing its bytecode)"
+PYTHONDONTWRITEBYTECODE= "$ENV_DIR/bin/python" -c "import torch, transformers, vllm; print('[vllm-env] torch', torch.__version__, '| transformers', transformers.__version__, '| vllm', vllm.__version__)"
 
 touch "$MARKER"
 step "done: $(du -sh "$ENV_DIR" | cut -f1) in $ENV_DIR"

@@ -257,8 +257,10 @@ class VLLMServer:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self.pid_path.parent.mkdir(parents=True, exist_ok=True)
         env = {**os.environ, "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1"}
-        # The main environment's variables must not leak into vLLM's interpreter.
-        for name in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV"):
+        # The main environment's variables must not leak into vLLM's interpreter. Nor
+        # PYTHONDONTWRITEBYTECODE: the environment is installed without bytecode, and the
+        # server writes the .pyc of what it imports (scripts/tools/install_vllm_env.sh says why).
+        for name in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "PYTHONDONTWRITEBYTECODE"):
             env.pop(name, None)
         with open(self.log_path, "ab") as log:
             log.write(f"\n$ {' '.join(command)}\n".encode())
