@@ -1,4 +1,5 @@
-"""Which training process this is, how many there are, and an all-gather between them.
+"""Which training process this is, how many there are, an all-gather between them, and leaving
+their process group at the end.
 
 The GRPO workers are started by `breadth.training.launch` through `torch.distributed.run` or
 `accelerate launch`, which set WORLD_SIZE and RANK; a process started any other way is a run of
@@ -44,3 +45,20 @@ def gather_objects(obj: Any) -> list[Any]:
     gathered: list[Any] = [None] * dist.get_world_size()
     dist.all_gather_object(gathered, obj)
     return gathered
+
+
+def leave_process_group() -> None:
+    """Destroy this process's default process group, if one was started; call it once training
+    is done, near the end of the process.
+
+    PyTorch's shutdown rule (the `destroy_process_group` docs): a process that exits with its
+    group alive leaves gloo's worker threads to the interpreter's teardown, which can abort it
+    ("terminate called without an active exception", SIGABRT; pytorch/pytorch#190489). A rank
+    that did that after a finished GRPO run failed the whole stage (seen once in
+    tests/integration/test_grpo_multiprocess_on_cpu.py, the run's 4 steps done). Not collective
+    for gloo; a no-op without a group.
+    """
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        dist.destroy_process_group()

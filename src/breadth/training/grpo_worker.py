@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 from breadth.models.tiny import load_policy
-from breadth.training.distributed import process_rank
+from breadth.training.distributed import leave_process_group, process_rank
 from breadth.training.grpo import grpo_rows, train_grpo
 from breadth.training.launch import EventWriter, read_job_config
 
@@ -36,6 +36,9 @@ def main(argv: list[str] | None = None) -> None:
         resume_from=Path(job["resume_from"]) if job["resume_from"] else None,
         chat=config.model,
     )
+    # Only after a finished run: a failed rank exits at once with its error, and the launcher
+    # stops the others (leaving the group could wait on a peer stuck in a collective).
+    leave_process_group()
 
 
 if __name__ == "__main__":
