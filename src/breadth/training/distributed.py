@@ -22,11 +22,18 @@ def process_rank() -> int:
     return int(os.environ.get("RANK", "0"))
 
 
+def _group_started() -> bool:
+    """Whether this process has a default process group (a launcher's rank does)."""
+    import torch.distributed as dist
+
+    return dist.is_available() and dist.is_initialized()
+
+
 def wait_for_all_processes() -> None:
     """Return once every training process has called this (at once for one process)."""
     import torch.distributed as dist
 
-    if dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1:
+    if _group_started() and dist.get_world_size() > 1:
         dist.barrier()
 
 
@@ -40,7 +47,7 @@ def gather_objects(obj: Any) -> list[Any]:
     """
     import torch.distributed as dist
 
-    if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() == 1:
+    if not _group_started() or dist.get_world_size() == 1:
         return [obj]
     gathered: list[Any] = [None] * dist.get_world_size()
     dist.all_gather_object(gathered, obj)
@@ -60,5 +67,5 @@ def leave_process_group() -> None:
     """
     import torch.distributed as dist
 
-    if dist.is_available() and dist.is_initialized():
+    if _group_started():
         dist.destroy_process_group()
